@@ -1,0 +1,1 @@
+"""Command line and wiring: spawns runners, writes traces, exports."""

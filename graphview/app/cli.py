@@ -1,0 +1,267 @@
+"""The ``graphview`` command line.
+
+    graphview record SCRIPT -o run.gvtrace [options]   record a script headless
+    graphview export SCRIPT_OR_TRACE -o graph.json|graph.dot|graph.graphml [--at EVENT]
+    graphview info TRACE [--json]                      what a trace holds
+
+Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
+unwritable output. Failures print one line starting with ``graphview:``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from graphview.core.events import summary_text
+from graphview.core.export import ExportError, export_graph
+from graphview.core.options import GRAD_MODES, RunOptions
+from graphview.core.run import Run
+from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
+
+EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UserError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("run options (the toggles)")
+    g.add_argument("--retain-graph", action="store_true", help="force retain_graph=True on every backward")
+    g.add_argument("--create-graph", action="store_true", help="force create_graph=True on every backward")
+    g.add_argument("--detach-at", action="append", default=[], metavar="WHERE",
+                   help="detach the result at an op id (op:12), a source line (line:7) or a module path "
+                        "(encoder.layers.0); may be repeated")
+    g.add_argument("--grad-mode", choices=GRAD_MODES, default="grad",
+                   help="grad mode for the forward (default: grad)")
+    g.add_argument("--no-grad", dest="grad_mode", action="store_const", const="no_grad", help="same as --grad-mode no_grad")
+    g.add_argument("--inference-mode", dest="grad_mode", action="store_const", const="inference_mode",
+                   help="same as --grad-mode inference_mode")
+    g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
+    g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
+    g.add_argument("--steps", type=int, default=1, help="step scripts: number of steps (default 1)")
+    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="stop the script after this many seconds (the trace keeps what was recorded)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphview", description="Watch PyTorch autograd build, run and free its graph.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    rec = sub.add_parser("record", help="run a script under recording and save a trace")
+    rec.add_argument("script")
+    rec.add_argument("-o", "--output", required=True, help=f"trace file to write ({SUFFIX})")
+    rec.add_argument("-q", "--quiet", action="store_true", help="do not echo the script's output")
+    _add_run_options(rec)
+    exp = sub.add_parser("export", help="export the recorded graph as JSON, DOT or GraphML")
+    exp.add_argument("source", help="a script (recorded first) or a trace file")
+    exp.add_argument("-o", "--output", required=True, help="graph.json, graph.dot or graph.graphml")
+    exp.add_argument("--at", type=int, default=None, metavar="EVENT",
+                     help="the graph as it was after this event index (default: every graph of the run)")
+    _add_run_options(exp)
+    inf = sub.add_parser("info", help="summarize a trace file")
+    inf.add_argument("trace")
+    inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    options = RunOptions(
+        retain_graph=args.retain_graph, create_graph=args.create_graph, detach_at=list(args.detach_at),
+        grad_mode=args.grad_mode, accumulate=args.accumulate, device=args.device, steps=args.steps,
+    )
+    try:
+        options.validate()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return options
+
+
+def check_script(path: str) -> None:
+    """Fail early, before starting a runner, on a script that cannot be run at all."""
+    if not os.path.exists(path):
+        raise UserError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a folder, not a Python script")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def is_trace(path: str) -> bool:
+    if path.endswith(SUFFIX):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b'{"format"')
+
+
+def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool) -> tuple[Run, dict]:
+    """Record ``script`` in a runner process into trace ``output``; returns the run and its end."""
+    from graphview.app.runner_client import record
+
+    check_script(script)
+    try:
+        writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict()))
+    except TraceError as exc:
+        raise UserError(str(exc)) from None
+    run = Run()
+
+    def on_event(event: dict) -> None:
+        writer.write(event)
+        run.add(event)
+        if echo and event["ev"] in ("stdout", "stderr"):
+            stream = sys.stdout if event["ev"] == "stdout" else sys.stderr
+            stream.write(event["text"])
+            stream.flush()
+
+    try:
+        end = record(script, options, on_event, timeout=timeout)
+    except TraceError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        try:
+            writer.close()
+        except TraceError:
+            pass
+    return run, end
+
+
+def load_run(path: str) -> tuple[Run, list[str]]:
+    trace = read_trace(path)
+    return Run(trace.events), trace.warnings
+
+
+def describe_failure(run: Run, end: dict) -> str:
+    status = end.get("status")
+    if status == "error" and run.errors:
+        _, err = run.errors[-1]
+        where = f" at line {err['line']}" if err.get("line") else ""
+        return f"the script raised {err['type']}{where}: {err['message']}"
+    return end.get("message") or status or "the script failed"
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    options = options_from_args(args)
+    run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet)
+    info = run.info()
+    summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
+               f"{info['backward_calls']} backward calls")
+    if end.get("status") == "ok":
+        print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
+        return EXIT_OK
+    print(f"graphview: {describe_failure(run, end)} (recorded {summary} to {args.output})", file=sys.stderr)
+    return EXIT_SCRIPT_FAILED
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise UserError(f"cannot write {args.output}: folder {out_dir} does not exist")
+    if not os.path.exists(args.source):
+        raise UserError(f"no such file: {args.source}")
+    warnings: list[str] = []
+    if is_trace(args.source):
+        run, warnings = load_run(args.source)
+    else:
+        options = options_from_args(args)
+        with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
+            run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False)
+    for w in warnings:
+        print(f"graphview: warning: {w}", file=sys.stderr)
+    fmt = export_graph(run, args.output, at=args.at)
+    data_note = f" at event {args.at}" if args.at is not None else ""
+    print(f"graphview: wrote the {fmt.upper()} graph{data_note} to {args.output}", file=sys.stderr)
+    if run.failed:
+        print(f"graphview: note: {describe_failure(run, run.end or {})}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    run, warnings = load_run(args.trace)
+    info = run.info()
+    info["warnings"] = warnings
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return EXIT_OK
+    for w in warnings:
+        print(f"graphview: warning: {w}", file=sys.stderr)
+    print(f"script:          {info['script']} ({info['mode']} script)")
+    print(f"status:          {info['status']}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
+    print(f"torch:           {info['torch']}")
+    opts = RunOptions.from_dict(info["options"] or {})
+    print(f"options:         {opts.label()}")
+    print(f"events:          {info['events']}")
+    print(f"steps:           {info['steps']}")
+    print(f"ops:             {info['ops']}")
+    print(f"autograd nodes:  {info['nodes']}")
+    print(f"tensors:         {info['tensors']}")
+    print(f"saved tensors:   {info['saved_tensors']}")
+    print(f"backward calls:  {info['backward_calls']}")
+    print(f"optimizer steps: {info['optimizer_steps']}")
+    peaks = info["peak_saved_bytes"] or {"cpu": 0}
+    for device, peak in sorted(peaks.items()):
+        print(f"peak saved ({device}): {_bytes(peak)} ({peak} bytes)")
+    for step in info["peak_per_step"]:
+        parts = ", ".join(f"{d} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
+        print(f"  step {step['step']}: peak saved {parts}")
+    for tid, entries in sorted(run.grads.items()):
+        name = run.tensor_name(tid)
+        if name and entries:
+            print(f"grad {name}: " + " -> ".join(summary_text(e.value) for e in entries))
+    if info["errors"]:
+        for err in info["errors"]:
+            where = f"line {err['line']}: " if err.get("line") else ""
+            print(f"error:           {where}{err['type']}: {err['message']}")
+    else:
+        print("errors:          none")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] not in ("record", "export", "info", "-h", "--help") and not argv[0].startswith("-"):
+        print("graphview: the desktop app is not part of this build yet; use "
+              "'graphview record', 'graphview export' or 'graphview info' (see graphview --help)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info}[args.command]
+    try:
+        return handler(args)
+    except (UserError, TraceError, ExportError) as exc:
+        print(f"graphview: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("graphview: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

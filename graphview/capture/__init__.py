@@ -1,0 +1,1 @@
+"""Recording: runs a script under torch hooks and emits plain events. Imports torch, never Qt."""

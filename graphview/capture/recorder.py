@@ -1,0 +1,855 @@
+"""The recorder: watches autograd while a script runs and emits plain events.
+
+Mechanisms (see docs/capture.md for why each was chosen):
+
+* a ``TorchFunctionMode`` sees every user-level torch call (op name, source line, inputs,
+  outputs and the grad_fn the output got);
+* ``saved_tensors_hooks`` see every tensor autograd saves for backward and, through a
+  ``weakref.finalize`` on the packed handle, the moment autograd drops it. The pack hook keeps
+  ``t.detach()`` (keeping ``t`` would leak saved outputs through a C++ cycle) and the unpack hook
+  re-implements torch's in-place version check, which torch skips when hooks are installed;
+* a wrapper around ``torch.autograd._engine_run_backward`` (the one function both
+  ``Tensor.backward`` and ``torch.autograd.grad`` go through) installs a pre-hook and a hook on
+  every node of the graph for the duration of one backward, so the engine's real execution
+  order, the gradients in and out of every node and every accumulation into a leaf's ``.grad``
+  are recorded;
+* global module forward hooks give module paths (``encoder.layers.0.linear1``) and parameter
+  names; global optimizer step hooks give optimizer steps; ``zero_grad`` is wrapped.
+
+Rules that keep the measurement honest: events hold no tensor and no autograd node; nodes are
+identified by an integer stamped into ``node.metadata``; tensors are tracked through weak
+references only; every hook returns ``None``; every handle is removed on exit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import sys
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+import torch.autograd.graph as autograd_graph
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.overrides import TorchFunctionMode
+
+from graphview.capture.summaries import dtype_name, summarize
+from graphview.core.options import RunOptions, parse_detach_spec
+
+VID_KEY = "graphview_vid"
+TOKEN_KEY = "graphview_token"
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+# torch calls that say nothing about the graph: answered without recording
+_IGNORED = frozenset(
+    {
+        "dim", "size", "stride", "numel", "nelement", "is_contiguous", "__len__", "__format__",
+        "__repr__", "__str__", "data_ptr", "untyped_storage", "storage", "element_size",
+        "__hash__", "is_floating_point", "is_complex", "__reduce_ex__", "__deepcopy__",
+        "__array__", "__iter__", "get_device", "storage_offset", "__index__", "__int__",
+        "__float__", "__bool__", "has_names", "_is_view", "is_set_to", "__dlpack__",
+        "_set_grad_enabled", "is_grad_enabled", "is_inference", "register_hook",
+        "register_post_accumulate_grad_hook", "_backward_hooks", "__setstate__", "__contains__",
+    }
+)
+# tensor properties whose ``__get__`` is a real op worth a node
+_PROPERTY_OPS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+# calls with no tensor output that still matter (they cut the graph)
+_NOTABLE_NON_TENSOR = frozenset({"item", "tolist", "numpy"})
+_BACKWARD_CALLS = frozenset({"backward", "grad"})
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+class _Packed:
+    """What autograd holds instead of a saved tensor while the recorder is on."""
+
+    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "__weakref__")
+
+    def __init__(self, t, sid, version, token, output_nr, gf_name, source):
+        self.t = t
+        self.sid = sid
+        self.version = version
+        self.token = token
+        self.output_nr = output_nr
+        self.gf_name = gf_name
+        self.source = source  # weakref to the tensor autograd passed in
+
+
+class _OpMode(TorchFunctionMode):
+    def __init__(self, recorder: "Recorder") -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.recorder._on_torch_function(func, args, kwargs or {})
+
+
+class Recorder:
+    """Record everything autograd does while active (use as a context manager).
+
+    ``emit`` receives each event dict. ``script`` is the path of the user's script: source
+    lines, variable names and tracebacks are taken from frames of that file.
+    """
+
+    def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
+                 sample_cuda: bool | None = None) -> None:
+        self._emit_fn = emit
+        self.script = os.path.abspath(script)
+        self.options = options or RunOptions()
+        self._lock = threading.RLock()
+        self._suspend = 0
+        self._tids = itertools.count(1)
+        self._vids = itertools.count(1)
+        self._sids = itertools.count(1)
+        self._oids = itertools.count(1)
+        self._bids = itertools.count(1)
+        self._tokens = itertools.count(1)
+        self._tensors: dict[int, list] = {}  # id(t) -> [ref, tid, version, grad_fn vid, requires_grad]
+        self._pending_names: list[list] = []  # [ref, tid, tries]
+        self._names: dict[int, str] = {}  # module/param id -> qualified name (+ refs below)
+        self._name_refs: dict[int, weakref.ref] = {}
+        self._buffers: set[int] = set()
+        self._roots: dict[int, weakref.ref] = {}
+        self._module_stack: list[str] = []
+        self._mode_state = "grad"
+        self._retained: dict[int, weakref.ref] = {}
+        self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
+        self._saved_attr_cache: dict[type, tuple] = {}
+        self._bw_current: list[int | None] = []
+        self._handles: list[Any] = []
+        self._detach_ops: set[int] = set()
+        self._detach_lines: set[int] = set()
+        self._detach_modules: set[str] = set()
+        for spec in self.options.detach_at:
+            kind, value = parse_detach_spec(spec)
+            {"op": self._detach_ops, "line": self._detach_lines, "module": self._detach_modules}[kind].add(value)
+        self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
+        self._alloc_last: int | None = None
+        self._active = False
+        self.op_count = 0
+        self.backward_count = 0
+        self.optimizer_step_count = 0
+
+    # ------------------------------------------------------------------ plumbing
+    def emit(self, event: dict) -> None:
+        with self._lock:
+            self._emit_fn(event)
+            if self._cuda and event["ev"] in ("op", "bw_node_done", "backward_end", "release"):
+                self._sample_cuda()
+
+    def _sample_cuda(self) -> None:
+        try:
+            device = torch.cuda.current_device()
+            allocated = torch.cuda.memory_allocated(device)
+        except Exception:  # noqa: BLE001 - a broken CUDA context must not break the run
+            self._cuda = False
+            return
+        if allocated != self._alloc_last:
+            self._alloc_last = allocated
+            self._emit_fn({"ev": "alloc", "device": f"cuda:{device}", "bytes": allocated})
+
+    class _Quiet:
+        __slots__ = ("rec",)
+
+        def __init__(self, rec):
+            self.rec = rec
+
+        def __enter__(self):
+            self.rec._suspend += 1
+
+        def __exit__(self, *exc):
+            self.rec._suspend -= 1
+
+    def quiet(self) -> "_Quiet":
+        """Inside this block the recorder ignores torch calls (its own work, optimizer internals)."""
+        return Recorder._Quiet(self)
+
+    def __enter__(self) -> "Recorder":
+        self._install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._uninstall()
+
+    def _install(self) -> None:
+        self._mode = _OpMode(self)
+        self._saved_hooks = autograd_graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._saved_hooks.__enter__()
+        self._mode.__enter__()
+        self._orig_engine = torch.autograd.graph._engine_run_backward
+        torch.autograd.graph._engine_run_backward = self._engine_run_backward
+        torch.autograd._engine_run_backward = self._engine_run_backward
+        mm = torch.nn.modules.module
+        self._handles.append(mm.register_module_forward_pre_hook(self._module_pre))
+        self._handles.append(mm.register_module_forward_hook(self._module_post, always_call=True))
+        self._handles.append(register_optimizer_step_pre_hook(self._optimizer_pre))
+        self._handles.append(register_optimizer_step_post_hook(self._optimizer_post))
+        self._orig_opt_zero = torch.optim.Optimizer.zero_grad
+        self._orig_mod_zero = torch.nn.Module.zero_grad
+        torch.optim.Optimizer.zero_grad = self._wrap_zero_grad(self._orig_opt_zero, "optimizer")
+        torch.nn.Module.zero_grad = self._wrap_zero_grad(self._orig_mod_zero, "module")
+        self._active = True
+
+    def _uninstall(self) -> None:
+        if not self._active:
+            return
+        self._active = False
+        self.flush_names()
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        torch.optim.Optimizer.zero_grad = self._orig_opt_zero
+        torch.nn.Module.zero_grad = self._orig_mod_zero
+        torch.autograd.graph._engine_run_backward = self._orig_engine
+        torch.autograd._engine_run_backward = self._orig_engine
+        self._mode.__exit__(None, None, None)
+        self._saved_hooks.__exit__(None, None, None)
+
+    # ------------------------------------------------------------------ frames and names
+    def user_frame(self, start: int = 2):
+        """The innermost frame of the user's script, and whether the call is torch-internal."""
+        f = sys._getframe(start)
+        script = self.script
+        while f is not None:
+            code = f.f_code
+            if code.co_filename == script:
+                return f, False
+            if code.co_name in ("__init__", "reset_parameters", "_reset_parameters") and "torch" in code.co_filename:
+                return None, True
+            f = f.f_back
+        return None, False
+
+    def _register_pending(self, t: torch.Tensor, tid: int) -> None:
+        self._pending_names.append([weakref.ref(t), tid, 0])
+        if len(self._pending_names) > 256:
+            del self._pending_names[:64]
+
+    def flush_names(self, frame=None) -> None:
+        """Give pending tensors the names the script bound them to, looking at script frames."""
+        if not self._pending_names:
+            return
+        with self.quiet():
+            if frame is None:
+                frame, _ = self.user_frame(2)
+            wanted = {}
+            for entry in self._pending_names:
+                t = entry[0]()
+                if t is not None:
+                    wanted[id(t)] = entry
+            found: set[int] = set()
+            f, depth = frame, 0
+            while f is not None and depth < 16 and wanted:
+                if f.f_code.co_filename == self.script:
+                    try:
+                        items = list(f.f_locals.items())
+                    except Exception:  # noqa: BLE001 - exotic frames
+                        items = []
+                    for name, value in items:
+                        if isinstance(value, torch.Tensor) and not name.startswith("__"):
+                            entry = wanted.get(id(value))
+                            if entry is not None and entry[0]() is value and entry[1] not in found:
+                                found.add(entry[1])
+                                self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
+                                del wanted[id(value)]
+                f = f.f_back
+                depth += 1
+            keep = []
+            for entry in self._pending_names:
+                entry[2] += 1
+                if entry[1] not in found and entry[2] < 12 and entry[0]() is not None:
+                    keep.append(entry)
+            self._pending_names = keep
+
+    # ------------------------------------------------------------------ tensors and nodes
+    def _kind(self, t: torch.Tensor) -> str:
+        if id(t) in self._buffers:
+            return "buffer"
+        if isinstance(t, torch.nn.Parameter):
+            return "param"
+        return "input" if t.is_leaf else "activation"
+
+    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True) -> list:
+        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed."""
+        key = id(t)
+        entry = self._tensors.get(key)
+        version = _version(t)
+        gf = t.grad_fn
+        gvid = self.node_vid(gf, line) if gf is not None else None
+        requires_grad = t.requires_grad
+        if entry is not None and entry[0]() is t:
+            if entry[2] == version and entry[3] == gvid and entry[4] == requires_grad:
+                return [entry[1], version]
+            entry[2:] = [version, gvid, requires_grad]
+            tid = entry[1]
+            new = False
+        else:
+            tid = next(self._tids)
+            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad]
+            new = True
+        base = t._base
+        base_tid = None
+        if base is not None:
+            base_entry = self._tensors.get(id(base))
+            if base_entry is not None and base_entry[0]() is base:
+                base_tid = base_entry[1]
+        name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
+        event = {
+            "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t),
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": str(t.device),
+            "requires_grad": requires_grad, "is_leaf": t.is_leaf, "grad_fn": gvid, "base": base_tid,
+            "line": line, "new": new,
+        }
+        event.update(summarize(t) or {})
+        self._emit_fn(event)
+        if new and name is None and pending:
+            self._register_pending(t, tid)
+        return [tid, version]
+
+    def _forget_tensor(self, key: int, tid: int):
+        tensors = self._tensors
+
+        def forget(_ref):
+            entry = tensors.get(key)
+            if entry is not None and entry[1] == tid:
+                del tensors[key]
+
+        return forget
+
+    def tid_of(self, t: torch.Tensor) -> int | None:
+        entry = self._tensors.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        return None
+
+    def node_vid(self, fn, line: int | None = None) -> int:
+        """The id of autograd node ``fn``; discovers (and emits) it and unknown ancestors."""
+        vid = fn.metadata.get(VID_KEY)
+        if vid is not None:
+            return vid
+        module = self._module_stack[-1] if self._module_stack else None
+        stack = [(fn, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                self._emit_node(node, line, module)
+                continue
+            md = node.metadata
+            if VID_KEY in md:
+                continue
+            md[VID_KEY] = next(self._vids)
+            stack.append((node, True))
+            for child, _ in node.next_functions:
+                if child is not None and VID_KEY not in child.metadata:
+                    stack.append((child, False))
+        return fn.metadata[VID_KEY]
+
+    def _emit_node(self, node, line, module) -> None:
+        vid = node.metadata[VID_KEY]
+        name = node.name()
+        leaf = None
+        seq = None
+        if name == ACCUMULATE_GRAD:
+            var = node.variable
+            leaf = self.tensor_ref(var, line)[0]
+        else:
+            seq = node._sequence_nr()
+        nxt = [[c.metadata[VID_KEY] if c is not None else None, nr] for c, nr in node.next_functions]
+        self._emit_fn({
+            "ev": "node", "vid": vid, "name": name, "next": nxt, "seq": seq, "leaf": leaf,
+            "custom": isinstance(node, torch.autograd.function.BackwardCFunction),
+            "line": line, "module": module,
+        })
+        for attr, packed in self._saved_of(node):
+            self._emit_fn({"ev": "own", "sid": packed.sid, "owner": vid, "attr": attr})
+
+    def _saved_of(self, node):
+        cls = type(node)
+        attrs = self._saved_attr_cache.get(cls)
+        if attrs is None:
+            attrs = tuple(a[len("_raw_saved_"):] for a in dir(node) if a.startswith("_raw_saved_"))
+            self._saved_attr_cache[cls] = attrs
+        for attr in attrs:
+            try:
+                raw = getattr(node, "_raw_saved_" + attr)
+            except Exception:  # noqa: BLE001 - undefined optional saved values
+                continue
+            items = raw if isinstance(raw, (tuple, list)) else (raw,)
+            for i, item in enumerate(items):
+                data = getattr(item, "data", None) if item is not None else None
+                if isinstance(data, _Packed):
+                    yield (attr if len(items) == 1 and not isinstance(raw, (tuple, list)) else f"{attr}[{i}]"), data
+
+    # ------------------------------------------------------------------ grad mode
+    @staticmethod
+    def current_mode() -> str:
+        if torch.is_inference_mode_enabled():
+            return "inference_mode"
+        return "grad" if torch.is_grad_enabled() else "no_grad"
+
+    def _check_mode(self, line: int | None) -> str:
+        mode = self.current_mode()
+        if mode != self._mode_state:
+            self._mode_state = mode
+            self._emit_fn({"ev": "mode", "mode": mode, "line": line})
+        return mode
+
+    # ------------------------------------------------------------------ ops
+    def _on_torch_function(self, func, args, kwargs):
+        if self._suspend:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", None) or type(func).__name__
+        if name in _IGNORED:
+            return func(*args, **kwargs)
+        if name == "__get__" or name == "__set__":
+            return self._on_descriptor(func, name, args, kwargs)
+        if name in _BACKWARD_CALLS:
+            return func(*args, **kwargs)
+        frame, internal = self.user_frame(3)
+        if internal:
+            return func(*args, **kwargs)
+        with self._lock:
+            self._suspend += 1
+            try:
+                self.flush_names(frame)
+            finally:
+                self._suspend -= 1
+        out = func(*args, **kwargs)
+        with self._lock:
+            self._suspend += 1
+            try:
+                return self._record_op(name, args, kwargs, out, frame)
+            finally:
+                self._suspend -= 1
+
+    def _on_descriptor(self, func, name, args, kwargs):
+        owner = getattr(func, "__self__", None)
+        attr = getattr(owner, "__name__", "")
+        out = func(*args, **kwargs)
+        if attr == "grad" and args and isinstance(args[0], torch.Tensor):
+            with self._lock, self.quiet():
+                frame, _ = self.user_frame(3)
+                line = frame.f_lineno if frame else None
+                tid = self.tensor_ref(args[0], line)[0]
+                if name == "__get__":
+                    self._emit_fn({"ev": "grad_read", "tid": tid, "none": out is None, "line": line})
+                else:
+                    value = args[1] if len(args) > 1 else None
+                    if value is None:
+                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign_none", "line": line, "source": "assign"})
+                    else:
+                        self._note_grad(value, tid)
+                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign", "line": line,
+                                       "source": "assign", "value": summarize(value)})
+            return out
+        if name == "__get__" and attr in _PROPERTY_OPS and isinstance(out, torch.Tensor):
+            frame, internal = self.user_frame(3)
+            if internal:
+                return out
+            with self._lock, self.quiet():
+                return self._record_op(attr, args[:1], {}, out, frame)
+        if name == "__set__" and attr in ("requires_grad", "data") and args and isinstance(args[0], torch.Tensor):
+            with self._lock, self.quiet():
+                frame, _ = self.user_frame(3)
+                self.tensor_ref(args[0], frame.f_lineno if frame else None)
+        return out
+
+    def _note_grad(self, grad: torch.Tensor, leaf_tid: int) -> None:
+        self._grad_of[id(grad)] = (weakref.ref(grad), leaf_tid)
+
+    def _record_op(self, name, args, kwargs, out, frame):
+        line = frame.f_lineno if frame is not None else None
+        mode = self._check_mode(line)
+        inputs = []
+        for a in itertools.chain(args, kwargs.values()):
+            if isinstance(a, torch.Tensor):
+                inputs.append(a)
+            elif isinstance(a, (list, tuple)):
+                inputs.extend(x for x in a if isinstance(x, torch.Tensor))
+        outputs = _flatten_tensors(out)
+        if not outputs and name not in _NOTABLE_NON_TENSOR and name != "retain_grad":
+            return out
+        oid = next(self._oids)
+        self.op_count = oid
+        inplace = name.endswith("_") and not name.startswith("_") or name.startswith("__i")
+        # a grad buffer changed in place (``p.grad.zero_()``): that is a grad reset
+        if inplace and inputs:
+            g = self._grad_of.get(id(inputs[0]))
+            if g is not None and g[0]() is inputs[0]:
+                how = "zero" if name == "zero_" else "assign"
+                event = {"ev": "grad_reset", "tids": [g[1]], "how": how, "line": line, "source": name}
+                if how == "assign":
+                    event["value"] = summarize(inputs[0])
+                self._emit_fn(event)
+        in_refs = [self.tensor_ref(t, line) for t in inputs]
+        out_refs = [self.tensor_ref(t, line) for t in outputs]
+        grad_fn = None
+        for t in outputs:
+            gf = t.grad_fn
+            if gf is not None:
+                grad_fn = gf.metadata.get(VID_KEY)
+                break
+        module = self._module_stack[-1] if self._module_stack else None
+        self.emit({
+            "ev": "op", "oid": oid, "op": name, "line": line, "module": module,
+            "inputs": in_refs, "outputs": out_refs, "grad_fn": grad_fn, "mode": mode, "inplace": inplace,
+        })
+        if name in ("detach", "detach_", "data") and inputs and outputs:
+            self._emit_fn({"ev": "detach", "src": in_refs[0][0], "dst": out_refs[0][0], "line": line, "forced": False})
+        elif name == "retain_grad" and inputs:
+            self._retained[in_refs[0][0]] = weakref.ref(inputs[0])
+            self._emit_fn({"ev": "retain_grad", "tid": in_refs[0][0], "line": line})
+        if oid in self._detach_ops or (line is not None and line in self._detach_lines):
+            out = self._force_detach(out, line)
+        return out
+
+    def _force_detach(self, out, line):
+        """The ``--detach-at`` toggle: hand the script a detached result instead."""
+        def detach_one(t):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                d = t.detach()
+                src = self.tensor_ref(t, line)[0]
+                dst = self.tensor_ref(d, line)[0]
+                self._emit_fn({"ev": "detach", "src": src, "dst": dst, "line": line, "forced": True})
+                return d
+            return t
+        if isinstance(out, torch.Tensor):
+            return detach_one(out)
+        if isinstance(out, tuple) and not hasattr(out, "_fields"):
+            return tuple(detach_one(t) for t in out)
+        if isinstance(out, list):
+            return [detach_one(t) for t in out]
+        return out
+
+    # ------------------------------------------------------------------ modules
+    def _register_root(self, root: torch.nn.Module) -> None:
+        key = id(root)
+        ref = self._roots.get(key)
+        if ref is not None and ref() is root:
+            return
+        self._roots[key] = weakref.ref(root)
+        for qual, m in root.named_modules():
+            if self._name_refs.get(id(m)) is None or self._name_refs[id(m)]() is not m:
+                self._names[id(m)] = qual
+                self._name_refs[id(m)] = weakref.ref(m)
+        new_tensors = []
+        for qual, p in root.named_parameters():
+            if self._name_refs.get(id(p)) is None or self._name_refs[id(p)]() is not p:
+                self._names[id(p)] = qual
+                self._name_refs[id(p)] = weakref.ref(p)
+                new_tensors.append(p)
+        for qual, b in root.named_buffers():
+            if self._name_refs.get(id(b)) is None or self._name_refs[id(b)]() is not b:
+                self._names[id(b)] = qual
+                self._name_refs[id(b)] = weakref.ref(b)
+                self._buffers.add(id(b))
+                new_tensors.append(b)
+        frame, _ = self.user_frame(3)
+        line = frame.f_lineno if frame else None
+        for t in new_tensors:
+            self.tensor_ref(t, line, pending=False)
+
+    def _module_path(self, module: torch.nn.Module) -> str:
+        key = id(module)
+        ref = self._name_refs.get(key)
+        if ref is not None and ref() is module:
+            return self._names[key]
+        parent = self._module_stack[-1] if self._module_stack else ""
+        return f"{parent}.{type(module).__name__}" if parent else type(module).__name__
+
+    def _module_pre(self, module, args):
+        if self._suspend or not self._active:
+            return None
+        with self._lock, self.quiet():
+            if not self._module_stack:
+                self._register_root(module)
+            path = self._module_path(module)
+            self._module_stack.append(path)
+            self._emit_fn({"ev": "module_enter", "path": path, "type": type(module).__name__})
+        return None
+
+    def _module_post(self, module, args, output):
+        if self._suspend or not self._active or not self._module_stack:
+            return None
+        with self._lock, self.quiet():
+            path = self._module_stack.pop()
+            self._emit_fn({"ev": "module_exit", "path": path})
+            if path in self._detach_modules:
+                frame, _ = self.user_frame(3)
+                return self._force_detach(output, frame.f_lineno if frame else None)
+        return None
+
+    # ------------------------------------------------------------------ optimizer and zero_grad
+    def _optimizer_pre(self, optimizer, args, kwargs):
+        self._suspend += 1
+
+    def _optimizer_post(self, optimizer, args, kwargs):
+        self._suspend -= 1
+        self.optimizer_step_count += 1
+        if self._suspend or not self._active:
+            return
+        with self._lock, self.quiet():
+            frame, _ = self.user_frame(3)
+            line = frame.f_lineno if frame else None
+            tids = []
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    ref = self.tensor_ref(p, line, pending=False)
+                    tids.append(ref[0])
+                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p) or {})})
+            self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
+
+    def _wrap_zero_grad(self, original, source):
+        recorder = self
+
+        def zero_grad(obj, *args, **kwargs):
+            if recorder._suspend or not recorder._active:
+                return original(obj, *args, **kwargs)
+            set_to_none = kwargs.get("set_to_none", args[0] if args else True)
+            with recorder._lock, recorder.quiet():
+                params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
+                tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
+                result = original(obj, *args, **kwargs)
+                frame, _ = recorder.user_frame(2)
+                recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
+                                   "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
+            return result
+
+        zero_grad.__wrapped__ = original
+        zero_grad.__doc__ = original.__doc__
+        return zero_grad
+
+    # ------------------------------------------------------------------ saved tensors
+    def _pack(self, t: torch.Tensor):
+        with self._lock:
+            sid = next(self._sids)
+            device = str(t.device)
+            try:
+                storage = t.untyped_storage()
+                nbytes = storage.nbytes()
+                key = f"{storage.data_ptr():x}"
+            except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+                nbytes = t.numel() * t.element_size()
+                key = f"sid{sid}"
+            base = t._base
+            if t.is_leaf or (base is not None and base.is_leaf):
+                kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
+            else:
+                kind = "activation"
+            gf = t.grad_fn
+            token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
+            packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
+                             gf.name() if gf is not None else None, weakref.ref(t))
+            finalizer = weakref.finalize(packed, self._release, sid)
+            finalizer.atexit = False
+            self._emit_fn({
+                "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device, "kind": kind,
+                "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": None, "attr": None,
+            })
+            return packed
+
+    def _release(self, sid: int) -> None:
+        if self._active:  # after the run, the script's leftovers die with its module: not events
+            with self._lock:
+                self.emit({"ev": "release", "sid": sid})
+
+    def _unpack(self, packed):
+        if not isinstance(packed, _Packed):  # packed before the recorder started
+            return packed
+        current = packed.t._version
+        if current != packed.version:
+            raise RuntimeError(self._version_message(packed, current))
+        return packed.t
+
+    @staticmethod
+    def _version_message(packed: _Packed, current: int) -> str:
+        """torch's own message for a saved tensor modified in place (torch skips the check under hooks)."""
+        t = packed.t
+        node = torch._C._current_autograd_node()
+        is_output = node is not None and packed.token is not None and node.metadata.get(TOKEN_KEY) == packed.token
+        gf_name, output_nr = None, packed.output_nr
+        if is_output:
+            gf_name = packed.gf_name
+        else:
+            source = packed.source()
+            if source is not None:
+                gf = source.grad_fn
+                gf_name = gf.name() if gf is not None else None
+                output_nr = source.output_nr
+            else:
+                gf_name = packed.gf_name
+        message = (
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{t.type()} {list(t.shape)}]"
+        )
+        if gf_name:
+            message += f", which is output {output_nr} of {_BACKWARD_SUFFIX.sub('', gf_name)},"
+        message += f" is at version {current}; expected version {packed.version} instead."
+        if torch.is_anomaly_enabled():
+            message += (" Hint: the backtrace further above shows the operation that failed to compute "
+                        "its gradient. The variable in question was changed in there or anywhere later. Good luck!")
+        else:
+            message += (" Hint: enable anomaly detection to find the operation that failed to compute its "
+                        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return message
+
+    # ------------------------------------------------------------------ backward
+    def _engine_run_backward(self, t_outputs, *args, **kwargs):
+        original = self._orig_engine
+        if self._suspend or not self._active:
+            return original(t_outputs, *args, **kwargs)
+        args = list(args)
+        while len(args) < 4:
+            args.append(None)
+        grad_tensors, retain_graph, create_graph, inputs = args[:4]
+        forced = []
+        if self.options.create_graph and not create_graph:
+            args[2] = create_graph = True
+            forced.append("create_graph")
+        if self.options.retain_graph and not retain_graph:
+            args[1] = retain_graph = True
+            forced.append("retain_graph")
+        api = "backward" if kwargs.get("accumulate_grad", True) else "grad"
+        bid = next(self._bids)
+        self.backward_count += 1
+        handles = []
+        with self._lock, self.quiet():
+            frame, _ = self.user_frame(2)
+            line = frame.f_lineno if frame else None
+            self.flush_names(frame)
+            self._check_mode(line)
+            roots, root_tids = [], []
+            for t in t_outputs:
+                if isinstance(t, torch.Tensor):
+                    root_tids.append(self.tensor_ref(t, line)[0])
+                    fn = t.grad_fn
+                else:  # GradientEdge
+                    fn = t.node
+                roots.append(self.node_vid(fn, line) if fn is not None else None)
+            seeds = [summarize(g) for g in (grad_tensors or ())]
+            input_tids = [self.tensor_ref(t, line)[0] for t in (inputs or ()) if isinstance(t, torch.Tensor)]
+            self._emit_fn({
+                "ev": "backward_start", "bid": bid, "api": api, "roots": roots, "root_tensors": root_tids,
+                "seeds": seeds, "retain_graph": bool(retain_graph), "create_graph": bool(create_graph),
+                "inputs": input_tids, "forced": forced, "line": line,
+            })
+            seen = set()
+            stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
+            while stack:
+                node = stack.pop()
+                if node is None:
+                    continue
+                vid = self.node_vid(node, line)
+                if vid in seen:
+                    continue
+                seen.add(vid)
+                handles.append(node.register_prehook(self._make_prehook(bid, vid)))
+                if node.name() == ACCUMULATE_GRAD:
+                    leaf = node.variable
+                    state = {"was_none": True}
+                    handles.append(node.register_prehook(self._make_accumulate_prehook(weakref.ref(leaf), state)))
+                    handles.append(node.register_hook(
+                        self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
+                else:
+                    handles.append(node.register_hook(self._make_hook(bid, vid)))
+                stack.extend(c for c, _ in node.next_functions if c is not None)
+        self._bw_current.append(None)
+        ok = False
+        try:
+            result = original(t_outputs, *args, **kwargs)
+            ok = True
+            return result
+        except BaseException as exc:
+            failed_vid = self._bw_current[-1]
+            setattr(exc, "_graphview_vid", failed_vid)
+            setattr(exc, "_graphview_bid", bid)
+            raise
+        finally:
+            self._bw_current.pop()
+            for handle in handles:
+                handle.remove()
+            with self._lock, self.quiet():
+                if ok and api == "grad":
+                    for tid, g in zip(input_tids, result):
+                        self._emit_fn({"ev": "grad_result", "bid": bid, "tid": tid, "grad": summarize(g)})
+                if ok:
+                    for tid, ref in list(self._retained.items()):
+                        t = ref()
+                        if t is None:
+                            del self._retained[tid]
+                        elif t.grad is not None:
+                            self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad)})
+                self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
+
+    def _make_prehook(self, bid: int, vid: int):
+        recorder = self
+
+        def prehook(grad_outputs):
+            with recorder._lock, recorder.quiet():
+                if recorder._bw_current:
+                    recorder._bw_current[-1] = vid
+                recorder._emit_fn({"ev": "bw_node", "bid": bid, "vid": vid, "grads_in": [summarize(g) for g in grad_outputs]})
+            return None
+
+        return prehook
+
+    def _make_hook(self, bid: int, vid: int):
+        recorder = self
+
+        def hook(grad_inputs, grad_outputs):
+            with recorder._lock, recorder.quiet():
+                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g) for g in grad_inputs]})
+            return None
+
+        return hook
+
+    def _make_accumulate_prehook(self, leaf_ref, state: dict):
+        recorder = self
+
+        def prehook(grad_outputs):
+            with recorder.quiet():
+                leaf = leaf_ref()
+                state["was_none"] = leaf is None or leaf.grad is None
+            return None
+
+        return prehook
+
+    def _make_accumulate_hook(self, bid: int, vid: int, leaf_ref, tid: int, state: dict):
+        recorder = self
+
+        def hook(grad_inputs, grad_outputs):
+            with recorder._lock, recorder.quiet():
+                leaf = leaf_ref()
+                increment = summarize(grad_outputs[0]) if grad_outputs else None
+                grad = leaf.grad if leaf is not None else None
+                if grad is not None:
+                    recorder._note_grad(grad, tid)
+                recorder._emit_fn({"ev": "accumulate", "bid": bid, "tid": tid, "vid": vid, "increment": increment,
+                                   "grad": summarize(grad), "first": state["was_none"]})
+                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": []})
+            return None
+
+        return hook
+
+
+def _version(t: torch.Tensor) -> int:
+    """``t._version``; inference tensors have no version counter (0)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return 0
+
+
+def _flatten_tensors(out, depth: int = 0) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if depth < 3 and isinstance(out, (tuple, list)):
+        result = []
+        for item in out:
+            result.extend(_flatten_tensors(item, depth + 1))
+        return result
+    return []

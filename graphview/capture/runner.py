@@ -1,0 +1,70 @@
+"""The runner process: ``python -m graphview.capture.runner``.
+
+Runs one script under recording and writes its events, one JSON object per line, to the file
+descriptor given by ``--events-fd``. It is started by :mod:`graphview.app.runner_client`; a
+clean interpreter per run keeps the script's state (default dtype, monkeypatches, CUDA
+context) out of graphview, and a crash of the script out of the app.
+
+SIGTERM stops the script at the next Python bytecode (``StopRun``), so its ``run_end`` event
+is still written; a script stuck in native code is killed by the parent instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import signal
+import sys
+
+from graphview.core.options import RunOptions
+
+
+class EventPipe:
+    """Writes events to the parent. Each line is flushed at once so that a crash loses nothing."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "wb", buffering=1 << 16)
+        self._dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+        self.broken = False
+
+    def __call__(self, event: dict) -> None:
+        if self.broken or self._file.closed:
+            return
+        try:
+            self._file.write(self._dumps(event).encode("ascii") + b"\n")
+            self._file.flush()
+        except (BrokenPipeError, OSError, ValueError):  # the parent went away: finish quietly
+            self.broken = True
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="graphview-runner")
+    parser.add_argument("script")
+    parser.add_argument("--events-fd", type=int, required=True)
+    parser.add_argument("--options", default="{}", help="RunOptions as JSON")
+    args = parser.parse_args(argv)
+    faulthandler.enable(file=sys.__stderr__, all_threads=False)
+    pipe = EventPipe(args.events_fd)
+
+    from graphview.capture.script import StopRun, run_script  # imports torch
+
+    def on_term(signum, frame):
+        raise StopRun("stopped by graphview")
+
+    signal.signal(signal.SIGTERM, on_term)
+    options = RunOptions.from_dict(json.loads(args.options))
+    end = run_script(args.script, pipe, options)
+    pipe.close()
+    return 0 if end["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

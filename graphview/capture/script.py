@@ -1,0 +1,281 @@
+"""Run a user's script under the recorder: plain scripts and step scripts.
+
+A *plain script* runs top to bottom as ``__main__``. A *step script* defines a top-level
+``step()``: it is imported (its ``if __name__ == "__main__":`` block does not run) and
+``step()`` is called once per training step. If ``step()`` returns a tensor with a grad_fn and
+did not call backward itself, backward is called on it; if the script defines ``optimizer``, it
+is stepped after backward and its grads are zeroed before the next step unless the run
+accumulates.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import os
+import platform
+import sys
+import traceback
+import types
+from typing import Callable
+
+import torch
+
+from graphview.capture.recorder import Recorder
+from graphview.core.options import RunOptions
+
+OUTPUT_CAP = 1 << 20  # bytes of script output kept per stream and run
+OBSERVER_NOTES = [
+    "Recording uses a TorchFunctionMode, which turns off the fused fast path of "
+    "nn.MultiheadAttention / nn.TransformerEncoderLayer (used only in eval mode without grad); "
+    "their outputs may differ in the last bits from an unrecorded run.",
+    "Code inside torch.utils.checkpoint recomputation and custom autograd.Function.backward "
+    "runs inside backward and is not recorded op by op.",
+    "A script that installs its own saved_tensors_hooks (save_on_cpu, checkpoint) manages those "
+    "saved tensors itself: they are not counted while its hooks are active.",
+]
+
+
+class StopRun(BaseException):
+    """Raised in the script's thread to stop it (a user's Stop, a timeout)."""
+
+
+class ScriptError(Exception):
+    """The script could not be started (unreadable, not UTF-8, a syntax error)."""
+
+
+def available_devices() -> list[str]:
+    devices = ["cpu"]
+    try:
+        if torch.cuda.is_available():
+            devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001 - a broken driver must not stop the run
+        pass
+    try:
+        if torch.backends.mps.is_available():
+            devices.append("mps")
+    except Exception:  # noqa: BLE001
+        pass
+    return devices
+
+
+def load_source(path: str) -> str:
+    """The script's text; raises :class:`ScriptError` with a user-facing reason."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise ScriptError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ScriptError(f"{path} is a folder, not a Python script") from None
+    except OSError as exc:
+        raise ScriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def is_step_script(tree: ast.Module) -> bool:
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "step" for node in tree.body)
+
+
+class _Output(io.TextIOBase):
+    """Replaces ``sys.stdout``/``sys.stderr`` while the script runs: its output becomes events."""
+
+    def __init__(self, stream: str, emit: Callable[[dict], None], cap: int = OUTPUT_CAP) -> None:
+        self.stream = stream
+        self._emit = emit
+        self._left = cap
+        self._capped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self._left > 0:
+            part = text[: self._left]
+            self._left -= len(part)
+            self._emit({"ev": self.stream, "text": part})
+            if len(part) < len(text):
+                self._capped += len(text) - len(part)
+        else:
+            self._capped += len(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def close_report(self) -> None:
+        if self._capped:
+            self._emit({"ev": "output_capped", "stream": self.stream, "bytes": self._capped})
+
+    @property
+    def encoding(self) -> str:  # some libraries ask
+        return "utf-8"
+
+    def isatty(self) -> bool:
+        return False
+
+
+def error_event(exc: BaseException, script: str) -> dict:
+    """An ``error`` event: exact message, and the traceback frames that are in the script."""
+    frames = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(fs.filename) == script:
+            frames.append({"file": fs.filename, "line": fs.lineno, "func": fs.name, "text": (fs.line or "").strip()})
+    line = frames[-1]["line"] if frames else None
+    if isinstance(exc, SyntaxError) and exc.lineno and os.path.abspath(exc.filename or "") == script:
+        line = exc.lineno
+        frames.append({"file": exc.filename, "line": exc.lineno, "func": "<module>", "text": (exc.text or "").strip()})
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return {
+        "ev": "error", "type": type(exc).__name__, "message": message, "traceback": frames, "line": line,
+        "vid": getattr(exc, "_graphview_vid", None), "bid": getattr(exc, "_graphview_bid", None),
+    }
+
+
+def _grad_mode_context(mode: str):
+    if mode == "no_grad":
+        return torch.no_grad()
+    if mode == "inference_mode":
+        return torch.inference_mode()
+    return contextlib.nullcontext()
+
+
+def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | None = None,
+               keep_globals: dict | None = None) -> dict:
+    """Run ``path`` under recording, sending every event to ``emit``. Returns the ``run_end`` event.
+
+    Never raises for problems of the script itself: they become ``error`` events. If
+    ``keep_globals`` is a dict, the script's module globals are copied into it (in-process use).
+    """
+    options = options or RunOptions()
+    script = os.path.abspath(path)
+    start = {
+        "ev": "run_start", "script": script, "mode": "plain", "torch": torch.__version__,
+        "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
+        "notes": OBSERVER_NOTES, "source": None,
+    }
+    try:
+        source = load_source(script)
+        tree = ast.parse(source, filename=script)
+        code = compile(tree, script, "exec")
+    except ScriptError as exc:
+        emit(start)
+        emit({"ev": "error", "type": "ScriptError", "message": str(exc), "traceback": [], "line": None, "vid": None, "bid": None})
+        return _end(emit, "error", 1, str(exc))
+    except SyntaxError as exc:
+        start["source"] = source
+        emit(start)
+        emit(error_event(exc, script))
+        return _end(emit, "error", 1, f"syntax error at line {exc.lineno}: {exc.msg}")
+    step_mode = is_step_script(tree)
+    start["mode"] = "step" if step_mode else "plain"
+    start["source"] = source
+    emit(start)
+
+    stdout, stderr = _Output("stdout", emit), _Output("stderr", emit)
+    saved_state = (sys.argv, list(sys.path), sys.stdout, sys.stderr)
+    sys.argv = [script]
+    sys.path.insert(0, os.path.dirname(script))
+    sys.stdout, sys.stderr = stdout, stderr
+    module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
+    module.__file__ = script
+    module.__builtins__ = builtins
+    status, exit_code, message = "ok", 0, ""
+    recorder = Recorder(emit, script, options)
+    previous_main = sys.modules.get("__main__")
+    try:
+        if options.device:
+            torch.set_default_device(options.device)
+        with recorder, _grad_mode_context(options.grad_mode):
+            try:
+                if step_mode:
+                    sys.modules[module.__name__] = module
+                    exec(code, module.__dict__)
+                    _run_steps(module, options, recorder, emit)
+                else:
+                    sys.modules["__main__"] = module
+                    exec(code, module.__dict__)
+            finally:
+                recorder.flush_names()
+                _final_names(recorder, module.__dict__, emit)
+                if keep_globals is not None:
+                    keep_globals.update(module.__dict__)
+    except SystemExit as exc:
+        code_ = exc.code
+        if code_ is None or code_ == 0:
+            status, exit_code, message = "ok", 0, "the script called sys.exit(0)"
+        else:
+            status = "exit"
+            exit_code = code_ if isinstance(code_, int) else 1
+            message = f"the script called sys.exit({code_!r})"
+    except StopRun as exc:
+        status, exit_code, message = "stopped", 1, str(exc) or "stopped"
+    except KeyboardInterrupt:
+        status, exit_code, message = "stopped", 1, "interrupted"
+    except BaseException as exc:  # noqa: BLE001 - every failure of the script is an event
+        event = error_event(exc, script)
+        emit(event)
+        where = f" at line {event['line']}" if event["line"] else ""
+        status, exit_code, message = "error", 1, f"{type(exc).__name__}{where}: {exc}"
+    finally:
+        sys.argv, sys.path[:], sys.stdout, sys.stderr = saved_state[0], saved_state[1], saved_state[2], saved_state[3]
+        if previous_main is not None:
+            sys.modules["__main__"] = previous_main
+        sys.modules.pop("graphview_step_script", None)
+        if options.device:
+            torch.set_default_device(None)
+        stdout.close_report()
+        stderr.close_report()
+    return _end(emit, status, exit_code, message)
+
+
+def _end(emit, status: str, exit_code: int, message: str) -> dict:
+    event = {"ev": "run_end", "status": status, "exit_code": exit_code, "message": message}
+    emit(event)
+    return event
+
+
+def _final_names(recorder: Recorder, scope: dict, emit) -> None:
+    """Name still-unnamed tensors after the variables the script's module left behind."""
+    with recorder.quiet():
+        wanted = {}
+        for entry in recorder._pending_names:
+            t = entry[0]()
+            if t is not None:
+                wanted[id(t)] = entry
+        for name, value in list(scope.items()):
+            if isinstance(value, torch.Tensor) and not name.startswith("__"):
+                entry = wanted.pop(id(value), None)
+                if entry is not None and entry[0]() is value:
+                    emit({"ev": "name", "tid": entry[1], "name": name})
+        recorder._pending_names = []
+
+
+def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder, emit) -> None:
+    step_fn = module.__dict__["step"]
+    optimizer = module.__dict__.get("optimizer")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        optimizer = None
+    for number in range(1, options.steps + 1):
+        emit({"ev": "step_start", "step": number})
+        if number > 1 and optimizer is not None and not options.accumulate:
+            optimizer.zero_grad()
+        backwards_before = recorder.backward_count
+        optimizer_steps_before = recorder.optimizer_step_count
+        result = step_fn()
+        recorder.flush_names()
+        called_backward = recorder.backward_count > backwards_before
+        if isinstance(result, torch.Tensor) and result.grad_fn is not None and not called_backward:
+            result.backward()
+        stepped = recorder.optimizer_step_count > optimizer_steps_before
+        if optimizer is not None and recorder.backward_count > backwards_before and not stepped:
+            optimizer.step()
+        del result
+        emit({"ev": "step_end", "step": number})

@@ -1,0 +1,235 @@
+"""Graph data exports: JSON, DOT and GraphML (the schema is in docs/graph-json.md).
+
+``graph_data(run)`` is every graph built during the run, parts already freed marked as freed;
+``graph_data(run, at=i)`` is the graph as it existed after event ``i``: elements born later are
+absent, saved tensors already released are gone, nodes consumed by a backward are marked freed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable
+
+import networkx as nx
+
+from graphview.core.events import summary_text
+from graphview.core.run import ACCUMULATE_GRAD, Run
+
+GRAPH_SCHEMA = "graphview-graph"
+GRAPH_SCHEMA_VERSION = 1
+FORMATS = {".json": "json", ".dot": "dot", ".gv": "dot", ".graphml": "graphml"}
+
+
+class ExportError(Exception):
+    """An export that cannot be written. The message is meant for the user."""
+
+
+def graph_data(run: Run, at: int | None = None) -> dict:
+    """Nodes and edges of the run's autograd graph, as plain data."""
+    if at is not None and not 0 <= at < len(run.events):
+        raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
+    limit = len(run.events) if at is None else at + 1
+    nodes: list[dict] = []
+    present: set[str] = set()
+
+    for tnode in run.tensor_nodes.values():
+        if tnode.born >= limit:
+            continue
+        info = tnode.info
+        name = run.tensor_name(tnode.tid)
+        is_leaf = tnode.grad_fn is None
+        node = {
+            "id": tnode.id,
+            "kind": "leaf" if is_leaf else "intermediate",
+            "tid": tnode.tid,
+            "version": tnode.version,
+            "name": name,
+            "tensor_kind": info.get("kind"),
+            "shape": info.get("shape"),
+            "dtype": info.get("dtype"),
+            "device": info.get("device"),
+            "requires_grad": info.get("requires_grad"),
+            "is_leaf": is_leaf,
+            "grad_fn": f"op{tnode.grad_fn}" if tnode.grad_fn is not None else None,
+            "line": info.get("line"),
+            "born": tnode.born,
+        }
+        _put_values(node, "value", info)
+        entry = run.grad_at(tnode.tid, None if at is None else at)
+        node["grad"] = entry.value if entry is not None else None
+        nodes.append(node)
+        present.add(tnode.id)
+
+    for op in run.op_nodes.values():
+        if op.born >= limit:
+            continue
+        freed = op.freed is not None and op.freed < limit
+        node = {
+            "id": op.id,
+            "kind": "op",
+            "op": "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name,
+            "vid": op.vid,
+            "seq": op.seq,
+            "module": op.module,
+            "line": op.line,
+            "source_op": op.op,
+            "custom": op.custom,
+            "freed": freed,
+            "executed": sum(1 for _, i in op.executed if i < limit),
+            "born": op.born,
+        }
+        if op.leaf is not None:
+            node["variable"] = _tensor_node_id(run, op.leaf, limit)
+        nodes.append(node)
+        present.add(op.id)
+
+    for saved in run.saved.values():
+        if saved.born >= limit:
+            continue
+        released = saved.released is not None and saved.released < limit
+        if at is not None and released:
+            continue
+        nodes.append({
+            "id": saved.id, "kind": "saved", "sid": saved.sid, "bytes": saved.bytes, "device": saved.device,
+            "saved_kind": saved.kind, "shape": saved.shape, "dtype": saved.dtype,
+            "owner": f"op{saved.owner}" if saved.owner is not None else None, "attr": saved.attr,
+            "storage": saved.storage, "released": released, "born": saved.born,
+        })
+        present.add(saved.id)
+
+    edges = []
+    for edge in run.edges:
+        if edge.born >= limit or edge.source not in present or edge.target not in present:
+            continue
+        item = {"source": edge.source, "target": edge.target, "kind": edge.kind}
+        item.update(edge.attrs)
+        edges.append(item)
+
+    start = run.start or {}
+    return {
+        "schema": GRAPH_SCHEMA,
+        "version": GRAPH_SCHEMA_VERSION,
+        "script": start.get("script"),
+        "options": start.get("options", {}),
+        "at": at,
+        "events": len(run.events),
+        "nodes": nodes,
+        "edges": edges,
+    }
+
+
+def _tensor_node_id(run: Run, tid: int, limit: int) -> str | None:
+    best = None
+    for tnode in run.tensor_nodes.values():
+        if tnode.tid == tid and tnode.born < limit:
+            best = tnode.id
+    return best
+
+
+def _put_values(node: dict, key: str, info: dict) -> None:
+    if "values" in info:
+        node[key] = {"shape": info.get("shape"), "values": info["values"]}
+    elif "stats" in info:
+        node[key] = {"shape": info.get("shape"), "stats": info["stats"]}
+    else:
+        node[key] = None
+
+
+def to_networkx(data: dict) -> nx.MultiDiGraph:
+    graph = nx.MultiDiGraph()
+    for node in data["nodes"]:
+        graph.add_node(node["id"], **{k: v for k, v in node.items() if k != "id"})
+    for edge in data["edges"]:
+        graph.add_edge(edge["source"], edge["target"], **{k: v for k, v in edge.items() if k not in ("source", "target")})
+    return graph
+
+
+def node_label(node: dict) -> str:
+    kind = node["kind"]
+    if kind == "op":
+        return node["op"]
+    if kind == "saved":
+        return f"saved {node.get('attr') or ''} {_bytes(node['bytes'])}".strip()
+    name = node.get("name") or node["id"]
+    shape = "×".join(str(d) for d in node.get("shape") or []) or "scalar"
+    label = f"{name}\n{shape}"
+    if node.get("grad") is not None:
+        label += f"\ngrad {summary_text(node['grad'])}"
+    return label
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+_DOT_STYLE = {
+    "op": 'shape=box, style="rounded,filled", fillcolor="#dbe9f6"',
+    "leaf": 'shape=ellipse, style=filled, fillcolor="#cfeccf"',
+    "intermediate": 'shape=ellipse, style=filled, fillcolor="#f5f5f5"',
+    "saved": 'shape=note, style=filled, fillcolor="#fff1c4", fontsize=9',
+}
+
+
+def to_dot(data: dict) -> str:
+    lines = ["digraph autograd {", "  rankdir=BT;", '  node [fontname="Helvetica", fontsize=11];']
+    for node in data["nodes"]:
+        style = _DOT_STYLE[node["kind"]]
+        if node.get("freed") or node.get("released"):
+            style += ', color="#999999", fontcolor="#999999"'
+        label = node_label(node).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        lines.append(f'  "{node["id"]}" [label="{label}", {style}];')
+    for edge in data["edges"]:
+        attrs = f'label="{edge["kind"]}"' if edge["kind"] not in ("next", "grad_fn") else ""
+        if edge["kind"] in ("saved", "detach", "view", "no_grad_op", "input"):
+            attrs += (", " if attrs else "") + "style=dashed"
+        lines.append(f'  "{edge["source"]}" -> "{edge["target"]}"' + (f" [{attrs}]" if attrs else "") + ";")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_graphml(data: dict) -> str:
+    graph = to_networkx(data)
+    flat = nx.MultiDiGraph()
+    for node, attrs in graph.nodes(data=True):
+        flat.add_node(node, **{k: _graphml_value(v) for k, v in attrs.items() if v is not None})
+    for u, v, attrs in graph.edges(data=True):
+        flat.add_edge(u, v, **{k: _graphml_value(val) for k, val in attrs.items() if val is not None})
+    return "\n".join(nx.generate_graphml(flat)) + "\n"
+
+
+def _graphml_value(value: object) -> object:
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value)
+
+
+def export_graph(run: Run, path: str | os.PathLike, at: int | None = None) -> str:
+    """Write the graph to ``path`` in the format its suffix names; returns the format."""
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1].lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None:
+        known = ", ".join(sorted(FORMATS))
+        raise ExportError(f"cannot tell the export format from {path!r}: use one of {known}")
+    data = graph_data(run, at)
+    text = {"json": lambda: json.dumps(data, indent=1) + "\n", "dot": lambda: to_dot(data),
+            "graphml": lambda: to_graphml(data)}[fmt]()
+    write_text(path, text)
+    return fmt
+
+
+def write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def known_suffixes() -> Iterable[str]:
+    return FORMATS.keys()

@@ -1,0 +1,65 @@
+"""Run options: the toggles a user flips between runs. Plain data, shared by CLI and runner."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+GRAD_MODES = ("grad", "no_grad", "inference_mode")
+
+
+@dataclass
+class RunOptions:
+    retain_graph: bool = False  # force retain_graph=True on every backward
+    create_graph: bool = False  # force create_graph=True on every backward
+    detach_at: list[str] = field(default_factory=list)  # "op:N", "line:N" or a module path
+    grad_mode: str = "grad"  # forward grad mode: grad | no_grad | inference_mode
+    accumulate: bool = False  # step scripts: do not zero grads between steps
+    device: str | None = None  # torch.set_default_device(...) before the script runs
+    steps: int = 1  # step scripts: how many times step() is called
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunOptions":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def validate(self) -> None:
+        if self.grad_mode not in GRAD_MODES:
+            raise ValueError(f"grad mode must be one of {', '.join(GRAD_MODES)}, not {self.grad_mode!r}")
+        if self.steps < 1:
+            raise ValueError(f"--steps must be at least 1, not {self.steps}")
+        for spec in self.detach_at:
+            parse_detach_spec(spec)
+
+    def label(self) -> str:
+        """A short label for this run's options, e.g. ``retain_graph=on, detach at fc2``."""
+        parts = []
+        if self.retain_graph:
+            parts.append("retain_graph=on")
+        if self.create_graph:
+            parts.append("create_graph=on")
+        if self.grad_mode != "grad":
+            parts.append(self.grad_mode)
+        for spec in self.detach_at:
+            parts.append(f"detach at {spec}")
+        if self.accumulate:
+            parts.append("accumulate")
+        if self.device:
+            parts.append(self.device)
+        return ", ".join(parts) or "default"
+
+
+def parse_detach_spec(spec: str) -> tuple[str, object]:
+    """``"op:12"`` -> ("op", 12), ``"line:7"`` -> ("line", 7), ``"fc2"`` -> ("module", "fc2")."""
+    spec = spec.strip()
+    if not spec:
+        raise ValueError("empty --detach-at value")
+    kind, _, rest = spec.partition(":")
+    if kind in ("op", "line") and rest:
+        try:
+            return kind, int(rest)
+        except ValueError:
+            raise ValueError(f"--detach-at {spec!r}: expected a number after '{kind}:'") from None
+    return "module", spec

@@ -1,0 +1,525 @@
+"""The run model: a run's events turned into graph, memory and gradient history.
+
+:class:`Run` consumes events one at a time (live, while a runner streams them, or all at once
+from a trace file) and keeps, for every element of the autograd picture, the event index at
+which it appeared and the index at which it was freed or released. The state at any index of
+the timeline is then a filter, not a replay, which keeps scrubbing cheap.
+
+Graph element ids (strings, stable within a run):
+
+``op<vid>``            an autograd node (grad_fn or AccumulateGrad)
+``t<tid>``             a tensor; ``t<tid>v<version>`` when an in-place op gave it a new grad_fn
+``s<sid>``             a saved tensor
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from graphview.core.events import FAILED_STATUSES
+
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+@dataclass
+class TensorNode:
+    """One tensor as it appears in the graph (a tensor object, or a new grad_fn state of it)."""
+
+    id: str
+    tid: int
+    version: int
+    born: int
+    grad_fn: int | None
+    info: dict  # the latest ``tensor`` event for this state
+
+
+@dataclass
+class OpNode:
+    id: str
+    vid: int
+    name: str
+    born: int
+    next: list  # [[vid | None, input_nr], ...]
+    seq: int | None
+    leaf: int | None  # tid of the leaf an AccumulateGrad feeds
+    custom: bool
+    line: int | None = None
+    module: str | None = None
+    op: str | None = None  # the script-level op that created it (e.g. "mul", "linear")
+    freed: int | None = None  # index at which a backward without retain_graph consumed it
+    executed: list = field(default_factory=list)  # [(bid, index), ...]
+
+
+@dataclass
+class SavedNode:
+    id: str
+    sid: int
+    born: int
+    bytes: int
+    storage: str
+    device: str
+    kind: str
+    shape: list
+    dtype: str
+    owner: int | None
+    attr: str | None
+    released: int | None = None
+
+
+@dataclass
+class GradEntry:
+    """One change of a tensor's ``.grad``: what the gradient ledger lists."""
+
+    index: int
+    step: int | None
+    how: str  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
+    increment: dict | None
+    value: dict | None  # the value of .grad after the change (None: .grad is None)
+    bid: int | None = None
+
+
+@dataclass
+class BackwardCall:
+    bid: int
+    api: str
+    start: int
+    line: int | None
+    roots: list
+    retain_graph: bool
+    create_graph: bool
+    seeds: list
+    inputs: list
+    forced: list
+    end: int | None = None
+    ok: bool | None = None
+    order: list = field(default_factory=list)  # vids in execution order
+    results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
+
+
+@dataclass
+class Edge:
+    source: str
+    target: str
+    kind: str  # "next" | "grad_fn" | "accumulate" | "saved" | "input" | "no_grad_op" | "detach" | "view"
+    born: int
+    attrs: dict = field(default_factory=dict)
+
+
+class Run:
+    """All that is known about one run, built from its events."""
+
+    def __init__(self, events: Iterable[dict] = ()) -> None:
+        self.events: list[dict] = []
+        self.start: dict | None = None
+        self.end: dict | None = None
+        self.tensors: dict[int, dict] = {}  # tid -> latest tensor event (+ "name")
+        self.tensor_nodes: dict[str, TensorNode] = {}
+        self._current_tensor_node: dict[int, str] = {}
+        self.op_nodes: dict[int, OpNode] = {}
+        self.saved: dict[int, SavedNode] = {}
+        self.edges: list[Edge] = []
+        self._edge_keys: set = set()
+        self.ops: list[tuple[int, dict]] = []  # (index, op event)
+        self.steps: list[dict] = []  # {"step", "start", "end"}
+        self.backwards: dict[int, BackwardCall] = {}
+        self.grads: dict[int, list[GradEntry]] = {}
+        self.errors: list[tuple[int, dict]] = []
+        self.optimizer_steps: list[tuple[int, dict]] = []
+        self.stdout: list[tuple[int, str, str]] = []
+        self.devices: set[str] = set()
+        # memory: storage refcounts and the change points of live saved bytes
+        self._storage_count: dict[tuple[str, str], int] = {}
+        self._storage_kind: dict[tuple[str, str], tuple[str, int]] = {}
+        self._live: dict[str, dict[str, int]] = {}
+        self.memory_points: list[tuple[int, str, int, int, int]] = []  # (index, device, act, param, input)
+        self.alloc_points: list[tuple[int, str, int]] = []
+        self._step: int | None = None
+        for event in events:
+            self.add(event)
+
+    # ------------------------------------------------------------------ ingest
+    def add(self, event: dict) -> int:
+        index = len(self.events)
+        self.events.append(event)
+        handler = getattr(self, "_on_" + str(event.get("ev")), None)
+        if handler is not None:
+            handler(index, event)
+        return index
+
+    def extend(self, events: Iterable[dict]) -> None:
+        for event in events:
+            self.add(event)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def _add_edge(self, source: str, target: str, kind: str, born: int, **attrs: object) -> None:
+        key = (source, target, kind, attrs.get("input_nr"))
+        if key in self._edge_keys:
+            return
+        self._edge_keys.add(key)
+        self.edges.append(Edge(source, target, kind, born, dict(attrs)))
+
+    def _on_run_start(self, index: int, ev: dict) -> None:
+        self.start = ev
+        for device in ev.get("devices") or ():
+            self.devices.add(device)
+
+    def _on_run_end(self, index: int, ev: dict) -> None:
+        self.end = ev
+        if self.steps and self.steps[-1]["end"] is None:
+            self.steps[-1]["end"] = index
+
+    def _on_step_start(self, index: int, ev: dict) -> None:
+        self._step = ev["step"]
+        self.steps.append({"step": ev["step"], "start": index, "end": None})
+
+    def _on_step_end(self, index: int, ev: dict) -> None:
+        if self.steps:
+            self.steps[-1]["end"] = index
+
+    def _on_stdout(self, index: int, ev: dict) -> None:
+        self.stdout.append((index, "stdout", ev.get("text", "")))
+
+    def _on_stderr(self, index: int, ev: dict) -> None:
+        self.stdout.append((index, "stderr", ev.get("text", "")))
+
+    def _on_tensor(self, index: int, ev: dict) -> None:
+        tid = ev["tid"]
+        previous = self.tensors.get(tid)
+        info = dict(ev)
+        if previous is not None:
+            info.setdefault("name", None)
+            if info["name"] is None:
+                info["name"] = previous.get("name")
+        self.tensors[tid] = info
+        self.devices.add(ev.get("device", "cpu"))
+        node_id = self._current_tensor_node.get(tid)
+        node = self.tensor_nodes.get(node_id) if node_id else None
+        if node is None or node.grad_fn != ev.get("grad_fn"):
+            node_id = f"t{tid}" if node is None else f"t{tid}v{ev.get('version', 0)}"
+            node = TensorNode(node_id, tid, ev.get("version", 0), index, ev.get("grad_fn"), info)
+            self.tensor_nodes[node_id] = node
+            self._current_tensor_node[tid] = node_id
+            if node.grad_fn is not None:
+                self._add_edge(node_id, f"op{node.grad_fn}", "grad_fn", index)
+            if ev.get("base") is not None and ev["base"] in self._current_tensor_node:
+                self._add_edge(node_id, self._current_tensor_node[ev["base"]], "view", index)
+        else:
+            node.version = ev.get("version", 0)
+            node.info = info
+
+    def _on_name(self, index: int, ev: dict) -> None:
+        info = self.tensors.get(ev["tid"])
+        if info is not None and not info.get("name"):
+            info["name"] = ev["name"]
+            for node_id, node in self.tensor_nodes.items():
+                if node.tid == ev["tid"]:
+                    node.info["name"] = ev["name"]
+
+    def _on_value(self, index: int, ev: dict) -> None:
+        info = self.tensors.get(ev["tid"])
+        if info is not None:
+            for key in ("values", "stats"):
+                info.pop(key, None)
+            for key in ("values", "stats", "version"):
+                if key in ev:
+                    info[key] = ev[key]
+
+    def _on_node(self, index: int, ev: dict) -> None:
+        vid = ev["vid"]
+        node = OpNode(
+            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=ev.get("next") or [],
+            seq=ev.get("seq"), leaf=ev.get("leaf"), custom=bool(ev.get("custom")),
+            line=ev.get("line"), module=ev.get("module"),
+        )
+        self.op_nodes[vid] = node
+        for child, input_nr in node.next:
+            if child is not None:
+                self._add_edge(node.id, f"op{child}", "next", index, input_nr=input_nr)
+        if node.leaf is not None:
+            leaf_node = self._current_tensor_node.get(node.leaf)
+            if leaf_node is not None:
+                self._add_edge(node.id, leaf_node, "accumulate", index)
+
+    def _on_op(self, index: int, ev: dict) -> None:
+        self.ops.append((index, ev))
+        vid = ev.get("grad_fn")
+        node = self.op_nodes.get(vid) if vid is not None else None
+        if node is not None and node.op is None and node.born >= self._last_op_index():
+            node.op = ev["op"]
+            node.line = ev.get("line", node.line)
+            node.module = ev.get("module", node.module)
+        inputs = [self._current_tensor_node.get(tid) for tid, _ in ev.get("inputs") or ()]
+        outputs = [self._current_tensor_node.get(tid) for tid, _ in ev.get("outputs") or ()]
+        if node is not None:
+            for tid_version, src in zip(ev.get("inputs") or (), inputs):
+                info = self.tensors.get(tid_version[0])
+                if src and info is not None and not info.get("requires_grad"):
+                    self._add_edge(src, node.id, "input", index)
+        elif ev.get("op") not in ("detach", "detach_"):
+            for src in inputs:
+                for dst in outputs:
+                    if src and dst and src != dst:
+                        self._add_edge(src, dst, "no_grad_op", index, op=ev.get("op"))
+        self._last_op = index
+
+    def _last_op_index(self) -> int:
+        return getattr(self, "_last_op", -1)
+
+    def _on_detach(self, index: int, ev: dict) -> None:
+        src = self._current_tensor_node.get(ev["src"])
+        dst = self._current_tensor_node.get(ev["dst"])
+        if src and dst:
+            self._add_edge(src, dst, "detach", index, forced=bool(ev.get("forced")))
+
+    def _on_saved(self, index: int, ev: dict) -> None:
+        sid = ev["sid"]
+        node = SavedNode(
+            id=f"s{sid}", sid=sid, born=index, bytes=ev["bytes"], storage=ev["storage"],
+            device=ev["device"], kind=ev["kind"], shape=ev.get("shape") or [],
+            dtype=ev.get("dtype", ""), owner=ev.get("owner"), attr=ev.get("attr"),
+        )
+        self.saved[sid] = node
+        if node.owner is not None:
+            self._add_edge(f"op{node.owner}", node.id, "saved", index, attr=node.attr)
+        key = (node.device, node.storage)
+        count = self._storage_count.get(key, 0)
+        self._storage_count[key] = count + 1
+        if count == 0:
+            self._storage_kind[key] = (node.kind, node.bytes)
+            self._change_live(index, node.device, node.kind, node.bytes)
+
+    def _on_own(self, index: int, ev: dict) -> None:
+        node = self.saved.get(ev["sid"])
+        if node is not None and node.owner is None:
+            node.owner = ev["owner"]
+            node.attr = ev.get("attr")
+            self._add_edge(f"op{node.owner}", node.id, "saved", node.born, attr=node.attr)
+
+    def _on_release(self, index: int, ev: dict) -> None:
+        node = self.saved.get(ev["sid"])
+        if node is None or node.released is not None:
+            return
+        node.released = index
+        key = (node.device, node.storage)
+        count = self._storage_count.get(key, 0) - 1
+        self._storage_count[key] = count
+        if count == 0:
+            kind, nbytes = self._storage_kind.pop(key)
+            self._change_live(index, node.device, kind, -nbytes)
+
+    def _change_live(self, index: int, device: str, kind: str, delta: int) -> None:
+        live = self._live.setdefault(device, {"activation": 0, "param": 0, "input": 0})
+        live[kind if kind in live else "activation"] += delta
+        self.devices.add(device)
+        self.memory_points.append((index, device, live["activation"], live["param"], live["input"]))
+
+    def _on_alloc(self, index: int, ev: dict) -> None:
+        self.alloc_points.append((index, ev["device"], ev["bytes"]))
+        self.devices.add(ev["device"])
+
+    def _on_backward_start(self, index: int, ev: dict) -> None:
+        self.backwards[ev["bid"]] = BackwardCall(
+            bid=ev["bid"], api=ev.get("api", "backward"), start=index, line=ev.get("line"),
+            roots=ev.get("roots") or [], retain_graph=bool(ev.get("retain_graph")),
+            create_graph=bool(ev.get("create_graph")), seeds=ev.get("seeds") or [],
+            inputs=ev.get("inputs") or [], forced=ev.get("forced") or [],
+        )
+
+    def _on_bw_node(self, index: int, ev: dict) -> None:
+        call = self.backwards.get(ev["bid"])
+        node = self.op_nodes.get(ev["vid"])
+        if call is not None:
+            call.order.append(ev["vid"])
+        if node is not None:
+            node.executed.append((ev["bid"], index))
+
+    def _on_bw_node_done(self, index: int, ev: dict) -> None:
+        call = self.backwards.get(ev["bid"])
+        node = self.op_nodes.get(ev["vid"])
+        if node is not None and call is not None and not call.retain_graph and node.freed is None:
+            node.freed = index
+
+    def _on_accumulate(self, index: int, ev: dict) -> None:
+        self.grads.setdefault(ev["tid"], []).append(
+            GradEntry(index, self._step, "accumulate", ev.get("increment"), ev.get("grad"), ev.get("bid"))
+        )
+
+    def _on_tensor_grad(self, index: int, ev: dict) -> None:
+        self.grads.setdefault(ev["tid"], []).append(
+            GradEntry(index, self._step, "retained", None, ev.get("grad"), ev.get("bid"))
+        )
+
+    def _on_grad_result(self, index: int, ev: dict) -> None:
+        call = self.backwards.get(ev["bid"])
+        if call is not None:
+            call.results[ev["tid"]] = ev.get("grad")
+
+    def _on_grad_reset(self, index: int, ev: dict) -> None:
+        how = ev.get("how", "set_to_none")
+        for tid in ev.get("tids") or ():
+            entries = self.grads.setdefault(tid, [])
+            value = None
+            if how in ("zero", "assign"):
+                value = ev.get("value") or _zeros_like(entries[-1].value if entries else None)
+            entries.append(GradEntry(index, self._step, how, None, value))
+
+    def _on_backward_end(self, index: int, ev: dict) -> None:
+        call = self.backwards.get(ev["bid"])
+        if call is not None:
+            call.end = index
+            call.ok = bool(ev.get("ok"))
+
+    def _on_optimizer_step(self, index: int, ev: dict) -> None:
+        self.optimizer_steps.append((index, ev))
+
+    def _on_error(self, index: int, ev: dict) -> None:
+        self.errors.append((index, ev))
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def mode(self) -> str:
+        return (self.start or {}).get("mode", "plain")
+
+    @property
+    def status(self) -> str:
+        if self.end is None:
+            return "incomplete"
+        return self.end.get("status", "ok")
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_STATUSES
+
+    def tensor_name(self, tid: int | None) -> str | None:
+        info = self.tensors.get(tid) if tid is not None else None
+        return info.get("name") if info else None
+
+    def grad_at(self, tid: int, index: int | None = None) -> GradEntry | None:
+        """The latest change of ``.grad`` of tensor ``tid`` at or before ``index``."""
+        last = None
+        for entry in self.grads.get(tid, ()):
+            if index is not None and entry.index > index:
+                break
+            last = entry
+        return last
+
+    def grad_values(self, tid: int) -> list:
+        """Every value ``.grad`` of ``tid`` took, in order (``None`` after a reset to None)."""
+        return [entry.value for entry in self.grads.get(tid, ())]
+
+    def tensor_by_name(self, name: str) -> int | None:
+        for tid, info in self.tensors.items():
+            if info.get("name") == name:
+                return tid
+        return None
+
+    def live_saved_bytes(self, index: int | None = None, device: str | None = None) -> dict:
+        """Live saved bytes by kind (deduplicated by storage) after event ``index``."""
+        result = {"activation": 0, "param": 0, "input": 0}
+        latest: dict[str, tuple] = {}
+        for point in self.memory_points:
+            if index is not None and point[0] > index:
+                break
+            latest[point[1]] = point
+        for dev, point in latest.items():
+            if device is None or dev == device:
+                result["activation"] += point[2]
+                result["param"] += point[3]
+                result["input"] += point[4]
+        result["total"] = result["activation"] + result["param"] + result["input"]
+        return result
+
+    def memory_series(self, device: str) -> dict[str, list[int]]:
+        """Live saved bytes on ``device`` after every event: lists of length ``len(run)``."""
+        n = len(self.events)
+        act, par, inp, alloc = [0] * n, [0] * n, [0] * n, [None] * n
+        points = [p for p in self.memory_points if p[1] == device]
+        current = (0, 0, 0)
+        j = 0
+        for i in range(n):
+            while j < len(points) and points[j][0] <= i:
+                current = points[j][2:]
+                j += 1
+            act[i], par[i], inp[i] = current
+        allocs = [p for p in self.alloc_points if p[1] == device]
+        value, j = None, 0
+        for i in range(n):
+            while j < len(allocs) and allocs[j][0] <= i:
+                value = allocs[j][2]
+                j += 1
+            alloc[i] = value
+        total = [a + b + c for a, b, c in zip(act, par, inp)]
+        return {"activation": act, "param": par, "input": inp, "total": total, "allocated": alloc}
+
+    def peak_saved_bytes(self) -> dict[str, int]:
+        """Peak of live saved bytes (all kinds) per device over the whole run."""
+        peaks: dict[str, int] = {}
+        for _, device, a, p, i in self.memory_points:
+            peaks[device] = max(peaks.get(device, 0), a + p + i)
+        return peaks
+
+    def peak_per_step(self) -> list[dict]:
+        """For each step: its number and the peak live saved bytes per device within it."""
+        result = []
+        for step in self.steps:
+            end = step["end"] if step["end"] is not None else len(self.events)
+            peaks: dict[str, int] = {}
+            last: dict[str, int] = {}
+            for index, device, a, p, i in self.memory_points:
+                if index < step["start"]:
+                    last[device] = a + p + i
+                    continue
+                if index > end:
+                    break
+                peaks[device] = max(peaks.get(device, last.get(device, 0)), a + p + i)
+            for device, value in last.items():
+                peaks.setdefault(device, value)
+            result.append({"step": step["step"], "peak": peaks})
+        return result
+
+    def step_at(self, index: int) -> int | None:
+        for step in self.steps:
+            if step["start"] <= index and (step["end"] is None or index <= step["end"]):
+                return step["step"]
+        return None
+
+    def info(self) -> dict:
+        """The summary ``graphview info`` prints."""
+        errors = []
+        for index, ev in self.errors:
+            errors.append({"index": index, "type": ev.get("type"), "message": ev.get("message"), "line": ev.get("line")})
+        start = self.start or {}
+        return {
+            "script": start.get("script"),
+            "mode": self.mode,
+            "torch": start.get("torch"),
+            "options": start.get("options", {}),
+            "status": self.status,
+            "exit_code": (self.end or {}).get("exit_code"),
+            "events": len(self.events),
+            "steps": len(self.steps),
+            "ops": len(self.ops),
+            "nodes": len(self.op_nodes),
+            "tensors": len(self.tensors),
+            "saved_tensors": len(self.saved),
+            "backward_calls": len(self.backwards),
+            "optimizer_steps": len(self.optimizer_steps),
+            "peak_saved_bytes": self.peak_saved_bytes(),
+            "peak_per_step": self.peak_per_step(),
+            "errors": errors,
+        }
+
+
+def _zeros_like(summary: dict | None) -> dict | None:
+    if not summary:
+        return None
+    shape = summary.get("shape", [])
+    numel = 1
+    for d in shape:
+        numel *= d
+    if "values" in summary:
+        return {"shape": shape, "values": [0.0] * numel}
+    return {"shape": shape, "stats": {"min": 0.0, "max": 0.0, "mean": 0.0, "norm": 0.0, "numel": numel, "nan": 0, "inf": 0}}

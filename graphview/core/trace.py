@@ -1,0 +1,154 @@
+"""Trace files: a run's event stream on disk.
+
+Layout (``.gvtrace``): UTF-8 text, one JSON object per line. The first line is a header
+``{"format": "graphview-trace", "version": 1, ...}``; every following line is one event
+(see :mod:`graphview.core.events`). JSON never executes code when read, and a file cut off
+mid-write (a killed recorder, a full disk) still opens: reading stops at the last complete
+event and says so in a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import IO, Iterable
+
+from graphview.core.events import SCHEMA_VERSION
+
+FORMAT_NAME = "graphview-trace"
+SUFFIX = ".gvtrace"
+
+
+class TraceError(Exception):
+    """A file that is not a readable graphview trace. The message is meant for the user."""
+
+
+@dataclass
+class Trace:
+    header: dict
+    events: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+
+def make_header(**extra: object) -> dict:
+    from graphview import __version__
+
+    header = {"format": FORMAT_NAME, "version": SCHEMA_VERSION, "graphview": __version__}
+    header.update(extra)
+    return header
+
+
+class TraceWriter:
+    """Appends events to a trace file, flushing so that a crash loses at most the last line."""
+
+    def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
+        self.path = os.fspath(path)
+        try:
+            self._file: IO[str] = open(self.path, "w", encoding="utf-8", newline="\n")
+        except OSError as exc:
+            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+        self._write_line(json.dumps(header or make_header(), separators=(",", ":")))
+        self.count = 0
+
+    def _write_line(self, line: str) -> None:
+        try:
+            self._file.write(line + "\n")
+        except OSError as exc:
+            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+
+    def write_raw(self, line: str) -> None:
+        """Write one already-serialized event line (no trailing newline)."""
+        self._write_line(line)
+        self.count += 1
+
+    def write(self, event: dict) -> None:
+        self.write_raw(json.dumps(event, separators=(",", ":")))
+
+    def write_all(self, events: Iterable[dict]) -> None:
+        for event in events:
+            self.write(event)
+
+    def flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        if not self._file.closed:
+            try:
+                self._file.close()
+            except OSError as exc:
+                raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_trace(path: str | os.PathLike, events: Iterable[dict], header: dict | None = None) -> None:
+    with TraceWriter(path, header) as writer:
+        writer.write_all(events)
+
+
+def read_trace(path: str | os.PathLike) -> Trace:
+    """Read a trace file. Raises :class:`TraceError` with a one-line reason if it is unusable."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise TraceError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path} is a folder, not a trace file") from None
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_trace(data, path)
+
+
+def parse_trace(data: bytes, name: str = "trace") -> Trace:
+    if not data.strip():
+        raise TraceError(f"{name} is empty, not a graphview trace")
+    lines = data.split(b"\n")
+    try:
+        header = json.loads(lines[0].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise TraceError(f"{name} is not a graphview trace (its first line is not a trace header)") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise TraceError(f"{name} is not a graphview trace (no '{FORMAT_NAME}' header)")
+    version = header.get("version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
+        raise TraceError(
+            f"{name} is a graphview trace of version {version!r}; this graphview reads version "
+            f"{SCHEMA_VERSION} and older (upgrade graphview to open it)"
+        )
+    events: list[dict] = []
+    warnings: list[str] = []
+    complete = data.endswith(b"\n")
+    body = lines[1:]
+    if body and body[-1] == b"":
+        body = body[:-1]
+    for number, raw in enumerate(body, start=2):
+        last = number == len(body) + 1
+        try:
+            event = json.loads(raw.decode("utf-8"))
+            if not isinstance(event, dict) or not isinstance(event.get("ev"), str):
+                raise ValueError("not an event")
+        except (UnicodeDecodeError, ValueError):
+            if last and not complete:
+                warnings.append(
+                    f"{name} ends in an incomplete event (the recording was cut off); "
+                    f"opened the {len(events)} complete events before it"
+                )
+            else:
+                warnings.append(
+                    f"{name} is damaged at line {number}; opened the {len(events)} events before it"
+                )
+            break
+        events.append(event)
+    if events and events[-1].get("ev") != "run_end" and not warnings:
+        warnings.append(f"{name} has no end-of-run event: the recording stopped before the script ended")
+    return Trace(header=header, events=events, warnings=warnings)

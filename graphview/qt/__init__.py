@@ -1,0 +1,1 @@
+"""Qt widgets (PySide6, pyqtgraph). Never imports torch or graphview.capture."""

@@ -1,0 +1,6 @@
+"""Error: backward() on a non-scalar output without a gradient seed."""
+import torch
+
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x ** 2
+y.backward()  # RuntimeError: grad can be implicitly created only for scalar outputs

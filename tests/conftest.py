@@ -1,0 +1,51 @@
+"""Shared fixtures: in-process recording (fast) and paths of the bundled samples."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_models"
+LESSONS = SAMPLES / "lessons"
+MODELS = SAMPLES / "models"
+
+
+def lesson(name: str) -> str:
+    return str(LESSONS / f"{name}.py")
+
+
+def model(name: str) -> str:
+    return str(MODELS / f"{name}.py")
+
+
+@pytest.fixture
+def record():
+    """``record(path, **options)`` runs a script in-process under the recorder: (Run, globals)."""
+    from graphview.capture.script import run_script
+    from graphview.core.options import RunOptions
+    from graphview.core.run import Run
+
+    def _record(path: str, keep: dict | None = None, **options):
+        events: list[dict] = []
+        run_script(str(path), events.append, RunOptions(**options), keep_globals=keep)
+        return Run(events)
+
+    return _record
+
+
+@pytest.fixture
+def write_script(tmp_path):
+    """``write_script(text)`` writes a script file and returns its path."""
+    counter = iter(range(1000))
+
+    def _write(text: str, name: str | None = None) -> str:
+        path = tmp_path / (name or f"script_{next(counter)}.py")
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return _write
