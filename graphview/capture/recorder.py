@@ -41,6 +41,7 @@ from graphview.core.options import RunOptions, parse_detach_spec
 
 VID_KEY = "graphview_vid"
 TOKEN_KEY = "graphview_token"
+LIFE_KEY = "graphview_life"
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 # torch calls that say nothing about the graph: answered without recording
@@ -76,6 +77,12 @@ class _Packed:
         self.output_nr = output_nr
         self.gf_name = gf_name
         self.source = source  # weakref to the tensor autograd passed in
+
+
+class _Life:
+    """Put in a node's ``metadata``: its finalizer fires when autograd destroys the node."""
+
+    __slots__ = ("__weakref__",)
 
 
 class _OpMode(TorchFunctionMode):
@@ -119,6 +126,7 @@ class Recorder:
         self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []
+        self._unhooked: dict[int, list[int]] = {}  # vid -> sids of saved tensors torch kept without hooks
         self._handles: list[Any] = []
         self._detach_ops: set[int] = set()
         self._detach_lines: set[int] = set()
@@ -191,6 +199,8 @@ class Recorder:
         self._orig_mod_zero = torch.nn.Module.zero_grad
         torch.optim.Optimizer.zero_grad = self._wrap_zero_grad(self._orig_opt_zero, "optimizer")
         torch.nn.Module.zero_grad = self._wrap_zero_grad(self._orig_mod_zero, "module")
+        self._orig_function_apply = torch.autograd.Function.__dict__["apply"]
+        torch.autograd.Function.apply = classmethod(self._wrap_function_apply(self._orig_function_apply.__func__))
         self._active = True
 
     def _uninstall(self) -> None:
@@ -203,6 +213,7 @@ class Recorder:
         self._handles.clear()
         torch.optim.Optimizer.zero_grad = self._orig_opt_zero
         torch.nn.Module.zero_grad = self._orig_mod_zero
+        torch.autograd.Function.apply = self._orig_function_apply
         torch.autograd.graph._engine_run_backward = self._orig_engine
         torch.autograd._engine_run_backward = self._orig_engine
         self._mode.__exit__(None, None, None)
@@ -339,7 +350,9 @@ class Recorder:
             md = node.metadata
             if VID_KEY in md:
                 continue
-            md[VID_KEY] = next(self._vids)
+            vid = md[VID_KEY] = next(self._vids)
+            life = md[LIFE_KEY] = _Life()
+            weakref.finalize(life, self._node_died, vid).atexit = False
             stack.append((node, True))
             for child, _ in node.next_functions:
                 if child is not None and VID_KEY not in child.metadata:
@@ -363,7 +376,24 @@ class Recorder:
             "line": line, "module": module,
         })
         for attr, packed in self._saved_of(node):
-            self._emit_fn({"ev": "own", "sid": packed.sid, "owner": vid, "attr": attr})
+            if isinstance(packed, _Packed):
+                self._emit_fn({"ev": "own", "sid": packed.sid, "owner": vid, "attr": attr})
+            else:  # torch saves wrapped Python numbers without calling hooks: account for them here
+                sid = next(self._sids)
+                self._unhooked.setdefault(vid, []).append(sid)
+                self._emit_fn(self._saved_event(sid, packed, owner=vid, attr=attr))
+
+    def _node_died(self, vid: int) -> None:
+        if not self._active:
+            return
+        with self._lock:
+            for sid in self._unhooked.pop(vid, ()):
+                self.emit({"ev": "release", "sid": sid})
+            self._emit_fn({"ev": "node_dead", "vid": vid})
+
+    def _release_unhooked(self, vid: int) -> None:
+        for sid in self._unhooked.pop(vid, ()):
+            self.emit({"ev": "release", "sid": sid})
 
     def _saved_of(self, node):
         cls = type(node)
@@ -379,7 +409,7 @@ class Recorder:
             items = raw if isinstance(raw, (tuple, list)) else (raw,)
             for i, item in enumerate(items):
                 data = getattr(item, "data", None) if item is not None else None
-                if isinstance(data, _Packed):
+                if isinstance(data, (_Packed, torch.Tensor)):
                     yield (attr if len(items) == 1 and not isinstance(raw, (tuple, list)) else f"{attr}[{i}]"), data
 
     # ------------------------------------------------------------------ grad mode
@@ -623,34 +653,55 @@ class Recorder:
         zero_grad.__doc__ = original.__doc__
         return zero_grad
 
+    def _wrap_function_apply(self, original):
+        """Custom ``autograd.Function.apply`` is invisible to the mode: record it as one op."""
+        recorder = self
+
+        def apply(cls, *args, **kwargs):
+            if recorder._suspend or not recorder._active:
+                return original(cls, *args, **kwargs)
+            frame, _ = recorder.user_frame(2)
+            with recorder._lock, recorder.quiet():
+                recorder.flush_names(frame)
+            with recorder.quiet():
+                out = original(cls, *args, **kwargs)
+            with recorder._lock, recorder.quiet():
+                return recorder._record_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
+
+        return apply
+
     # ------------------------------------------------------------------ saved tensors
     def _pack(self, t: torch.Tensor):
         with self._lock:
             sid = next(self._sids)
-            device = str(t.device)
-            try:
-                storage = t.untyped_storage()
-                nbytes = storage.nbytes()
-                key = f"{storage.data_ptr():x}"
-            except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
-                nbytes = t.numel() * t.element_size()
-                key = f"sid{sid}"
-            base = t._base
-            if t.is_leaf or (base is not None and base.is_leaf):
-                kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
-            else:
-                kind = "activation"
+            event = self._saved_event(sid, t)
             gf = t.grad_fn
             token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
             packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
                              gf.name() if gf is not None else None, weakref.ref(t))
             finalizer = weakref.finalize(packed, self._release, sid)
             finalizer.atexit = False
-            self._emit_fn({
-                "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device, "kind": kind,
-                "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": None, "attr": None,
-            })
+            self._emit_fn(event)
             return packed
+
+    @staticmethod
+    def _saved_event(sid: int, t: torch.Tensor, owner: int | None = None, attr: str | None = None) -> dict:
+        try:
+            storage = t.untyped_storage()
+            nbytes = storage.nbytes()
+            key = f"{storage.data_ptr():x}"
+        except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+            nbytes = t.numel() * t.element_size()
+            key = f"sid{sid}"
+        base = t._base
+        if t.is_leaf or (base is not None and base.is_leaf):
+            kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
+        else:
+            kind = "activation"
+        return {
+            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": str(t.device), "kind": kind,
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
+        }
 
     def _release(self, sid: int) -> None:
         if self._active:  # after the run, the script's leftovers die with its module: not events
@@ -755,7 +806,7 @@ class Recorder:
                     handles.append(node.register_hook(
                         self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
                 else:
-                    handles.append(node.register_hook(self._make_hook(bid, vid)))
+                    handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph)))
                 stack.extend(c for c, _ in node.next_functions if c is not None)
         self._bw_current.append(None)
         ok = False
@@ -797,11 +848,13 @@ class Recorder:
 
         return prehook
 
-    def _make_hook(self, bid: int, vid: int):
+    def _make_hook(self, bid: int, vid: int, releases: bool):
         recorder = self
 
         def hook(grad_inputs, grad_outputs):
             with recorder._lock, recorder.quiet():
+                if releases:  # the engine releases the node's saved variables right after it runs
+                    recorder._release_unhooked(vid)
                 recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g) for g in grad_inputs]})
             return None
 

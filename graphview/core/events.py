@@ -37,6 +37,7 @@ op             oid, op, line, module, module_type, inputs [[tid, version]...],
 node           vid, name, next [[vid | None, input_nr]...], seq, leaf (tid | None), custom
 saved          sid, bytes, storage, device, kind, shape, dtype, owner (vid | None), attr
 own            sid, owner (vid), attr     (the node that holds a saved tensor became known)
+node_dead      vid                        (autograd destroyed the node: nothing references it)
 release        sid                        (autograd dropped the saved tensor)
 module_enter   path, type                 module_exit  path
 mode           mode ("grad" | "no_grad" | "inference_mode"), line
@@ -70,7 +71,7 @@ FULL_VALUES_MAX = 64
 EVENT_KINDS = frozenset(
     {
         "run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
-        "tensor", "name", "value", "op", "node", "saved", "own", "release", "module_enter",
+        "tensor", "name", "value", "op", "node", "node_dead", "saved", "own", "release", "module_enter",
         "module_exit", "mode", "detach", "retain_grad", "grad_read", "backward_start",
         "bw_node", "bw_node_done", "accumulate", "tensor_grad", "grad_result", "backward_end",
         "grad_reset", "optimizer_step", "alloc", "error",

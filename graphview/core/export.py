@@ -65,6 +65,7 @@ def graph_data(run: Run, at: int | None = None) -> dict:
         if op.born >= limit:
             continue
         freed = op.freed is not None and op.freed < limit
+        dead = op.dead is not None and op.dead < limit
         node = {
             "id": op.id,
             "kind": "op",
@@ -76,6 +77,7 @@ def graph_data(run: Run, at: int | None = None) -> dict:
             "source_op": op.op,
             "custom": op.custom,
             "freed": freed,
+            "dead": dead,
             "executed": sum(1 for _, i in op.executed if i < limit),
             "born": op.born,
         }

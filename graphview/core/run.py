@@ -48,6 +48,7 @@ class OpNode:
     module: str | None = None
     op: str | None = None  # the script-level op that created it (e.g. "mul", "linear")
     freed: int | None = None  # index at which a backward without retain_graph consumed it
+    dead: int | None = None  # index at which autograd destroyed it (nothing referenced it)
     executed: list = field(default_factory=list)  # [(bid, index), ...]
 
 
@@ -242,6 +243,11 @@ class Run:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:
                 self._add_edge(node.id, leaf_node, "accumulate", index)
+
+    def _on_node_dead(self, index: int, ev: dict) -> None:
+        node = self.op_nodes.get(ev["vid"])
+        if node is not None:
+            node.dead = index
 
     def _on_op(self, index: int, ev: dict) -> None:
         self.ops.append((index, ev))
