@@ -1,0 +1,168 @@
+"""The command line, end to end: real runner processes, real trace files, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphview.core.run import Run
+from graphview.core.trace import read_trace
+from tests.conftest import ROOT, lesson, model
+
+pytestmark = pytest.mark.e2e
+
+
+def graphview(*args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "graphview.app.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def assert_one_line_reason(result):
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [l for l in result.stderr.splitlines() if l.startswith("graphview:")]
+    assert lines, result.stderr
+
+
+def test_record_info_export_round_trip(tmp_path):
+    trace = tmp_path / "run.gvtrace"
+    result = graphview("record", lesson("prediction"), "-o", trace)
+    assert result.returncode == 0, result.stderr
+    assert "tensor(-18.)" in result.stdout  # the script's own output is echoed
+    info = json.loads(graphview("info", trace, "--json").stdout)
+    assert info["status"] == "ok" and info["backward_calls"] == 1 and info["errors"] == []
+    assert info["nodes"] == 6  # Mul, Add, Sub, Pow + two AccumulateGrad
+    text = graphview("info", trace).stdout
+    assert "grad w: -18" in text and "grad b: -6" in text
+    graph = tmp_path / "g.json"
+    assert graphview("export", trace, "-o", graph).returncode == 0
+    data = json.loads(graph.read_text())
+    w = next(n for n in data["nodes"] if n.get("name") == "w")
+    assert w["grad"]["values"] == [-18.0]
+
+
+def test_export_straight_from_a_script_with_options(tmp_path):
+    out = tmp_path / "g.dot"
+    result = graphview("export", model("mlp_optimizer"), "-o", out, "--steps", "2", "--retain-graph")
+    assert result.returncode == 0, result.stderr
+    assert out.read_text().startswith("digraph")
+
+
+def test_step_script_loss_matches_a_plain_run(tmp_path):
+    """Recorded losses of 3 steps equal what the script prints when run by python itself."""
+    trace = tmp_path / "mlp.gvtrace"
+    assert graphview("record", model("mlp_optimizer"), "-o", trace, "--steps", "3").returncode == 0
+    run = Run(read_trace(trace).events)
+    losses = []
+    for index, op in run.ops:
+        if op["op"] == "cross_entropy":
+            losses.append(run.tensors[op["outputs"][0][0]]["values"][0])
+    plain = subprocess.run([sys.executable, model("mlp_optimizer")], capture_output=True, text=True).stdout
+    expected = [float(line.split()[1]) for line in plain.splitlines()][:3]
+    assert losses == pytest.approx(expected, rel=1e-6)
+
+
+def test_script_that_raises_keeps_its_trace(tmp_path):
+    trace = tmp_path / "err.gvtrace"
+    result = graphview("record", lesson("error_backward_twice"), "-o", trace)
+    assert result.returncode == 1
+    assert_one_line_reason(result)
+    assert "RuntimeError at line 8: Trying to backward through the graph a second time" in result.stderr
+    run = Run(read_trace(trace).events)
+    assert run.status == "error" and len(run.backwards) == 2 and run.op_nodes
+
+
+def test_syntax_error(write_script, tmp_path):
+    script = write_script("import torch\nx = torch.ones(2\nprint(x)\n")
+    result = graphview("record", script, "-o", tmp_path / "s.gvtrace")
+    assert result.returncode == 1
+    assert_one_line_reason(result)
+    assert "syntax error at line 2" in result.stderr
+    err = Run(read_trace(tmp_path / "s.gvtrace").events).errors[0][1]
+    assert err["type"] == "SyntaxError" and err["line"] == 2
+
+
+def test_sys_exit(write_script, tmp_path):
+    script = write_script("import sys, torch\nx = torch.ones(2, requires_grad=True) * 2\nsys.exit(3)\n")
+    result = graphview("record", script, "-o", tmp_path / "e.gvtrace")
+    assert result.returncode == 1 and "sys.exit(3)" in result.stderr
+    run = Run(read_trace(tmp_path / "e.gvtrace").events)
+    assert run.status == "exit" and run.end["exit_code"] == 3 and len(run.ops) == 2
+
+
+def test_endless_loops_are_stopped_by_timeout(write_script, tmp_path):
+    python_loop = write_script("import torch\nx = torch.ones(3, requires_grad=True)\ny = x * 2\nwhile True:\n    pass\n")
+    native_wait = write_script("import time, torch\nx = torch.ones(3, requires_grad=True)\ny = x * 2\ntime.sleep(600)\n")
+    for script in (python_loop, native_wait):
+        trace = tmp_path / "loop.gvtrace"
+        started = time.monotonic()
+        result = graphview("record", script, "-o", trace, "--timeout", "4")
+        assert time.monotonic() - started < 40
+        assert result.returncode == 1
+        assert_one_line_reason(result)
+        run = Run(read_trace(trace).events)
+        assert run.status == "timeout"
+        assert [op["op"] for _, op in run.ops] == ["ones", "mul"]  # recorded before the loop
+
+
+@pytest.mark.parametrize("crash, signal_name", [
+    ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+    ("import os\nos.abort()\n", "SIGABRT"),
+])
+def test_crashing_script_leaves_a_readable_trace(write_script, tmp_path, crash, signal_name):
+    script = write_script("import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * 3).sum()\n" + crash)
+    trace = tmp_path / "crash.gvtrace"
+    result = graphview("record", script, "-o", trace)
+    assert result.returncode == 1
+    assert_one_line_reason(result)
+    assert signal_name in result.stderr
+    run = Run(read_trace(trace).events)
+    assert run.status == "crashed"
+    assert len(run.ops) == 3 and run.errors[-1][1]["line"] == 5
+
+
+def test_megabytes_of_output_are_capped(write_script, tmp_path):
+    script = write_script("import torch\nfor i in range(100000):\n    print('x' * 60)\nprint(torch.ones(1) * 2)\n")
+    trace = tmp_path / "loud.gvtrace"
+    result = graphview("record", script, "-o", trace, "--quiet")
+    assert result.returncode == 0
+    assert trace.stat().st_size < 3 * 1024 * 1024
+    events = read_trace(trace).events
+    assert any(e["ev"] == "output_capped" and e["bytes"] > 4_000_000 for e in events)
+    assert Run(events).status == "ok"
+
+
+def test_bad_input_one_line_and_exit_2(tmp_path):
+    bad_utf8 = tmp_path / "latin1.py"
+    bad_utf8.write_bytes(b"# caf\xe9\nimport torch\n")
+    corrupt = tmp_path / "corrupt.gvtrace"
+    corrupt.write_bytes(b"\x00\x01garbage")
+    cases = [
+        (("record", tmp_path / "missing.py", "-o", tmp_path / "m.gvtrace"), "no such file"),
+        (("record", bad_utf8, "-o", tmp_path / "b.gvtrace"), "not UTF-8"),
+        (("record", lesson("chain_rule"), "-o", tmp_path / "no" / "dir" / "x.gvtrace"), "cannot write"),
+        (("info", corrupt), "not a graphview trace"),
+        (("info", tmp_path / "missing.gvtrace"), "no such file"),
+        (("export", lesson("chain_rule"), "-o", tmp_path / "graph.png"), "format"),
+        (("record", lesson("chain_rule"), "-o", tmp_path / "x.gvtrace", "--steps", "0"), "at least 1"),
+    ]
+    for args, reason in cases:
+        result = graphview(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert_one_line_reason(result)
+        assert reason in result.stderr, (args, result.stderr)
+
+
+def test_truncated_trace_opens_with_a_warning(tmp_path):
+    trace = tmp_path / "t.gvtrace"
+    assert graphview("record", lesson("chain_rule"), "-o", trace, "-q").returncode == 0
+    data = trace.read_bytes()
+    trace.write_bytes(data[: len(data) // 2])
+    result = graphview("info", trace)
+    assert result.returncode == 0
+    assert "warning" in result.stderr and "status:          incomplete" in result.stdout
