@@ -313,7 +313,7 @@ class Recorder:
             "requires_grad": requires_grad, "is_leaf": t.is_leaf, "grad_fn": gvid, "base": base_tid,
             "line": line, "new": new,
         }
-        event.update(summarize(t) or {})
+        event.update(summarize(t, norm=event["kind"] != "activation") or {})
         self._emit_fn(event)
         if new and name is None and pending:
             self._register_pending(t, tid)
@@ -788,17 +788,32 @@ class Recorder:
                 "seeds": seeds, "retain_graph": bool(retain_graph), "create_graph": bool(create_graph),
                 "inputs": input_tids, "forced": forced, "line": line,
             })
-            seen = set()
+            # Walk the graph once: every node gets a pre-hook and a hook for this call. A node fed by
+            # exactly one edge receives exactly what that edge sent: its incoming gradient is not
+            # summarized twice (the event names the edge instead).
+            nodes: dict[int, Any] = {}
+            feeders: dict[int, list] = {}
             stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
+            root_vids = set()
+            for node in stack:
+                if node is not None:
+                    root_vids.add(self.node_vid(node, line))
             while stack:
                 node = stack.pop()
                 if node is None:
                     continue
                 vid = self.node_vid(node, line)
-                if vid in seen:
+                if vid in nodes:
                     continue
-                seen.add(vid)
-                handles.append(node.register_prehook(self._make_prehook(bid, vid)))
+                nodes[vid] = node
+                for index, (child, _) in enumerate(node.next_functions):
+                    if child is not None:
+                        feeders.setdefault(self.node_vid(child, line), []).append([vid, index])
+                        stack.append(child)
+            for vid, node in nodes.items():
+                fed = feeders.get(vid, [])
+                from_edge = fed[0] if len(fed) == 1 and vid not in root_vids else None
+                handles.append(node.register_prehook(self._make_prehook(bid, vid, from_edge)))
                 if node.name() == ACCUMULATE_GRAD:
                     leaf = node.variable
                     state = {"was_none": True}
@@ -807,7 +822,7 @@ class Recorder:
                         self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
                 else:
                     handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph)))
-                stack.extend(c for c, _ in node.next_functions if c is not None)
+            del nodes, stack
         self._bw_current.append(None)
         ok = False
         try:
@@ -836,14 +851,20 @@ class Recorder:
                             self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad)})
                 self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
 
-    def _make_prehook(self, bid: int, vid: int):
+    def _make_prehook(self, bid: int, vid: int, from_edge: list | None):
         recorder = self
 
         def prehook(grad_outputs):
             with recorder._lock, recorder.quiet():
                 if recorder._bw_current:
                     recorder._bw_current[-1] = vid
-                recorder._emit_fn({"ev": "bw_node", "bid": bid, "vid": vid, "grads_in": [summarize(g) for g in grad_outputs]})
+                event = {"ev": "bw_node", "bid": bid, "vid": vid}
+                if from_edge is not None and len(grad_outputs) == 1:
+                    event["grads_in"] = None
+                    event["from_edge"] = from_edge  # [consumer vid, index]: its grads_out[index]
+                else:
+                    event["grads_in"] = [summarize(g, light=True) for g in grad_outputs]
+                recorder._emit_fn(event)
             return None
 
         return prehook
@@ -855,7 +876,7 @@ class Recorder:
             with recorder._lock, recorder.quiet():
                 if releases:  # the engine releases the node's saved variables right after it runs
                     recorder._release_unhooked(vid)
-                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g) for g in grad_inputs]})
+                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g, light=True) for g in grad_inputs]})
             return None
 
         return hook
@@ -877,7 +898,7 @@ class Recorder:
         def hook(grad_inputs, grad_outputs):
             with recorder._lock, recorder.quiet():
                 leaf = leaf_ref()
-                increment = summarize(grad_outputs[0]) if grad_outputs else None
+                increment = summarize(grad_outputs[0], light=True) if grad_outputs else None
                 grad = leaf.grad if leaf is not None else None
                 if grad is not None:
                     recorder._note_grad(grad, tid)

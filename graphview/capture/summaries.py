@@ -16,8 +16,14 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX) -> dict | None:
-    """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise."""
+def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
+              norm: bool = True) -> dict | None:
+    """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise.
+
+    ``light`` (gradients flowing through backward) keeps only the norm of large tensors: one
+    pass over the data, which still tells a NaN or Inf apart (the norm is then not finite).
+    ``norm=False`` (forward activations) skips the norm: min, max and mean in two passes.
+    """
     if t is None or not isinstance(t, torch.Tensor):
         return None
     shape = list(t.shape)
@@ -30,27 +36,54 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX) -> dict |
             numel = t.numel()
             if numel <= full_max:
                 values = t.detach().reshape(-1).tolist()
+                if not t.is_floating_point() or all(map(math.isfinite, values)):
+                    return {"shape": shape, "values": values}
                 return {"shape": shape, "values": [_clean(v) for v in values]}
-            return {"shape": shape, "stats": _stats(t.detach(), numel)}
+            return {"shape": shape, "stats": _norm_only(t.detach(), numel) if light else _stats(t.detach(), numel, norm)}
     except (RuntimeError, TypeError, ValueError) as exc:  # e.g. an exotic tensor subclass
         return {"shape": shape, "stats": {"numel": t.numel()}, "note": str(exc)[:200]}
 
 
-def _stats(t: torch.Tensor, numel: int) -> dict:
+def _as_float(t: torch.Tensor) -> torch.Tensor:
     if not t.is_floating_point():
-        t = t.to(torch.float64) if t.dtype != torch.bool else t.to(torch.float32)
-    elif t.dtype in (torch.float16, torch.bfloat16):
-        t = t.float()
+        return t.to(torch.float64) if t.dtype != torch.bool else t.to(torch.float32)
+    if t.dtype in (torch.float16, torch.bfloat16):
+        return t.float()
+    return t
+
+
+def _stats(t: torch.Tensor, numel: int, with_norm: bool = True) -> dict:
+    """min, max, mean (and norm): vectorized passes over the data (aminmax, sum, vector_norm)."""
+    t = _as_float(t)
     lo, hi = torch.aminmax(t)
-    total = t.sum()
-    norm = torch.linalg.vector_norm(t)
-    lo, hi, total, norm = (float(v) for v in torch.stack([lo, hi, total, norm]).tolist())
-    stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / numel), "norm": _clean(norm),
-             "numel": numel, "nan": 0, "inf": 0}
-    if not math.isfinite(norm):  # a NaN or Inf somewhere: count them (rare, so pay only then)
+    parts = [lo, hi, t.sum()] + ([torch.linalg.vector_norm(t)] if with_norm else [])
+    values = torch.stack(parts).tolist()
+    lo, hi, total = values[:3]
+    stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / numel), "numel": numel, "nan": 0, "inf": 0}
+    if with_norm:
+        stats["norm"] = _clean(values[3])
+    if not all(map(math.isfinite, values)):  # a NaN or Inf somewhere (rare): count them
         stats["nan"] = int(torch.isnan(t).sum())
         stats["inf"] = int(torch.isinf(t).sum())
     return stats
+
+
+def _norm_only(t: torch.Tensor, numel: int) -> dict:
+    norm = float(_l2(_as_float(t), numel))
+    stats = {"norm": _clean(norm), "numel": numel}
+    if not math.isfinite(norm):
+        stats["nan"] = int(torch.isnan(t).sum())
+        stats["inf"] = int(torch.isinf(t).sum())
+    return stats
+
+
+def _l2(t: torch.Tensor, numel: int) -> torch.Tensor:
+    """The L2 norm; large tensors as a norm of row norms, which torch parallelizes better."""
+    if numel >= 1 << 16 and t.is_contiguous():
+        for rows in (64, 32, 16, 8):
+            if numel % rows == 0:
+                return torch.linalg.vector_norm(torch.linalg.vector_norm(t.view(rows, -1), dim=1))
+    return torch.linalg.vector_norm(t)
 
 
 def _clean(v: object) -> object:

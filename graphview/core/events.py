@@ -48,6 +48,8 @@ backward_start bid, api ("backward" | "grad"), roots [vid...], root_tensors [tid
                seeds [summary | None...], retain_graph, create_graph, inputs [tid...],
                forced [option names], line
 bw_node        bid, vid, grads_in [summary | None...]   (a node starts executing)
+               or grads_in None and from_edge [consumer vid, i]: the node is fed by that one
+               edge, so its incoming gradient is the consumer's grads_out[i]
 bw_node_done   bid, vid, grads_out [summary | None...]  (one per next edge)
 accumulate     bid, tid, vid, increment, grad (new value of ``.grad``), first (bool)
 tensor_grad    bid, tid, grad             (``.grad`` of a tensor that called retain_grad)

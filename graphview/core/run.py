@@ -95,6 +95,8 @@ class BackwardCall:
     end: int | None = None
     ok: bool | None = None
     order: list = field(default_factory=list)  # vids in execution order
+    grads_in: dict = field(default_factory=dict)  # vid -> [summary...] arriving at the node
+    grads_out: dict = field(default_factory=dict)  # vid -> [summary...] sent along next edges
     results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
 
 
@@ -339,12 +341,20 @@ class Run:
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
             call.order.append(ev["vid"])
+            grads_in = ev.get("grads_in")
+            if grads_in is None and ev.get("from_edge"):
+                consumer, position = ev["from_edge"]
+                sent = call.grads_out.get(consumer) or []
+                grads_in = [sent[position]] if position < len(sent) else [None]
+            call.grads_in[ev["vid"]] = grads_in
         if node is not None:
             node.executed.append((ev["bid"], index))
 
     def _on_bw_node_done(self, index: int, ev: dict) -> None:
         call = self.backwards.get(ev["bid"])
         node = self.op_nodes.get(ev["vid"])
+        if call is not None:
+            call.grads_out[ev["vid"]] = ev.get("grads_out") or []
         if node is not None and call is not None and not call.retain_graph and node.freed is None:
             node.freed = index
 

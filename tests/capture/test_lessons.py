@@ -165,3 +165,14 @@ def test_error_no_grad_fn_message(record):
     _, err = run.errors[-1]
     assert err["message"] == "element 0 of tensors does not require grad and does not have a grad_fn"
     assert err["line"] == 7
+
+
+def test_gradients_flowing_through_backward_nodes(record):
+    """grads in and out of every node, in the engine's order (x = 2: 1 -> 10 -> 10 -> 20)."""
+    run = record(lesson("chain_rule"))
+    call = run.backwards[1]
+    flow = [(run.op_nodes[v].name, [summary_scalar(g) for g in call.grads_in[v]]) for v in call.order]
+    assert flow == [("PowBackward0", [1.0]), ("AddBackward0", [10.0]), ("MulBackward0", [10.0]),
+                    ("torch::autograd::AccumulateGrad", [20.0])]
+    outs = {run.op_nodes[v].name: [summary_scalar(g) for g in call.grads_out[v]] for v in call.order}
+    assert outs["PowBackward0"] == [10.0] and outs["MulBackward0"] == [20.0, None]
