@@ -11,6 +11,7 @@ written to a pipe that another process drains. Target: at most 1.3x for the tran
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -102,6 +103,7 @@ def measure(name: str, make_step, reps: int) -> dict:
 
 
 def main() -> None:
+    gc.freeze()  # as the runner process does after importing torch (see graphview/capture/runner.py)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args()
