@@ -162,7 +162,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet)
     info = run.info()
     summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
-               f"{info["backward_calls"]} backward call{"" if info["backward_calls"] == 1 else "s"}")
+               f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
     if end.get("status") == "ok":
         print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
         return EXIT_OK
