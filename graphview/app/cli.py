@@ -1,7 +1,8 @@
 """The ``graphview`` command line.
 
+    graphview [SCRIPT_OR_TRACE]                        open the desktop app
     graphview record SCRIPT -o run.gvtrace [options]   record a script headless
-    graphview export SCRIPT_OR_TRACE -o graph.json|graph.dot|graph.graphml [--at EVENT]
+    graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT]
     graphview info TRACE [--json]                      what a trace holds
 
 Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
@@ -60,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(rec)
     exp = sub.add_parser("export", help="export the recorded graph as JSON, DOT or GraphML")
     exp.add_argument("source", help="a script (recorded first) or a trace file")
-    exp.add_argument("-o", "--output", required=True, help="graph.json, graph.dot or graph.graphml")
+    exp.add_argument("-o", "--output", required=True,
+                     help="graph.json, graph.dot or graph.graphml (data); graph.png, graph.svg or graph.pdf (picture)")
+    exp.add_argument("--scale", type=float, default=2.0, help="PNG: pixels per scene unit (default 2)")
     exp.add_argument("--at", type=int, default=None, metavar="EVENT",
                      help="the graph as it was after this event index (default: every graph of the run)")
     _add_run_options(exp)
@@ -185,7 +188,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False)
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
-    fmt = export_graph(run, args.output, at=args.at)
+    if os.path.splitext(args.output)[1].lower() in (".png", ".svg", ".pdf"):
+        from graphview.app.gui import qt_app
+        from graphview.qt.export import render_run
+
+        qt_app()
+        render_run(run, args.output, at=args.at, scale=args.scale)
+        fmt = os.path.splitext(args.output)[1][1:]
+    else:
+        fmt = export_graph(run, args.output, at=args.at)
     data_note = f" at event {args.at}" if args.at is not None else ""
     print(f"graphview: wrote the {fmt.upper()} graph{data_note} to {args.output}", file=sys.stderr)
     if run.failed:
@@ -246,14 +257,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("record", "export", "info", "-h", "--help") and not argv[0].startswith("-"):
-        print("graphview: the desktop app is not part of this build yet; use "
-              "'graphview record', 'graphview export' or 'graphview info' (see graphview --help)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    if not argv or (argv[0] not in ("record", "export", "info", "-h", "--help") and not argv[0].startswith("-")):
+        if len(argv) > 1:
+            print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        from graphview.app.gui import main as gui_main
+
+        return gui_main(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_OK
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info}[args.command]
     try:
         return handler(args)

@@ -137,6 +137,7 @@ class Recorder:
         self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
         self._alloc_last: int | None = None
         self._active = False
+        self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
         self.optimizer_step_count = 0
@@ -251,22 +252,27 @@ class Recorder:
                 if t is not None:
                     wanted[id(t)] = entry
             found: set[int] = set()
+            scopes = []
             f, depth = frame, 0
-            while f is not None and depth < 16 and wanted:
+            while f is not None and depth < 16:
                 if f.f_code.co_filename == self.script:
                     try:
-                        items = list(f.f_locals.items())
+                        scopes.append(f.f_locals)
                     except Exception:  # noqa: BLE001 - exotic frames
-                        items = []
-                    for name, value in items:
-                        if isinstance(value, torch.Tensor) and not name.startswith("__"):
-                            entry = wanted.get(id(value))
-                            if entry is not None and entry[0]() is value and entry[1] not in found:
-                                found.add(entry[1])
-                                self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
-                                del wanted[id(value)]
+                        pass
                 f = f.f_back
                 depth += 1
+            scopes.extend(self.extra_scopes)
+            for scope in scopes:
+                if not wanted:
+                    break
+                for name, value in list(scope.items()):
+                    if isinstance(value, torch.Tensor) and not name.startswith("__"):
+                        entry = wanted.get(id(value))
+                        if entry is not None and entry[0]() is value and entry[1] not in found:
+                            found.add(entry[1])
+                            self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
+                            del wanted[id(value)]
             keep = []
             for entry in self._pending_names:
                 entry[2] += 1
@@ -278,6 +284,9 @@ class Recorder:
     def _kind(self, t: torch.Tensor) -> str:
         if id(t) in self._buffers:
             return "buffer"
+        grad_of = self._grad_of.get(id(t))
+        if grad_of is not None and grad_of[0]() is t:
+            return "grad"  # some leaf's .grad, read by the script
         if isinstance(t, torch.nn.Parameter):
             return "param"
         return "input" if t.is_leaf else "activation"

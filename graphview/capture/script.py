@@ -189,6 +189,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     module.__builtins__ = builtins
     status, exit_code, message = "ok", 0, ""
     recorder = Recorder(emit, script, options)
+    recorder.extra_scopes.append(module.__dict__)
     previous_main = sys.modules.get("__main__")
     try:
         if options.device:
@@ -198,7 +199,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
                 if step_mode:
                     sys.modules[module.__name__] = module
                     exec(code, module.__dict__)
-                    _run_steps(module, options, recorder, emit)
+                    _run_steps(module, options, recorder, emit, _returned_name(tree))
                 else:
                     sys.modules["__main__"] = module
                     exec(code, module.__dict__)
@@ -258,7 +259,17 @@ def _final_names(recorder: Recorder, scope: dict, emit) -> None:
         recorder._pending_names = []
 
 
-def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder, emit) -> None:
+def _returned_name(tree: ast.Module) -> str:
+    """The variable ``step()`` returns (``return loss`` -> ``loss``), to name its result."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "step":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Return) and isinstance(sub.value, ast.Name):
+                    return sub.value.id
+    return "step()"
+
+
+def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder, emit, result_name: str) -> None:
     step_fn = module.__dict__["step"]
     optimizer = module.__dict__.get("optimizer")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -271,6 +282,11 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
         optimizer_steps_before = recorder.optimizer_step_count
         result = step_fn()
         recorder.flush_names()
+        if isinstance(result, torch.Tensor):
+            tid = recorder.tid_of(result)
+            if tid is not None and any(e[1] == tid for e in recorder._pending_names):
+                emit({"ev": "name", "tid": tid, "name": result_name})
+                recorder._pending_names = [e for e in recorder._pending_names if e[1] != tid]
         called_backward = recorder.backward_count > backwards_before
         if isinstance(result, torch.Tensor) and result.grad_fn is not None and not called_backward:
             result.backward()

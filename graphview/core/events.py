@@ -27,7 +27,7 @@ step_start     step                       (step scripts: one per call of ``step(
 step_end       step
 stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
-tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation"), shape,
+tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
                dtype, device, requires_grad, is_leaf, grad_fn (vid | None), base (tid | None),
                line, values | stats
 name           tid, name                  (the script bound the tensor to a variable)

@@ -87,6 +87,7 @@ class BackwardCall:
     start: int
     line: int | None
     roots: list
+    roots_tensors: list
     retain_graph: bool
     create_graph: bool
     seeds: list
@@ -117,6 +118,7 @@ class Run:
         self.start: dict | None = None
         self.end: dict | None = None
         self.tensors: dict[int, dict] = {}  # tid -> latest tensor event (+ "name")
+        self.values: dict[int, list[tuple[int, dict]]] = {}  # tid -> [(index, value summary)]
         self.tensor_nodes: dict[str, TensorNode] = {}
         self._current_tensor_node: dict[int, str] = {}
         self.op_nodes: dict[int, OpNode] = {}
@@ -197,6 +199,7 @@ class Run:
             if info["name"] is None:
                 info["name"] = previous.get("name")
         self.tensors[tid] = info
+        self._note_value(tid, index, ev)
         self.devices.add(ev.get("device", "cpu"))
         node_id = self._current_tensor_node.get(tid)
         node = self.tensor_nodes.get(node_id) if node_id else None
@@ -221,7 +224,28 @@ class Run:
                 if node.tid == ev["tid"]:
                     node.info["name"] = ev["name"]
 
+    def _note_value(self, tid: int, index: int, ev: dict) -> None:
+        if "values" in ev:
+            summary = {"shape": ev.get("shape", self.tensors.get(tid, {}).get("shape")), "values": ev["values"]}
+        elif "stats" in ev:
+            summary = {"shape": ev.get("shape", self.tensors.get(tid, {}).get("shape")), "stats": ev["stats"]}
+        else:
+            return
+        history = self.values.setdefault(tid, [])
+        if not history or history[-1][1] != summary:
+            history.append((index, summary))
+
+    def value_at(self, tid: int, index: int | None = None) -> dict | None:
+        """The tensor's value summary as recorded at or before event ``index``."""
+        last = None
+        for at, summary in self.values.get(tid, ()):
+            if index is not None and at > index:
+                break
+            last = summary
+        return last
+
     def _on_value(self, index: int, ev: dict) -> None:
+        self._note_value(ev["tid"], index, ev)
         info = self.tensors.get(ev["tid"])
         if info is not None:
             for key in ("values", "stats"):
@@ -331,7 +355,7 @@ class Run:
     def _on_backward_start(self, index: int, ev: dict) -> None:
         self.backwards[ev["bid"]] = BackwardCall(
             bid=ev["bid"], api=ev.get("api", "backward"), start=index, line=ev.get("line"),
-            roots=ev.get("roots") or [], retain_graph=bool(ev.get("retain_graph")),
+            roots=ev.get("roots") or [], roots_tensors=ev.get("root_tensors") or [], retain_graph=bool(ev.get("retain_graph")),
             create_graph=bool(ev.get("create_graph")), seeds=ev.get("seeds") or [],
             inputs=ev.get("inputs") or [], forced=ev.get("forced") or [],
         )

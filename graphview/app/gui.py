@@ -1,0 +1,172 @@
+"""Start the desktop app and wire runner processes into the window.
+
+The runner's events arrive on a reader thread; a 30 ms timer on the GUI thread hands them to
+the window in batches, so the GUI thread never waits on the runner.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import queue
+import sys
+import threading
+
+from graphview.core.options import RunOptions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BATCH_MS = 30
+
+
+def bundled_samples() -> list[str]:
+    return sorted(glob.glob(os.path.join(ROOT, "sample_models", "*", "*.py")))
+
+
+def ensure_display() -> None:
+    """Render offscreen when there is no display (CI, ssh): the CLI export needs no screen."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and sys.platform.startswith("linux"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def qt_app():
+    ensure_display()
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(sys.argv[:1])
+        app.setApplicationName("graphview")
+        app.setOrganizationName("graphview")
+    return app
+
+
+class LiveRun:
+    """A runner process whose events flow into a queue drained by the GUI thread."""
+
+    def __init__(self, script: str, options: RunOptions) -> None:
+        from graphview.app.runner_client import RunnerProcess
+
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.runner = RunnerProcess(script, options, self.queue.put)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._wait, daemon=True)
+        self.thread.start()
+
+    def _wait(self) -> None:
+        try:
+            self.runner.wait()
+        finally:
+            self.done.set()
+
+    def drain(self, limit: int = 20000) -> list[dict]:
+        events = []
+        while len(events) < limit:
+            try:
+                events.append(self.queue.get_nowait())
+            except queue.Empty:
+                break
+        return events
+
+    def stop(self) -> None:
+        self.runner.stop("stopped", grace=0.8)
+
+
+class App:
+    """The running application: one window, the current live run (if any)."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        from graphview.qt.main_window import MainWindow
+
+        self.qt = qt_app()
+        self.window = MainWindow(samples=bundled_samples())
+        self.live: LiveRun | None = None
+        self.window.sigOpenRequested.connect(self.open)
+        self.window.sigRunRequested.connect(self.rerun)
+        self.window.sigStopRequested.connect(self.stop)
+        self.timer = QTimer()
+        self.timer.timeout.connect(self._pump)
+        self.timer.start(BATCH_MS)
+
+    def open(self, path: str) -> bool:
+        from graphview.app.cli import UserError, check_script, is_trace
+        from graphview.core.run import Run
+        from graphview.core.trace import TraceError, read_trace
+
+        if not path:
+            return False
+        if not os.path.exists(path):
+            self.window.show_error("Cannot open", f"no such file: {path}")
+            return False
+        if is_trace(path):
+            try:
+                trace = read_trace(path)
+            except TraceError as exc:
+                self.window.show_error("Cannot open trace", str(exc))
+                return False
+            self.stop()
+            options = RunOptions.from_dict((trace.header.get("options") or {}))
+            run = Run(trace.events)
+            script = (run.start or {}).get("script") or trace.header.get("script")
+            self.window.begin_run(None, options, run)
+            self.window.script_path = None
+            self.window.remember(os.path.abspath(path))
+            self.window.setWindowTitle(f"graphview — {os.path.basename(path)} ({os.path.basename(script or '')})")
+            for warning in trace.warnings:
+                self.window.statusBar().showMessage(f"warning: {warning}", 20000)
+            return True
+        try:
+            check_script(path)
+        except UserError as exc:
+            self.window.show_error("Cannot open script", str(exc))
+            return False
+        self.window.remember(os.path.abspath(path))
+        self.start(os.path.abspath(path), RunOptions(steps=3))
+        return True
+
+    def start(self, script: str, options: RunOptions) -> None:
+        self.stop()
+        self.window.begin_run(script, options)
+        self.live = LiveRun(script, options)
+
+    def rerun(self, options: RunOptions) -> None:
+        if self.window.script_path:
+            self.start(self.window.script_path, options)
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            events = self.live.drain()
+            if events:
+                self.window.append_events(events)
+
+    def _pump(self) -> None:
+        live = self.live
+        if live is None:
+            return
+        events = live.drain()
+        if events:
+            self.window.append_events(events)
+        if live.done.is_set() and live.queue.empty():
+            self.live = None
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Tests and screenshot scripts: process events until the live run has ended."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self.live is not None and time.monotonic() < deadline:
+            self.qt.processEvents()
+            time.sleep(0.01)
+            self._pump()
+        self.qt.processEvents()
+        return self.live is None
+
+
+def main(path: str | None = None) -> int:
+    app = App()
+    app.window.show()
+    if path:
+        app.open(path)
+    return app.qt.exec()

@@ -1,0 +1,322 @@
+"""What the canvas draws, and where: a layered drawing of a run's autograd graph.
+
+The drawing reads forward, top to bottom: leaf tensors, then the ops that use them, down to
+the loss. Arrows follow the forward data flow (the reverse of ``next_functions``), so backward
+runs bottom to top along them.
+
+Positions are **stable**: a node is placed once, when it first appears, and never moves when
+later nodes arrive. Its layer is one below its lowest placed predecessor; its slot is the free
+slot nearest to its predecessors' mean. Leaves (parameters, inputs) and their AccumulateGrad are
+placed lazily, just above their first user, so a parameter sits next to the op that reads it
+instead of in a row at the top of a deep model.
+
+Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw from this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graphview.core.events import summary_text
+from graphview.core.run import ACCUMULATE_GRAD, Run
+
+LAYER_HEIGHT = 96.0
+SLOT_WIDTH = 190.0
+
+#: every kind of drawn node, with what the legend calls it
+NODE_KINDS = {
+    "param": "leaf parameter",
+    "input_grad": "leaf input that requires grad",
+    "input": "input (no grad)",
+    "intermediate": "intermediate tensor",
+    "output": "output / loss",
+    "op": "grad_fn node",
+    "accumulate": "AccumulateGrad",
+    "detached": "detached / no-grad tensor",
+}
+#: every kind of drawn edge
+EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
+
+
+@dataclass
+class DrawNode:
+    id: str  # the graph id (``op5``, ``t3``, ``t3v1``), shared with exports and the inspector
+    kind: str
+    title: str
+    subtitle: str
+    born: int
+    ref: int  # tid for tensors, vid for ops
+    module: str | None = None
+    line: int | None = None
+    layer: int = 0
+    slot: int = 0
+    placed: bool = False
+    preds: list = field(default_factory=list)
+
+    @property
+    def x(self) -> float:
+        return self.slot * SLOT_WIDTH
+
+    @property
+    def y(self) -> float:
+        return self.layer * LAYER_HEIGHT
+
+
+@dataclass
+class DrawEdge:
+    source: str
+    target: str
+    kind: str
+    born: int
+    label: str = ""
+
+
+class Drawing:
+    """Incrementally built drawing of ``run``: call :meth:`update` as the run grows."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.nodes: dict[str, DrawNode] = {}
+        self.edges: list[DrawEdge] = []
+        self.order: list[str] = []  # node ids in placement order
+        self._edge_keys: set = set()
+        self._occupied: dict[int, dict[int, str]] = {}  # layer -> slot -> node id
+        self._seen_tensor_nodes: set[str] = set()
+        self._seen_ops: set[int] = set()
+        self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
+        self._deferred: list[str] = []
+        self._processed_edges = 0
+        self._last_slot = 0
+
+    # ------------------------------------------------------------------ building
+    def update(self) -> list[str]:
+        """Place every element the run has gained since the last call. Returns new node ids."""
+        run = self.run
+        fresh: list[tuple[int, str, object]] = []
+        for tnode in run.tensor_nodes.values():
+            if tnode.id not in self._seen_tensor_nodes:
+                self._seen_tensor_nodes.add(tnode.id)
+                fresh.append((tnode.born, tnode.id, tnode))
+        for op in run.op_nodes.values():
+            if op.vid not in self._seen_ops:
+                self._seen_ops.add(op.vid)
+                fresh.append((op.born, op.id, op))
+        fresh.sort(key=lambda item: item[0])
+        created: list[str] = []
+        for _, node_id, element in fresh:
+            if getattr(element, "info", {}).get("kind") == "grad":
+                continue  # a leaf's .grad the script read: shown on the leaf, not as a node
+            node = self._make_node(element)
+            self.nodes[node.id] = node
+            created.append(node.id)
+            self._connect(node, element)
+            if node.preds or not self._deferrable(node):
+                self._place(node)
+            else:
+                self._deferred.append(node.id)
+        self._extra_edges()
+        # leaves nobody has used yet: show them where the script is now
+        for node_id in self._deferred:
+            node = self.nodes[node_id]
+            if not node.placed:
+                self._place(node)
+        self._deferred = []
+        return created
+
+    def _deferrable(self, node: DrawNode) -> bool:
+        return node.kind in ("param", "input_grad", "input", "accumulate")
+
+    def _make_node(self, element) -> DrawNode:
+        run = self.run
+        if hasattr(element, "vid"):  # an op node
+            op = element
+            if op.name == ACCUMULATE_GRAD:
+                leaf_name = run.tensor_name(op.leaf) or "leaf"
+                return DrawNode(op.id, "accumulate", "AccumulateGrad", f"into {leaf_name}.grad", op.born, op.vid,
+                                op.module, op.line)
+            sub = op.op or ""
+            if op.line is not None:
+                sub = f"{sub} · line {op.line}" if sub else f"line {op.line}"
+            return DrawNode(op.id, "op", op.name, sub, op.born, op.vid, op.module, op.line)
+        tnode = element
+        info = tnode.info
+        kind = info.get("kind")
+        if tnode.grad_fn is not None:
+            draw_kind = "intermediate"
+        elif kind in ("param", "buffer"):
+            draw_kind = "param" if info.get("requires_grad") else "input"
+        elif info.get("requires_grad"):
+            draw_kind = "input_grad"
+        else:
+            draw_kind = "input"
+        name = run.tensor_name(tnode.tid) or "tensor"
+        if "v" in tnode.id[1:]:  # a new state of the tensor after an in-place op
+            name += f" (v{tnode.version})"
+        return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, None, info.get("line"))
+
+    def _connect(self, node: DrawNode, element) -> None:
+        run = self.run
+        if node.kind in ("op", "accumulate"):
+            op = element
+            if node.kind == "accumulate" and op.leaf is not None:
+                leaf_id = run._current_tensor_node.get(op.leaf)
+                if leaf_id in self.nodes:
+                    self._edge(leaf_id, node.id, "accumulate", op.born)
+            for child, _ in op.next:
+                if child is None:
+                    continue
+                src = self._output_of_op.get(child, f"op{child}")
+                if src in self.nodes:
+                    self._edge(src, node.id, "flow", op.born)
+        elif node.kind in ("intermediate",):
+            producer = f"op{element.grad_fn}"
+            if producer in self.nodes:
+                self._edge(producer, node.id, "flow", node.born)
+                self._output_of_op.setdefault(element.grad_fn, node.id)
+                # the tensor now stands between its producer and any later consumer
+
+    def _extra_edges(self) -> None:
+        """Edges the run knows besides the autograd structure: inputs, detach, no-grad ops."""
+        run = self.run
+        for edge in run.edges[self._processed_edges:]:
+            if edge.kind in ("input", "detach", "no_grad_op") and edge.source in self.nodes and edge.target in self.nodes:
+                label = edge.attrs.get("op", "") if edge.kind == "no_grad_op" else ("detach" if edge.kind == "detach" else "")
+                self._edge(edge.source, edge.target, edge.kind, edge.born, label)
+                target = self.nodes[edge.target]
+                if edge.kind in ("detach", "no_grad_op") and target.kind == "input":
+                    target.kind = "detached"  # cut from a graph: drawn apart from plain inputs
+        self._processed_edges = len(run.edges)
+        if any(not self.nodes[i].placed and self.nodes[i].preds for i in self._deferred):
+            for node_id in list(self._deferred):
+                node = self.nodes[node_id]
+                if node.preds and not node.placed:
+                    self._place(node)
+
+    def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
+        source_node = self.nodes.get(source)
+        target_node = self.nodes.get(target)
+        if source_node is not None and not source_node.placed and target_node is not None and target_node.placed:
+            self._place_above(source_node, target_node)  # a leaf seen first as this op's input
+        key = (source, target, kind)
+        if key in self._edge_keys:
+            return
+        self._edge_keys.add(key)
+        self.edges.append(DrawEdge(source, target, kind, born, label))
+        if target_node is not None and source not in target_node.preds:
+            target_node.preds.append(source)
+
+    # ------------------------------------------------------------------ placement
+    def _place(self, node: DrawNode) -> None:
+        placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]
+        waiting = [self.nodes[p] for p in node.preds if p in self.nodes and not self.nodes[p].placed]
+        if placed:
+            layer = max(p.layer for p in placed) + 1
+            want = round(sum(p.slot for p in placed) / len(placed))
+        else:
+            layer = 2 if waiting else 0
+            want = self._last_slot + (1 if self.order else 0)
+        if waiting and layer < 2 and not placed:
+            layer = 2
+        self._put(node, layer, want)
+        for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
+            self._place_above(pred, node)
+
+    def _place_above(self, node: DrawNode, user: DrawNode) -> None:
+        if node.placed:
+            return
+        self._put(node, user.layer - 1, user.slot)
+        for pred_id in node.preds:
+            pred = self.nodes.get(pred_id)
+            if pred is not None and not pred.placed:
+                self._place_above(pred, node)
+
+    def _free(self, taken: dict[int, str], slot: int, born: int) -> bool:
+        """A slot is free if nobody had it, or its node was destroyed before ``born``."""
+        occupant = taken.get(slot)
+        if occupant is None:
+            return True
+        dead = self.dead_index(self.nodes[occupant])
+        return dead is not None and dead <= born
+
+    def _put(self, node: DrawNode, layer: int, want: int) -> None:
+        taken = self._occupied.setdefault(layer, {})
+        slot = want
+        for distance in range(0, 100000):
+            if self._free(taken, want + distance, node.born):
+                slot = want + distance
+                break
+            if distance and self._free(taken, want - distance, node.born):
+                slot = want - distance
+                break
+        taken[slot] = node.id
+        node.layer, node.slot, node.placed = layer, slot, True
+        self._last_slot = slot
+        self.order.append(node.id)
+
+    # ------------------------------------------------------------------ state at a cursor
+    def dead_index(self, node: DrawNode) -> int | None:
+        """When autograd destroyed this part of the graph (an op, or a tensor through its grad_fn)."""
+        if node.kind in ("op", "accumulate"):
+            op = self.run.op_nodes.get(node.ref)
+            return op.dead if op is not None else None
+        tnode = self.run.tensor_nodes.get(node.id)
+        if tnode is not None and tnode.grad_fn is not None:
+            op = self.run.op_nodes.get(tnode.grad_fn)
+            return op.dead if op is not None else None
+        return None
+
+    def visible(self, node: DrawNode, index: int) -> bool:
+        """The graph as it exists at ``index``: born, and not yet destroyed by autograd."""
+        if node.born > index:
+            return False
+        dead = self.dead_index(node)
+        return dead is None or dead > index
+
+    def op_state(self, vid: int, index: int) -> str:
+        """``live`` | ``running`` (executing at this event) | ``done`` | ``freed``."""
+        op = self.run.op_nodes.get(vid)
+        if op is None:
+            return "live"
+        ev = self.run.events[index] if 0 <= index < len(self.run.events) else None
+        if ev is not None and ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") and ev.get("vid") == vid:
+            return "running"
+        if op.freed is not None and op.freed <= index and op.name != ACCUMULATE_GRAD:
+            return "freed"  # AccumulateGrad holds nothing: the next graph reuses it
+        if any(i <= index for _, i in op.executed):
+            return "done"
+        return "live"
+
+    def saved_bytes(self, vid: int, index: int) -> int:
+        """Bytes of saved tensors that node ``vid`` holds after event ``index``."""
+        total = 0
+        for saved in self.run.saved.values():
+            if saved.owner == vid and saved.born <= index and (saved.released is None or saved.released > index):
+                total += saved.bytes
+        return total
+
+    def grad_text(self, tid: int, index: int) -> str | None:
+        entry = self.run.grad_at(tid, index)
+        if entry is None:
+            return None
+        return summary_text(entry.value)
+
+    def is_output(self, tid: int, index: int) -> bool:
+        """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""
+        return any(call.start <= index and tid in call.roots_tensors for call in self.run.backwards.values())
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        placed = [n for n in self.nodes.values() if n.placed]
+        if not placed:
+            return (0.0, 0.0, 0.0, 0.0)
+        xs = [n.x for n in placed]
+        ys = [n.y for n in placed]
+        return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _shape_text(info: dict) -> str:
+    shape = info.get("shape") or []
+    dims = "×".join(str(d) for d in shape) if shape else "scalar"
+    values = info.get("values")
+    if values is not None and len(values) == 1:
+        return f"{dims} = {summary_text({'shape': [], 'values': values})}"
+    return f"{dims} {info.get('dtype', '')}".strip()

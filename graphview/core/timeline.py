@@ -1,0 +1,170 @@
+"""Moving a cursor through a run's events by the units a user steps in.
+
+Each function takes a run and a cursor (an event index) and returns the new index; when there
+is nowhere to go it returns the last index (forward) or 0 (backward). Pure functions of the
+event list, so the GUI, tests and a future debugger protocol share them.
+"""
+
+from __future__ import annotations
+
+from graphview.core.events import summary_text
+from graphview.core.run import ACCUMULATE_GRAD, Run
+
+#: events a plain "step" stops at: what a user perceives as one thing happening
+STOP_EVENTS = frozenset({"op", "bw_node", "backward_start", "backward_end", "grad_reset", "optimizer_step",
+                         "error", "run_end", "step_start", "detach"})
+
+
+def _find(run: Run, start: int, kinds: frozenset | set, step: int = 1) -> int | None:
+    events = run.events
+    i = start + step
+    while 0 <= i < len(events):
+        if events[i].get("ev") in kinds:
+            return i
+        i += step
+    return None
+
+
+def last(run: Run) -> int:
+    return max(0, len(run.events) - 1)
+
+
+def step_forward(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, STOP_EVENTS)
+    return found if found is not None else last(run)
+
+
+def step_back(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, STOP_EVENTS, -1)
+    return found if found is not None else 0
+
+
+def next_backward(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, {"backward_start"})
+    return found if found is not None else last(run)
+
+
+def next_backward_node(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, {"bw_node"})
+    return found if found is not None else last(run)
+
+
+def end_of_step(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, {"step_end", "run_end"})
+    return found if found is not None else last(run)
+
+
+def next_step(run: Run, cursor: int) -> int:
+    found = _find(run, cursor, {"step_start"})
+    if found is None:
+        return last(run)
+    after = _find(run, found, STOP_EVENTS)
+    return after if after is not None else found
+
+
+def step_over_module(run: Run, cursor: int) -> int:
+    """Past the next module call (its enter to its matching exit), or one step if there is none."""
+    events = run.events
+    enter = None
+    i = cursor + 1
+    while i < len(events):
+        kind = events[i].get("ev")
+        if kind == "module_enter":
+            enter = i
+            break
+        if kind in STOP_EVENTS:
+            return i
+        i += 1
+    if enter is None:
+        return last(run)
+    depth = 0
+    for j in range(enter, len(events)):
+        kind = events[j].get("ev")
+        if kind == "module_enter":
+            depth += 1
+        elif kind == "module_exit":
+            depth -= 1
+            if depth == 0:
+                return j
+    return last(run)
+
+
+def line_at(run: Run, cursor: int) -> int | None:
+    """The script line being executed at the cursor: the latest event that names one."""
+    events = run.events
+    i = min(cursor, len(events) - 1)
+    while i >= 0:
+        line = events[i].get("line")
+        if isinstance(line, int):
+            return line
+        if events[i].get("ev") in ("bw_node", "bw_node_done"):
+            start = _find(run, i, {"backward_start"}, -1)
+            if start is not None:
+                return events[start].get("line")
+        i -= 1
+    return None
+
+
+def describe(run: Run, index: int) -> str:
+    """One line telling a user what happened at event ``index``."""
+    if not 0 <= index < len(run.events):
+        return ""
+    ev = run.events[index]
+    kind = ev.get("ev")
+
+    def node(vid):
+        op = run.op_nodes.get(vid)
+        if op is None:
+            return f"node {vid}"
+        if op.name == ACCUMULATE_GRAD:
+            return f"AccumulateGrad({run.tensor_name(op.leaf) or 'leaf'})"
+        return op.name
+
+    def tensor(tid):
+        return run.tensor_name(tid) or f"tensor {tid}"
+
+    if kind == "op":
+        outs = ", ".join(tensor(t) for t, _ in ev.get("outputs") or ())
+        made = f" → {node(ev['grad_fn'])}" if ev.get("grad_fn") is not None else " (no graph)"
+        return f"line {ev.get('line')}: {ev['op']}{' → ' + outs if outs else ''}{made}"
+    if kind == "backward_start":
+        flags = [f for f in ("retain_graph", "create_graph") if ev.get(f)]
+        where = f"line {ev['line']}: " if ev.get("line") is not None else "graphview, on what step() returned: "
+        return f"{where}{ev.get('api')}() starts" + (f" ({', '.join(flags)})" if flags else "")
+    if kind == "bw_node":
+        return f"backward runs {node(ev['vid'])}"
+    if kind == "bw_node_done":
+        return f"{node(ev['vid'])} sends its gradients on"
+    if kind == "accumulate":
+        return f"{tensor(ev['tid'])}.grad += {summary_text(ev.get('increment'))} → {summary_text(ev.get('grad'))}"
+    if kind == "backward_end":
+        return "backward finished" + (" (graph freed)" if ev.get("freed") else " (graph kept)" if ev.get("ok") else " with an error")
+    if kind == "release":
+        saved = run.saved.get(ev["sid"])
+        return f"saved tensor released ({saved.bytes} bytes)" if saved else "saved tensor released"
+    if kind == "saved":
+        return f"autograd saves a tensor for backward ({ev['bytes']} bytes)"
+    if kind == "grad_reset":
+        names = ", ".join(tensor(t) for t in ev.get("tids") or ()) or "no grads"
+        return f"line {ev.get('line')}: {ev.get('how', '').replace('_', ' ')} → {names}"
+    if kind == "optimizer_step":
+        return f"line {ev.get('line')}: {ev.get('optimizer')}.step() updates {len(ev.get('tids') or ())} parameters"
+    if kind == "error":
+        return f"line {ev.get('line')}: {ev.get('type')}: {ev.get('message')}"
+    if kind == "run_end":
+        return f"run {ev.get('status')}" + (f": {ev['message']}" if ev.get("message") else "")
+    if kind == "step_start":
+        return f"step {ev['step']} begins"
+    if kind == "step_end":
+        return f"step {ev['step']} ends"
+    if kind == "detach":
+        return f"line {ev.get('line')}: {tensor(ev['src'])} detached → {tensor(ev['dst'])}" + (" (toggle)" if ev.get("forced") else "")
+    if kind == "mode":
+        return f"line {ev.get('line')}: grad mode is now {ev['mode']}"
+    if kind in ("stdout", "stderr"):
+        return f"{kind}: {ev['text'][:80]!r}"
+    if kind == "tensor":
+        return f"tensor {tensor(ev['tid'])} {ev.get('shape')}"
+    if kind == "node":
+        return f"autograd node {node(ev['vid'])} created"
+    return kind or ""

@@ -1,0 +1,460 @@
+"""The graph canvas: a QGraphicsScene drawing a :class:`graphview.core.drawing.Drawing`.
+
+Every view shows the state at the timeline's cursor: :meth:`GraphScene.set_cursor` hides what
+was not born yet, greys what a backward freed, lights the node the engine is executing, shows
+saved-tensor badges with the bytes still held and each leaf's ``.grad``. Pulses travel along
+edges while backward is animated.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (QAction, QBrush, QColor, QFont, QFontMetricsF, QKeySequence, QPainter, QPainterPath,
+                           QPen, QPolygonF)
+from PySide6.QtWidgets import (QGraphicsItem, QGraphicsObject, QGraphicsPathItem, QGraphicsScene, QGraphicsView,
+                               QMenu, QStyleOptionGraphicsItem)
+
+from graphview.core.drawing import NODE_KINDS, DrawEdge, DrawNode, Drawing
+from graphview.core.run import Run
+
+NODE_W, NODE_H = 160.0, 48.0
+FILL = {
+    "param": QColor("#b7e4b9"),
+    "input_grad": QColor("#ffe08a"),
+    "input": QColor("#e3e6ea"),
+    "intermediate": QColor("#ffffff"),
+    "output": QColor("#f7b4ae"),
+    "op": QColor("#c9dcf5"),
+    "accumulate": QColor("#dccff2"),
+    "detached": QColor("#eeeeee"),
+}
+BORDER = {
+    "param": QColor("#2e7d32"), "input_grad": QColor("#b8860b"), "input": QColor("#8a8f96"),
+    "intermediate": QColor("#6b7280"), "output": QColor("#c62828"), "op": QColor("#1f5fa8"),
+    "accumulate": QColor("#6a4bb0"), "detached": QColor("#9e9e9e"),
+}
+RUNNING = QColor("#ff8c00")
+FREED_FILL = QColor("#f1f1f1")
+FREED_TEXT = QColor("#a0a0a0")
+TENSOR_KINDS = ("param", "input_grad", "input", "intermediate", "output", "detached")
+
+
+def short_value(summary) -> str:
+    """A badge-sized form of a value summary: the value of a scalar, else a norm."""
+    if not isinstance(summary, dict):
+        return "None" if summary is None else str(summary)
+    values = summary.get("values")
+    if values is not None:
+        shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values[:3]]
+        if len(values) == 1:
+            return shown[0]
+        return "[" + ", ".join(shown) + (", …]" if len(values) > 3 else "]")
+    stats = summary.get("stats") or {}
+    if stats.get("nan") or stats.get("inf"):
+        return f"{stats.get('nan', 0)} NaN, {stats.get('inf', 0)} Inf"
+    norm = stats.get("norm")
+    return f"norm {norm:.4g}" if isinstance(norm, float) else f"{stats.get('numel', '?')} values"
+
+
+def human_bytes(n: float) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+class NodeItem(QGraphicsItem):
+    """One drawn node: a box for autograd nodes, a pill for tensors."""
+
+    def __init__(self, node: DrawNode) -> None:
+        super().__init__()
+        self.node = node
+        self.state = "live"  # live | running | done | freed
+        self.kind = node.kind
+        self.saved = 0
+        self.grad: str | None = None
+        self.setPos(node.x, node.y)
+        self.setFlag(QGraphicsItem.ItemIsSelectable, True)
+        self.setAcceptHoverEvents(True)
+        self.setCursor(Qt.PointingHandCursor)
+        self.setZValue(2)
+        self._tooltip()
+
+    def _tooltip(self) -> None:
+        n = self.node
+        parts = [f"<b>{n.title}</b>", n.subtitle, NODE_KINDS.get(self.kind, self.kind)]
+        if n.module:
+            parts.append(f"module {n.module}")
+        self.setToolTip("<br>".join(p for p in parts if p))
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(-NODE_W / 2 - 6, -NODE_H / 2 - 14, NODE_W + 12, NODE_H + 34)
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRoundedRect(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H), 8, 8)
+        return path
+
+    def set_value(self, summary) -> None:
+        """Tensors: show the value the tensor had at the cursor (parameters change every step)."""
+        if summary is None:
+            return
+        shape = summary.get("shape") or []
+        dims = "×".join(str(d) for d in shape) if shape else "scalar"
+        values = summary.get("values")
+        text = f"{dims} = {short_value(summary)}" if values is not None and len(values) == 1 else self.node.subtitle
+        if text != self.node.subtitle:
+            self.node.subtitle = text
+            self.update()
+
+    def set_state(self, state: str, kind: str, saved: int, grad: str | None) -> None:
+        if (state, kind, saved, grad) != (self.state, self.kind, self.saved, self.grad):
+            self.state, self.kind, self.saved, self.grad = state, kind, saved, grad
+            self.update()
+
+    def fill_color(self) -> QColor:
+        if self.state == "freed":
+            return FREED_FILL
+        if self.state == "running":
+            return QColor("#ffd59e")
+        return FILL.get(self.kind, QColor("white"))
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        rect = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
+        border = BORDER.get(self.kind, QColor("#555"))
+        pen = QPen(border, 1.4)
+        if self.kind in ("detached",):
+            pen.setStyle(Qt.DashLine)
+        if self.state == "freed":
+            pen = QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine)
+        if self.state == "running":
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(255, 140, 0, 90))
+            painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
+            pen = QPen(RUNNING, 3)
+        if self.isSelected():
+            pen = QPen(QColor("#0b57d0"), 3)
+        painter.setPen(pen)
+        painter.setBrush(self.fill_color())
+        radius = NODE_H / 2 if self.kind in TENSOR_KINDS else 8
+        painter.drawRoundedRect(rect, radius, radius)
+        if lod < 0.35:
+            return
+        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#1b1b1b"))
+        title_font = QFont("DejaVu Sans", 9)
+        title_font.setBold(True)
+        painter.setFont(title_font)
+        fm = QFontMetricsF(title_font)
+        title = fm.elidedText(self.node.title, Qt.ElideMiddle, NODE_W - 14)
+        painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
+        sub_font = QFont("DejaVu Sans", 8)
+        painter.setFont(sub_font)
+        fm = QFontMetricsF(sub_font)
+        sub = fm.elidedText(self.node.subtitle, Qt.ElideRight, NODE_W - 14)
+        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#454b54"))
+        painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
+        if self.saved > 0:
+            self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(NODE_W / 2 - 4, -NODE_H / 2 - 2),
+                        QColor("#fff1c4"), QColor("#b8860b"))
+        if self.grad is not None and self.kind in TENSOR_KINDS:
+            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), QColor("#e8f5e9"),
+                        QColor("#2e7d32"), centered=True)
+
+    @staticmethod
+    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, centered: bool = False) -> None:
+        font = QFont("DejaVu Sans", 7)
+        font.setBold(True)
+        painter.setFont(font)
+        fm = QFontMetricsF(font)
+        text = fm.elidedText(text, Qt.ElideRight, NODE_W + 20)
+        w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+        left = anchor.x() - w / 2 if centered else anchor.x() - w
+        rect = QRectF(left, anchor.y() - h / 2, w, h)
+        painter.setPen(QPen(edge, 1))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(rect, h / 2, h / 2)
+        painter.setPen(edge.darker(130))
+        painter.drawText(rect, Qt.AlignCenter, text)
+
+
+class EdgeItem(QGraphicsPathItem):
+    def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem) -> None:
+        super().__init__()
+        self.edge = edge
+        self.source, self.target = source, target
+        self.freed = False
+        start = source.pos() + QPointF(0, NODE_H / 2)
+        end = target.pos() - QPointF(0, NODE_H / 2 + 2)
+        path = QPainterPath(start)
+        dy = max(30.0, abs(end.y() - start.y()) / 2)
+        if end.y() <= start.y():  # drawn upwards (rare): loop around the side
+            path.cubicTo(start + QPointF(80, 60), end + QPointF(80, -60), end)
+        else:
+            path.cubicTo(start + QPointF(0, dy), end - QPointF(0, dy), end)
+        self.setPath(path)
+        self.setZValue(1)
+        self._style()
+        self.label = edge.label
+
+    def _style(self) -> None:
+        color = QColor("#7d8590") if not self.freed else QColor("#d0d0d0")
+        pen = QPen(color, 1.4)
+        if self.edge.kind in ("detach", "no_grad_op", "input"):
+            pen.setStyle(Qt.DashLine)
+        if self.edge.kind == "accumulate":
+            pen.setColor(QColor("#6a4bb0") if not self.freed else QColor("#d0d0d0"))
+        self.setPen(pen)
+
+    def set_freed(self, freed: bool) -> None:
+        if freed != self.freed:
+            self.freed = freed
+            self._style()
+
+    def paint(self, painter, option, widget=None) -> None:
+        super().paint(painter, option, widget)
+        path = self.path()
+        end = path.pointAtPercent(1.0)
+        before = path.pointAtPercent(0.93)
+        angle = math.atan2(end.y() - before.y(), end.x() - before.x())
+        size = 8.0
+        p1 = end - QPointF(math.cos(angle - 0.45) * size, math.sin(angle - 0.45) * size)
+        p2 = end - QPointF(math.cos(angle + 0.45) * size, math.sin(angle + 0.45) * size)
+        painter.setBrush(self.pen().color())
+        painter.setPen(Qt.NoPen)
+        painter.drawPolygon(QPolygonF([end, p1, p2]))
+        if self.label and option.levelOfDetailFromTransform(painter.worldTransform()) > 0.5:
+            painter.setPen(QColor("#6b7280"))
+            painter.setFont(QFont("DejaVu Sans", 7))
+            mid = path.pointAtPercent(0.5)
+            painter.drawText(QRectF(mid.x() + 4, mid.y() - 8, 90, 16), Qt.AlignLeft | Qt.AlignVCenter, self.label)
+
+
+class PulseItem(QGraphicsObject):
+    """A gradient travelling along an edge, backwards (from the edge's target to its source)."""
+
+    def __init__(self, edge: EdgeItem, text: str, duration_ms: int) -> None:
+        super().__init__()
+        self.edge = edge
+        self.text = text
+        self.t = 0.0
+        self.duration = max(60, duration_ms)
+        self.setZValue(5)
+        self._elapsed = 0
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self._tick)
+        self._timer.start(16)
+        self._move()
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(-9, -9, 120, 18)
+
+    def paint(self, painter, option, widget=None) -> None:
+        painter.setPen(QPen(QColor("#c2410c"), 1.5))
+        painter.setBrush(QColor("#ff8c00"))
+        painter.drawEllipse(QPointF(0, 0), 7, 7)
+        if self.text:
+            painter.setFont(QFont("DejaVu Sans", 7))
+            painter.setPen(QColor("#9a3412"))
+            painter.drawText(QRectF(10, -8, 110, 16), Qt.AlignLeft | Qt.AlignVCenter, self.text)
+
+    def _move(self) -> None:
+        self.setPos(self.edge.path().pointAtPercent(1.0 - self.t))
+
+    def _tick(self) -> None:
+        self._elapsed += 16
+        self.t = min(1.0, self._elapsed / self.duration)
+        self._move()
+        if self.t >= 1.0:
+            self._timer.stop()
+            scene = self.scene()
+            if scene is not None:
+                scene.removeItem(self)
+            self.deleteLater()
+
+
+class GraphScene(QGraphicsScene):
+    """Holds the items of one run's drawing and shows them at a cursor."""
+
+    sigNodeSelected = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.run: Run | None = None
+        self.drawing: Drawing | None = None
+        self.node_items: dict[str, NodeItem] = {}
+        self.edge_items: list[EdgeItem] = []
+        self._edges_into: dict[str, list[EdgeItem]] = {}
+        self.cursor = -1
+        self.setBackgroundBrush(QColor("#fbfbfc"))
+        self.selectionChanged.connect(self._on_selection)
+
+    def set_run(self, run: Run) -> None:
+        self.clear()
+        self.node_items.clear()
+        self.edge_items.clear()
+        self._edges_into.clear()
+        self.run = run
+        self.drawing = Drawing(run)
+        self.cursor = -1
+        self.grow()
+
+    def grow(self) -> None:
+        """Add items for what the run gained since the last call (positions never change)."""
+        if self.drawing is None:
+            return
+        new_ids = self.drawing.update()
+        for node_id in new_ids:
+            node = self.drawing.nodes[node_id]
+            item = NodeItem(node)
+            item.setVisible(node.born <= self.cursor)
+            self.addItem(item)
+            self.node_items[node_id] = item
+        for edge in self.drawing.edges[len(self.edge_items):]:
+            source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
+            item = EdgeItem(edge, source, target)
+            item.setVisible(edge.born <= self.cursor and source.isVisible() and target.isVisible())
+            self.addItem(item)
+            self.edge_items.append(item)
+            self._edges_into.setdefault(edge.target, []).append(item)
+        x0, y0, x1, y1 = self.drawing.bounds()
+        self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
+
+    def set_cursor(self, index: int) -> None:
+        self.cursor = index
+        drawing = self.drawing
+        if drawing is None:
+            return
+        run = drawing.run
+        for node_id, item in self.node_items.items():
+            node = item.node
+            visible = drawing.visible(node, index)
+            item.setVisible(visible)
+            if not visible:
+                continue
+            if node.kind in ("op", "accumulate"):
+                state = drawing.op_state(node.ref, index)
+                item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
+            else:
+                kind = "output" if node.kind == "intermediate" and drawing.is_output(node.ref, index) else node.kind
+                name = run.tensor_name(node.ref)
+                if name and not node.title.startswith(name):
+                    node.title = name + (node.title[node.title.index(" ("):] if " (v" in node.title else "")
+                    item.update()
+                entry = run.grad_at(node.ref, index)
+                item.set_value(run.value_at(node.ref, index))
+                item.set_state("live", kind, 0, short_value(entry.value) if entry is not None else None)
+        for edge in self.edge_items:
+            visible = edge.edge.born <= index and edge.source.isVisible() and edge.target.isVisible()
+            edge.setVisible(visible)
+            if visible:
+                edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
+        del run
+
+    def edges_into(self, node_id: str) -> list[EdgeItem]:
+        return self._edges_into.get(node_id, [])
+
+    def pulse(self, node_id: str, grads: list, duration_ms: int) -> None:
+        """Animate the gradients a node sends backwards along its incoming edges."""
+        for edge in self.edges_into(node_id):
+            if edge.isVisible() and edge.edge.kind in ("flow", "accumulate"):
+                text = ""
+                if grads:
+                    text = grads[0] if isinstance(grads[0], str) else ""
+                self.addItem(PulseItem(edge, text, duration_ms))
+
+    def select_node(self, node_id: str) -> None:
+        item = self.node_items.get(node_id)
+        if item is None:
+            return
+        self.clearSelection()
+        item.setSelected(True)
+
+    def _on_selection(self) -> None:
+        selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
+        if selected:
+            self.sigNodeSelected.emit(selected[0].node.id)
+
+
+class GraphView(QGraphicsView):
+    """Zoom (wheel, +/-), pan (drag), fit (F), zoom to selection (Z), context menu."""
+
+    sigDetachRequested = Signal(str)
+
+    def __init__(self, scene: GraphScene, parent=None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
+        self.setCacheMode(QGraphicsView.CacheBackground)
+        self.setOptimizationFlag(QGraphicsView.DontSavePainterState, True)
+        self.setMinimumSize(300, 200)
+        for text, keys, slot in (("Zoom in", QKeySequence.ZoomIn, lambda: self.zoom(1.25)),
+                                 ("Zoom out", QKeySequence.ZoomOut, lambda: self.zoom(0.8)),
+                                 ("Fit to window", QKeySequence("F"), self.fit),
+                                 ("Zoom to selection", QKeySequence("Z"), self.zoom_to_selection)):
+            action = QAction(text, self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+
+    def wheelEvent(self, event) -> None:
+        factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
+        self.zoom(factor)
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11() * factor
+        if 0.02 <= scale <= 6:
+            self.scale(factor, factor)
+
+    def fit(self) -> None:
+        scene = self.scene()
+        visible = [i.sceneBoundingRect() for i in scene.items() if isinstance(i, NodeItem) and i.isVisible()]
+        rect = visible[0] if visible else scene.sceneRect()
+        for r in visible[1:]:
+            rect = rect.united(r)
+        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
+            self.resetTransform()
+            self.scale(1.4, 1.4)
+            self.centerOn(rect.center())
+
+    def zoom_to_selection(self) -> None:
+        items = self.scene().selectedItems()
+        if items:
+            rect = items[0].sceneBoundingRect()
+            for item in items[1:]:
+                rect = rect.united(item.sceneBoundingRect())
+            self.fitInView(rect.adjusted(-200, -150, 200, 150), Qt.KeepAspectRatio)
+
+    def center_on_node(self, node_id: str) -> None:
+        item = self.scene().node_items.get(node_id)
+        if item is not None:
+            self.centerOn(item)
+
+    def contextMenuEvent(self, event) -> None:
+        item = self.itemAt(event.pos())
+        if not isinstance(item, NodeItem):
+            return
+        node = item.node
+        menu = QMenu(self)
+        specs = []
+        run = self.scene().run
+        if node.kind == "op" and run is not None:
+            oid = next((op["oid"] for _, op in run.ops if op.get("grad_fn") == node.ref), None)
+            if oid is not None:
+                specs.append((f"Detach here (op {oid}: {node.title})", f"op:{oid}"))
+        if node.module:
+            specs.append((f"Detach output of module {node.module}", node.module))
+        if node.line is not None:
+            specs.append((f"Detach every result of line {node.line}", f"line:{node.line}"))
+        for text, spec in specs:
+            menu.addAction(text, lambda s=spec: self.sigDetachRequested.emit(s))
+        if specs:
+            menu.exec(event.globalPos())

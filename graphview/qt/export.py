@@ -1,0 +1,86 @@
+"""Render the whole graph (not just the viewport) to PNG, SVG or PDF. No dialogs here."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
+from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
+from PySide6.QtSvg import QSvgGenerator
+
+from graphview.core.export import ExportError
+from graphview.core.run import Run
+from graphview.qt.canvas import GraphScene, NodeItem
+
+IMAGE_FORMATS = (".png", ".svg", ".pdf")
+MAX_PIXELS = 16384
+
+
+def _content_rect(scene: GraphScene) -> QRectF:
+    rect = QRectF()
+    for item in scene.items():
+        if item.isVisible() and isinstance(item, NodeItem):
+            rect = rect.united(item.sceneBoundingRect())
+    if rect.isNull():
+        rect = QRectF(0, 0, 200, 100)
+    return rect.adjusted(-30, -30, 30, 30)
+
+
+def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
+    """Write every visible element of ``scene`` to ``path`` (format from the suffix)."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in IMAGE_FORMATS:
+        raise ExportError(f"cannot tell the image format from {path!r}: use .png, .svg or .pdf")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
+    if (os.path.exists(path) and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
+        raise ExportError(f"cannot write {path}: permission denied")
+    source = _content_rect(scene)
+    selected = scene.selectedItems()
+    scene.clearSelection()
+    try:
+        if suffix == ".png":
+            factor = min(scale, MAX_PIXELS / max(source.width(), source.height()))
+            image = QImage(QSize(max(1, int(source.width() * factor)), max(1, int(source.height() * factor))),
+                           QImage.Format_ARGB32)
+            image.fill(QColor("white"))
+            painter = QPainter(image)
+            painter.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+            scene.render(painter, QRectF(image.rect()), source, Qt.KeepAspectRatio)
+            painter.end()
+            if not image.save(path, "PNG"):
+                raise ExportError(f"cannot write {path}")
+        elif suffix == ".svg":
+            generator = QSvgGenerator()
+            generator.setFileName(path)
+            generator.setSize(QSize(int(source.width()), int(source.height())))
+            generator.setViewBox(QRectF(0, 0, source.width(), source.height()))
+            generator.setTitle("graphview autograd graph")
+            painter = QPainter(generator)
+            scene.render(painter, QRectF(0, 0, source.width(), source.height()), source)
+            painter.end()
+        else:
+            writer = QPdfWriter(path)
+            writer.setTitle("graphview autograd graph")
+            writer.setPageSize(QPageSize(QSizeF(source.width(), source.height()), QPageSize.Point))
+            writer.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout.Point)
+            painter = QPainter(writer)
+            scene.render(painter, QRectF(0, 0, painter.device().width(), painter.device().height()), source)
+            painter.end()
+    finally:
+        for item in selected:
+            item.setSelected(True)
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        raise ExportError(f"cannot write {path}")
+
+
+def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0) -> None:
+    """Headless: draw ``run`` as of event ``at`` (default: the end) and write it to ``path``."""
+    scene = GraphScene()
+    scene.set_run(run)
+    index = len(run.events) - 1 if at is None else at
+    if not 0 <= index < len(run.events):
+        raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
+    scene.set_cursor(index)
+    render_scene(scene, path, scale)

@@ -1,0 +1,554 @@
+"""The graphview window: canvas, code, inspector, timeline, memory chart, console, ledger, toggles.
+
+The window knows runs only through :class:`graphview.core.run.Run`; starting and stopping
+runner processes is the app's business (``graphview.app.gui``), reached through signals.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton, QSlider,
+                               QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+
+from graphview.core import timeline
+from graphview.core.export import ExportError, export_graph
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from graphview.core.trace import SUFFIX, TraceError, write_trace
+from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, short_value
+from graphview.qt.export import render_scene
+from graphview.qt.panels import CodeView, Console, GradLedger, Inspector, MemoryChart, TogglesPanel
+
+OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
+
+
+class Legend(QWidget):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        layout = QGridLayout(self)
+        layout.setContentsMargins(6, 2, 6, 2)
+        layout.setHorizontalSpacing(4)
+        layout.setVerticalSpacing(1)
+        from graphview.core.drawing import NODE_KINDS
+
+        cells = []
+        for kind, text in NODE_KINDS.items():
+            swatch = QLabel()
+            swatch.setFixedSize(14, 14)
+            radius = 7 if kind not in ("op", "accumulate") else 2
+            swatch.setStyleSheet(f"background:{FILL[kind].name()}; border:1.5px solid {BORDER[kind].name()};"
+                                 f"border-radius:{radius}px")
+            cells.append((swatch, text))
+        freed = QLabel()
+        freed.setFixedSize(14, 14)
+        freed.setStyleSheet("background:#f1f1f1; border:1.5px dashed #bdbdbd; border-radius:2px")
+        cells.append((freed, "freed by backward"))
+        badge = QLabel("saved")
+        badge.setStyleSheet("background:#fff1c4; border:1px solid #b8860b; border-radius:6px; padding:0 3px;"
+                            "font-size:9px")
+        cells.append((badge, "bytes held for backward"))
+        columns = 5
+        for i, (swatch, text) in enumerate(cells):
+            row, col = divmod(i, columns)
+            layout.addWidget(swatch, row, col * 2)
+            label = QLabel(text)
+            label.setStyleSheet("color:#374151; margin-right:10px")
+            layout.addWidget(label, row, col * 2 + 1)
+        layout.setColumnStretch(columns * 2, 1)
+
+
+class StartPage(QWidget):
+    """Shown when graphview starts without a file: open, recent files, bundled samples."""
+
+    sigOpen = Signal(str)
+
+    def __init__(self, samples: list[str], recent: list[str], parent=None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        title = QLabel("<h1>graphview</h1><p>Open a PyTorch script and watch autograd build, run and free "
+                       "its graph, one step at a time.</p>")
+        title.setWordWrap(True)
+        layout.addWidget(title)
+        buttons = QHBoxLayout()
+        open_script = QPushButton("Open script…")
+        open_trace = QPushButton("Open trace…")
+        open_script.clicked.connect(lambda: self._pick("Python scripts (*.py)"))
+        open_trace.clicked.connect(lambda: self._pick(f"graphview traces (*{SUFFIX})"))
+        buttons.addWidget(open_script)
+        buttons.addWidget(open_trace)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        lists = QHBoxLayout()
+        for heading, paths in (("Recent files", recent), ("Samples", samples)):
+            column = QVBoxLayout()
+            column.addWidget(QLabel(f"<b>{heading}</b>"))
+            widget = QListWidget()
+            for path in paths:
+                item = QListWidgetItem(os.path.relpath(path) if heading == "Samples" else path)
+                item.setData(Qt.UserRole, path)
+                widget.addItem(item)
+            widget.itemActivated.connect(lambda item: self.sigOpen.emit(item.data(Qt.UserRole)))
+            widget.itemClicked.connect(lambda item: self.sigOpen.emit(item.data(Qt.UserRole)))
+            column.addWidget(widget)
+            lists.addLayout(column)
+        layout.addLayout(lists, 1)
+
+    def _pick(self, pattern: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open", "", pattern + ";;All files (*)")
+        if path:
+            self.sigOpen.emit(path)
+
+
+class MainWindow(QMainWindow):
+    """One window; one current run plus earlier runs kept for comparison."""
+
+    sigOpenRequested = Signal(str)
+    sigRunRequested = Signal(object)  # RunOptions
+    sigStopRequested = Signal()
+
+    def __init__(self, samples: list[str] | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("graphview")
+        self.resize(1500, 950)
+        self.setAcceptDrops(True)
+        self.run: Run | None = None
+        self.script_path: str | None = None
+        self.options = RunOptions()
+        self.cursor = -1
+        self.follow_live = True
+        self.earlier_runs: list[tuple[str, Run]] = []
+        self.selected_node: str | None = None
+        self.settings = QSettings("graphview", "graphview")
+
+        self.scene = GraphScene(self)
+        self.view = GraphView(self.scene)
+        self.code = CodeView()
+        self.inspector = Inspector()
+        self.console = Console()
+        self.ledger = GradLedger()
+        self.memory = MemoryChart()
+        self.toggles = TogglesPanel()
+        self.status_label = QLabel("")
+
+        splitter = QSplitter(Qt.Horizontal)
+        splitter.addWidget(self.code)
+        center = QWidget()
+        center_layout = QVBoxLayout(center)
+        center_layout.setContentsMargins(0, 0, 0, 0)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search nodes by name or op (Enter)…")
+        self.search.returnPressed.connect(self.find)
+        center_layout.addWidget(self.search)
+        center_layout.addWidget(self.view, 1)
+        center_layout.addWidget(Legend())
+        splitter.addWidget(center)
+        splitter.addWidget(self.inspector)
+        splitter.setSizes([380, 820, 300])
+        self.workspace = splitter
+        self.start_page = StartPage(samples or [], self.recent_files())
+        self.start_page.sigOpen.connect(self.sigOpenRequested)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.start_page)
+        self.stack.addWidget(splitter)
+        self.setCentralWidget(self.stack)
+
+        bottom = QTabWidget()
+        bottom.addTab(self.memory, "Memory (saved tensors)")
+        bottom.addTab(self.console, "Console")
+        bottom.addTab(self.ledger, "Gradient ledger")
+        self.bottom_tabs = bottom
+        dock = QDockWidget("Timeline views", self)
+        dock.setObjectName("bottom")
+        dock.setWidget(bottom)
+        dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+        self.addDockWidget(Qt.BottomDockWidgetArea, dock)
+        toggles_dock = QDockWidget("Run options", self)
+        toggles_dock.setObjectName("toggles")
+        toggles_dock.setWidget(self.toggles)
+        self.addDockWidget(Qt.RightDockWidgetArea, toggles_dock)
+        self.toggles_dock = toggles_dock
+        self.resizeDocks([dock], [250], Qt.Vertical)
+
+        self._build_actions()
+        self.play_timer = QTimer(self)
+        self.play_timer.timeout.connect(self._play_tick)
+
+        self.scene.sigNodeSelected.connect(self._on_node_selected)
+        self.code.sigLineClicked.connect(self._on_line_clicked)
+        self.inspector.sigLineLink.connect(lambda line: self.code.highlight(line, self._error_line()))
+        self.console.sigLineLink.connect(lambda line: self.code.highlight(line, self._error_line()))
+        self.memory.sigJump.connect(self.set_cursor)
+        self.toggles.sigRunRequested.connect(self.sigRunRequested)
+        self.view.sigDetachRequested.connect(self.toggles.request_detach)
+        self.statusBar().addPermanentWidget(self.status_label, 1)
+
+    # ------------------------------------------------------------------ actions
+    def _build_actions(self) -> None:
+        bar = QToolBar("Stepping")
+        bar.setObjectName("stepping")
+        self.addToolBar(Qt.TopToolBarArea, bar)
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        self._action(file_menu, "&Open…", QKeySequence.Open, self.open_dialog)
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self._fill_recent()
+        export_menu = file_menu.addMenu("&Export")
+        self._action(export_menu, "Graph as PNG / SVG / PDF…", QKeySequence("Ctrl+E"), self.export_image)
+        self._action(export_menu, "Graph data as JSON / DOT / GraphML…", None, self.export_data)
+        self._action(export_menu, "Memory chart as PNG…", None, self.export_chart_png)
+        self._action(export_menu, "Memory chart as CSV…", None, self.export_chart_csv)
+        self._action(export_menu, "Run as trace file…", QKeySequence.Save, self.export_trace)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", QKeySequence.Quit, self.close)
+        run_menu = menu.addMenu("&Run")
+        self.actions: dict[str, QAction] = {}
+        for key, text, short, shortcut, slot in (
+            ("back", "Step back", "◀ Back", "Left", lambda: self.move(timeline.step_back)),
+            ("step", "Step", "Step ▶", "Right", lambda: self.move(timeline.step_forward)),
+            ("over", "Step over module call", "Over module", "Down", lambda: self.move(timeline.step_over_module)),
+            ("to_backward", "Run to next backward", "To backward", "B", lambda: self.move(timeline.next_backward)),
+            ("bw_node", "Step one backward node", "Backward node", "N", lambda: self.move(timeline.next_backward_node)),
+            ("end_step", "Run to end of step", "End of step", "E", lambda: self.move(timeline.end_of_step)),
+            ("next_step", "Next step", "Next step", "Shift+Right", lambda: self.move(timeline.next_step)),
+            ("to_end", "Run to end", "To end", "End", lambda: self.move(lambda run, c: timeline.last(run))),
+            ("play", "Play / pause", "Play/pause", "Space", self.toggle_play),
+            ("restart", "Restart", "Restart", "Ctrl+R", self.restart),
+            ("stop", "Stop", "Stop ■", "Escape", self.sigStopRequested.emit),
+        ):
+            action = self._action(run_menu, text, QKeySequence(shortcut), slot)
+            action.setIconText(short)
+            action.setToolTip(f"{text} ({QKeySequence(shortcut).toString()})")
+            bar.addAction(action)
+            self.actions[key] = action
+        bar.addSeparator()
+        bar.addWidget(QLabel(" speed "))
+        self.speed = QSlider(Qt.Horizontal)
+        self.speed.setRange(1, 60)
+        self.speed.setValue(6)
+        self.speed.setFixedWidth(90)
+        self.speed.setToolTip("animation speed: steps per second")
+        self.speed.valueChanged.connect(self._on_speed)
+        bar.addWidget(self.speed)
+        self.addToolBarBreak(Qt.TopToolBarArea)
+        bar = QToolBar("Timeline")
+        bar.setObjectName("timeline")
+        self.addToolBar(Qt.TopToolBarArea, bar)
+        bar.addWidget(QLabel(" timeline "))
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setMinimumWidth(300)
+        self.slider.setToolTip("the timeline: every recorded event; drag to scrub")
+        self.slider.valueChanged.connect(self._on_slider)
+        bar.addWidget(self.slider)
+        self.position_label = QLabel("")
+        bar.addWidget(self.position_label)
+        view_menu = menu.addMenu("&View")
+        for text, shortcut, slot in (("Fit to window", "F", self.view.fit), ("Zoom to selection", "Z", self.view.zoom_to_selection),
+                                     ("Zoom in", "Ctrl++", lambda: self.view.zoom(1.25)),
+                                     ("Zoom out", "Ctrl+-", lambda: self.view.zoom(0.8)),
+                                     ("Find node", "Ctrl+F", lambda: self.search.setFocus())):
+            self._action(view_menu, text, QKeySequence(shortcut), slot)
+
+    def _action(self, menu, text, shortcut, slot) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        self.addAction(action)
+        return action
+
+    # ------------------------------------------------------------------ files
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [p for p in (value or []) if os.path.exists(p)][:10]
+
+    def remember(self, path: str) -> None:
+        recent = [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recent", [path] + recent[:9])
+        self._fill_recent()
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.recent_files():
+            self.recent_menu.addAction(path, lambda p=path: self.sigOpenRequested.emit(p))
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a script or a trace", "",
+                                              f"Scripts and traces (*.py *{SUFFIX});;All files (*)")
+        if path:
+            self.sigOpenRequested.emit(path)
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        urls = event.mimeData().urls()
+        if urls:
+            self.sigOpenRequested.emit(urls[0].toLocalFile())
+
+    def show_error(self, title: str, message: str) -> None:
+        self.statusBar().showMessage(message, 15000)
+        if QApplication.platformName() not in ("offscreen", "minimal"):
+            QMessageBox.warning(self, title, message)
+
+    # ------------------------------------------------------------------ runs
+    def begin_run(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
+        """Show a (new) run; the previous one stays as an overlay on the memory chart."""
+        if script_path is None or script_path != self.script_path:
+            self.earlier_runs.clear()  # another script: nothing to compare with
+        elif self.run is not None and len(self.run.events) > 1:
+            label = RunOptions.from_dict((self.run.start or {}).get("options", {})).label()
+            self.earlier_runs.append((label, self.run))
+        self.run = run if run is not None else Run()
+        self.script_path = script_path
+        self.options = options
+        self.toggles.set_options(options)
+        self.cursor = -1
+        self.follow_live = True
+        self.selected_node = None
+        self.inspector.show_empty()
+        self.scene.set_run(self.run)
+        self.memory.clear_overlays()
+        for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
+            self.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
+        if self.stack.currentIndex() != 1:
+            self.stack.setCurrentIndex(1)
+            width = max(900, self.width())
+            self.workspace.setSizes([400, width - 400 - 320, 320])
+        name = os.path.basename(script_path) if script_path else "run"
+        self.setWindowTitle(f"graphview — {name} [{options.label()}]")
+        self._refresh_source()
+        if run is not None and run.events:
+            self._grew()
+            self.set_cursor(0)
+            self.view.fit()
+
+    def append_events(self, events: list[dict]) -> None:
+        """Live: the runner sent more events."""
+        if self.run is None or not events:
+            return
+        first = len(self.run.events) == 0
+        self.run.extend(events)
+        if first:
+            self._refresh_source()
+        self._grew()
+        if self.follow_live and not self.play_timer.isActive():
+            self.set_cursor(len(self.run.events) - 1)
+        if first:
+            self.view.fit()
+
+    def _grew(self) -> None:
+        run = self.run
+        self.scene.grow()
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, max(0, len(run.events) - 1))
+        self.slider.blockSignals(False)
+        if run.start:
+            self.toggles.set_devices(run.start.get("devices") or [])
+        self.memory.show_run(run, self._device())
+        if run.end is not None:
+            self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
+                                      f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
+
+    def _device(self) -> str:
+        if self.options.device:
+            return self.options.device
+        run = self.run
+        if run is not None:
+            used = [d for d in run.devices if d.startswith("cuda")]
+            if used and any(p[1] == used[0] for p in run.memory_points):
+                return used[0]
+        return "cpu"
+
+    def _refresh_source(self) -> None:
+        source = (self.run.start or {}).get("source") if self.run else None
+        if source is None and self.script_path and os.path.exists(self.script_path):
+            try:
+                with open(self.script_path, encoding="utf-8") as f:
+                    source = f.read()
+            except (OSError, UnicodeDecodeError):
+                source = ""
+        self.code.set_source(source or "")
+
+    def restart(self) -> None:
+        if self.script_path:
+            self.sigRunRequested.emit(self.options)
+
+    # ------------------------------------------------------------------ the cursor
+    def move(self, step) -> None:
+        if self.run is None or not self.run.events:
+            return
+        self.follow_live = False
+        target = step(self.run, max(0, self.cursor))
+        self.set_cursor(target)
+
+    def set_cursor(self, index: int, animate: bool = False) -> None:
+        run = self.run
+        if run is None or not run.events:
+            return
+        index = max(0, min(index, len(run.events) - 1))
+        previous = self.cursor
+        self.cursor = index
+        self.follow_live = index == len(run.events) - 1 and self.follow_live
+        self.slider.blockSignals(True)
+        self.slider.setValue(index)
+        self.slider.blockSignals(False)
+        self.scene.set_cursor(index)
+        self.memory.set_cursor(index)
+        self.code.highlight(timeline.line_at(run, index), self._error_line(index))
+        self.console.show_run(run, index)
+        self.ledger.show_run(run, index)
+        if self.selected_node:
+            self.inspector.show_node(run, self.selected_node, index)
+        self.position_label.setText(f" {index} / {len(run.events) - 1}  {timeline.describe(run, index)} ")
+        if animate and previous < index:
+            self._animate(previous, index)
+
+    def _error_line(self, index: int | None = None) -> int | None:
+        run = self.run
+        if run is None:
+            return None
+        limit = self.cursor if index is None else index
+        for i, ev in run.errors:
+            if i <= limit:
+                return ev.get("line")
+        return None
+
+    def _animate(self, start: int, end: int) -> None:
+        """Pulses for the gradients sent by nodes that finished between two cursor positions."""
+        run = self.run
+        duration = int(900 / max(1, self.speed.value()))
+        for i in range(start + 1, end + 1):
+            ev = run.events[i]
+            if ev.get("ev") != "bw_node_done":
+                continue
+            op = run.op_nodes.get(ev["vid"])
+            if op is None:
+                continue
+            texts = [short_value(g) if g is not None else "" for g in ev.get("grads_out") or []]
+            self.scene.pulse(op.id, [t for t in texts if t][:1], duration)
+
+    def _on_slider(self, value: int) -> None:
+        self.follow_live = False
+        self.set_cursor(value)
+
+    def toggle_play(self) -> None:
+        if self.play_timer.isActive():
+            self.play_timer.stop()
+        else:
+            if self.run is not None and self.cursor >= len(self.run.events) - 1:
+                self.set_cursor(0)
+            self.play_timer.start(int(1000 / self.speed.value()))
+
+    def _on_speed(self, value: int) -> None:
+        if self.play_timer.isActive():
+            self.play_timer.start(int(1000 / value))
+
+    def _play_tick(self) -> None:
+        run = self.run
+        if run is None or self.cursor >= len(run.events) - 1:
+            self.play_timer.stop()
+            return
+        self.follow_live = False
+        self.set_cursor(timeline.step_forward(run, self.cursor), animate=True)
+
+    # ------------------------------------------------------------------ selection and search
+    def _on_node_selected(self, node_id: str) -> None:
+        self.selected_node = node_id
+        if self.run is not None:
+            self.inspector.show_node(self.run, node_id, self.cursor)
+            item = self.scene.node_items.get(node_id)
+            if item is not None and item.node.line is not None:
+                self.code.highlight(item.node.line, self._error_line())
+
+    def _on_line_clicked(self, line: int) -> None:
+        items = [i for i in self.scene.node_items.values() if i.node.line == line and i.isVisible()]
+        self.scene.clearSelection()
+        for item in items:
+            item.setSelected(True)
+        if items:
+            self.view.centerOn(items[0])
+
+    def find(self) -> None:
+        text = self.search.text().strip().lower()
+        if not text:
+            return
+        matches = [i for i in self.scene.node_items.values()
+                   if i.isVisible() and (text in i.node.title.lower() or text in i.node.subtitle.lower()
+                                         or text in (i.node.module or "").lower())]
+        self.scene.clearSelection()
+        for item in matches:
+            item.setSelected(True)
+        if matches:
+            self.view.center_on_node(matches[0].node.id)
+            self.statusBar().showMessage(f"{len(matches)} nodes match '{text}'", 5000)
+        else:
+            self.statusBar().showMessage(f"no node matches '{text}'", 5000)
+
+    # ------------------------------------------------------------------ export
+    def _ask_path(self, title: str, pattern: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
+        return path or None
+
+    def export_image(self, path: str | None = None) -> None:
+        path = path or self._ask_path("Export graph image", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        if path:
+            self._guard(lambda: render_scene(self.scene, path, scale=2.0), path)
+
+    def export_data(self, path: str | None = None) -> None:
+        path = path or self._ask_path("Export graph data", "JSON (*.json);;DOT (*.dot);;GraphML (*.graphml)")
+        if path and self.run is not None:
+            self._guard(lambda: export_graph(self.run, path, at=self.cursor), path)
+
+    def export_chart_png(self, path: str | None = None) -> None:
+        path = path or self._ask_path("Export memory chart", "PNG (*.png)")
+        if path:
+            def save():
+                if not self.memory.grab().save(path, "PNG"):
+                    raise ExportError(f"cannot write {path}")
+            self._guard(save, path)
+
+    def export_chart_csv(self, path: str | None = None) -> None:
+        path = path or self._ask_path("Export memory series", "CSV (*.csv)")
+        if path:
+            def save():
+                try:
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(self.memory.to_csv())
+                except OSError as exc:
+                    raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+            self._guard(save, path)
+
+    def export_trace(self, path: str | None = None) -> None:
+        path = path or self._ask_path("Save run as trace", f"graphview trace (*{SUFFIX})")
+        if path and self.run is not None:
+            self._guard(lambda: write_trace(path, self.run.events), path)
+
+    def _guard(self, action, path: str) -> bool:
+        try:
+            action()
+        except (ExportError, TraceError, OSError) as exc:
+            self.show_error("Export failed", str(exc))
+            return False
+        self.statusBar().showMessage(f"wrote {path}", 8000)
+        return True
+
+    def node_item(self, node_id: str) -> NodeItem | None:
+        return self.scene.node_items.get(node_id)
+
+    def closeEvent(self, event) -> None:
+        self.play_timer.stop()
+        self.sigStopRequested.emit()
+        super().closeEvent(event)
+
+
+def node_color(item: NodeItem) -> QColor:
+    return item.fill_color()

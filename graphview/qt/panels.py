@@ -1,0 +1,448 @@
+"""The panels around the canvas: code, inspector, console, gradient ledger, memory chart, toggles."""
+
+from __future__ import annotations
+
+import html
+
+import pyqtgraph as pg
+from PySide6.QtCore import QRect, QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QTextCursor, QTextFormat
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QPlainTextEdit, QPushButton, QSpinBox,
+                               QTextBrowser, QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from graphview.core.events import summary_text
+from graphview.core.options import GRAD_MODES, RunOptions
+from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.qt.canvas import human_bytes
+
+MONO = QFont("DejaVu Sans Mono", 10)
+
+
+# ---------------------------------------------------------------------- code
+class _LineNumbers(QWidget):
+    def __init__(self, editor: "CodeView") -> None:
+        super().__init__(editor)
+        self.editor = editor
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.editor.number_width(), 0)
+
+    def paintEvent(self, event) -> None:
+        self.editor.paint_numbers(event)
+
+
+class CodeView(QPlainTextEdit):
+    """The script's source, the line at the cursor highlighted; a click selects what it created."""
+
+    sigLineClicked = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setFont(MONO)
+        self.setMinimumWidth(280)
+        self.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self._numbers = _LineNumbers(self)
+        self.blockCountChanged.connect(lambda _: self.setViewportMargins(self.number_width(), 0, 0, 0))
+        self.updateRequest.connect(self._scroll_numbers)
+        self.current_line: int | None = None
+        self.error_line: int | None = None
+        self.setViewportMargins(self.number_width(), 0, 0, 0)
+
+    def number_width(self) -> int:
+        digits = len(str(max(1, self.blockCount())))
+        return 14 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
+
+    def _scroll_numbers(self, rect, dy) -> None:
+        if dy:
+            self._numbers.scroll(0, dy)
+        else:
+            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self._numbers.setGeometry(QRect(cr.left(), cr.top(), self.number_width(), cr.height()))
+
+    def paint_numbers(self, event) -> None:
+        painter = QPainter(self._numbers)
+        painter.fillRect(event.rect(), QColor("#f3f4f6"))
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        bottom = top + round(self.blockBoundingRect(block).height())
+        while block.isValid() and top <= event.rect().bottom():
+            number = block.blockNumber() + 1
+            if block.isVisible() and bottom >= event.rect().top():
+                painter.setPen(QColor("#c62828") if number == self.error_line else
+                               QColor("#111827") if number == self.current_line else QColor("#9ca3af"))
+                painter.drawText(0, top, self._numbers.width() - 6, self.fontMetrics().height(),
+                                 Qt.AlignRight, str(number))
+            block = block.next()
+            top = bottom
+            bottom = top + round(self.blockBoundingRect(block).height())
+
+    def set_source(self, text: str) -> None:
+        self.setPlainText(text)
+        self.current_line = None
+        self.error_line = None
+
+    def highlight(self, line: int | None, error_line: int | None = None) -> None:
+        self.current_line, self.error_line = line, error_line
+        selections = []
+        for number, color in ((error_line, QColor("#fde2e2")), (line, QColor("#fff3c4"))):
+            if number is None or number < 1 or number > self.blockCount():
+                continue
+            sel = QTextEdit.ExtraSelection()
+            sel.format.setBackground(color)
+            sel.format.setProperty(QTextFormat.FullWidthSelection, True)
+            sel.cursor = QTextCursor(self.document().findBlockByNumber(number - 1))
+            selections.append(sel)
+        self.setExtraSelections(selections)
+        if line is not None and 1 <= line <= self.blockCount():
+            cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
+            self.setTextCursor(cursor)
+            self.ensureCursorVisible()
+        self._numbers.update()
+
+    def mouseReleaseEvent(self, event) -> None:
+        super().mouseReleaseEvent(event)
+        line = self.cursorForPosition(event.position().toPoint()).blockNumber() + 1
+        self.sigLineClicked.emit(line)
+
+
+# ---------------------------------------------------------------------- inspector
+class Inspector(QTextBrowser):
+    """Everything recorded about the selected node, at the cursor."""
+
+    sigLineLink = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_link)
+        self.setMinimumWidth(240)
+        self.show_empty()
+
+    def show_empty(self) -> None:
+        self.setHtml("<p style='color:#6b7280'>Click a node in the graph to see everything recorded about it.</p>")
+
+    def _on_link(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("line:"):
+            self.sigLineLink.emit(int(text[5:]))
+
+    def show_node(self, run: Run, node_id: str, index: int) -> None:
+        rows: list[tuple[str, str]] = []
+        title = node_id
+        if node_id.startswith("op"):
+            op = run.op_nodes.get(int(node_id[2:]))
+            if op is None:
+                return self.show_empty()
+            title = "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name
+            rows.append(("kind", "AccumulateGrad (writes a leaf's .grad)" if op.name == ACCUMULATE_GRAD else "grad_fn node"))
+            if op.leaf is not None:
+                rows.append(("leaf", html.escape(run.tensor_name(op.leaf) or f"tensor {op.leaf}")))
+            if op.op:
+                rows.append(("created by", html.escape(op.op)))
+            if op.module:
+                rows.append(("module", html.escape(op.module)))
+            if op.line is not None:
+                rows.append(("source line", f"<a href='line:{op.line}'>line {op.line}</a>"))
+            if op.seq is not None:
+                rows.append(("sequence nr", str(op.seq)))
+            nexts = []
+            for child, nr in op.next:
+                name = run.op_nodes[child].name if child in run.op_nodes else "None (no grad needed)"
+                nexts.append(html.escape(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
+            rows.append(("next_functions", "<br>".join(nexts) or "none"))
+            state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
+            runs = [i for _, i in op.executed if i <= index]
+            rows.append(("state", f"{state}; executed {len(runs)}×"))
+            saved = [s for s in run.saved.values() if s.owner == op.vid and s.born <= index]
+            lines = []
+            for s in saved:
+                released = s.released is not None and s.released <= index
+                shape = "×".join(map(str, s.shape)) or "scalar"
+                lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({s.kind})"
+                             + (" <i>released</i>" if released else ""))
+            rows.append(("saved tensors", "<br>".join(lines) or "none"))
+            for call in run.backwards.values():
+                if op.vid in call.grads_in and call.start <= index:
+                    rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
+                    if op.vid in call.grads_out:
+                        rows.append((f"grad out (backward {call.bid})", _grads(call.grads_out.get(op.vid))))
+        else:
+            tnode = run.tensor_nodes.get(node_id)
+            if tnode is None:
+                return self.show_empty()
+            info = tnode.info
+            title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
+            rows += [
+                ("kind", f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})"),
+                ("shape", "×".join(map(str, info.get("shape") or [])) or "scalar"),
+                ("dtype", str(info.get("dtype"))), ("device", str(info.get("device"))),
+                ("requires_grad", str(info.get("requires_grad"))), ("is_leaf", str(info.get("is_leaf"))),
+                ("version", str(tnode.version)),
+            ]
+            if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
+                rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
+            if info.get("line") is not None:
+                rows.append(("source line", f"<a href='line:{info['line']}'>line {info['line']}</a>"))
+            value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
+                {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
+            value = run.value_at(tnode.tid, index) or value
+            rows.append(("value", html.escape(_capped(value))))
+            entry = run.grad_at(tnode.tid, index)
+            rows.append((".grad", html.escape(_capped(entry.value)) if entry else "None"))
+        body = "".join(f"<tr><td style='color:#6b7280;padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
+                       for k, v in rows)
+        self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>")
+
+
+def _grads(grads) -> str:
+    if not grads:
+        return "none"
+    return "<br>".join(html.escape(_capped(g)) for g in grads)
+
+
+def _capped(summary, limit: int = 8) -> str:
+    """A value summary for a panel: at most ``limit`` values, then how many more."""
+    if isinstance(summary, dict) and len(summary.get("values") or ()) > limit:
+        values = summary["values"]
+        shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values[:limit])
+        return f"[{shown}, … {len(values) - limit} more]"
+    return summary_text(summary)
+
+
+# ---------------------------------------------------------------------- console
+class Console(QTextBrowser):
+    """The script's output and errors; traceback lines are links into the code pane."""
+
+    sigLineLink = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setFont(MONO)
+        self.anchorClicked.connect(lambda url: self.sigLineLink.emit(int(url.toString()[5:]))
+                                   if url.toString().startswith("line:") else None)
+
+    def show_run(self, run: Run, index: int) -> None:
+        parts = []
+        for i, ev in enumerate(run.events[: index + 1]):
+            kind = ev.get("ev")
+            if kind == "stdout":
+                parts.append(html.escape(ev["text"]))
+            elif kind == "stderr":
+                parts.append(f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>")
+            elif kind == "output_capped":
+                parts.append(f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n")
+            elif kind == "error":
+                parts.append(_error_html(ev))
+            elif kind == "run_end":
+                status = ev.get("status")
+                color = "#2e7d32" if status == "ok" else "#c62828"
+                parts.append(f"<span style='color:{color}'>── run {html.escape(status)}"
+                             f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n")
+        self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(parts) + "</pre>")
+        self.moveCursor(QTextCursor.End)
+
+
+def _error_html(ev: dict) -> str:
+    lines = ["<span style='color:#c62828'>Traceback (in your script):</span>"]
+    for frame in ev.get("traceback") or ():
+        lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
+                     f"{html.escape(frame['text'])}")
+    lines.append(f"<b style='color:#c62828'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- gradient ledger
+class GradLedger(QTreeWidget):
+    """Per leaf, every change of its ``.grad``: +(-8) → -8, +(-8) → -16, zero_grad → None."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setHeaderLabels(["tensor / event", ".grad after"])
+        self.setColumnWidth(0, 260)
+        self.setRootIsDecorated(True)
+
+    def show_run(self, run: Run, index: int) -> None:
+        self.clear()
+        for tid, entries in run.grads.items():
+            name = run.tensor_name(tid) or f"tensor {tid}"
+            shown = [e for e in entries if e.index <= index]
+            top = QTreeWidgetItem([name, _capped(shown[-1].value) if shown else "None"])
+            self.addTopLevelItem(top)
+            for e in entries:
+                step = f"step {e.step}: " if e.step is not None else (f"backward {e.bid}: " if e.bid else "")
+                if e.how in ("accumulate", "retained"):
+                    what = f"{step}+({_capped(e.increment)})" if e.increment is not None else f"{step}{e.how}"
+                else:
+                    what = f"{step}{e.how.replace('_', ' ')}"
+                child = QTreeWidgetItem([what, _capped(e.value)])
+                if e.index > index:
+                    for col in (0, 1):
+                        child.setForeground(col, QColor("#b0b0b0"))
+                top.addChild(child)
+            top.setExpanded(True)
+
+
+# ---------------------------------------------------------------------- memory chart
+class BytesAxis(pg.AxisItem):
+    def tickStrings(self, values, scale, spacing):
+        return [human_bytes(v) for v in values]
+
+
+class MemoryChart(pg.PlotWidget):
+    """Live saved-tensor bytes over the timeline, stacked by kind; a cursor; click to jump."""
+
+    sigJump = Signal(int)
+    COLORS = {"activation": "#4c8bf5", "param": "#34a853", "input": "#fbbc04"}
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
+        self.setBackground("w")
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setLabel("bottom", "event")
+        self.setMouseEnabled(x=True, y=False)
+        self.addLegend(offset=(10, 5))
+        self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
+        self.addItem(self.cursor_line)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        self.overlays: list[pg.PlotDataItem] = []
+        self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
+        self.peak_text = pg.TextItem(color="#c62828", anchor=(0.5, 1.2))
+        self.addItem(self.peak)
+        self.addItem(self.peak_text)
+        self.scene().sigMouseClicked.connect(self._clicked)
+        self.series: dict[str, list] = {}
+        self.device = "cpu"
+
+    def show_run(self, run: Run, device: str) -> None:
+        self.device = device
+        series = run.memory_series(device)
+        self.series = series
+        x = list(range(len(series["total"])))
+        stack = [0] * len(x)
+        for kind in ("input", "param", "activation"):
+            top = [a + b for a, b in zip(stack, series[kind])]
+            label = {"activation": "activations", "param": "parameters", "input": "inputs"}[kind]
+            color = QColor(self.COLORS[kind])
+            fill = QColor(color)
+            fill.setAlpha(110)
+            curve = self.curves.get(kind)
+            if curve is None:
+                curve = self.plot(x, top, name=label, pen=pg.mkPen(color, width=1.2), fillLevel=0, brush=fill)
+                self.curves[kind] = curve
+            else:
+                curve.setData(x, top)
+            stack = top
+        alloc = series.get("allocated") or []
+        if any(v is not None for v in alloc):
+            values = [v if v is not None else 0 for v in alloc]
+            if "allocated" not in self.curves:
+                self.curves["allocated"] = self.plot(x, values, name="CUDA allocated", pen=pg.mkPen("#6b7280", style=Qt.DashLine))
+            else:
+                self.curves["allocated"].setData(x, values)
+        for curve in self.curves.values():
+            curve.setZValue(-1)
+        if series["total"] and max(series["total"]) > 0:
+            peak_value = max(series["total"])
+            peak_x = series["total"].index(peak_value)
+            self.peak.setData([peak_x], [peak_value])
+            self.peak_text.setText(f"peak {human_bytes(peak_value)}")
+            self.peak_text.setPos(peak_x, peak_value)
+        else:
+            self.peak.setData([], [])
+            self.peak_text.setText("")
+
+    def add_overlay(self, run: Run, label: str, color: str) -> None:
+        total = run.memory_series(self.device)["total"]
+        curve = self.plot(list(range(len(total))), total, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
+        self.overlays.append(curve)
+
+    def clear_overlays(self) -> None:
+        for curve in self.overlays:
+            self.removeItem(curve)
+        self.overlays.clear()
+
+    def set_cursor(self, index: int) -> None:
+        self.cursor_line.setValue(index)
+
+    def _clicked(self, event) -> None:
+        point = self.plotItem.vb.mapSceneToView(event.scenePos())
+        if self.series.get("total"):
+            index = int(round(point.x()))
+            self.sigJump.emit(max(0, min(index, len(self.series["total"]) - 1)))
+
+    def to_csv(self) -> str:
+        rows = ["event,activation_bytes,param_bytes,input_bytes,total_bytes,cuda_allocated_bytes"]
+        s = self.series
+        for i in range(len(s.get("total", []))):
+            alloc = s["allocated"][i]
+            rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
+                        f"{'' if alloc is None else alloc}")
+        return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------------- toggles
+class TogglesPanel(QWidget):
+    """The run options; "Run again" starts a new run, earlier runs stay on the memory chart."""
+
+    sigRunRequested = Signal(object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        form = QFormLayout()
+        self.retain = QCheckBox("retain_graph on every backward")
+        self.create = QCheckBox("create_graph on every backward")
+        self.mode = QComboBox()
+        self.mode.addItems(list(GRAD_MODES))
+        self.accumulate = QCheckBox("accumulate grads (no zero_grad between steps)")
+        self.device = QComboBox()
+        self.device.addItem("script's choice", None)
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 1000)
+        self.steps.setValue(3)
+        self.detach = QComboBox()
+        self.detach.setEditable(True)
+        self.detach.addItem("")
+        self.detach.setToolTip("op:N, line:N or a module path; right-click a node for suggestions")
+        form.addRow(self.retain)
+        form.addRow(self.create)
+        form.addRow("forward grad mode", self.mode)
+        form.addRow(self.accumulate)
+        form.addRow("device", self.device)
+        form.addRow("steps (step scripts)", self.steps)
+        form.addRow("detach at", self.detach)
+        self.run_button = QPushButton("Run again with these options")
+        self.run_button.clicked.connect(lambda: self.sigRunRequested.emit(self.options()))
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.run_button)
+        layout.addStretch(1)
+
+    def set_devices(self, devices: list[str]) -> None:
+        current = {self.device.itemData(i) for i in range(self.device.count())}
+        for device in devices:
+            if device not in current:
+                self.device.addItem(device, device)
+
+    def set_options(self, options: RunOptions) -> None:
+        self.retain.setChecked(options.retain_graph)
+        self.create.setChecked(options.create_graph)
+        self.mode.setCurrentText(options.grad_mode)
+        self.accumulate.setChecked(options.accumulate)
+        self.steps.setValue(options.steps)
+        self.detach.setCurrentText(", ".join(options.detach_at))
+
+    def options(self) -> RunOptions:
+        detach = [s.strip() for s in self.detach.currentText().split(",") if s.strip()]
+        return RunOptions(retain_graph=self.retain.isChecked(), create_graph=self.create.isChecked(),
+                          grad_mode=self.mode.currentText(), accumulate=self.accumulate.isChecked(),
+                          device=self.device.currentData(), steps=self.steps.value(), detach_at=detach)
+
+    def request_detach(self, spec: str) -> None:
+        self.detach.setCurrentText(spec)
+        self.sigRunRequested.emit(self.options())

@@ -1,0 +1,76 @@
+"""Take the README's screenshots from the running app (run under a display, e.g. xvfb-run -a).
+
+    python scripts/screenshots.py [--out docs/screenshots]
+
+Opens bundled samples in the real window, steps to telling moments (mid-forward, mid-backward,
+after accumulation) and grabs the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from graphview.app.gui import App, ROOT  # noqa: E402
+from graphview.core import timeline  # noqa: E402
+
+
+def settle(app: App, rounds: int = 20) -> None:
+    for _ in range(rounds):
+        app.qt.processEvents()
+
+
+def shot(app: App, path: str) -> None:
+    settle(app)
+    app.window.grab().save(path)
+    print("wrote", path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "screenshots"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    app = App()
+    window = app.window
+    window.resize(1600, 1000)
+    window.show()
+    shot(app, os.path.join(args.out, "start_page.png"))
+
+    app.open(os.path.join(ROOT, "sample_models", "lessons", "accumulate_without_clearing.py"))
+    app.wait_idle()
+    run = window.run
+    # the second backward, halfway: the first gradient is in, the second is on its way
+    second = [i for i, e in enumerate(run.events) if e["ev"] == "backward_start"][1]
+    window.set_cursor(second)
+    for _ in range(3):
+        window.move(timeline.next_backward_node)
+    window.bottom_tabs.setCurrentWidget(window.ledger)
+    window.view.fit()
+    shot(app, os.path.join(args.out, "backward_accumulation.png"))
+
+    app.open(os.path.join(ROOT, "sample_models", "models", "mlp_optimizer.py"))
+    app.wait_idle()
+    run = window.run
+    start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+    window.set_cursor(start)
+    window.view.fit()
+    window.bottom_tabs.setCurrentWidget(window.memory)
+    node = next(n for n in window.scene.node_items.values() if n.node.title == "AddmmBackward0")
+    window.scene.select_node(node.node.id)
+    shot(app, os.path.join(args.out, "mlp_before_backward.png"))
+
+    window.toggles.retain.setChecked(True)
+    window.toggles.run_button.click()
+    app.wait_idle()
+    window.set_cursor(len(window.run.events) - 1)
+    window.view.fit()
+    shot(app, os.path.join(args.out, "retain_graph_overlay.png"))
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
