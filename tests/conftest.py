@@ -39,6 +39,22 @@ def record():
 
 
 @pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    """A main window (offscreen) with its settings kept in a temporary folder."""
+    from PySide6.QtCore import QSettings
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    from graphview.qt.main_window import MainWindow
+
+    win = MainWindow(samples=[])
+    qtbot.addWidget(win)
+    win.resize(1400, 900)
+    win.show()
+    return win
+
+
+@pytest.fixture
 def write_script(tmp_path):
     """``write_script(text)`` writes a script file and returns its path."""
     counter = iter(range(1000))

@@ -169,8 +169,26 @@ def cmd_record(args: argparse.Namespace) -> int:
     if end.get("status") == "ok":
         print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
         return EXIT_OK
+    if not args.quiet:
+        print_script_traceback(run)
     print(f"graphview: {describe_failure(run, end)} (recorded {summary} to {args.output})", file=sys.stderr)
     return EXIT_SCRIPT_FAILED
+
+
+def print_script_traceback(run: Run) -> None:
+    """The script's own traceback (its frames only), as Python would show it."""
+    if not run.errors:
+        return
+    _, err = run.errors[-1]
+    frames = err.get("traceback") or []
+    if not frames:
+        return
+    print("Traceback of the script (most recent call last):", file=sys.stderr)
+    for frame in frames:
+        print(f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}', file=sys.stderr)
+        if frame.get("text"):
+            print(f"    {frame['text']}", file=sys.stderr)
+    print(f"{err.get('type')}: {err.get('message')}", file=sys.stderr)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

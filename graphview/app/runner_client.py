@@ -49,8 +49,11 @@ class RunnerProcess:
         self._events = os.fdopen(read_fd, "rb")
         self._native_out: list[bytes] = []
         self._native_size = 0
-        self._drainers = [threading.Thread(target=self._drain, args=(s,), daemon=True)
-                          for s in (self._proc.stdout, self._proc.stderr)]
+        self._native_lock = threading.Lock()
+        self._native_pending: list[tuple[str, bytes]] = []
+        self._partial: dict[str, bytes] = {}
+        self._drainers = [threading.Thread(target=self._drain, args=(s, name), daemon=True)
+                          for s, name in ((self._proc.stdout, "stdout"), (self._proc.stderr, "stderr"))]
         for t in self._drainers:
             t.start()
         self.ended = False
@@ -63,11 +66,31 @@ class RunnerProcess:
     def pid(self) -> int:
         return self._proc.pid
 
-    def _drain(self, stream) -> None:
+    def _drain(self, stream, name: str) -> None:
+        """Output written straight to the runner's descriptors (C code, child processes)."""
         for chunk in iter(lambda: stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096), b""):
-            if self._native_size < STDERR_KEEP:
-                self._native_out.append(chunk)
-                self._native_size += len(chunk)
+            with self._native_lock:
+                if self._native_size < STDERR_KEEP:
+                    self._native_out.append(chunk)
+                    self._native_pending.append((name, chunk))
+                    self._native_size += len(chunk)
+
+    def _deliver_native(self, final: bool = False) -> None:
+        """Whole lines only; a crash dump loses graphview's own frames (the script's stay)."""
+        with self._native_lock:
+            pending, self._native_pending = self._native_pending, []
+        for name, chunk in pending:
+            self._partial[name] = self._partial.get(name, b"") + chunk
+        for name, data in list(self._partial.items()):
+            cut = len(data) if final else data.rfind(b"\n") + 1
+            if cut <= 0:
+                continue
+            self._partial[name] = data[cut:]
+            text = data[:cut].decode("utf-8", "replace")
+            if name == "stderr":
+                text = self._script_frames_only(text)
+            if text:
+                self.on_event({"ev": name, "text": text, "native": True})
 
     def stop(self, reason: str = "stopped", grace: float = 1.0) -> None:
         """Ask the runner to stop (SIGTERM); kill it if it has not ended after ``grace`` seconds."""
@@ -129,6 +152,8 @@ class RunnerProcess:
                 for line in lines:
                     if line:
                         self._deliver(line)
+            if self._native_pending:
+                self._deliver_native()
             if poll is not None:
                 poll()
         selector.close()
@@ -137,22 +162,21 @@ class RunnerProcess:
         for t in self._drainers:
             t.join(timeout=2)
         self.ended = True
+        crash_text = self.native_output()
+        self._deliver_native(final=True)
         if self.end_event is None:
-            self.end_event = self._synthesize_end(code)
+            self.end_event = self._synthesize_end(code, crash_text)
         return self.end_event
 
     def native_output(self) -> str:
         return b"".join(self._native_out).decode("utf-8", "replace")
 
-    def _synthesize_end(self, code: int) -> dict:
+    def _synthesize_end(self, code: int, text: str) -> dict:
         """The runner died without its own ``run_end``: say how, and keep what it printed."""
-        text = self.native_output()
         if not self._saw_start:
             self.on_event({"ev": "run_start", "script": self.script, "mode": "plain", "torch": None,
                            "python": None, "devices": [], "options": self.options.to_dict(), "notes": [],
                            "source": None})
-        if text.strip():
-            self.on_event({"ev": "stderr", "text": text})
         if self.stop_reason == "timeout":
             status, message = "timeout", "killed: the script ran past its time limit"
         elif self.stop_reason:
@@ -173,6 +197,17 @@ class RunnerProcess:
         end = {"ev": "run_end", "status": status, "exit_code": code if code else 1, "message": message}
         self.on_event(end)
         return end
+
+    def _script_frames_only(self, text: str) -> str:
+        """A crash dump shows the runner's own frames too: keep the script's, drop graphview's."""
+        kept = []
+        for line in text.splitlines(keepends=True):
+            match = _FAULT_LINE.search(line)
+            if match and os.path.abspath(match.group("file")) != self.script and (
+                    "graphview" in match.group("file") or match.group("file").startswith("<frozen")):
+                continue
+            kept.append(line)
+        return "".join(kept)
 
     def _crash_line(self, text: str) -> int | None:
         """The script line in a faulthandler dump (innermost first), else the last line seen."""

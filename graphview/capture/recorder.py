@@ -62,6 +62,9 @@ _PROPERTY_OPS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 _NOTABLE_NON_TENSOR = frozenset({"item", "tolist", "numpy"})
 _BACKWARD_CALLS = frozenset({"backward", "grad"})
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TORCH_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
+_INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
 
 
 class _Packed:
@@ -97,6 +100,9 @@ class _OpMode(TorchFunctionMode):
 class Recorder:
     """Record everything autograd does while active (use as a context manager).
 
+    Ops are recorded in the thread that entered the recorder (torch function modes are
+    per thread); backward calls are recorded from any thread.
+
     ``emit`` receives each event dict. ``script`` is the path of the user's script: source
     lines, variable names and tracebacks are taken from frames of that file.
     """
@@ -107,7 +113,7 @@ class Recorder:
         self.script = os.path.abspath(script)
         self.options = options or RunOptions()
         self._lock = threading.RLock()
-        self._suspend = 0
+        self._tls = threading.local()  # per thread: is the recorder itself at work (ignore torch calls)?
         self._tids = itertools.count(1)
         self._vids = itertools.count(1)
         self._sids = itertools.count(1)
@@ -123,6 +129,8 @@ class Recorder:
         self._module_stack: list[str] = []
         self._mode_state = "grad"
         self._retained: dict[int, weakref.ref] = {}
+        self._retained_state: dict[int, tuple] = {}
+        self._op_inputs: set | None = None  # ids of the tensors passed to the op running now
         self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []
@@ -140,9 +148,18 @@ class Recorder:
         self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
+        self.detach_hits = 0
         self.optimizer_step_count = 0
 
     # ------------------------------------------------------------------ plumbing
+    @property
+    def _suspend(self) -> int:
+        return getattr(self._tls, "depth", 0)
+
+    @_suspend.setter
+    def _suspend(self, value: int) -> None:
+        self._tls.depth = value
+
     def emit(self, event: dict) -> None:
         with self._lock:
             self._emit_fn(event)
@@ -222,14 +239,20 @@ class Recorder:
 
     # ------------------------------------------------------------------ frames and names
     def user_frame(self, start: int = 2):
-        """The innermost frame of the user's script, and whether the call is torch-internal."""
+        """The innermost frame of the user's script, and whether the call is torch-internal.
+
+        Internal: module construction (parameter initialisation) and optimizer steps, which
+        run torch calls of their own that are not the script's computation.
+        """
         f = sys._getframe(start)
         script = self.script
         while f is not None:
             code = f.f_code
-            if code.co_filename == script:
+            filename = code.co_filename
+            if filename == script:
                 return f, False
-            if code.co_name in ("__init__", "reset_parameters", "_reset_parameters") and "torch" in code.co_filename:
+            if filename.startswith(_TORCH_DIR) and (
+                    code.co_name in _INTERNAL_FUNCTIONS or filename.startswith(_TORCH_OPTIM_DIR)):
                 return None, True
             f = f.f_back
         return None, False
@@ -262,7 +285,9 @@ class Recorder:
                         pass
                 f = f.f_back
                 depth += 1
-            scopes.extend(self.extra_scopes)
+            # outermost first: the caller's variable (`inp`) wins over a callee's parameter (`t`)
+            scopes.reverse()
+            scopes = list(self.extra_scopes) + scopes
             for scope in scopes:
                 if not wanted:
                     break
@@ -455,7 +480,11 @@ class Recorder:
                 self.flush_names(frame)
             finally:
                 self._suspend -= 1
-        out = func(*args, **kwargs)
+        self._op_inputs = _tensor_ids(args, kwargs)
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self._op_inputs = None
         with self._lock:
             self._suspend += 1
             try:
@@ -468,8 +497,10 @@ class Recorder:
         attr = getattr(owner, "__name__", "")
         out = func(*args, **kwargs)
         if attr == "grad" and args and isinstance(args[0], torch.Tensor):
+            frame, internal = self.user_frame(3)
+            if internal:
+                return out
             with self._lock, self.quiet():
-                frame, _ = self.user_frame(3)
                 line = frame.f_lineno if frame else None
                 tid = self.tensor_ref(args[0], line)[0]
                 if name == "__get__":
@@ -546,6 +577,8 @@ class Recorder:
 
     def _force_detach(self, out, line):
         """The ``--detach-at`` toggle: hand the script a detached result instead."""
+        self.detach_hits += 1
+
         def detach_one(t):
             if isinstance(t, torch.Tensor) and t.requires_grad:
                 d = t.detach()
@@ -556,8 +589,13 @@ class Recorder:
             return t
         if isinstance(out, torch.Tensor):
             return detach_one(out)
-        if isinstance(out, tuple) and not hasattr(out, "_fields"):
-            return tuple(detach_one(t) for t in out)
+        if isinstance(out, tuple):
+            items = [detach_one(t) for t in out]
+            if hasattr(out, "_fields"):  # a namedtuple
+                return type(out)(*items)
+            if type(out) is not tuple:  # torch.return_types (a structseq)
+                return type(out)(items)
+            return tuple(items)
         if isinstance(out, list):
             return [detach_one(t) for t in out]
         return out
@@ -622,10 +660,9 @@ class Recorder:
 
     # ------------------------------------------------------------------ optimizer and zero_grad
     def _optimizer_pre(self, optimizer, args, kwargs):
-        self._suspend += 1
+        return None  # ops inside step() are skipped by user_frame (torch/optim frames)
 
     def _optimizer_post(self, optimizer, args, kwargs):
-        self._suspend -= 1
         self.optimizer_step_count += 1
         if self._suspend or not self._active:
             return
@@ -672,8 +709,12 @@ class Recorder:
             frame, _ = recorder.user_frame(2)
             with recorder._lock, recorder.quiet():
                 recorder.flush_names(frame)
-            with recorder.quiet():
-                out = original(cls, *args, **kwargs)
+            recorder._op_inputs = _tensor_ids(args, kwargs)
+            try:
+                with recorder.quiet():
+                    out = original(cls, *args, **kwargs)
+            finally:
+                recorder._op_inputs = None
             with recorder._lock, recorder.quiet():
                 return recorder._record_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
 
@@ -683,7 +724,7 @@ class Recorder:
     def _pack(self, t: torch.Tensor):
         with self._lock:
             sid = next(self._sids)
-            event = self._saved_event(sid, t)
+            event = self._saved_event(sid, t, op_inputs=self._op_inputs)
             gf = t.grad_fn
             token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
             packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
@@ -694,17 +735,26 @@ class Recorder:
             return packed
 
     @staticmethod
-    def _saved_event(sid: int, t: torch.Tensor, owner: int | None = None, attr: str | None = None) -> dict:
+    def _saved_event(sid: int, t: torch.Tensor, owner: int | None = None, attr: str | None = None,
+                     op_inputs: set | None = None) -> dict:
         try:
-            storage = t.untyped_storage()
-            nbytes = storage.nbytes()
-            key = f"{storage.data_ptr():x}"
-        except (RuntimeError, NotImplementedError):  # sparse and other storage-less tensors
+            if t.layout == torch.sparse_coo:  # values and indices are two storages
+                values, indices = t._values(), t._indices()
+                nbytes = values.untyped_storage().nbytes() + indices.untyped_storage().nbytes()
+                key = f"{values.untyped_storage().data_ptr():x}"
+            else:
+                storage = t.untyped_storage()
+                nbytes = storage.nbytes()
+                key = f"{storage.data_ptr():x}"
+        except (RuntimeError, NotImplementedError):  # other storage-less tensors
             nbytes = t.numel() * t.element_size()
             key = f"sid{sid}"
         base = t._base
         if t.is_leaf or (base is not None and base.is_leaf):
             kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
+            # a result the op made for itself (BatchNorm's batch statistics, max-pool indices)
+            if kind == "input" and op_inputs is not None and id(t) not in op_inputs and (base is None or id(base) not in op_inputs):
+                kind = "activation"
         else:
             kind = "activation"
         return {
@@ -819,10 +869,11 @@ class Recorder:
                     if child is not None:
                         feeders.setdefault(self.node_vid(child, line), []).append([vid, index])
                         stack.append(child)
+            sent: dict[tuple, tuple] = {}  # (consumer vid, index) -> (data_ptr, version) of the grad it sent
             for vid, node in nodes.items():
                 fed = feeders.get(vid, [])
                 from_edge = fed[0] if len(fed) == 1 and vid not in root_vids else None
-                handles.append(node.register_prehook(self._make_prehook(bid, vid, from_edge)))
+                handles.append(node.register_prehook(self._make_prehook(bid, vid, from_edge, sent)))
                 if node.name() == ACCUMULATE_GRAD:
                     leaf = node.variable
                     state = {"was_none": True}
@@ -830,7 +881,7 @@ class Recorder:
                     handles.append(node.register_hook(
                         self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
                 else:
-                    handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph)))
+                    handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph, sent)))
             del nodes, stack
         self._bw_current.append(None)
         ok = False
@@ -857,18 +908,25 @@ class Recorder:
                         if t is None:
                             del self._retained[tid]
                         elif t.grad is not None:
-                            self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad)})
+                            state = _identity(t.grad)
+                            if self._retained_state.get(tid) != state:  # this backward changed it
+                                self._retained_state[tid] = state
+                                self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad)})
                 self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
 
-    def _make_prehook(self, bid: int, vid: int, from_edge: list | None):
+    def _make_prehook(self, bid: int, vid: int, from_edge: list | None, sent: dict):
         recorder = self
+        edge_key = tuple(from_edge) if from_edge is not None else None
 
         def prehook(grad_outputs):
             with recorder._lock, recorder.quiet():
                 if recorder._bw_current:
                     recorder._bw_current[-1] = vid
                 event = {"ev": "bw_node", "bid": bid, "vid": vid}
-                if from_edge is not None and len(grad_outputs) == 1:
+                # the gradient arriving is the very tensor the single feeding edge sent, unchanged
+                # (a user's tensor hook may have replaced or modified it: then summarize it again)
+                if (edge_key is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
+                        and sent.get(edge_key) == _identity(grad_outputs[0])):
                     event["grads_in"] = None
                     event["from_edge"] = from_edge  # [consumer vid, index]: its grads_out[index]
                 else:
@@ -878,11 +936,14 @@ class Recorder:
 
         return prehook
 
-    def _make_hook(self, bid: int, vid: int, releases: bool):
+    def _make_hook(self, bid: int, vid: int, releases: bool, sent: dict):
         recorder = self
 
         def hook(grad_inputs, grad_outputs):
             with recorder._lock, recorder.quiet():
+                for index, g in enumerate(grad_inputs):
+                    if g is not None:
+                        sent[(vid, index)] = _identity(g)
                 if releases:  # the engine releases the node's saved variables right after it runs
                     recorder._release_unhooked(vid)
                 recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g, light=True) for g in grad_inputs]})
@@ -917,6 +978,24 @@ class Recorder:
             return None
 
         return hook
+
+
+def _tensor_ids(args, kwargs) -> set:
+    ids = set()
+    for a in itertools.chain(args, kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            ids.add(id(a))
+        elif isinstance(a, (list, tuple)):
+            ids.update(id(x) for x in a if isinstance(x, torch.Tensor))
+    return ids
+
+
+def _identity(t: torch.Tensor) -> tuple:
+    """Which buffer, in which state: equal for the same unmodified gradient tensor."""
+    try:
+        return (t.data_ptr(), t._version, tuple(t.shape))
+    except RuntimeError:
+        return (id(t), -1, ())
 
 
 def _version(t: torch.Tensor) -> int:

@@ -35,6 +35,9 @@ OBSERVER_NOTES = [
     "runs inside backward and is not recorded op by op.",
     "A script that installs its own saved_tensors_hooks (save_on_cpu, checkpoint) manages those "
     "saved tensors itself: they are not counted while its hooks are active.",
+    "Ops run in threads other than the script's main thread are not recorded (backward calls are).",
+    "torch.compile'd code runs differently under recording (Dynamo sees the recording mode); "
+    "results may differ in the last bits.",
 ]
 
 
@@ -83,13 +86,20 @@ def is_step_script(tree: ast.Module) -> bool:
 
 
 class _Output(io.TextIOBase):
-    """Replaces ``sys.stdout``/``sys.stderr`` while the script runs: its output becomes events."""
+    """Replaces ``sys.stdout``/``sys.stderr`` while the script runs: its output becomes events.
 
-    def __init__(self, stream: str, emit: Callable[[dict], None], cap: int = OUTPUT_CAP) -> None:
+    The cap counts characters. ``buffer`` takes bytes (decoded as UTF-8); ``fileno()`` is the
+    real descriptor, whose output the parent process collects too.
+    """
+
+    def __init__(self, stream: str, emit: Callable[[dict], None], cap: int = OUTPUT_CAP,
+                 real: object = None) -> None:
         self.stream = stream
         self._emit = emit
         self._left = cap
         self._capped = 0
+        self._real = real
+        self.buffer = _BinaryOutput(self)
 
     def writable(self) -> bool:
         return True
@@ -110,6 +120,11 @@ class _Output(io.TextIOBase):
     def flush(self) -> None:
         pass
 
+    def fileno(self) -> int:
+        if self._real is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._real.fileno()
+
     def close_report(self) -> None:
         if self._capped:
             self._emit({"ev": "output_capped", "stream": self.stream, "bytes": self._capped})
@@ -120,6 +135,18 @@ class _Output(io.TextIOBase):
 
     def isatty(self) -> bool:
         return False
+
+
+class _BinaryOutput(io.RawIOBase):
+    def __init__(self, text: _Output) -> None:
+        self._text = text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._text.write(bytes(data).decode("utf-8", "replace"))
+        return len(data)
 
 
 def error_event(exc: BaseException, script: str) -> dict:
@@ -179,7 +206,8 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     start["source"] = source
     emit(start)
 
-    stdout, stderr = _Output("stdout", emit), _Output("stderr", emit)
+    stdout = _Output("stdout", emit, real=sys.__stdout__)
+    stderr = _Output("stderr", emit, real=sys.__stderr__)
     saved_state = (sys.argv, list(sys.path), sys.stdout, sys.stderr)
     sys.argv = [script]
     sys.path.insert(0, os.path.dirname(script))
@@ -234,6 +262,9 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
             torch.set_default_device(None)
         stdout.close_report()
         stderr.close_report()
+        if recorder.options.detach_at and recorder.detach_hits == 0:
+            emit({"ev": "stderr", "text": f"graphview: --detach-at {', '.join(recorder.options.detach_at)} "
+                                          "matched nothing in this run\n"})
     return _end(emit, status, exit_code, message)
 
 

@@ -33,7 +33,7 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
             if t.layout != torch.strided or t.device.type == "meta":
                 return {"shape": shape, "stats": {"numel": t.numel()}}
             if t.is_complex():
-                t = torch.view_as_real(t)
+                return _complex_summary(t.detach(), shape, full_max)
             numel = t.numel()
             if numel <= full_max:
                 values = t.detach().reshape(-1).tolist()
@@ -72,6 +72,17 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dic
         stats["nan"] = int(np.isnan(flat).sum())
         stats["inf"] = int(np.isinf(flat).sum())
     return stats
+
+
+def _complex_summary(t: torch.Tensor, shape: list, full_max: int) -> dict:
+    """Complex tensors: values as [real, imag] pairs; statistics of the magnitudes."""
+    if t.numel() <= full_max:
+        pairs = torch.view_as_real(t.resolve_conj()).reshape(-1, 2).tolist()
+        return {"shape": shape, "complex": True, "values": [[_clean(a), _clean(b)] for a, b in pairs]}
+    magnitude = t.abs()
+    stats = _stats(magnitude, magnitude.numel())
+    stats["of"] = "magnitude"
+    return {"shape": shape, "complex": True, "stats": stats}
 
 
 def _as_float(t: torch.Tensor) -> torch.Tensor:

@@ -88,7 +88,8 @@ def summary_text(summary: object) -> str:
     """A short human-readable form of a value summary.
 
     A summary is ``None`` (no tensor) or a dict with ``shape`` and either ``values`` (the flat
-    list of all values) or ``stats`` (``min, max, mean, norm, numel, nan, inf``).
+    list of all values; ``[real, imag]`` pairs when ``complex``) or ``stats`` (``min, max,
+    mean, norm, numel, nan, inf``; of the magnitudes for complex tensors).
     """
     if summary is None:
         return "None"
@@ -96,6 +97,8 @@ def summary_text(summary: object) -> str:
         return _num(summary)
     if "values" in summary:
         vals = summary["values"]
+        if summary.get("complex"):
+            vals = [_Complex(v) for v in vals]
         if not summary.get("shape"):
             return _num(vals[0]) if vals else "[]"
         return "[" + ", ".join(_num(v) for v in vals) + "]"
@@ -119,3 +122,14 @@ def _num(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
+
+
+class _Complex:
+    def __init__(self, pair: list) -> None:
+        self.pair = pair
+
+    def __str__(self) -> str:
+        re_, im = self.pair
+        if isinstance(re_, float) and isinstance(im, float):
+            return f"{re_:.6g}{im:+.6g}j"
+        return f"{re_}+{im}j"

@@ -379,7 +379,8 @@ class Run:
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
             call.grads_out[ev["vid"]] = ev.get("grads_out") or []
-        if node is not None and call is not None and not call.retain_graph and node.freed is None:
+        if (node is not None and call is not None and not call.retain_graph and node.freed is None
+                and node.name != ACCUMULATE_GRAD):  # AccumulateGrad holds nothing; later graphs reuse it
             node.freed = index
 
     def _on_accumulate(self, index: int, ev: dict) -> None:

@@ -214,6 +214,7 @@ class MainWindow(QMainWindow):
             ("bw_node", "Step one backward node", "Backward node", "N", lambda: self.move(timeline.next_backward_node)),
             ("end_step", "Run to end of step", "End of step", "E", lambda: self.move(timeline.end_of_step)),
             ("next_step", "Next step", "Next step", "Shift+Right", lambda: self.move(timeline.next_step)),
+            ("to_start", "Go to start", "Start", "Home", lambda: self.move(lambda run, c: 0)),
             ("to_end", "Run to end", "To end", "End", lambda: self.move(lambda run, c: timeline.last(run))),
             ("play", "Play / pause", "Play/pause", "Space", self.toggle_play),
             ("restart", "Restart", "Restart", "Ctrl+R", self.restart),
@@ -328,7 +329,7 @@ class MainWindow(QMainWindow):
         self._refresh_source()
         if run is not None and run.events:
             self._grew()
-            self.set_cursor(0)
+            self.set_cursor(self.overview_index())
             self.view.fit()
 
     def append_events(self, events: list[dict]) -> None:
@@ -341,7 +342,11 @@ class MainWindow(QMainWindow):
             self._refresh_source()
         self._grew()
         if self.follow_live and not self.play_timer.isActive():
-            self.set_cursor(len(self.run.events) - 1)
+            ended = self.run.end is not None
+            self.set_cursor(self.overview_index() if ended else len(self.run.events) - 1)
+            self.follow_live = not ended
+            if ended:
+                self.view.fit()
         if first:
             self.view.fit()
 
@@ -377,6 +382,16 @@ class MainWindow(QMainWindow):
             except (OSError, UnicodeDecodeError):
                 source = ""
         self.code.set_source(source or "")
+
+    def overview_index(self) -> int:
+        """Where a finished run opens: its last graph complete, just before backward consumes it.
+
+        At the very end of a run most graphs are gone (autograd frees them), so the end is a poor
+        first view; the user steps or scrubs from there, or goes to the start (Home).
+        """
+        run = self.run
+        starts = [call.start for call in run.backwards.values()]
+        return max(starts) if starts else len(run.events) - 1
 
     def restart(self) -> None:
         if self.script_path:

@@ -156,3 +156,72 @@ def test_private_apis_we_rely_on_exist():
     y = torch.ones(1, requires_grad=True) * 2
     assert isinstance(y.grad_fn._sequence_nr(), int)
     assert any(a.startswith("_raw_saved_") for a in dir(y.grad_fn))
+
+
+def test_user_hooks_show_in_the_recorded_gradient_flow(record, write_script):
+    """A tensor hook that rescales a gradient: the recorded flow is what the engine really passed."""
+    from graphview.core.events import summary_scalar  # noqa: F401
+
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.tensor([1., 2., 3.], requires_grad=True)\n"
+        "h = w * 2\n"
+        "h.register_hook(lambda g: g * 10)\n"
+        "(h ** 2).sum().backward()\n"
+    ))
+    call = run.backwards[1]
+    mul = next(v for v in call.order if run.op_nodes[v].name == "MulBackward0")
+    assert call.grads_in[mul][0]["values"] == [40.0, 80.0, 120.0]
+    assert run.grad_values(run.tensor_by_name("w"))[-1]["values"] == [80.0, 160.0, 240.0]
+
+
+def test_failing_optimizer_step_does_not_stop_recording(record, write_script):
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.ones(2, requires_grad=True)\n"
+        "opt = torch.optim.LBFGS([w])\n"
+        "def closure():\n"
+        "    raise ValueError('no')\n"
+        "try:\n"
+        "    opt.step(closure)\n"
+        "except ValueError:\n"
+        "    pass\n"
+        "(w * w).sum().backward()\n"
+    ))
+    assert len(run.backwards) == 1 and run.grad_values(run.tensor_by_name("w"))[-1]["values"] == [2.0, 2.0]
+
+
+def test_names_come_from_the_caller_not_the_callee(record, write_script):
+    run = record(write_script(
+        "import torch\n"
+        "def f(t):\n"
+        "    u = t.sin()\n"
+        "    return u.cos()\n"
+        "inp = torch.ones(2, requires_grad=True)\n"
+        "out = f(inp)\n"
+    ))
+    names = {info.get("name") for info in run.tensors.values()}
+    assert {"inp", "u", "out"} <= names and "t" not in names
+
+
+def test_detach_at_an_op_returning_a_structseq(record, write_script):
+    run = record(write_script(
+        "import torch\n"
+        "x = torch.randn(3, 4, requires_grad=True)\n"
+        "r = x.max(dim=0)\n"
+        "print(r.values.requires_grad)\n"
+    ), detach_at=["line:3"])
+    assert run.status == "ok"
+    assert "".join(e["text"] for e in run.events if e["ev"] == "stdout").strip() == "False"
+
+
+def test_batchnorm_statistics_count_as_activations(record, write_script):
+    run = record(write_script(
+        "import torch\n"
+        "bn = torch.nn.BatchNorm1d(4)\n"
+        "x = torch.randn(8, 4)\n"
+        "y = bn(x).sum()\n"
+    ))
+    kinds = {(s.attr, s.kind) for s in run.saved.values()}
+    assert ("input", "input") in kinds  # x itself
+    assert {k for a, k in kinds if a in ("result1", "result2")} == {"activation"}

@@ -1,0 +1,80 @@
+"""The app with real runner processes: live streaming, stop, bad files."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import lesson
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def app(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    from graphview.app.gui import App
+
+    application = App()
+    qtbot.addWidget(application.window)
+    application.window.show()
+    yield application
+    application.stop()
+    application.timer.stop()
+
+
+def test_open_a_script_streams_it_live(app):
+    assert app.open(lesson("chain_rule"))
+    assert app.wait_idle(90)
+    window = app.window
+    assert window.run.status == "ok"
+    titles = {i.node.title for i in window.scene.node_items.values()}
+    assert {"x", "MulBackward0", "AddBackward0", "PowBackward0"} <= titles
+    assert window.code.toPlainText().startswith('"""Chain rule')
+    assert "tensor(20.)" in window.console.toPlainText() or window.cursor < len(window.run.events) - 1
+
+
+def test_an_endless_script_can_be_watched_and_stopped_within_a_second(app, write_script, qtbot):
+    script = write_script(
+        "import torch\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "i = 0\n"
+        "while True:\n"
+        "    loss = (w * i).sum()\n"
+        "    i += 1\n"
+    )
+    app.open(script)
+    qtbot.waitUntil(lambda: app.window.run is not None and len(app.window.run.ops) > 20, timeout=60000)
+    started = time.monotonic()
+    app.window.sigStopRequested.emit()
+    assert app.wait_idle(10)
+    assert time.monotonic() - started < 1.5
+    assert app.window.run.status == "stopped"
+    assert len(app.window.run.ops) > 20  # everything recorded is kept
+
+
+def test_bad_files_get_a_message_and_the_app_keeps_working(app, tmp_path):
+    corrupt = tmp_path / "bad.gvtrace"
+    corrupt.write_bytes(b"\x00garbage")
+    assert not app.open(str(corrupt))
+    assert "not a graphview trace" in app.window.statusBar().currentMessage()
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# caf\xe9\n")
+    assert not app.open(str(latin))
+    assert "UTF-8" in app.window.statusBar().currentMessage()
+    assert not app.open(str(tmp_path / "nope.py"))
+    assert app.open(lesson("prediction")) and app.wait_idle(90)
+
+
+def test_a_crashing_script_keeps_what_was_recorded(app, write_script):
+    script = write_script("import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * 3).sum()\n"
+                          "import ctypes\nctypes.string_at(0)\n")
+    app.open(script)
+    assert app.wait_idle(90)
+    run = app.window.run
+    assert run.status == "crashed" and len(run.ops) == 3
+    assert app.window.code.error_line == 5 or app.window._error_line(len(run.events) - 1) == 5

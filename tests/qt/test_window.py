@@ -1,0 +1,207 @@
+"""The desktop window, offscreen: what is drawn, stepping, inspector, chart, export."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QImage, QPainter
+
+from graphview.core import timeline
+from graphview.core.options import RunOptions
+from graphview.qt.canvas import FILL, NodeItem
+from tests.conftest import lesson, model
+
+
+def show(window, run, options=None):
+    window.begin_run(run.start["script"] if run.start else None, options or RunOptions(), run)
+    return window
+
+
+def items_by_title(window):
+    return {item.node.title: item for item in window.scene.node_items.values()}
+
+
+def color_at_center(window, item: NodeItem) -> QColor:
+    rect = item.sceneBoundingRect()
+    image = QImage(int(rect.width()), int(rect.height()), QImage.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    window.scene.render(painter, QRectF(image.rect()), rect)
+    painter.end()
+    center = item.mapToScene(0, -6) - rect.topLeft()  # above the subtitle, left of the title text
+    return QColor(image.pixel(int(center.x()) - 60, int(center.y())))
+
+
+def test_chain_rule_is_drawn_with_the_right_kinds(window, record):
+    run = record(lesson("chain_rule"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    items = items_by_title(window)
+    assert {t: i.kind for t, i in items.items() if t in ("x", "a", "b", "y")} == {
+        "x": "input_grad", "a": "intermediate", "b": "intermediate", "y": "output"}
+    kinds = sorted(i.kind for i in window.scene.node_items.values())
+    assert kinds == sorted(["input_grad", "accumulate", "op", "intermediate", "op", "intermediate", "op", "output"])
+    # the leaf shows the gradient the run recorded: dy/dx = 20
+    assert items["x"].grad == "20"
+    # after the backward the grad_fn nodes are freed (drawn grey); the leaf keeps its colour
+    assert items["MulBackward0"].state == "freed"
+    assert color_at_center(window, items["x"]).name() == FILL["input_grad"].name()
+
+
+def test_stepping_forward_and_back_grows_and_shrinks_the_graph(window, record):
+    run = record(lesson("chain_rule"))
+    show(window, run)
+
+    def visible():
+        return sum(1 for i in window.scene.node_items.values() if i.isVisible())
+
+    window.set_cursor(0)
+    counts = []
+    for _ in range(4):
+        window.move(timeline.step_forward)
+        counts.append(visible())
+    assert counts == sorted(counts) and counts[-1] > counts[0]
+    before = visible()
+    window.move(timeline.step_back)
+    assert visible() <= before
+    # run to the backward, then one backward node: PowBackward0 is executing
+    window.move(timeline.next_backward)
+    window.move(timeline.next_backward_node)
+    items = items_by_title(window)
+    assert items["PowBackward0"].state == "running"
+    assert color_at_center(window, items["PowBackward0"]).name() == QColor("#ffd59e").name()
+    assert "PowBackward0" in window.position_label.text()
+
+
+def test_inspector_shows_recorded_values(window, record, qtbot):
+    run = record(lesson("prediction"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    w = items_by_title(window)["w"]
+    window.scene.select_node(w.node.id)
+    text = window.inspector.toPlainText()
+    assert ".grad" in text and "-18" in text and "requires_grad" in text
+    mul = items_by_title(window)["MulBackward0"]
+    window.scene.select_node(mul.node.id)
+    text = window.inspector.toPlainText()
+    assert "line 9" in text and "saved tensors" in text
+
+
+def test_memory_chart_plots_the_recorded_series(window, record):
+    run = record(model("mlp_optimizer"))
+    show(window, run)
+    series = run.memory_series("cpu")
+    top = window.memory.curves["activation"].yData
+    expected = [a + p + i for a, p, i in zip(series["activation"], series["param"], series["input"])]
+    assert list(top) == expected
+    assert max(expected) > 0
+    window.set_cursor(10)
+    assert window.memory.cursor_line.value() == 10
+
+
+def test_retain_graph_keeps_bytes_after_backward_and_no_grad_is_zero(window, record):
+    retained = record(model("mlp_optimizer"), retain_graph=True)
+    show(window, retained)
+    end_bw = next(i for i, e in enumerate(retained.events) if e["ev"] == "backward_end")
+    window.set_cursor(end_bw)
+    total = window.memory.series["total"]
+    assert total[end_bw] > 0
+    # saved-bytes badges are still on the nodes after that backward
+    assert any(i.saved > 0 for i in window.scene.node_items.values() if i.isVisible())
+    plain = record(model("mlp_optimizer"))
+    show(window, plain)
+    end_plain = next(i for i, e in enumerate(plain.events) if e["ev"] == "backward_end")
+    assert window.memory.series["total"][end_plain] == 0
+    no_grad = record(model("mlp_optimizer"), grad_mode="no_grad")
+    show(window, no_grad)
+    assert max(window.memory.series["total"]) == 0
+    assert not any(i.kind == "op" for i in window.scene.node_items.values())
+
+
+def test_gradient_ledger_lists_each_accumulation(window, record):
+    run = record(lesson("accumulate_without_clearing"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    top = window.ledger.topLevelItem(0)
+    assert top.text(0) == "w" and top.text(1) == "-16"
+    assert [top.child(i).text(1) for i in range(top.childCount())] == ["-8", "-16"]
+    assert top.child(0).text(0) == "backward 1: +(-8)"
+
+
+def test_console_shows_the_error_with_a_link_and_marks_the_line(window, record):
+    run = record(lesson("error_backward_twice"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    html = window.console.toHtml()
+    assert "Trying to backward through the graph a second time" in window.console.toPlainText()
+    assert "line:8" in html
+    assert window.code.error_line == 8
+
+
+def test_clicking_a_code_line_selects_its_nodes(window, record):
+    run = record(lesson("chain_rule"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    window._on_line_clicked(6)
+    selected = [i.node.title for i in window.scene.selectedItems()]
+    assert "AddBackward0" in selected
+
+
+def test_search_selects_matching_nodes(window, record):
+    run = record(model("mlp_optimizer"))
+    show(window, run)  # opens at the last graph, complete, before its backward
+    window.search.setText("addmm")
+    window.find()
+    assert window.scene.selectedItems() and all("Addmm" in i.node.title for i in window.scene.selectedItems())
+
+
+def test_exports_png_svg_pdf_csv_and_data(window, record, tmp_path):
+    run = record(lesson("prediction"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    window.export_image(str(tmp_path / "g.png"))
+    assert not QImage(str(tmp_path / "g.png")).isNull()
+    window.export_image(str(tmp_path / "g.svg"))
+    ET.parse(tmp_path / "g.svg")
+    window.export_image(str(tmp_path / "g.pdf"))
+    assert (tmp_path / "g.pdf").read_bytes().startswith(b"%PDF")
+    window.export_chart_csv(str(tmp_path / "m.csv"))
+    assert (tmp_path / "m.csv").read_text().startswith("event,activation_bytes")
+    window.export_chart_png(str(tmp_path / "m.png"))
+    assert not QImage(str(tmp_path / "m.png")).isNull()
+    window.export_data(str(tmp_path / "g.json"))
+    window.export_trace(str(tmp_path / "run.gvtrace"))
+    assert (tmp_path / "run.gvtrace").stat().st_size > 0
+
+
+def test_unwritable_export_path_reports_and_keeps_working(window, record, tmp_path):
+    run = record(lesson("prediction"))
+    show(window, run)
+    window.export_image(str(tmp_path / "missing" / "g.png"))
+    assert "does not exist" in window.statusBar().currentMessage()
+    window.move(timeline.step_forward)  # still usable
+
+
+@pytest.mark.parametrize("kind", ["retain", "detach"])
+def test_toggles_request_a_new_run_with_options(window, record, qtbot, kind):
+    run = record(model("mlp_optimizer"))
+    show(window, run)
+    with qtbot.waitSignal(window.sigRunRequested) as blocker:
+        if kind == "retain":
+            window.toggles.retain.setChecked(True)
+            window.toggles.run_button.click()
+        else:
+            window.toggles.request_detach("fc2")
+    options = blocker.args[0]
+    assert options.retain_graph if kind == "retain" else options.detach_at == ["fc2"]
+
+
+def test_earlier_runs_stay_as_overlays(window, record):
+    first = record(model("mlp_optimizer"))
+    show(window, first)
+    second = record(model("mlp_optimizer"), retain_graph=True)
+    window.begin_run(first.start["script"], RunOptions(retain_graph=True), second)
+    assert len(window.memory.overlays) == 1
+    assert window.memory.overlays[0].name().startswith("earlier run: default")
