@@ -16,7 +16,8 @@ from graphview.core.options import RunOptions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH_MS = 30
-
+QUEUE_LIMIT = 50_000  # events waiting for the GUI; beyond this the runner waits (pipe backpressure)
+BATCH_EVENTS = 4000
 
 def bundled_samples() -> list[str]:
     return sorted(glob.glob(os.path.join(ROOT, "sample_models", "*", "*.py")))
@@ -46,11 +47,23 @@ class LiveRun:
     def __init__(self, script: str, options: RunOptions) -> None:
         from graphview.app.runner_client import RunnerProcess
 
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.runner = RunnerProcess(script, options, self.queue.put)
+        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_LIMIT)
+        self.runner = RunnerProcess(script, options, self._put)
         self.done = threading.Event()
+        self.stopping = False
+        self.abandoned = False
         self.thread = threading.Thread(target=self._wait, daemon=True)
         self.thread.start()
+
+    def _put(self, event: dict) -> None:
+        """Runs on the reader thread: blocks while the GUI is behind, so the runner waits too."""
+        while True:
+            try:
+                self.queue.put(event, timeout=0.2)
+                return
+            except queue.Full:
+                if self.abandoned:  # the user moved on to another run: nobody will read these
+                    return
 
     def _wait(self) -> None:
         try:
@@ -68,7 +81,12 @@ class LiveRun:
         return events
 
     def stop(self) -> None:
+        self.stopping = True
         self.runner.stop("stopped", grace=0.8)
+
+    @property
+    def process_ended(self) -> bool:
+        return self.runner._proc.poll() is not None
 
 
 class App:
@@ -126,6 +144,8 @@ class App:
         return True
 
     def start(self, script: str, options: RunOptions) -> None:
+        if self.live is not None:
+            self.live.abandoned = True
         self.stop()
         self.window.begin_run(script, options)
         self.live = LiveRun(script, options)
@@ -137,16 +157,19 @@ class App:
     def stop(self) -> None:
         if self.live is not None:
             self.live.stop()
-            events = self.live.drain()
-            if events:
-                self.window.append_events(events)
 
     def _pump(self) -> None:
+        """Hand queued events to the window in batches, for at most ~25 ms per timer tick."""
+        import time
+
         live = self.live
         if live is None:
             return
-        events = live.drain()
-        if events:
+        deadline = time.monotonic() + 0.025
+        while time.monotonic() < deadline:
+            events = live.drain(BATCH_EVENTS)
+            if not events:
+                break
             self.window.append_events(events)
         if live.done.is_set() and live.queue.empty():
             self.live = None
