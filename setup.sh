@@ -2,6 +2,19 @@
 # Set up graphview in ./.venv on a fresh machine (safe to re-run; fast when nothing changed).
 set -euo pipefail
 cd "$(dirname "$0")"
+# Qt needs a few system libraries even to draw offscreen; install them if this machine lacks them.
+missing=()
+for lib in libEGL.so.1:libegl1 libGL.so.1:libgl1 libxkbcommon.so.0:libxkbcommon0 libfontconfig.so.1:libfontconfig1 \
+           libglib-2.0.so.0:libglib2.0-0 libdbus-1.so.3:libdbus-1-3 libX11.so.6:libx11-6; do
+  ldconfig -p 2>/dev/null | grep -q "${lib%%:*}" || missing+=("${lib##*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" fonts-dejavu-core >/dev/null
+  else
+    echo "setup.sh: Qt needs these system packages: ${missing[*]} (install them, then run setup.sh again)" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -11,4 +24,4 @@ fi
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]"
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]" "PySide6-Essentials!=6.12.0"

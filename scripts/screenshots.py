@@ -66,7 +66,9 @@ def main() -> None:
     window.toggles.retain.setChecked(True)
     window.toggles.run_button.click()
     app.wait_idle()
-    window.set_cursor(len(window.run.events) - 1)
+    # just after the first backward: with retain_graph the saved tensors are still held
+    end = next(i for i, e in enumerate(window.run.events) if e["ev"] == "backward_end")
+    window.set_cursor(end)
     window.view.fit()
     shot(app, os.path.join(args.out, "retain_graph_overlay.png"))
     window.close()

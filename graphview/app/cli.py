@@ -145,8 +145,11 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
 
 
 def load_run(path: str) -> tuple[Run, list[str]]:
-    trace = read_trace(path)
-    return Run(trace.events), trace.warnings
+    from graphview.core.run import bulk_load
+
+    with bulk_load():
+        trace = read_trace(path)
+        return Run(trace.events), trace.warnings
 
 
 def describe_failure(run: Run, end: dict) -> str:

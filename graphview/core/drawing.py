@@ -88,6 +88,7 @@ class Drawing:
         self._processed_edges = 0
         self._last_slot = 0
 
+
     # ------------------------------------------------------------------ building
     def update(self) -> list[str]:
         """Place every element the run has gained since the last call. Returns new node ids."""
@@ -289,8 +290,8 @@ class Drawing:
     def saved_bytes(self, vid: int, index: int) -> int:
         """Bytes of saved tensors that node ``vid`` holds after event ``index``."""
         total = 0
-        for saved in self.run.saved.values():
-            if saved.owner == vid and saved.born <= index and (saved.released is None or saved.released > index):
+        for saved in self.run.saved_by_owner.get(vid, ()):
+            if saved.born <= index and (saved.released is None or saved.released > index):
                 total += saved.bytes
         return total
 

@@ -14,8 +14,10 @@ Graph element ids (strings, stable within a run):
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from graphview.core.events import FAILED_STATUSES
 
@@ -121,8 +123,10 @@ class Run:
         self.values: dict[int, list[tuple[int, dict]]] = {}  # tid -> [(index, value summary)]
         self.tensor_nodes: dict[str, TensorNode] = {}
         self._current_tensor_node: dict[int, str] = {}
+        self._tensor_nodes_of: dict[int, list[TensorNode]] = {}
         self.op_nodes: dict[int, OpNode] = {}
         self.saved: dict[int, SavedNode] = {}
+        self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
         self.edges: list[Edge] = []
         self._edge_keys: set = set()
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
@@ -139,6 +143,9 @@ class Run:
         self._live: dict[str, dict[str, int]] = {}
         self.memory_points: list[tuple[int, str, int, int, int]] = []  # (index, device, act, param, input)
         self.alloc_points: list[tuple[int, str, int]] = []
+        self._points_by_device: dict[str, list] = {}
+        self._allocs_by_device: dict[str, list] = {}
+        self._series: dict[str, dict] = {}
         self._step: int | None = None
         for event in events:
             self.add(event)
@@ -207,6 +214,7 @@ class Run:
             node_id = f"t{tid}" if node is None else f"t{tid}v{ev.get('version', 0)}"
             node = TensorNode(node_id, tid, ev.get("version", 0), index, ev.get("grad_fn"), info)
             self.tensor_nodes[node_id] = node
+            self._tensor_nodes_of.setdefault(tid, []).append(node)
             self._current_tensor_node[tid] = node_id
             if node.grad_fn is not None:
                 self._add_edge(node_id, f"op{node.grad_fn}", "grad_fn", index)
@@ -220,9 +228,8 @@ class Run:
         info = self.tensors.get(ev["tid"])
         if info is not None and not info.get("name"):
             info["name"] = ev["name"]
-            for node_id, node in self.tensor_nodes.items():
-                if node.tid == ev["tid"]:
-                    node.info["name"] = ev["name"]
+            for node in self._tensor_nodes_of.get(ev["tid"], ()):
+                node.info["name"] = ev["name"]
 
     def _note_value(self, tid: int, index: int, ev: dict) -> None:
         if "values" in ev:
@@ -315,6 +322,7 @@ class Run:
         )
         self.saved[sid] = node
         if node.owner is not None:
+            self.saved_by_owner.setdefault(node.owner, []).append(node)
             self._add_edge(f"op{node.owner}", node.id, "saved", index, attr=node.attr)
         key = (node.device, node.storage)
         count = self._storage_count.get(key, 0)
@@ -328,6 +336,7 @@ class Run:
         if node is not None and node.owner is None:
             node.owner = ev["owner"]
             node.attr = ev.get("attr")
+            self.saved_by_owner.setdefault(node.owner, []).append(node)
             self._add_edge(f"op{node.owner}", node.id, "saved", node.born, attr=node.attr)
 
     def _on_release(self, index: int, ev: dict) -> None:
@@ -346,10 +355,14 @@ class Run:
         live = self._live.setdefault(device, {"activation": 0, "param": 0, "input": 0})
         live[kind if kind in live else "activation"] += delta
         self.devices.add(device)
-        self.memory_points.append((index, device, live["activation"], live["param"], live["input"]))
+        point = (index, device, live["activation"], live["param"], live["input"])
+        self.memory_points.append(point)
+        self._points_by_device.setdefault(device, []).append(point)
 
     def _on_alloc(self, index: int, ev: dict) -> None:
-        self.alloc_points.append((index, ev["device"], ev["bytes"]))
+        point = (index, ev["device"], ev["bytes"])
+        self.alloc_points.append(point)
+        self._allocs_by_device.setdefault(ev["device"], []).append(point)
         self.devices.add(ev["device"])
 
     def _on_backward_start(self, index: int, ev: dict) -> None:
@@ -474,26 +487,34 @@ class Run:
         return result
 
     def memory_series(self, device: str) -> dict[str, list[int]]:
-        """Live saved bytes on ``device`` after every event: lists of length ``len(run)``."""
+        """Live saved bytes on ``device`` after every event: lists of length ``len(run)``.
+
+        Extended incrementally as the run grows (a live run asks after every batch of events).
+        """
+        cache = self._series.get(device)
+        if cache is None:
+            cache = self._series[device] = {"activation": [], "param": [], "input": [], "total": [],
+                                           "allocated": [], "_mem": 0, "_alloc": 0, "_cur": (0, 0, 0), "_val": None}
         n = len(self.events)
-        act, par, inp, alloc = [0] * n, [0] * n, [0] * n, [None] * n
-        points = [p for p in self.memory_points if p[1] == device]
-        current = (0, 0, 0)
-        j = 0
-        for i in range(n):
+        points = self._points_by_device.get(device, [])
+        allocs = self._allocs_by_device.get(device, [])
+        j, k = cache["_mem"], cache["_alloc"]
+        current, value = cache["_cur"], cache["_val"]
+        act, par, inp, total, alloc = (cache[key] for key in ("activation", "param", "input", "total", "allocated"))
+        for i in range(len(total), n):
             while j < len(points) and points[j][0] <= i:
                 current = points[j][2:]
                 j += 1
-            act[i], par[i], inp[i] = current
-        allocs = [p for p in self.alloc_points if p[1] == device]
-        value, j = None, 0
-        for i in range(n):
-            while j < len(allocs) and allocs[j][0] <= i:
-                value = allocs[j][2]
-                j += 1
-            alloc[i] = value
-        total = [a + b + c for a, b, c in zip(act, par, inp)]
-        return {"activation": act, "param": par, "input": inp, "total": total, "allocated": alloc}
+            while k < len(allocs) and allocs[k][0] <= i:
+                value = allocs[k][2]
+                k += 1
+            act.append(current[0])
+            par.append(current[1])
+            inp.append(current[2])
+            total.append(current[0] + current[1] + current[2])
+            alloc.append(value)
+        cache["_mem"], cache["_alloc"], cache["_cur"], cache["_val"] = j, k, current, value
+        return {key: cache[key] for key in ("activation", "param", "input", "total", "allocated")}
 
     def peak_saved_bytes(self) -> dict[str, int]:
         """Peak of live saved bytes (all kinds) per device over the whole run."""
@@ -552,6 +573,21 @@ class Run:
             "peak_per_step": self.peak_per_step(),
             "errors": errors,
         }
+
+
+@contextmanager
+def bulk_load() -> Iterator[None]:
+    """Building a big run creates ~10^5 objects that all live on: pause the cyclic collector
+    (whose full passes would re-scan them again and again, doubling load time), then freeze
+    what was built so later collections skip it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
 
 
 def _zeros_like(summary: dict | None) -> dict | None:

@@ -289,6 +289,7 @@ class GraphScene(QGraphicsScene):
         self.node_items: dict[str, NodeItem] = {}
         self.edge_items: list[EdgeItem] = []
         self._edges_into: dict[str, list[EdgeItem]] = {}
+        self._waiting: list[str] = []
         self.cursor = -1
         self.setBackgroundBrush(QColor("#fbfbfc"))
         self.selectionChanged.connect(self._on_selection)
@@ -298,23 +299,33 @@ class GraphScene(QGraphicsScene):
         self.node_items.clear()
         self.edge_items.clear()
         self._edges_into.clear()
+        self._waiting = []
         self.run = run
         self.drawing = Drawing(run)
         self.cursor = -1
         self.grow()
 
-    def grow(self) -> None:
-        """Add items for what the run gained since the last call (positions never change)."""
+    def grow(self, budget: int | None = None) -> bool:
+        """Add items for what the run gained since the last call (positions never change).
+
+        With ``budget``, create at most that many items now (the GUI thread stays responsive
+        while a big graph streams in); returns True when items are still waiting.
+        """
         if self.drawing is None:
-            return
-        new_ids = self.drawing.update()
-        for node_id in new_ids:
+            return False
+        self._waiting.extend(self.drawing.update())
+        made = 0
+        while self._waiting and (budget is None or made < budget):
+            node_id = self._waiting.pop(0)
             node = self.drawing.nodes[node_id]
             item = NodeItem(node)
             item.setVisible(node.born <= self.cursor)
             self.addItem(item)
             self.node_items[node_id] = item
+            made += 1
         for edge in self.drawing.edges[len(self.edge_items):]:
+            if edge.source not in self.node_items or edge.target not in self.node_items:
+                break  # edges come in order; the rest wait for their nodes
             source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
             item = EdgeItem(edge, source, target)
             item.setVisible(edge.born <= self.cursor and source.isVisible() and target.isVisible())
@@ -323,6 +334,7 @@ class GraphScene(QGraphicsScene):
             self._edges_into.setdefault(edge.target, []).append(item)
         x0, y0, x1, y1 = self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
+        return bool(self._waiting)
 
     def set_cursor(self, index: int) -> None:
         self.cursor = index

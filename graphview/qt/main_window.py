@@ -176,6 +176,11 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self.play_timer = QTimer(self)
         self.play_timer.timeout.connect(self._play_tick)
+        # while a runner streams, the views catch up at most ten times a second
+        self.live_refresh = QTimer(self)
+        self.live_refresh.setSingleShot(True)
+        self.live_refresh.setInterval(60)
+        self.live_refresh.timeout.connect(self._refresh_live)
 
         self.scene.sigNodeSelected.connect(self._on_node_selected)
         self.code.sigLineClicked.connect(self._on_line_clicked)
@@ -340,6 +345,17 @@ class MainWindow(QMainWindow):
         self.run.extend(events)
         if first:
             self._refresh_source()
+            self._refresh_live()
+            self.view.fit()
+        elif self.run.end is not None:
+            self.live_refresh.stop()
+            self._refresh_live()
+        elif not self.live_refresh.isActive():
+            self.live_refresh.start()
+
+    def _refresh_live(self) -> None:
+        if self.run is None:
+            return
         self._grew()
         if self.follow_live and not self.play_timer.isActive():
             ended = self.run.end is not None
@@ -347,12 +363,12 @@ class MainWindow(QMainWindow):
             self.follow_live = not ended
             if ended:
                 self.view.fit()
-        if first:
-            self.view.fit()
 
     def _grew(self) -> None:
         run = self.run
-        self.scene.grow()
+        live = run.end is None and self.follow_live
+        if self.scene.grow(budget=120 if live else None) and not self.live_refresh.isActive():
+            self.live_refresh.start()  # more items to create: continue on the next refresh
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(run.events) - 1))
         self.slider.blockSignals(False)

@@ -228,24 +228,40 @@ class Console(QTextBrowser):
                                    if url.toString().startswith("line:") else None)
 
     def show_run(self, run: Run, index: int) -> None:
-        parts = []
-        for i, ev in enumerate(run.events[: index + 1]):
+        """Output up to event ``index``; rebuilt only when that text changes."""
+        pieces = self._pieces(run)
+        shown = sum(1 for at, _ in pieces if at <= index)
+        key = (id(run), shown)
+        if key == getattr(self, "_shown_key", None):
+            return
+        self._shown_key = key
+        self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(p for _, p in pieces[:shown]) + "</pre>")
+        self.moveCursor(QTextCursor.End)
+
+    def _pieces(self, run: Run) -> list[tuple[int, str]]:
+        cache = getattr(self, "_cache", None)
+        if cache is None or cache[0] is not run:
+            cache = self._cache = (run, [], [0])
+        _, pieces, scanned = cache
+        events = run.events
+        for i in range(scanned[0], len(events)):
+            ev = events[i]
             kind = ev.get("ev")
             if kind == "stdout":
-                parts.append(html.escape(ev["text"]))
+                pieces.append((i, html.escape(ev["text"])))
             elif kind == "stderr":
-                parts.append(f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>")
+                pieces.append((i, f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>"))
             elif kind == "output_capped":
-                parts.append(f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n")
+                pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
             elif kind == "error":
-                parts.append(_error_html(ev))
+                pieces.append((i, _error_html(ev)))
             elif kind == "run_end":
                 status = ev.get("status")
                 color = "#2e7d32" if status == "ok" else "#c62828"
-                parts.append(f"<span style='color:{color}'>── run {html.escape(status)}"
-                             f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n")
-        self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(parts) + "</pre>")
-        self.moveCursor(QTextCursor.End)
+                pieces.append((i, f"<span style='color:{color}'>── run {html.escape(status)}"
+                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n"))
+        scanned[0] = len(events)
+        return pieces
 
 
 def _error_html(ev: dict) -> str:
@@ -268,6 +284,11 @@ class GradLedger(QTreeWidget):
         self.setRootIsDecorated(True)
 
     def show_run(self, run: Run, index: int) -> None:
+        key = (id(run), sum(1 for entries in run.grads.values() for e in entries if e.index <= index),
+               sum(len(entries) for entries in run.grads.values()))
+        if key == getattr(self, "_shown_key", None):
+            return  # nothing to redraw
+        self._shown_key = key
         self.clear()
         for tid, entries in run.grads.items():
             name = run.tensor_name(tid) or f"tensor {tid}"
@@ -298,12 +319,15 @@ class MemoryChart(pg.PlotWidget):
     """Live saved-tensor bytes over the timeline, stacked by kind; a cursor; click to jump."""
 
     sigJump = Signal(int)
+    MAX_POINTS = 1500  # filled curves cost paint time per point: long runs are drawn binned (peaks kept)
     COLORS = {"activation": "#4c8bf5", "param": "#34a853", "input": "#fbbc04"}
+    FILLS = {"activation": "#b3cdfb", "param": "#a9dcb8", "input": "#fde6a0"}  # opaque: blending is slow
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
         self.setBackground("w")
-        self.showGrid(x=True, y=True, alpha=0.2)
+        self.getAxis("left").setWidth(72)  # fixed: labels of changing width would re-layout forever
+        # no grid: in software rendering its translucent lines cost more than everything else
         self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
         self.addLegend(offset=(10, 5))
@@ -312,9 +336,7 @@ class MemoryChart(pg.PlotWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
         self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
-        self.peak_text = pg.TextItem(color="#c62828", anchor=(0.5, 1.2))
-        self.addItem(self.peak)
-        self.addItem(self.peak_text)
+        self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
         self.series: dict[str, list] = {}
         self.device = "cpu"
@@ -323,24 +345,24 @@ class MemoryChart(pg.PlotWidget):
         self.device = device
         series = run.memory_series(device)
         self.series = series
-        x = list(range(len(series["total"])))
-        stack = [0] * len(x)
+        n = len(series["total"])
+        stack = [0] * n
         for kind in ("input", "param", "activation"):
             top = [a + b for a, b in zip(stack, series[kind])]
             label = {"activation": "activations", "param": "parameters", "input": "inputs"}[kind]
             color = QColor(self.COLORS[kind])
-            fill = QColor(color)
-            fill.setAlpha(110)
+            fill = QColor(self.FILLS[kind])
+            x, y = _peak_decimate(top, self.MAX_POINTS)
             curve = self.curves.get(kind)
             if curve is None:
-                curve = self.plot(x, top, name=label, pen=pg.mkPen(color, width=1.2), fillLevel=0, brush=fill)
+                curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=1), fillLevel=0, brush=fill)
                 self.curves[kind] = curve
             else:
-                curve.setData(x, top)
+                curve.setData(x, y)
             stack = top
         alloc = series.get("allocated") or []
         if any(v is not None for v in alloc):
-            values = [v if v is not None else 0 for v in alloc]
+            x, values = _peak_decimate([v if v is not None else 0 for v in alloc], self.MAX_POINTS)
             if "allocated" not in self.curves:
                 self.curves["allocated"] = self.plot(x, values, name="CUDA allocated", pen=pg.mkPen("#6b7280", style=Qt.DashLine))
             else:
@@ -351,15 +373,15 @@ class MemoryChart(pg.PlotWidget):
             peak_value = max(series["total"])
             peak_x = series["total"].index(peak_value)
             self.peak.setData([peak_x], [peak_value])
-            self.peak_text.setText(f"peak {human_bytes(peak_value)}")
-            self.peak_text.setPos(peak_x, peak_value)
+            self.setTitle(f"<span style='color:#c62828'>● peak {human_bytes(peak_value)} at event {peak_x}</span>"
+                          f" <span style='color:#6b7280'>(saved tensors on {device})</span>", size="9pt")
         else:
             self.peak.setData([], [])
-            self.peak_text.setText("")
+            self.setTitle(f"<span style='color:#6b7280'>no saved tensors on {device}</span>", size="9pt")
 
     def add_overlay(self, run: Run, label: str, color: str) -> None:
-        total = run.memory_series(self.device)["total"]
-        curve = self.plot(list(range(len(total))), total, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
+        x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
+        curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
 
     def clear_overlays(self) -> None:
@@ -384,6 +406,21 @@ class MemoryChart(pg.PlotWidget):
             rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
                         f"{'' if alloc is None else alloc}")
         return "\n".join(rows) + "\n"
+
+
+def _peak_decimate(values: list, limit: int) -> tuple[list, list]:
+    """At most ``limit`` points: each bin of events keeps its highest value (peaks survive)."""
+    n = len(values)
+    if n <= limit:
+        return list(range(n)), list(values)
+    width = -(-n // limit)
+    xs, ys = [], []
+    for start in range(0, n, width):
+        chunk = values[start:start + width]
+        peak = max(chunk)
+        xs.append(start + chunk.index(peak))
+        ys.append(peak)
+    return xs, ys
 
 
 # ---------------------------------------------------------------------- toggles

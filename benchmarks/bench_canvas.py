@@ -1,0 +1,241 @@
+"""Scale of the canvas: layout time, edge crossings against Graphviz dot, pan frame time, open time.
+
+    python benchmarks/bench_canvas.py [--layers 2200] [--dot-layers 120]
+
+A deep MLP (Linear + tanh per layer) is recorded in-process; its drawing has ~9 nodes per
+layer, so the default gives a graph of about 20,000 drawn nodes. Printed, all measured in
+this run:
+
+* layout: time to place every node (graphview's stable incremental layered layout), and the
+  same graph laid out by ``dot`` where dot finishes (on a smaller graph, --dot-layers), with
+  the ratio of times and the number of edge crossings of both layouts;
+* open: reading a trace of the 20k-node run and drawing it (events -> run -> drawing -> scene);
+* pan: median and 95th percentile frame time of a scripted pan across the 20k-node scene,
+  rendered offscreen at 1600x1000, and the frames per second that gives.
+Targets: layout under 1 s, no more crossings than dot, open under 3 s, pan at 30+ fps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SCRIPT = """
+import torch
+torch.manual_seed(0)
+layers = [torch.nn.Linear(4, 4) for _ in range({layers})]
+x = torch.randn(2, 4)
+h = x
+for layer in layers:
+    h = torch.tanh(layer(h))
+loss = h.sum()
+"""
+
+
+BRANCHY = """
+import torch
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+model = torch.nn.TransformerEncoder(layer, num_layers={layers}, enable_nested_tensor=False)
+x = torch.randn(2, 5, 16)
+skip = x
+h = x
+for block in model.layers:
+    h = block(h) + 0.5 * skip
+    skip = h
+loss = h.pow(2).mean()
+"""
+
+
+def record_deep_mlp(layers: int, template: str = SCRIPT):
+    from graphview.capture.script import run_script
+    from graphview.core.run import Run
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(template.format(layers=layers))
+        path = f.name
+    events: list[dict] = []
+    run_script(path, events.append)
+    os.unlink(path)
+    return Run(events), events
+
+
+def crossings(positions: dict[str, tuple[float, float]], edges: list[tuple[str, str]]) -> int:
+    """Edge crossings of a layered drawing: long edges are cut at every layer they pass."""
+    levels = sorted({y for _, y in positions.values()})
+    gaps: dict[int, list[tuple[float, float]]] = {}
+    for source, target in edges:
+        if source not in positions or target not in positions:
+            continue
+        (x0, y0), (x1, y1) = positions[source], positions[target]
+        if y0 == y1:
+            continue
+        if y0 > y1:
+            (x0, y0), (x1, y1) = (x1, y1), (x0, y0)
+        i0, i1 = levels.index(y0), levels.index(y1)
+        for i in range(i0, i1):
+            ya, yb = levels[i], levels[i + 1]
+            xa = x0 + (x1 - x0) * (ya - y0) / (y1 - y0)
+            xb = x0 + (x1 - x0) * (yb - y0) / (y1 - y0)
+            gaps.setdefault(i, []).append((xa, xb))
+    # two segments of one gap cross when their order at the upper and the lower layer differs
+    return sum(_inversions([xb for _, xb in segments], [xa for xa, _ in segments]) for segments in gaps.values())
+
+
+def _inversions(values: list[float], keys: list[float]) -> int:
+    """Pairs i<j with keys[i] < keys[j] and values[i] > values[j] (merge-sort count)."""
+    def sort(items):
+        if len(items) <= 1:
+            return items, 0
+        mid = len(items) // 2
+        left, a = sort(items[:mid])
+        right, b = sort(items[mid:])
+        merged, count, i, j = [], a + b, 0, 0
+        while i < len(left) and j < len(right):
+            if left[i] <= right[j]:
+                merged.append(left[i])
+                i += 1
+            else:
+                merged.append(right[j])
+                count += len(left) - i
+                j += 1
+        merged += left[i:] + right[j:]
+        return merged, count
+
+    order = [v for _, v in sorted(zip(keys, values), key=lambda kv: kv[0])]
+    return sort(order)[1]
+
+
+def graphview_layout(run):
+    from graphview.core.drawing import Drawing
+
+    start = time.perf_counter()
+    drawing = Drawing(run)
+    drawing.update()
+    elapsed = time.perf_counter() - start
+    positions = {n.id: (n.x, n.y) for n in drawing.nodes.values()}
+    edges = [(e.source, e.target) for e in drawing.edges]
+    return drawing, elapsed, positions, edges
+
+
+def dot_layout(drawing, timeout: float):
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    lines = ["digraph g {", "rankdir=TB;", "node [shape=box, width=1.6, height=0.5];"]
+    for node in drawing.nodes.values():
+        lines.append(f'"{node.id}";')
+    for edge in drawing.edges:
+        lines.append(f'"{edge.source}" -> "{edge.target}";')
+    lines.append("}")
+    start = time.perf_counter()
+    try:
+        result = subprocess.run([dot, "-Tplain"], input="\n".join(lines), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"time": None}
+    elapsed = time.perf_counter() - start
+    positions = {}
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "node":
+            positions[parts[1].strip('"')] = (float(parts[2]), -float(parts[3]))
+    return {"time": elapsed, "positions": positions}
+
+
+def measure_open_and_pan(events: list[dict]):
+    from PySide6.QtCore import QPointF
+    from PySide6.QtWidgets import QApplication
+
+    from graphview.core.run import Run, bulk_load
+    from graphview.core.trace import read_trace, write_trace
+    from graphview.qt.canvas import GraphScene, GraphView
+
+    app = QApplication.instance() or QApplication([])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.gvtrace")
+        write_trace(path, events)
+        start = time.perf_counter()
+        with bulk_load():  # as the app opens a trace
+            run = Run(read_trace(path).events)
+            scene = GraphScene()
+            scene.set_run(run)
+        index = max(call.start for call in run.backwards.values()) if run.backwards else len(run.events) - 1
+        scene.set_cursor(index)
+        view = GraphView(scene)
+        view.resize(1600, 1000)
+        view.show()
+        view.fit()
+        view.viewport().grab()
+        opened = time.perf_counter() - start
+    nodes = len(scene.node_items)
+    rect = scene.itemsBoundingRect()
+    result = {"open": opened, "nodes": nodes}
+    # scripted pans: at a zoom where labels are readable, and zoomed out to a tenth of that
+    for label, zoom in (("readable", 0.6), ("zoomed out", 0.06)):
+        view.resetTransform()
+        view.scale(zoom, zoom)
+        frames = []
+        steps = 90
+        for i in range(steps):
+            y = rect.top() + (rect.height() * i / steps)
+            view.centerOn(QPointF(rect.center().x(), y))
+            t0 = time.perf_counter()
+            view.viewport().grab()
+            frames.append(time.perf_counter() - t0)
+        result[label] = frames
+    app.processEvents()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=2200)
+    parser.add_argument("--dot-layers", type=int, default=120)
+    parser.add_argument("--dot-transformer-layers", type=int, default=4)
+    parser.add_argument("--dot-timeout", type=float, default=180)
+    args = parser.parse_args()
+
+    run, events = record_deep_mlp(args.layers)
+    drawing, layout_time, positions, edges = graphview_layout(run)
+    print(f"graph: {len(drawing.nodes)} drawn nodes, {len(drawing.edges)} edges ({args.layers} layers, {len(events)} events)")
+    print(f"layout (graphview): {layout_time:.3f} s   target < 1 s -> {'met' if layout_time < 1 else 'NOT met'}")
+
+    for label, template, layers in (("deep MLP", SCRIPT, args.dot_layers),
+                                    ("transformer encoder with skips", BRANCHY, args.dot_transformer_layers)):
+        small_run, _ = record_deep_mlp(layers, template)
+        small, small_time, small_pos, small_edges = graphview_layout(small_run)
+        dot = dot_layout(small, args.dot_timeout)
+        ours = crossings(small_pos, small_edges)
+        name = f"{label}, {len(small.nodes)} nodes"
+        if dot is None:
+            print(f"{name}: dot not installed (apt-get install graphviz); graphview crossings {ours}")
+        elif dot["time"] is None:
+            print(f"{name}: dot did not finish within {args.dot_timeout:.0f} s")
+        else:
+            theirs = crossings(dot["positions"], small_edges)
+            print(f"{name}: graphview {small_time * 1000:.1f} ms, dot {dot['time'] * 1000:.0f} ms "
+                  f"(dot takes {dot['time'] / small_time:.0f}x as long); crossings graphview {ours}, dot {theirs} "
+                  f"-> {'no more than dot' if ours <= theirs else 'MORE than dot'}")
+
+    result = measure_open_and_pan(events)
+    print(f"open a trace of {result['nodes']} drawn nodes: {result['open']:.2f} s   target < 3 s -> "
+          f"{'met' if result['open'] < 3 else 'NOT met'}")
+    for label in ("readable", "zoomed out"):
+        frames = sorted(result[label])
+        median = statistics.median(frames)
+        p95 = frames[int(len(frames) * 0.95) - 1]
+        print(f"pan ({label}): median frame {median * 1000:.1f} ms ({1 / median:.0f} fps), p95 {p95 * 1000:.1f} ms "
+              f"({1 / p95:.0f} fps)   target 30+ fps -> {'met' if 1 / p95 >= 30 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
