@@ -111,21 +111,34 @@ class Drawing:
             self.nodes[node.id] = node
             created.append(node.id)
             self._connect(node, element)
-            if node.preds or not self._deferrable(node):
-                self._place(node)
-            else:
+            # leaves, their AccumulateGrad and ops fed only by those (weight.t()) wait for their
+            # first user, then sit just above it
+            if self._waits(node):
                 self._deferred.append(node.id)
+            else:
+                self._place(node)
         self._extra_edges()
-        # leaves nobody has used yet: show them where the script is now
+        # what nobody has used yet: show it where the script is now (sources first)
         for node_id in self._deferred:
             node = self.nodes[node_id]
             if not node.placed:
-                self._place(node)
+                self._place_chain(node)
         self._deferred = []
         return created
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
+
+    def _waits(self, node: DrawNode) -> bool:
+        """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user."""
+        if node.kind == "accumulate":
+            return True
+        preds = [self.nodes[p] for p in node.preds if p in self.nodes]
+        if any(p.placed for p in preds):
+            return False
+        if not preds:
+            return self._deferrable(node)
+        return node.kind == "op" and all(p.kind == "accumulate" for p in preds)
 
     def _make_node(self, element) -> DrawNode:
         run = self.run
@@ -187,11 +200,6 @@ class Drawing:
                 if edge.kind in ("detach", "no_grad_op") and target.kind == "input":
                     target.kind = "detached"  # cut from a graph: drawn apart from plain inputs
         self._processed_edges = len(run.edges)
-        if any(not self.nodes[i].placed and self.nodes[i].preds for i in self._deferred):
-            for node_id in list(self._deferred):
-                node = self.nodes[node_id]
-                if node.preds and not node.placed:
-                    self._place(node)
 
     def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
         source_node = self.nodes.get(source)
@@ -221,6 +229,14 @@ class Drawing:
         self._put(node, layer, want)
         for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
             self._place_above(pred, node)
+
+    def _place_chain(self, node: DrawNode) -> None:
+        for pred_id in node.preds:
+            pred = self.nodes.get(pred_id)
+            if pred is not None and not pred.placed:
+                self._place_chain(pred)
+        if not node.placed:
+            self._place(node)
 
     def _place_above(self, node: DrawNode, user: DrawNode) -> None:
         if node.placed:
