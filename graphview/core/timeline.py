@@ -89,6 +89,13 @@ def step_over_module(run: Run, cursor: int) -> int:
     return last(run)
 
 
+def overview(run: Run) -> int:
+    """Where a finished run is best seen whole: its last graph complete, just before the backward
+    that consumes it (at the very end, autograd has freed most graphs)."""
+    starts = [call.start for call in run.backwards.values()]
+    return max(starts) if starts else last(run)
+
+
 def line_at(run: Run, cursor: int) -> int | None:
     """The script line being executed at the cursor: the latest event that names one."""
     events = run.events

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import (QAction, QBrush, QColor, QFont, QFontMetricsF, QKeySequence, QPainter, QPainterPath,
-                           QPen, QPolygonF)
+from PySide6.QtGui import (QAction, QColor, QFont, QFontMetricsF, QKeySequence, QPainter, QPainterPath, QPen,
+                           QPixmap, QPolygonF)
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsObject, QGraphicsPathItem, QGraphicsScene, QGraphicsView,
-                               QMenu, QStyleOptionGraphicsItem)
+                               QMenu, QStyleOptionGraphicsItem, QWidget)
 
 from graphview.core.drawing import NODE_KINDS, DrawEdge, DrawNode, Drawing
 from graphview.core.run import Run
@@ -188,8 +188,18 @@ class EdgeItem(QGraphicsPathItem):
         self.edge = edge
         self.source, self.target = source, target
         self.freed = False
-        start = source.pos() + QPointF(0, NODE_H / 2)
-        end = target.pos() - QPointF(0, NODE_H / 2 + 2)
+        self.rerouted = False
+        self.route(source.pos() + QPointF(0, NODE_H / 2), target.pos() - QPointF(0, NODE_H / 2 + 2))
+        self.setZValue(1)
+        self._style()
+        self.label = edge.label
+
+    def default_route(self) -> None:
+        if self.rerouted:
+            self.rerouted = False
+            self.route(self.source.pos() + QPointF(0, NODE_H / 2), self.target.pos() - QPointF(0, NODE_H / 2 + 2))
+
+    def route(self, start: QPointF, end: QPointF) -> None:
         path = QPainterPath(start)
         dy = max(30.0, abs(end.y() - start.y()) / 2)
         if end.y() <= start.y():  # drawn upwards (rare): loop around the side
@@ -197,9 +207,6 @@ class EdgeItem(QGraphicsPathItem):
         else:
             path.cubicTo(start + QPointF(0, dy), end - QPointF(0, dy), end)
         self.setPath(path)
-        self.setZValue(1)
-        self._style()
-        self.label = edge.label
 
     def _style(self) -> None:
         color = QColor("#7d8590") if not self.freed else QColor("#d0d0d0")
@@ -232,6 +239,69 @@ class EdgeItem(QGraphicsPathItem):
             painter.setFont(QFont("DejaVu Sans", 7))
             mid = path.pointAtPercent(0.5)
             painter.drawText(QRectF(mid.x() + 4, mid.y() - 8, 90, 16), Qt.AlignLeft | Qt.AlignVCenter, self.label)
+
+
+class GroupItem(QGraphicsObject):
+    """A box around the nodes of one ``nn.Module`` call path; double-click collapses it."""
+
+    sigToggled = Signal(str)
+    HEADER = 18.0
+
+    def __init__(self, path: str, depth: int) -> None:
+        super().__init__()
+        self.path = path
+        self.depth = depth
+        self.collapsed = False
+        self.rect = QRectF()
+        self.members = 0
+        self.setZValue(-10 + depth)
+        self.setAcceptHoverEvents(True)
+        self.setToolTip(f"module {path} (double-click to collapse or expand)")
+
+    def set_box(self, rect: QRectF, members: int) -> None:
+        box = QRectF(rect.left(), rect.top(), NODE_W + 20, NODE_H + 10) if self.collapsed else rect
+        if box != self.rect or members != self.members:
+            self.prepareGeometryChange()
+            self.rect, self.members = box, members
+            self.update()
+
+    def anchor_in(self) -> QPointF:
+        return QPointF(self.rect.center().x(), self.rect.top())
+
+    def anchor_out(self) -> QPointF:
+        return QPointF(self.rect.center().x(), self.rect.bottom())
+
+    def boundingRect(self) -> QRectF:
+        return self.rect.adjusted(-2, -2, 2, 2)
+
+    def paint(self, painter, option, widget=None) -> None:
+        shade = max(0, 235 - self.depth * 10)
+        if self.collapsed:
+            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
+            painter.setBrush(QColor("#e6ecf5"))
+            painter.drawRoundedRect(self.rect, 8, 8)
+            painter.setPen(QColor("#1f2937"))
+            font = QFont("DejaVu Sans", 9)
+            font.setBold(True)
+            painter.setFont(font)
+            painter.drawText(self.rect.adjusted(6, 4, -6, -self.rect.height() / 2), Qt.AlignCenter,
+                             QFontMetricsF(font).elidedText(f"▸ {self.path}", Qt.ElideMiddle, self.rect.width() - 12))
+            painter.setFont(QFont("DejaVu Sans", 8))
+            painter.drawText(self.rect.adjusted(6, self.rect.height() / 2, -6, -4), Qt.AlignCenter,
+                             f"{self.members} nodes (collapsed)")
+            return
+        painter.setPen(QPen(QColor(150, 160, 175), 1, Qt.DashLine))
+        painter.setBrush(QColor(shade, shade + 5 if shade < 250 else shade, 250, 70))
+        painter.drawRoundedRect(self.rect, 10, 10)
+        if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
+            painter.setPen(QColor("#5b6b82"))
+            painter.setFont(QFont("DejaVu Sans", 8))
+            painter.drawText(QRectF(self.rect.left() + 8, self.rect.top() + 2, self.rect.width() - 16, self.HEADER),
+                             Qt.AlignLeft | Qt.AlignVCenter, self.path)
+
+    def mouseDoubleClickEvent(self, event) -> None:
+        self.collapsed = not self.collapsed
+        self.sigToggled.emit(self.path)
 
 
 class PulseItem(QGraphicsObject):
@@ -290,6 +360,8 @@ class GraphScene(QGraphicsScene):
         self.edge_items: list[EdgeItem] = []
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
+        self.groups: dict[str, GroupItem] = {}
+        self.collapsed: set[str] = set()
         self.cursor = -1
         self.setBackgroundBrush(QColor("#fbfbfc"))
         self.selectionChanged.connect(self._on_selection)
@@ -300,6 +372,7 @@ class GraphScene(QGraphicsScene):
         self.edge_items.clear()
         self._edges_into.clear()
         self._waiting = []
+        self.groups = {}
         self.run = run
         self.drawing = Drawing(run)
         self.cursor = -1
@@ -360,12 +433,91 @@ class GraphScene(QGraphicsScene):
                 entry = run.grad_at(node.ref, index)
                 item.set_value(run.value_at(node.ref, index))
                 item.set_state("live", kind, 0, short_value(entry.value) if entry is not None else None)
+        hidden_by = self._update_groups()
         for edge in self.edge_items:
-            visible = edge.edge.born <= index and edge.source.isVisible() and edge.target.isVisible()
+            source_group = hidden_by.get(edge.source.node.id)
+            target_group = hidden_by.get(edge.target.node.id)
+            visible = (edge.edge.born <= index and (edge.source.isVisible() or source_group is not None)
+                       and (edge.target.isVisible() or target_group is not None)
+                       and not (source_group is not None and source_group is target_group))
             edge.setVisible(visible)
-            if visible:
-                edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
-        del run
+            if not visible:
+                continue
+            if source_group is not None or target_group is not None:
+                start = source_group.anchor_out() if source_group else edge.source.pos() + QPointF(0, NODE_H / 2)
+                end = target_group.anchor_in() if target_group else edge.target.pos() - QPointF(0, NODE_H / 2 + 2)
+                edge.route(start, end)
+                edge.rerouted = True
+            else:
+                edge.default_route()
+            edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
+
+    def module_of(self, item: NodeItem) -> str | None:
+        node = item.node
+        if node.module:
+            return node.module
+        if node.kind == "intermediate" and self.run is not None:
+            tnode = self.run.tensor_nodes.get(node.id)
+            op = self.run.op_nodes.get(tnode.grad_fn) if tnode is not None else None
+            return op.module if op is not None else None
+        if node.kind in ("param", "accumulate") and self.run is not None:
+            tid = node.ref if node.kind == "param" else (self.run.op_nodes[node.ref].leaf if node.ref in self.run.op_nodes else None)
+            name = self.run.tensor_name(tid) or ""
+            return name.rpartition(".")[0] or None
+        return None
+
+    def _update_groups(self) -> dict[str, GroupItem]:
+        """Boxes around each module path's visible nodes; returns node id -> collapsed group hiding it."""
+        members: dict[str, list[NodeItem]] = {}
+        for item in self.node_items.values():
+            if not item.isVisible():
+                continue
+            path = self.module_of(item)
+            while path:
+                members.setdefault(path, []).append(item)
+                path = path.rpartition(".")[0]
+        for path, group in self.groups.items():
+            if path not in members:
+                group.setVisible(False)
+        hidden: dict[str, GroupItem] = {}
+        for path in sorted(members, key=lambda p: p.count(".")):
+            items = members[path]
+            if len(items) < 2:
+                if path in self.groups:
+                    self.groups[path].setVisible(False)
+                continue
+            group = self.groups.get(path)
+            if group is None:
+                group = self.groups[path] = GroupItem(path, path.count("."))
+                group.collapsed = path in self.collapsed
+                group.sigToggled.connect(self._toggle_group)
+                self.addItem(group)
+            inside_collapsed = any(path.startswith(c + ".") for c in self.collapsed)
+            group.setVisible(not inside_collapsed)
+            rect = items[0].sceneBoundingRect()
+            for item in items[1:]:
+                rect = rect.united(item.sceneBoundingRect())
+            depth_pad = 14 + 6 * (3 - min(3, path.count(".")))
+            group.set_box(rect.adjusted(-depth_pad, -depth_pad - GroupItem.HEADER, depth_pad, depth_pad), len(items))
+            if group.collapsed and not inside_collapsed:
+                for item in items:
+                    item.setVisible(False)
+                    hidden[item.node.id] = group
+        return hidden
+
+    def _toggle_group(self, path: str) -> None:
+        if path in self.collapsed:
+            self.collapsed.discard(path)
+        else:
+            self.collapsed.add(path)
+        self.set_cursor(self.cursor)
+
+    def set_collapsed(self, path: str, collapsed: bool) -> None:
+        if collapsed != (path in self.collapsed):
+            group = self.groups.get(path)
+            if group is not None:
+                group.collapsed = collapsed
+            self._toggle_group(path)
 
     def edges_into(self, node_id: str) -> list[EdgeItem]:
         return self._edges_into.get(node_id, [])
@@ -392,6 +544,81 @@ class GraphScene(QGraphicsScene):
             self.sigNodeSelected.emit(selected[0].node.id)
 
 
+class Overview(QWidget):
+    """A minimap of the whole graph (a picture redrawn when the graph changes) with the main
+    view's visible area marked; click or drag to move there."""
+
+    def __init__(self, view: "GraphView") -> None:
+        super().__init__(view)
+        self.view = view
+        self.setFixedSize(200, 150)
+        self.pixmap: QPixmap | None = None
+        self.source = QRectF()
+        self.setCursor(Qt.PointingHandCursor)
+        self.setToolTip("overview: click to move the view")
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(300)
+        self._timer.timeout.connect(self.redraw)
+        view.horizontalScrollBar().valueChanged.connect(self.update)
+        view.verticalScrollBar().valueChanged.connect(self.update)
+
+    def schedule(self) -> None:
+        self._timer.start()
+
+    def redraw(self) -> None:
+        scene = self.view.scene()
+        rect = QRectF()
+        for item in scene.items():
+            if isinstance(item, NodeItem) and item.isVisible():
+                rect = rect.united(item.sceneBoundingRect())
+        self.source = rect.adjusted(-40, -40, 40, 40)
+        if rect.isNull():
+            self.pixmap = None
+            self.update()
+            return
+        pixmap = QPixmap(self.size())
+        pixmap.fill(QColor("#ffffff"))
+        painter = QPainter(pixmap)
+        scene.render(painter, QRectF(pixmap.rect()), self.source, Qt.KeepAspectRatio)
+        painter.end()
+        self.pixmap = pixmap
+        self.update()
+
+    def _scale(self) -> tuple[float, float, float]:
+        s = min(self.width() / max(1.0, self.source.width()), self.height() / max(1.0, self.source.height()))
+        ox = (self.width() - self.source.width() * s) / 2
+        oy = (self.height() - self.source.height() * s) / 2
+        return s, ox, oy
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(255, 255, 255, 230))
+        painter.setPen(QPen(QColor("#9ca3af"), 1))
+        painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        if self.pixmap is None:
+            return
+        painter.drawPixmap(0, 0, self.pixmap)
+        s, ox, oy = self._scale()
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        r = QRectF(ox + (visible.left() - self.source.left()) * s, oy + (visible.top() - self.source.top()) * s,
+                   visible.width() * s, visible.height() * s)
+        painter.setPen(QPen(QColor("#c62828"), 1.5))
+        painter.setBrush(QColor(198, 40, 40, 30))
+        painter.drawRect(r.intersected(QRectF(self.rect())))
+
+    def _jump(self, pos) -> None:
+        s, ox, oy = self._scale()
+        if s > 0:
+            self.view.centerOn(QPointF(self.source.left() + (pos.x() - ox) / s, self.source.top() + (pos.y() - oy) / s))
+
+    def mousePressEvent(self, event) -> None:
+        self._jump(event.position())
+
+    def mouseMoveEvent(self, event) -> None:
+        self._jump(event.position())
+
+
 class GraphView(QGraphicsView):
     """Zoom (wheel, +/-), pan (drag), fit (F), zoom to selection (Z), context menu."""
 
@@ -406,6 +633,7 @@ class GraphView(QGraphicsView):
         self.setCacheMode(QGraphicsView.CacheBackground)
         self.setOptimizationFlag(QGraphicsView.DontSavePainterState, True)
         self.setMinimumSize(300, 200)
+        self.overview = Overview(self)
         for text, keys, slot in (("Zoom in", QKeySequence.ZoomIn, lambda: self.zoom(1.25)),
                                  ("Zoom out", QKeySequence.ZoomOut, lambda: self.zoom(0.8)),
                                  ("Fit to window", QKeySequence("F"), self.fit),
@@ -415,6 +643,11 @@ class GraphView(QGraphicsView):
             action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
             action.triggered.connect(slot)
             self.addAction(action)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.overview.move(self.viewport().width() - self.overview.width() - 8,
+                           self.viewport().height() - self.overview.height() - 8)
 
     def wheelEvent(self, event) -> None:
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15

@@ -8,6 +8,7 @@ from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
+from graphview.core import timeline
 from graphview.core.export import ExportError
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, NodeItem
@@ -76,10 +77,13 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
 
 
 def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0) -> None:
-    """Headless: draw ``run`` as of event ``at`` (default: the end) and write it to ``path``."""
+    """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
+
+    By default the state just before the last backward: the last graph complete, with its saved
+    tensors (at the very end of a run autograd has freed most of what it built)."""
     scene = GraphScene()
     scene.set_run(run)
-    index = len(run.events) - 1 if at is None else at
+    index = timeline.overview(run) if at is None else at
     if not 0 <= index < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)

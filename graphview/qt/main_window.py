@@ -405,9 +405,7 @@ class MainWindow(QMainWindow):
         At the very end of a run most graphs are gone (autograd frees them), so the end is a poor
         first view; the user steps or scrubs from there, or goes to the start (Home).
         """
-        run = self.run
-        starts = [call.start for call in run.backwards.values()]
-        return max(starts) if starts else len(run.events) - 1
+        return timeline.overview(self.run)
 
     def restart(self) -> None:
         if self.script_path:
@@ -433,6 +431,7 @@ class MainWindow(QMainWindow):
         self.slider.setValue(index)
         self.slider.blockSignals(False)
         self.scene.set_cursor(index)
+        self.view.overview.schedule()
         self.memory.set_cursor(index)
         self.code.highlight(timeline.line_at(run, index), self._error_line(index))
         self.console.show_run(run, index)

@@ -367,8 +367,10 @@ class MemoryChart(pg.PlotWidget):
                 self.curves["allocated"] = self.plot(x, values, name="CUDA allocated", pen=pg.mkPen("#6b7280", style=Qt.DashLine))
             else:
                 self.curves["allocated"].setData(x, values)
-        for curve in self.curves.values():
-            curve.setZValue(-1)
+        # opaque stacked areas: the tallest (activations, the total) at the back, inputs in front
+        for z, kind in enumerate(("activation", "param", "input", "allocated")):
+            if kind in self.curves:
+                self.curves[kind].setZValue(-10 + z)
         if series["total"] and max(series["total"]) > 0:
             peak_value = max(series["total"])
             peak_x = series["total"].index(peak_value)

@@ -205,3 +205,34 @@ def test_earlier_runs_stay_as_overlays(window, record):
     window.begin_run(first.start["script"], RunOptions(retain_graph=True), second)
     assert len(window.memory.overlays) == 1
     assert window.memory.overlays[0].name().startswith("earlier run: default")
+
+
+def test_module_groups_collapse_and_expand(window, record):
+    run = record(model("transformer_block"))
+    show(window, run)
+    scene = window.scene
+    assert "encoder.layers.0.self_attn" in scene.groups
+    inside = [i for i in scene.node_items.values() if i.isVisible()
+              and (scene.module_of(i) or "").startswith("encoder.layers.0.self_attn")]
+    assert len(inside) > 5
+    scene.set_collapsed("encoder.layers.0.self_attn", True)
+    assert all(not i.isVisible() for i in inside)
+    group = scene.groups["encoder.layers.0.self_attn"]
+    assert group.isVisible() and group.collapsed and group.members == len(inside)
+    # edges from outside now end at the collapsed box
+    assert any(e.isVisible() and e.rerouted for e in scene.edge_items)
+    scene.set_collapsed("encoder.layers.0.self_attn", False)
+    assert all(i.isVisible() for i in inside)
+
+
+def test_overview_shows_the_graph_and_moves_the_view(window, record, qtbot):
+    run = record(model("mlp_optimizer"))
+    show(window, run)
+    overview = window.view.overview
+    overview.redraw()
+    assert overview.pixmap is not None and not overview.pixmap.isNull()
+    window.view.zoom(3)
+    before = window.view.mapToScene(window.view.viewport().rect().center())
+    overview._jump(overview.rect().topLeft())
+    after = window.view.mapToScene(window.view.viewport().rect().center())
+    assert before != after
