@@ -4,6 +4,7 @@
     graphview record SCRIPT -o run.gvtrace [options]   record a script headless
     graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT]
     graphview info TRACE [--json]                      what a trace holds
+    graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
 
 Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
 unwritable output. Failures print one line starting with ``graphview:``, never a traceback.
@@ -67,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--at", type=int, default=None, metavar="EVENT",
                      help="the graph as it was after this event index (default: every graph of the run)")
     _add_run_options(exp)
+    chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
+    chk.add_argument("source")
+    chk.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    _add_run_options(chk)
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -275,10 +280,42 @@ def cmd_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
+    if not os.path.exists(args.source):
+        raise UserError(f"no such file: {args.source}")
+    if is_trace(args.source):
+        return load_run(args.source)
+    options = options_from_args(args)
+    with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
+        run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False)
+    return run, []
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from graphview.core.diagnostics import diagnose
+
+    run, warnings = _run_from(args)
+    for w in warnings:
+        print(f"graphview: warning: {w}", file=sys.stderr)
+    findings = diagnose(run)
+    if args.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=2))
+    else:
+        script = (run.start or {}).get("script") or args.source
+        for f in findings:
+            where = f"{os.path.basename(script)}:{f.line}: " if f.line else ""
+            print(f"{where}{f.title} [{f.code}]")
+            print(f"    {f.explanation}")
+            print(f"    fix: {f.fix}")
+        print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
+              file=sys.stderr)
+    return EXIT_SCRIPT_FAILED if findings else EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0] not in ("record", "export", "info", "-h", "--help") and not argv[0].startswith("-")):
+    if not argv or (argv[0] not in ("record", "export", "info", "check", "-h", "--help") and not argv[0].startswith("-")):
         if len(argv) > 1:
             print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -286,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return gui_main(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info}[args.command]
+    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check}[args.command]
     try:
         return handler(args)
     except (UserError, TraceError, ExportError) as exc:

@@ -21,7 +21,8 @@ from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, write_trace
 from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, short_value
 from graphview.qt.export import render_scene
-from graphview.qt.panels import CodeView, Console, GradLedger, Inspector, MemoryChart, TogglesPanel
+from graphview.core.diagnostics import diagnose
+from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 
 OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
 
@@ -130,6 +131,7 @@ class MainWindow(QMainWindow):
         self.inspector = Inspector()
         self.console = Console()
         self.ledger = GradLedger()
+        self.diagnostics = DiagnosticsPanel()
         self.memory = MemoryChart()
         self.toggles = TogglesPanel()
         self.status_label = QLabel("")
@@ -160,6 +162,7 @@ class MainWindow(QMainWindow):
         bottom.addTab(self.memory, "Memory (saved tensors)")
         bottom.addTab(self.console, "Console")
         bottom.addTab(self.ledger, "Gradient ledger")
+        bottom.addTab(self.diagnostics, "Diagnostics")
         self.bottom_tabs = bottom
         dock = QDockWidget("Timeline views", self)
         dock.setObjectName("bottom")
@@ -187,6 +190,7 @@ class MainWindow(QMainWindow):
         self.inspector.sigLineLink.connect(lambda line: self.code.highlight(line, self._error_line()))
         self.console.sigLineLink.connect(lambda line: self.code.highlight(line, self._error_line()))
         self.memory.sigJump.connect(self.set_cursor)
+        self.diagnostics.sigFinding.connect(self._on_finding)
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
         self.statusBar().addPermanentWidget(self.status_label, 1)
@@ -376,6 +380,10 @@ class MainWindow(QMainWindow):
             self.toggles.set_devices(run.start.get("devices") or [])
         self.memory.show_run(run, self._device())
         if run.end is not None:
+            findings = diagnose(run)
+            self.diagnostics.show_findings(findings)
+            self.bottom_tabs.setTabText(self.bottom_tabs.indexOf(self.diagnostics),
+                                        f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
             self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
                                       f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
 
@@ -465,6 +473,17 @@ class MainWindow(QMainWindow):
                 continue
             texts = [short_value(g) if g is not None else "" for g in ev.get("grads_out") or []]
             self.scene.pulse(op.id, [t for t in texts if t][:1], duration)
+
+    def _on_finding(self, finding) -> None:
+        if finding is None:
+            return
+        self.follow_live = False
+        self.set_cursor(finding.index)
+        if finding.node and finding.node in self.scene.node_items:
+            self.scene.select_node(finding.node)
+            self.view.center_on_node(finding.node)
+        if finding.line:
+            self.code.highlight(finding.line, self._error_line())
 
     def _on_slider(self, value: int) -> None:
         self.follow_live = False

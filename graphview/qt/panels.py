@@ -273,6 +273,36 @@ def _error_html(ev: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------------- diagnostics
+class DiagnosticsPanel(QTreeWidget):
+    """The pitfalls found in the run; click one to go to its line, node and moment."""
+
+    sigFinding = Signal(object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setHeaderLabels(["pitfall", "line", "what autograd did, and the fix"])
+        self.setColumnWidth(0, 320)
+        self.setColumnWidth(1, 50)
+        self.setWordWrap(True)
+        self.findings: list = []
+        self.itemClicked.connect(lambda item, col: self.sigFinding.emit(item.data(0, Qt.UserRole)))
+
+    def show_findings(self, findings: list) -> None:
+        if [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
+            return
+        self.findings = list(findings)
+        self.clear()
+        for f in findings:
+            item = QTreeWidgetItem([f.title, str(f.line or ""), f"{f.explanation}  Fix: {f.fix}"])
+            item.setData(0, Qt.UserRole, f)
+            item.setToolTip(2, f"{f.explanation}\n\nFix: {f.fix}")
+            item.setForeground(0, QColor("#b45309"))
+            self.addTopLevelItem(item)
+        if not findings:
+            self.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", "", ""]))
+
+
 # ---------------------------------------------------------------------- gradient ledger
 class GradLedger(QTreeWidget):
     """Per leaf, every change of its ``.grad``: +(-8) → -8, +(-8) → -16, zero_grad → None."""

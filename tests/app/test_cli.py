@@ -183,3 +183,13 @@ def test_output_of_child_processes_and_raw_descriptors_is_kept(write_script, tmp
     text = "".join(e["text"] for e in read_trace(trace).events if e["ev"] == "stdout")
     # output of another process arrives on its own pipe: present, though not ordered with print()
     assert "from a child process" in text and "raw bytes" in text and "fileno" in text and "True" in text
+
+
+def test_check_reports_pitfalls_and_exits_1(tmp_path):
+    from tests.conftest import SAMPLES
+
+    result = graphview("check", SAMPLES / "pitfalls" / "inplace_on_saved.py")
+    assert result.returncode == 1
+    assert "inplace_on_saved.py:6: an in-place op changed a tensor saved for backward [inplace-saved]" in result.stdout
+    clean = graphview("check", lesson("chain_rule"))
+    assert clean.returncode == 0 and "no autograd pitfalls" in clean.stderr

@@ -236,3 +236,18 @@ def test_overview_shows_the_graph_and_moves_the_view(window, record, qtbot):
     overview._jump(overview.rect().topLeft())
     after = window.view.mapToScene(window.view.viewport().rect().center())
     assert before != after
+
+
+def test_diagnostics_panel_lists_findings_and_jumps_to_them(window, record):
+    from graphview.core.diagnostics import diagnose
+    from tests.conftest import SAMPLES
+
+    run = record(SAMPLES / "pitfalls" / "backward_twice.py")
+    show(window, run)
+    assert window.diagnostics.topLevelItemCount() == len(diagnose(run)) >= 1
+    item = window.diagnostics.topLevelItem(0)
+    finding = item.data(0, 0x0100)
+    window._on_finding(finding)
+    assert window.cursor == finding.index
+    assert window.code.current_line == finding.line
+    assert [i.node.id for i in window.scene.selectedItems()] == [finding.node]

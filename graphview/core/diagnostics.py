@@ -1,0 +1,333 @@
+"""Autograd pitfalls, found in a run's events and explained.
+
+``diagnose(run)`` returns :class:`Finding` objects: what autograd did, where (source line and
+graph node), and the fix. Pure functions of the recorded events: the GUI's Diagnostics panel and
+``graphview check`` show the same findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graphview.core.events import summary_scalar
+from graphview.core.run import ACCUMULATE_GRAD, Run
+
+
+@dataclass
+class Finding:
+    code: str  # a stable identifier, e.g. "no-grad-fn"
+    title: str
+    line: int | None
+    explanation: str
+    fix: str
+    index: int  # the event where it shows
+    node: str | None = None  # graph id (``op5``, ``t3``) of the node involved
+    related_lines: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "title": self.title, "line": self.line, "explanation": self.explanation,
+                "fix": self.fix, "index": self.index, "node": self.node, "related_lines": self.related_lines}
+
+
+def diagnose(run: Run) -> list[Finding]:
+    findings: list[Finding] = []
+    for check in CHECKS:
+        findings.extend(check(run))
+    findings.sort(key=lambda f: f.index)
+    return findings
+
+
+def _name(run: Run, tid: int | None) -> str:
+    return (run.tensor_name(tid) or f"tensor {tid}") if tid is not None else "the tensor"
+
+
+def _producer(run: Run, tid: int) -> dict | None:
+    """The last op that output tensor ``tid``."""
+    found = None
+    for _, op in run.ops:
+        if any(out[0] == tid for out in op.get("outputs") or ()):
+            found = op
+    return found
+
+
+def _errors(run: Run, text: str):
+    for index, err in run.errors:
+        if text in (err.get("message") or ""):
+            yield index, err
+
+
+# ---------------------------------------------------------------------- 1. backward without grad_fn
+def _no_grad_fn(run: Run):
+    for index, err in _errors(run, "does not require grad and does not have a grad_fn"):
+        call = run.backwards.get(err.get("bid")) if err.get("bid") else None
+        if call is None and run.backwards:
+            call = run.backwards[max(run.backwards)]
+        root = call.roots_tensors[0] if call and call.roots_tensors else None
+        cut_line, how = _what_cut(run, root)
+        findings_line = err.get("line")
+        explanation = (f"backward() was called on {_name(run, root)}, which has no grad_fn: autograd recorded "
+                       f"nothing that leads to it. {how}")
+        yield Finding("no-grad-fn", "backward() on a tensor with no grad_fn", findings_line, explanation,
+                      "Compute the loss with grad enabled and from tensors that require grad: remove the no_grad/"
+                      "inference_mode block, the detach(), or the .item()/.numpy() round trip on the path to the loss.",
+                      index, f"t{root}" if root else None, [cut_line] if cut_line else [])
+
+
+def _what_cut(run: Run, tid: int | None) -> tuple[int | None, str]:
+    """Walk back from ``tid`` through the ops that made it to the one that cut the graph."""
+    seen = set()
+    frontier = [tid] if tid is not None else []
+    while frontier:
+        current = frontier.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        op = _producer(run, current)
+        if op is None:
+            info = run.tensors.get(current, {})
+            if info and not info.get("requires_grad"):
+                continue
+            continue
+        if op.get("mode") in ("no_grad", "inference_mode"):
+            return op.get("line"), (f"It was computed at line {op.get('line')} inside a {op['mode']} region, "
+                                    "where autograd records no graph.")
+        if op.get("op") in ("detach", "detach_", "data"):
+            return op.get("line"), f"Line {op.get('line')} detached it from the graph ({op['op']})."
+        for tid_in, _ in op.get("inputs") or ():
+            frontier.append(tid_in)
+    for _, op in run.ops:
+        if op.get("op") in ("item", "tolist", "numpy") and op.get("inputs"):
+            return op.get("line"), (f"Line {op.get('line')} turned a tensor into a Python number ({op['op']}()), "
+                                    "which carries no graph.")
+    return None, "None of the tensors it was computed from requires grad."
+
+
+# ---------------------------------------------------------------------- 2. .grad is None when read
+def _grad_none(run: Run):
+    reported = set()
+    for index, ev in enumerate(run.events):
+        if ev.get("ev") != "grad_read" or not ev.get("none") or ev["tid"] in reported:
+            continue
+        tid = ev["tid"]
+        info = run.tensors.get(tid, {})
+        name = _name(run, tid)
+        backward_before = any(call.start < index and call.api == "backward" for call in run.backwards.values())
+        if not backward_before:
+            continue  # before any backward (autograd.grad does not fill .grad) None is what to expect
+        reported.add(tid)
+        if info.get("grad_fn") is not None:
+            yield Finding("grad-none-non-leaf", f"{name}.grad is None: {name} is not a leaf", ev.get("line"),
+                          f"{name} was computed by an op (its grad_fn is {run.op_nodes[info['grad_fn']].name if info['grad_fn'] in run.op_nodes else 'set'}), "
+                          "so autograd passes its gradient on instead of storing it.",
+                          f"Call {name}.retain_grad() before backward to keep it, or read the gradient of a leaf.",
+                          index, f"t{tid}")
+        elif not info.get("requires_grad"):
+            yield Finding("grad-none-no-requires-grad", f"{name}.grad is None: {name} does not require grad",
+                          ev.get("line"), f"{name} was created with requires_grad=False, so backward never computes a "
+                                          "gradient for it.",
+                          f"Create it with requires_grad=True or call {name}.requires_grad_() before the forward.",
+                          index, f"t{tid}")
+        elif not run.grads.get(tid):
+            yield Finding("grad-none-unused", f"{name}.grad is None: {name} was not used in the loss",
+                          ev.get("line"), f"No backward reached {name}: the output it contributes to is not part of "
+                                          "the loss that was backpropagated.",
+                          f"Check that {name}'s branch feeds the loss (or drop the parameter).", index, f"t{tid}")
+
+
+# ---------------------------------------------------------------------- 3. accumulation across optimizer steps
+def _forgot_zero_grad(run: Run):
+    steps = [index for index, _ in run.optimizer_steps]
+    if len(steps) < 2:
+        return
+    stepped = {tid for _, ev in run.optimizer_steps for tid in ev.get("tids") or ()}
+    for tid, entries in run.grads.items():
+        if tid not in stepped:
+            continue  # a tensor the optimizer does not update may accumulate on purpose
+        grew = 0
+        for a, b in zip(entries, entries[1:]):
+            if a.how == "accumulate" and b.how == "accumulate" and any(a.index < s < b.index for s in steps):
+                grew += 1
+                first = b
+        if grew:
+            name = _name(run, tid)
+            op_line = next((ev.get("line") for i, ev in run.optimizer_steps if i > first.index), None)
+            yield Finding("no-zero-grad", f"{name}.grad keeps growing across optimizer steps", op_line,
+                          f"{name}.grad was added to {grew + 1} times with an optimizer step in between and no "
+                          "zero_grad: each step uses the sum of all earlier gradients.",
+                          "Call optimizer.zero_grad() (or set .grad = None) once per optimizer step, before backward.",
+                          first.index, f"t{tid}")
+            return  # one finding is enough: the others say the same
+
+
+# ---------------------------------------------------------------------- 4. backward through a freed graph
+def _backward_twice(run: Run):
+    for index, err in _errors(run, "Trying to backward through the graph a second time"):
+        vid = err.get("vid")
+        op = run.op_nodes.get(vid)
+        earlier = None
+        if op is not None:
+            for bid, _ in op.executed:
+                call = run.backwards.get(bid)
+                if call is not None and bid != err.get("bid") and not call.retain_graph:
+                    earlier = call
+        explanation = (f"The first backward (line {earlier.line}) freed the tensors "
+                       f"{op.name if op else 'the node'} saved for backward; the second (line {err.get('line')}) "
+                       "needed them again." if earlier else
+                       "A backward freed the saved tensors this backward needs.")
+        yield Finding("backward-twice", "second backward through a freed graph", err.get("line"), explanation,
+                      "Compute the forward again before the second backward, combine the losses into one backward, "
+                      "or pass retain_graph=True to the first backward if you really need both.",
+                      index, f"op{vid}" if vid else None, [earlier.line] if earlier else [])
+
+
+# ---------------------------------------------------------------------- 5. retain_graph / create_graph for nothing
+def _retain_for_nothing(run: Run):
+    calls = sorted(run.backwards.values(), key=lambda c: c.start)
+    for i, call in enumerate(calls):
+        later = calls[i + 1:]
+        if call.retain_graph and "retain_graph" not in call.forced and not call.create_graph and call.ok:
+            reused = any(set(call.order) & set(other.order) for other in later)
+            if not reused:
+                yield Finding("retain-graph-unused", "retain_graph=True, but nothing backpropagates through the graph again",
+                              call.line, "The saved tensors of this graph are kept after backward, and no later backward "
+                                         "runs any of its nodes: the memory is held for nothing.",
+                              "Drop retain_graph=True.", call.end or call.start)
+        if call.create_graph and "create_graph" not in call.forced and call.ok:
+            end = call.end or call.start
+            created = {vid for vid, op in run.op_nodes.items() if call.start <= op.born <= end}
+            used = any(created & set(other.order) for other in later)
+            if created and not used:
+                yield Finding("create-graph-unused", "create_graph=True, but no higher-order gradient is taken",
+                              call.line, "This backward recorded a graph of its own gradient computation, and nothing "
+                                         "differentiates through it.",
+                              "Drop create_graph=True unless you need second derivatives.", end)
+
+
+# ---------------------------------------------------------------------- 6. graphs kept across steps
+def _kept_across_steps(run: Run):
+    """Each step's graph should die with the step; here the graphs of earlier steps stay alive."""
+    steps = [step for step in run.steps if step["end"] is not None]
+    if len(steps) < 3:
+        return
+    alive = []
+    for step in steps:
+        end = step["end"]
+        alive.append(sum(1 for op in run.op_nodes.values() if op.born <= end and (op.dead is None or op.dead > end)
+                         and op.name != ACCUMULATE_GRAD))
+    if not all(b > a for a, b in zip(alive, alive[1:])):
+        return
+    kept = []
+    for call in sorted(run.backwards.values(), key=lambda c: c.start):
+        for tid in call.roots_tensors:
+            op = run.op_nodes.get(run.tensors.get(tid, {}).get("grad_fn"))
+            if op is not None and op.dead is None and call.start < steps[-1]["start"]:
+                kept.append((tid, op))
+    if not kept:
+        return
+    tid, op = kept[0]
+    users = [o.get("line") for _, o in run.ops if any(t == tid for t, _ in o.get("inputs") or ()) and o.get("grad_fn")]
+    line = users[-1] if users else op.line
+    saved = [run.live_saved_bytes(step["end"])["total"] for step in steps]
+    grows = " and their saved tensors" if all(b > a for a, b in zip(saved, saved[1:])) else ""
+    yield Finding("graph-kept", "every step's graph stays alive", line,
+                  f"The autograd nodes alive at the end of each step grow ({', '.join(map(str, alive))}){grows}: "
+                  f"the loss {_name(run, tid)} (line {op.line}) is still referenced after its step, e.g. by a list of "
+                  "losses or total_loss += loss, and with it the whole graph that produced it.",
+                  "Keep numbers, not tensors: losses.append(loss.item()), total_loss += loss.item(), "
+                  "or loss.detach().", steps[-1]["end"], f"op{op.vid}")
+
+
+# ---------------------------------------------------------------------- 10. non-scalar backward
+def _nonscalar(run: Run):
+    for index, err in _errors(run, "grad can be implicitly created only for scalar outputs"):
+        yield Finding("non-scalar-backward", "backward() on a non-scalar tensor without a gradient", err.get("line"),
+                      "backward() needs a single number to start from; for a tensor of several values autograd does "
+                      "not know how to weigh them.",
+                      "Reduce it first (loss.sum() or loss.mean()), or pass a gradient of the same shape: "
+                      "y.backward(torch.ones_like(y)).", index)
+
+
+# ---------------------------------------------------------------------- 11. manual update recorded in the graph
+def _update_in_graph(run: Run):
+    for index, err in _errors(run, "a leaf Variable that requires grad is being used in an in-place operation"):
+        yield Finding("update-outside-no-grad", "parameter updated in place outside torch.no_grad()", err.get("line"),
+                      "Autograd refuses to change a leaf that requires grad in place while recording.",
+                      "Wrap the update in `with torch.no_grad():` (or use an optimizer).", index)
+    grads = {tid for tid, info in run.tensors.items() if info.get("kind") == "grad"}
+    for index, op in run.ops:
+        inputs = [t for t, _ in op.get("inputs") or ()]
+        if any(t in grads for t in inputs) and not op.get("inplace"):  # values computed from a .grad
+            grads.update(t for t, _ in op.get("outputs") or ())
+        if op.get("mode") == "grad" and op.get("grad_fn") is not None and any(t in grads for t in inputs):
+            leaf = next((t for t in inputs if run.tensors.get(t, {}).get("is_leaf") and run.tensors[t].get("requires_grad")), None)
+            if leaf is not None:
+                yield Finding("update-outside-no-grad", "parameter update recorded into the graph", op.get("line"),
+                              f"{_name(run, leaf)} is updated from its .grad with grad enabled: the update becomes part "
+                              "of the next forward's graph, so the parameter stops being a leaf.",
+                              "Do the update inside `with torch.no_grad():`.", index)
+                return
+
+
+# ---------------------------------------------------------------------- 12. NaN / Inf in gradients
+def _nan_grad(run: Run):
+    for call in run.backwards.values():
+        for vid in call.order:
+            for g in call.grads_out.get(vid) or ():
+                if _non_finite(g):
+                    op = run.op_nodes.get(vid)
+                    name = op.name if op else f"node {vid}"
+                    index = op.executed[0][1] if op and op.executed else call.start
+                    yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
+                                  op.line if op else call.line,
+                                  f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "
+                                  "whose outgoing gradient holds NaN or Inf; every gradient computed from it inherits it.",
+                                  "Look at that op's inputs: division by zero, log or sqrt of 0 or negatives, overflow "
+                                  "in exp; clamp or add an epsilon.", index, f"op{vid}")
+                    return
+
+
+def _non_finite(summary) -> bool:
+    if not isinstance(summary, dict):
+        return False
+    stats = summary.get("stats") or {}
+    if stats.get("nan") or stats.get("inf"):
+        return True
+    values = summary.get("values") or ()
+    return any(isinstance(v, str) for v in values)
+
+
+# ---------------------------------------------------------------------- 13. in-place on a saved tensor
+def _inplace_saved(run: Run):
+    for index, err in _errors(run, "modified by an inplace operation"):
+        vid = err.get("vid")
+        op = run.op_nodes.get(vid)
+        start = run.backwards[err["bid"]].start if err.get("bid") in run.backwards else index
+        inplace = [(i, o) for i, o in run.ops if i < start and o.get("inplace")]
+        culprit = inplace[-1][1] if inplace else None
+        yield Finding("inplace-saved", "an in-place op changed a tensor saved for backward",
+                      culprit.get("line") if culprit else err.get("line"),
+                      f"{op.name if op else 'A node'} (line {op.line if op else '?'}) saved a tensor for backward; "
+                      f"{'line ' + str(culprit.get('line')) + ' (' + culprit['op'] + ') ' if culprit else 'an in-place op '}"
+                      "modified it afterwards, so the gradient would be wrong and torch refuses.",
+                      "Use the out-of-place op (x = x.relu() instead of x.relu_()), or clone() before changing it.",
+                      index, f"op{vid}" if vid else None, [op.line] if op and op.line else [])
+
+
+# ---------------------------------------------------------------------- 8. detach is not a copy
+def _detach_write(run: Run):
+    detached = {}
+    for index, ev in enumerate(run.events):
+        if ev.get("ev") == "detach":
+            detached[ev["dst"]] = ev
+    for index, op in run.ops:
+        if op.get("inplace") and op.get("inputs") and op["inputs"][0][0] in detached:
+            src = detached[op["inputs"][0][0]]["src"]
+            yield Finding("detach-is-not-copy", "writing into a detached tensor changes the original", op.get("line"),
+                          f"{_name(run, op['inputs'][0][0])} came from {_name(run, src)}.detach(), which shares its "
+                          f"memory: {op['op']} changes {_name(run, src)} too.",
+                          "Use .detach().clone() when you need an independent copy.", index)
+            return
+
+
+CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
+          _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write]

@@ -1,0 +1,66 @@
+"""Each pitfall script is reported with the right line; the other samples raise no alarm."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphview.core.diagnostics import diagnose
+from tests.conftest import LESSONS, MODELS, SAMPLES
+
+PITFALLS = SAMPLES / "pitfalls"
+
+# script -> (finding code, line it points at, extra options)
+EXPECTED = {
+    "no_grad_fn": ("no-grad-fn", 8, {}),
+    "grad_none_non_leaf": ("grad-none-non-leaf", 9, {}),
+    "grad_none_unused": ("grad-none-unused", 10, {}),
+    "forgot_zero_grad": ("no-zero-grad", 9, {}),
+    "backward_twice": ("backward-twice", 9, {}),
+    "retain_graph_unused": ("retain-graph-unused", 7, {}),
+    "graph_kept_across_steps": ("graph-kept", 17, {"steps": 4}),
+    "nonscalar_backward": ("non-scalar-backward", 6, {}),
+    "update_outside_no_grad": ("update-outside-no-grad", 7, {}),
+    "nan_gradient": ("nan-grad", 6, {}),
+    "inplace_on_saved": ("inplace-saved", 6, {}),
+    "detach_is_not_copy": ("detach-is-not-copy", 7, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_pitfall_is_reported_at_its_line(name, record):
+    code, line, options = EXPECTED[name]
+    run = record(PITFALLS / f"{name}.py", **options)
+    findings = diagnose(run)
+    codes = [(f.code, f.line) for f in findings]
+    assert (code, line) in codes, codes
+    finding = next(f for f in findings if f.code == code)
+    assert finding.explanation and finding.fix
+
+
+def test_no_grad_fn_names_the_line_that_cut_the_graph(record):
+    run = record(PITFALLS / "no_grad_fn.py")
+    finding = next(f for f in diagnose(run) if f.code == "no-grad-fn")
+    assert finding.related_lines == [6] and "no_grad" in finding.explanation
+
+
+def test_backward_twice_names_both_calls_and_the_node(record):
+    run = record(PITFALLS / "backward_twice.py")
+    finding = next(f for f in diagnose(run) if f.code == "backward-twice")
+    assert finding.related_lines == [8]
+    assert run.op_nodes[int(finding.node[2:])].name == "MulBackward0"
+
+
+def test_nan_points_at_the_node_that_made_it_not_the_leaf(record):
+    run = record(PITFALLS / "nan_gradient.py")
+    finding = next(f for f in diagnose(run) if f.code == "nan-grad")
+    # backward meets root * 0.0 first (gradient 0, fine), then sqrt: 0 * 1/(2*sqrt(0)) = nan
+    assert "SqrtBackward0" in finding.title and finding.line == 6
+
+
+ALARM_FREE = [p for p in sorted(LESSONS.glob("*.py")) if not p.name.startswith("error_")] + sorted(MODELS.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", ALARM_FREE, ids=lambda p: p.name)
+def test_samples_raise_no_false_alarm(path, record):
+    run = record(path, steps=3)
+    assert [f.code for f in diagnose(run)] == []
