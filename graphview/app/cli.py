@@ -5,6 +5,7 @@
     graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT]
     graphview info TRACE [--json]                      what a trace holds
     graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
+    graphview diff A [B] [--step-a N] [--step-b M]     autograd nodes added/removed between graphs
 
 Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
 unwritable output. Failures print one line starting with ``graphview:``, never a traceback.
@@ -72,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("source")
     chk.add_argument("--json", action="store_true", help="print machine-readable JSON")
     _add_run_options(chk)
+    dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
+    dif.add_argument("source")
+    dif.add_argument("other", nargs="?", help="a second script or trace (default: the same run)")
+    dif.add_argument("--step-a", type=int, default=None, help="step of the first run (default: its last graph)")
+    dif.add_argument("--step-b", type=int, default=None, help="step of the second run (default: its last graph)")
+    _add_run_options(dif)
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -312,10 +319,38 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_SCRIPT_FAILED if findings else EXIT_OK
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from graphview.core.diff import describe, diff, step_index
+
+    run_a, _ = _run_from(args)
+    if args.other:
+        second = argparse.Namespace(**vars(args))
+        second.source = args.other
+        run_b, _ = _run_from(second)
+    else:
+        run_b = run_a
+        if args.step_a is None or args.step_b is None:
+            raise UserError("to compare two steps of one run, give --step-a and --step-b (and --steps for a script)")
+    try:
+        index_a = step_index(run_a, args.step_a) if args.step_a is not None else None
+        index_b = step_index(run_b, args.step_b) if args.step_b is not None else None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    result = diff(run_a, index_a, run_b, index_b)
+    for sig, count in sorted(result.removed.items(), key=str):
+        print(f"- {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+    for sig, count in sorted(result.added.items(), key=str):
+        print(f"+ {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+    print(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
+          f"{result.same} the same", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0] not in ("record", "export", "info", "check", "-h", "--help") and not argv[0].startswith("-")):
+    if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "-h", "--help")
+                    and not argv[0].startswith("-")):
         if len(argv) > 1:
             print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -323,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return gui_main(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check}[args.command]
+    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff}[args.command]
     try:
         return handler(args)
     except (UserError, TraceError, ExportError) as exc:

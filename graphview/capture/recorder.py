@@ -217,6 +217,8 @@ class Recorder:
         self._orig_mod_zero = torch.nn.Module.zero_grad
         torch.optim.Optimizer.zero_grad = self._wrap_zero_grad(self._orig_opt_zero, "optimizer")
         torch.nn.Module.zero_grad = self._wrap_zero_grad(self._orig_mod_zero, "module")
+        self._orig_module_train = torch.nn.Module.train
+        torch.nn.Module.train = self._wrap_train(self._orig_module_train)
         self._orig_function_apply = torch.autograd.Function.__dict__["apply"]
         torch.autograd.Function.apply = classmethod(self._wrap_function_apply(self._orig_function_apply.__func__))
         self._active = True
@@ -232,6 +234,7 @@ class Recorder:
         torch.optim.Optimizer.zero_grad = self._orig_opt_zero
         torch.nn.Module.zero_grad = self._orig_mod_zero
         torch.autograd.Function.apply = self._orig_function_apply
+        torch.nn.Module.train = self._orig_module_train
         torch.autograd.graph._engine_run_backward = self._orig_engine
         torch.autograd._engine_run_backward = self._orig_engine
         self._mode.__exit__(None, None, None)
@@ -698,6 +701,23 @@ class Recorder:
         zero_grad.__wrapped__ = original
         zero_grad.__doc__ = original.__doc__
         return zero_grad
+
+    def _wrap_train(self, original):
+        """``model.train()`` / ``model.eval()``: recorded, since eval() is often mistaken for no_grad."""
+        recorder = self
+
+        def train(module, mode=True):
+            result = original(module, mode)
+            if recorder._active and not recorder._suspend:
+                frame, internal = recorder.user_frame(2)
+                if frame is not None and not internal:
+                    with recorder._lock, recorder.quiet():
+                        recorder._emit_fn({"ev": "module_mode", "type": type(module).__name__, "training": bool(mode),
+                                           "line": frame.f_lineno})
+            return result
+
+        train.__wrapped__ = original
+        return train
 
     def _wrap_function_apply(self, original):
         """Custom ``autograd.Function.apply`` is invisible to the mode: record it as one op."""

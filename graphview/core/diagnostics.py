@@ -329,5 +329,88 @@ def _detach_write(run: Run):
             return
 
 
+# ---------------------------------------------------------------------- 7 and 9. eval() and graphs kept by inference
+def _eval_is_not_no_grad(run: Run):
+    evals = [(i, ev) for i, ev in enumerate(run.events) if ev.get("ev") == "module_mode" and not ev.get("training")]
+    if not evals:
+        return
+    index, ev = evals[0]
+    graphs = [(i, op) for i, op in run.ops if i > index and op.get("grad_fn") is not None and op.get("mode") == "grad"]
+    if not graphs:
+        return
+    never = [op for _, op in graphs if not run.op_nodes.get(op["grad_fn"]) or not run.op_nodes[op["grad_fn"]].executed]
+    if never:
+        first = never[0]
+        yield Finding("eval-is-not-no-grad", "model.eval() does not turn off autograd", first.get("line"),
+                      f"After {ev.get('type')}.eval() (line {ev.get('line')}) the forward still recorded a graph "
+                      f"({len(never)} ops with a grad_fn) that no backward uses: eval() only switches Dropout and "
+                      "BatchNorm to inference behaviour.",
+                      "Wrap evaluation in `with torch.no_grad():` or `torch.inference_mode()` as well as calling eval().",
+                      graphs[0][0], f"op{first['grad_fn']}", [ev.get("line")])
+
+
+def _inference_graphs_kept(run: Run):
+    """Outputs of forward passes never backpropagated, still alive, piling up."""
+    consumers = {child for op in run.op_nodes.values() for child, _ in op.next if child is not None}
+    kept = [op for op in run.op_nodes.values() if op.dead is None and not op.executed and op.vid not in consumers
+            and op.name != ACCUMULATE_GRAD]
+    if len(kept) < 3:
+        return
+    held = sum(s.bytes for s in run.saved.values() if s.released is None)
+    lines = sorted({op.line for op in kept if op.line})
+    yield Finding("inference-graphs-kept", f"{len(kept)} graphs that nothing backpropagates are kept alive",
+                  lines[-1] if lines else None,
+                  f"Forward results that still carry a graph (and {held} bytes of saved tensors) stay referenced, one "
+                  "more each time: memory creeps up although no backward ever needs them.",
+                  "Run evaluation under torch.no_grad() / inference_mode(), and store loss.item() or output.detach().",
+                  max(op.born for op in kept), f"op{kept[-1].vid}", lines[:5])
+
+
+# ---------------------------------------------------------------------- 8b. .cpu() does not detach
+def _cpu_does_not_detach(run: Run):
+    for index, err in _errors(run, "Can't call numpy() on Tensor that requires grad"):
+        cpu = [op for i, op in run.ops if i < index and op.get("op") in ("cpu", "to")]
+        yield Finding("cpu-is-not-detach", ".cpu() does not detach", err.get("line"),
+                      "The tensor still requires grad: moving it to the CPU "
+                      f"{'(line ' + str(cpu[-1].get('line')) + ') ' if cpu else ''}keeps it in the graph, and NumPy "
+                      "arrays cannot carry a graph.",
+                      "Write tensor.detach().cpu().numpy(): stop the gradient first, then move the data.", index)
+
+
+# ---------------------------------------------------------------------- 14. micro-batches without loss scaling
+_SCALING_OPS = {"div", "__truediv__", "true_divide", "__itruediv__", "mul", "__mul__", "__rmul__", "__imul__",
+                "__div__", "divide"}
+
+
+def _unscaled_accumulation(run: Run):
+    marks = sorted([i for i, _ in run.optimizer_steps])
+    if not marks:
+        return
+    calls = sorted((c for c in run.backwards.values() if c.api == "backward" and c.ok), key=lambda c: c.start)
+    previous = -1
+    for mark in marks:
+        window = [c for c in calls if previous < c.start < mark]
+        previous = mark
+        if len(window) < 2:
+            continue
+        unscaled = []
+        for call in window:
+            for tid in call.roots_tensors:
+                op = _producer(run, tid)
+                if op is not None and op.get("op") not in _SCALING_OPS:
+                    unscaled.append((call, op))
+        if len(unscaled) == len(window):
+            call, op = unscaled[0]
+            yield Finding("unscaled-accumulation",
+                          f"{len(window)} micro-batch gradients summed without scaling the loss", op.get("line"),
+                          f"{len(window)} backward calls added into the same .grad before one optimizer step, and "
+                          "each loss was used as is: the update is the sum, "
+                          f"{len(window)} times larger than the gradient of the mean over the whole batch.",
+                          f"Divide each micro-batch loss by the number of micro-batches ({len(window)}) before "
+                          "backward.", call.start)
+            return
+
+
 CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
-          _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write]
+          _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write, _eval_is_not_no_grad,
+          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation]

@@ -40,6 +40,7 @@ own            sid, owner (vid), attr     (the node that holds a saved tensor be
 node_dead      vid                        (autograd destroyed the node: nothing references it)
 release        sid                        (autograd dropped the saved tensor)
 module_enter   path, type                 module_exit  path
+module_mode    type, training, line       (the script called model.train() / model.eval())
 mode           mode ("grad" | "no_grad" | "inference_mode"), line
 detach         src (tid), dst (tid), line, forced
 retain_grad    tid, line
@@ -74,7 +75,7 @@ EVENT_KINDS = frozenset(
     {
         "run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
         "tensor", "name", "value", "op", "node", "node_dead", "saved", "own", "release", "module_enter",
-        "module_exit", "mode", "detach", "retain_grad", "grad_read", "backward_start",
+        "module_exit", "module_mode", "mode", "detach", "retain_grad", "grad_read", "backward_start",
         "bw_node", "bw_node_done", "accumulate", "tensor_grad", "grad_result", "backward_end",
         "grad_reset", "optimizer_step", "alloc", "error",
     }

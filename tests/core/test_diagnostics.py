@@ -23,6 +23,10 @@ EXPECTED = {
     "nan_gradient": ("nan-grad", 6, {}),
     "inplace_on_saved": ("inplace-saved", 6, {}),
     "detach_is_not_copy": ("detach-is-not-copy", 7, {}),
+    "eval_is_not_no_grad": ("eval-is-not-no-grad", 9, {}),
+    "inference_memory_creep": ("inference-graphs-kept", 10, {}),
+    "cpu_is_not_detach": ("cpu-is-not-detach", 6, {}),
+    "unscaled_micro_batches": ("unscaled-accumulation", 11, {}),
 }
 
 
