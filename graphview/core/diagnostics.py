@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graphview.core.events import summary_scalar
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 

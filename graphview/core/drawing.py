@@ -311,12 +311,6 @@ class Drawing:
                 total += saved.bytes
         return total
 
-    def grad_text(self, tid: int, index: int) -> str | None:
-        entry = self.run.grad_at(tid, index)
-        if entry is None:
-            return None
-        return summary_text(entry.value)
-
     def is_output(self, tid: int, index: int) -> bool:
         """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""
         return any(call.start <= index and tid in call.roots_tensors for call in self.run.backwards.values())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable
 
 import networkx as nx
 
@@ -232,6 +231,3 @@ def write_text(path: str, text: str) -> None:
     except OSError as exc:
         raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
 
-
-def known_suffixes() -> Iterable[str]:
-    return FORMATS.keys()

@@ -542,12 +542,6 @@ class Run:
             result.append({"step": step["step"], "peak": peaks})
         return result
 
-    def step_at(self, index: int) -> int | None:
-        for step in self.steps:
-            if step["start"] <= index and (step["end"] is None or index <= step["end"]):
-                return step["step"]
-        return None
-
     def info(self) -> dict:
         """The summary ``graphview info`` prints."""
         errors = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
                                QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton, QSlider,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
@@ -598,6 +598,3 @@ class MainWindow(QMainWindow):
         self.sigStopRequested.emit()
         super().closeEvent(event)
 
-
-def node_color(item: NodeItem) -> QColor:
-    return item.fill_color()
