@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.cursor = -1
         self.follow_live = True
         self.earlier_runs: list[tuple[str, Run]] = []
+        self.comparison = ""
         self.selected_node: str | None = None
         self.settings = QSettings("graphview", "graphview")
 
@@ -380,12 +381,33 @@ class MainWindow(QMainWindow):
             self.toggles.set_devices(run.start.get("devices") or [])
         self.memory.show_run(run, self._device())
         if run.end is not None:
+            self._compare_with_earlier()
             findings = diagnose(run)
             self.diagnostics.show_findings(findings)
             self.bottom_tabs.setTabText(self.bottom_tabs.indexOf(self.diagnostics),
                                         f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
             self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
                                       f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
+
+    def _compare_with_earlier(self) -> None:
+        """After a re-run with other options: what the toggle removed from (or added to) the graph."""
+        if not self.earlier_runs:
+            self.comparison = ""
+            return
+        from graphview.core.diff import describe, diff
+
+        label, earlier = self.earlier_runs[-1]
+        result = diff(earlier, None, self.run, None)
+        removed = sorted(result.removed.items(), key=lambda kv: -kv[1])
+        added = sorted(result.added.items(), key=lambda kv: -kv[1])
+        parts = [f"compared with the earlier run ({label} options): {sum(result.removed.values())} nodes gone"]
+        if removed:
+            parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
+        parts.append(f"{sum(result.added.values())} new")
+        if added:
+            parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
+        self.comparison = "; ".join(parts)
+        self.statusBar().showMessage(self.comparison, 30000)
 
     def _device(self) -> str:
         if self.options.device:

@@ -251,3 +251,11 @@ def test_diagnostics_panel_lists_findings_and_jumps_to_them(window, record):
     assert window.cursor == finding.index
     assert window.code.current_line == finding.line
     assert [i.node.id for i in window.scene.selectedItems()] == [finding.node]
+
+
+def test_a_rerun_says_what_the_toggle_removed(window, record):
+    first = record(model("mlp_optimizer"))
+    show(window, first)
+    cut = record(model("mlp_optimizer"), detach_at=["1"])
+    window.begin_run(first.start["script"], RunOptions(detach_at=["1"]), cut)
+    assert "AccumulateGrad(0.weight)" in window.comparison and "nodes gone" in window.comparison
