@@ -610,6 +610,11 @@ class Recorder:
         if ref is not None and ref() is root:
             return
         self._roots[key] = weakref.ref(root)
+        # a bare layer used as a model (fc1 = nn.Linear(...)): name its parameters fc1.weight, not weight
+        prefix = ""
+        if next(root.children(), None) is None:
+            variable = self._variable_holding(root)
+            prefix = f"{variable}." if variable else ""
         for qual, m in root.named_modules():
             if self._name_refs.get(id(m)) is None or self._name_refs[id(m)]() is not m:
                 self._names[id(m)] = qual
@@ -617,12 +622,12 @@ class Recorder:
         new_tensors = []
         for qual, p in root.named_parameters():
             if self._name_refs.get(id(p)) is None or self._name_refs[id(p)]() is not p:
-                self._names[id(p)] = qual
+                self._names[id(p)] = prefix + qual
                 self._name_refs[id(p)] = weakref.ref(p)
                 new_tensors.append(p)
         for qual, b in root.named_buffers():
             if self._name_refs.get(id(b)) is None or self._name_refs[id(b)]() is not b:
-                self._names[id(b)] = qual
+                self._names[id(b)] = prefix + qual
                 self._name_refs[id(b)] = weakref.ref(b)
                 self._buffers.add(id(b))
                 new_tensors.append(b)
@@ -630,6 +635,26 @@ class Recorder:
         line = frame.f_lineno if frame else None
         for t in new_tensors:
             self.tensor_ref(t, line, pending=False)
+
+    def _variable_holding(self, obj) -> str | None:
+        """The script variable bound to ``obj`` (its frames, outermost first, then its module)."""
+        scopes = list(self.extra_scopes)
+        f = sys._getframe(1)
+        frames = []
+        while f is not None:
+            if f.f_code.co_filename == self.script:
+                frames.append(f)
+            f = f.f_back
+        for frame in reversed(frames):
+            try:
+                scopes.append(frame.f_locals)
+            except Exception:  # noqa: BLE001 - exotic frames
+                pass
+        for scope in scopes:
+            for name, value in list(scope.items()):
+                if value is obj and not name.startswith("_"):
+                    return name
+        return None
 
     def _module_path(self, module: torch.nn.Module) -> str:
         key = id(module)

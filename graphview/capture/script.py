@@ -24,6 +24,7 @@ from typing import Callable
 import torch
 
 from graphview.capture.recorder import Recorder
+from graphview.capture.summaries import summarize
 from graphview.core.options import RunOptions
 
 OUTPUT_CAP = 1 << 20  # bytes of script output kept per stream and run
@@ -324,5 +325,6 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
         stepped = recorder.optimizer_step_count > optimizer_steps_before
         if optimizer is not None and recorder.backward_count > backwards_before and not stepped:
             optimizer.step()
+        returned = summarize(result) if isinstance(result, torch.Tensor) else None
         del result
-        emit({"ev": "step_end", "step": number})
+        emit({"ev": "step_end", "step": number, "result": returned})

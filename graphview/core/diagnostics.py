@@ -37,7 +37,16 @@ def diagnose(run: Run) -> list[Finding]:
 
 
 def _name(run: Run, tid: int | None) -> str:
-    return (run.tensor_name(tid) or f"tensor {tid}") if tid is not None else "the tensor"
+    """The script's name for a tensor, else what made it ("the result of mul at line 7")."""
+    if tid is None:
+        return "the tensor"
+    name = run.tensor_name(tid)
+    if name:
+        return name
+    op = _producer(run, tid)
+    if op is not None:
+        return f"the result of {op['op']} at line {op.get('line')}"
+    return "an unnamed tensor"
 
 
 def _producer(run: Run, tid: int) -> dict | None:
@@ -126,11 +135,35 @@ def _grad_none(run: Run):
                                           "gradient for it.",
                           f"Create it with requires_grad=True or call {name}.requires_grad_() before the forward.",
                           index, f"t{tid}")
+        elif not run.grads.get(tid) and (cut := _cut_below(run, tid, index)) is not None:
+            yield Finding("grad-none-detached", f"{name}.grad is None: the path from {name} to the loss is cut",
+                          cut[0], f"{name} was used, but line {cut[0]} {cut[1]}, so no gradient flows back to it.",
+                          "Remove the detach() / no_grad on the path from it to the loss (or use .detach() only on "
+                          "values that must not learn).", index, f"t{tid}", [ev.get("line")])
         elif not run.grads.get(tid):
             yield Finding("grad-none-unused", f"{name}.grad is None: {name} was not used in the loss",
                           ev.get("line"), f"No backward reached {name}: the output it contributes to is not part of "
                                           "the loss that was backpropagated.",
                           f"Check that {name}'s branch feeds the loss (or drop the parameter).", index, f"t{tid}")
+
+
+def _cut_below(run: Run, tid: int, before: int) -> tuple[int | None, str] | None:
+    """Follow ``tid`` forward through the ops that used it: was the path cut (detach, no_grad)?"""
+    reached = {tid}
+    detached = {}
+    for index, ev in enumerate(run.events):
+        if index > before:
+            break
+        if ev.get("ev") == "detach" and ev["src"] in reached:
+            detached[ev["dst"]] = ev
+            return ev.get("line"), "detached it (detach() makes a tensor without grad_fn)"
+        if ev.get("ev") == "op" and any(t in reached for t, _ in ev.get("inputs") or ()):
+            if ev.get("mode") in ("no_grad", "inference_mode"):
+                return ev.get("line"), f"used it inside a {ev['mode']} region"
+            if ev.get("op") in ("item", "tolist", "numpy"):
+                return ev.get("line"), f"turned it into a Python value ({ev['op']}())"
+            reached.update(t for t, _ in ev.get("outputs") or ())
+    return None
 
 
 # ---------------------------------------------------------------------- 3. accumulation across optimizer steps
@@ -204,8 +237,14 @@ def _retain_for_nothing(run: Run):
 
 # ---------------------------------------------------------------------- 6. graphs kept across steps
 def _kept_across_steps(run: Run):
-    """Each step's graph should die with the step; here the graphs of earlier steps stay alive."""
+    """Each step's graph should die with the step; here the graphs of earlier steps stay alive.
+
+    Steps are ``step()`` calls, or in a plain script the stretches between backward calls."""
     steps = [step for step in run.steps if step["end"] is not None]
+    if not steps:
+        calls = sorted((c for c in run.backwards.values() if c.api == "backward" and c.end is not None),
+                       key=lambda c: c.start)
+        steps = [{"start": c.start, "end": c.end} for c in calls]
     if len(steps) < 3:
         return
     alive = []

@@ -21,7 +21,7 @@ from graphview.core.events import summary_text
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 LAYER_HEIGHT = 96.0
-SLOT_WIDTH = 190.0
+SLOT_WIDTH = 200.0
 
 #: every kind of drawn node, with what the legend calls it
 NODE_KINDS = {
@@ -297,6 +297,8 @@ class Drawing:
         ev = self.run.events[index] if 0 <= index < len(self.run.events) else None
         if ev is not None and ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") and ev.get("vid") == vid:
             return "running"
+        if any(err.get("vid") == vid and i <= index for i, err in self.run.errors):
+            return "error"
         if op.freed is not None and op.freed <= index and op.name != ACCUMULATE_GRAD:
             return "freed"  # AccumulateGrad holds nothing: the next graph reuses it
         if any(i <= index for _, i in op.executed):
@@ -304,12 +306,13 @@ class Drawing:
         return "live"
 
     def saved_bytes(self, vid: int, index: int) -> int:
-        """Bytes of saved tensors that node ``vid`` holds after event ``index``."""
-        total = 0
+        """Bytes node ``vid`` holds in saved tensors after event ``index`` (each storage once, as
+        the memory chart counts them: ``x * x`` saves x twice, one storage)."""
+        storages = {}
         for saved in self.run.saved_by_owner.get(vid, ()):
             if saved.born <= index and (saved.released is None or saved.released > index):
-                total += saved.bytes
-        return total
+                storages[(saved.device, saved.storage)] = saved.bytes
+        return sum(storages.values())
 
     def is_output(self, tid: int, index: int) -> bool:
         """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""

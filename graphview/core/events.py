@@ -24,7 +24,7 @@ run_start      script, mode ("plain" | "step"), torch, python, devices, options,
 run_end        status ("ok" | "error" | "exit" | "stopped" | "timeout" | "crashed"),
                exit_code, message
 step_start     step                       (step scripts: one per call of ``step()``)
-step_end       step
+step_end       step, result (summary of what step() returned, or None)
 stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,

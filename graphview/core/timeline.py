@@ -136,12 +136,18 @@ def describe(run: Run, index: int) -> str:
         return f"line {ev.get('line')}: {ev['op']}{' → ' + outs if outs else ''}{made}"
     if kind == "backward_start":
         flags = [f for f in ("retain_graph", "create_graph") if ev.get(f)]
-        where = f"line {ev['line']}: " if ev.get("line") is not None else "graphview, on what step() returned: "
-        return f"{where}{ev.get('api')}() starts" + (f" ({', '.join(flags)})" if flags else "")
+        what = f"{ev.get('api')}() #{ev.get('bid')} starts" + (f" ({', '.join(flags)})" if flags else "")
+        if ev.get("line") is None:
+            return f"graphview calls backward() on the loss step() returned: {what}"
+        return f"line {ev['line']}: {what}"
     if kind == "bw_node":
-        return f"backward runs {node(ev['vid'])}"
+        return f"backward #{ev['bid']} runs {node(ev['vid'])}"
     if kind == "bw_node_done":
-        return f"{node(ev['vid'])} sends its gradients on"
+        return f"backward #{ev['bid']}: {node(ev['vid'])} sends its gradients on"
+    if kind == "module_enter":
+        return f"enters module {ev.get('path') or '(root)'} ({ev.get('type')})"
+    if kind == "module_exit":
+        return f"leaves module {ev.get('path') or '(root)'}"
     if kind == "accumulate":
         return f"{tensor(ev['tid'])}.grad += {summary_text(ev.get('increment'))} → {summary_text(ev.get('grad'))}"
     if kind == "backward_end":
@@ -163,7 +169,8 @@ def describe(run: Run, index: int) -> str:
     if kind == "step_start":
         return f"step {ev['step']} begins"
     if kind == "step_end":
-        return f"step {ev['step']} ends"
+        result = f": step() returned {summary_text(ev['result'])}" if ev.get("result") else ""
+        return f"step {ev['step']} ends{result}"
     if kind == "detach":
         return f"line {ev.get('line')}: {tensor(ev['src'])} detached → {tensor(ev['dst'])}" + (" (toggle)" if ev.get("forced") else "")
     if kind == "mode":

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QGraphicsItem, QGraphicsObject, QGraphicsPathItem
 from graphview.core.drawing import NODE_KINDS, DrawEdge, DrawNode, Drawing
 from graphview.core.run import Run
 
-NODE_W, NODE_H = 160.0, 48.0
+NODE_W, NODE_H = 172.0, 48.0
 FILL = {
     "param": QColor("#b7e4b9"),
     "input_grad": QColor("#ffe08a"),
@@ -137,7 +137,15 @@ class NodeItem(QGraphicsItem):
             painter.setBrush(QColor(255, 140, 0, 90))
             painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
             pen = QPen(RUNNING, 3)
+        if self.state == "error":
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(198, 40, 40, 70))
+            painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
+            pen = QPen(QColor("#c62828"), 3)
         if self.isSelected():
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(11, 87, 208, 60))
+            painter.drawRoundedRect(rect.adjusted(-6, -6, 6, 6), 13, 13)
             pen = QPen(QColor("#0b57d0"), 3)
         painter.setPen(pen)
         painter.setBrush(self.fill_color())
@@ -150,7 +158,12 @@ class NodeItem(QGraphicsItem):
         title_font.setBold(True)
         painter.setFont(title_font)
         fm = QFontMetricsF(title_font)
-        title = fm.elidedText(self.node.title, Qt.ElideMiddle, NODE_W - 14)
+        title = self.node.title
+        if fm.horizontalAdvance(title) > NODE_W - 14:  # long names: a smaller font before eliding
+            title_font.setPointSizeF(7.5)
+            painter.setFont(title_font)
+            fm = QFontMetricsF(title_font)
+        title = fm.elidedText(title, Qt.ElideRight, NODE_W - 14)
         painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
         sub_font = QFont("DejaVu Sans", 8)
         painter.setFont(sub_font)
@@ -238,7 +251,7 @@ class EdgeItem(QGraphicsPathItem):
             painter.setPen(QColor("#6b7280"))
             painter.setFont(QFont("DejaVu Sans", 7))
             mid = path.pointAtPercent(0.5)
-            painter.drawText(QRectF(mid.x() + 4, mid.y() - 8, 90, 16), Qt.AlignLeft | Qt.AlignVCenter, self.label)
+            painter.drawText(QRectF(mid.x() + 10, mid.y() - 16, 90, 14), Qt.AlignLeft | Qt.AlignVCenter, self.label)
 
 
 class GroupItem(QGraphicsObject):
@@ -432,7 +445,8 @@ class GraphScene(QGraphicsScene):
                     item.update()
                 entry = run.grad_at(node.ref, index)
                 item.set_value(run.value_at(node.ref, index))
-                item.set_state("live", kind, 0, short_value(entry.value) if entry is not None else None)
+                grad = short_value(entry.value) if entry is not None and entry.value is not None else None
+                item.set_state("live", kind, 0, grad)
         hidden_by = self._update_groups()
         for edge in self.edge_items:
             source_group = hidden_by.get(edge.source.node.id)
@@ -551,7 +565,7 @@ class Overview(QWidget):
     def __init__(self, view: "GraphView") -> None:
         super().__init__(view)
         self.view = view
-        self.setFixedSize(200, 150)
+        self.setFixedSize(170, 120)
         self.pixmap: QPixmap | None = None
         self.source = QRectF()
         self.setCursor(Qt.PointingHandCursor)

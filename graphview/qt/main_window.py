@@ -11,6 +11,7 @@ import os
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QSizePolicy,
                                QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton, QSlider,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
@@ -44,6 +45,14 @@ class Legend(QWidget):
             swatch.setStyleSheet(f"background:{FILL[kind].name()}; border:1.5px solid {BORDER[kind].name()};"
                                  f"border-radius:{radius}px")
             cells.append((swatch, text))
+        running = QLabel()
+        running.setFixedSize(14, 14)
+        running.setStyleSheet("background:#ffd59e; border:2px solid #ff8c00; border-radius:2px")
+        cells.append((running, "running now (backward)"))
+        failed = QLabel()
+        failed.setFixedSize(14, 14)
+        failed.setStyleSheet("background:#f7d4d4; border:2px solid #c62828; border-radius:2px")
+        cells.append((failed, "where the error happened"))
         freed = QLabel()
         freed.setFixedSize(14, 14)
         freed.setStyleSheet("background:#f1f1f1; border:1.5px dashed #bdbdbd; border-radius:2px")
@@ -60,6 +69,11 @@ class Legend(QWidget):
             label.setStyleSheet("color:#374151; margin-right:10px")
             layout.addWidget(label, row, col * 2 + 1)
         layout.setColumnStretch(columns * 2, 1)
+
+
+def _sample_label(path: str) -> str:
+    parts = os.path.normpath(path).split(os.sep)
+    return "/".join(parts[parts.index("sample_models") + 1:]) if "sample_models" in parts else os.path.basename(path)
 
 
 class StartPage(QWidget):
@@ -89,7 +103,7 @@ class StartPage(QWidget):
             column.addWidget(QLabel(f"<b>{heading}</b>"))
             widget = QListWidget()
             for path in paths:
-                item = QListWidgetItem(os.path.relpath(path) if heading == "Samples" else path)
+                item = QListWidgetItem(_sample_label(path) if heading == "Samples" else path)
                 item.setData(Qt.UserRole, path)
                 widget.addItem(item)
             widget.itemActivated.connect(lambda item: self.sigOpen.emit(item.data(Qt.UserRole)))
@@ -170,6 +184,8 @@ class MainWindow(QMainWindow):
         dock.setWidget(bottom)
         dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
         self.addDockWidget(Qt.BottomDockWidgetArea, dock)
+        self.bottom_dock = dock
+        dock.hide()  # shown with the first run: the start page needs no empty chart
         toggles_dock = QDockWidget("Run options", self)
         toggles_dock.setObjectName("toggles")
         toggles_dock.setWidget(self.toggles)
@@ -256,6 +272,8 @@ class MainWindow(QMainWindow):
         self.slider.valueChanged.connect(self._on_slider)
         bar.addWidget(self.slider)
         self.position_label = QLabel("")
+        self.position_label.setMinimumWidth(200)
+        self.position_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # never pushes the bar
         bar.addWidget(self.position_label)
         view_menu = menu.addMenu("&View")
         for text, shortcut, slot in (("Fit to window", "F", self.view.fit), ("Zoom to selection", "Z", self.view.zoom_to_selection),
@@ -332,8 +350,9 @@ class MainWindow(QMainWindow):
             self.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
         if self.stack.currentIndex() != 1:
             self.stack.setCurrentIndex(1)
+            self.bottom_dock.show()
             width = max(900, self.width())
-            self.workspace.setSizes([400, width - 400 - 320, 320])
+            self.workspace.setSizes([470, width - 470 - 330, 330])
         name = os.path.basename(script_path) if script_path else "run"
         self.setWindowTitle(f"graphview — {name} [{options.label()}]")
         self._refresh_source()
@@ -468,7 +487,9 @@ class MainWindow(QMainWindow):
         self.ledger.show_run(run, index)
         if self.selected_node:
             self.inspector.show_node(run, self.selected_node, index)
-        self.position_label.setText(f" {index} / {len(run.events) - 1}  {timeline.describe(run, index)} ")
+        text = f" {index} / {len(run.events) - 1}   {timeline.describe(run, index)}"
+        self.position_label.setText(text if len(text) <= 110 else text[:108] + "…")
+        self.position_label.setToolTip(timeline.describe(run, index))
         if animate and previous < index:
             self._animate(previous, index)
 

@@ -163,22 +163,35 @@ class Inspector(QTextBrowser):
             for s in saved:
                 released = s.released is not None and s.released <= index
                 shape = "×".join(map(str, s.shape)) or "scalar"
-                lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({s.kind})"
+                kind = {"param": "leaf that requires grad", "input": "input or constant"}.get(s.kind, s.kind)
+                lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({kind})"
                              + (" <i>released</i>" if released else ""))
             rows.append(("saved tensors", "<br>".join(lines) or "none"))
+            started = {bid: i for bid, i in op.executed}
             for call in run.backwards.values():
-                if op.vid in call.grads_in and call.start <= index:
+                if started.get(call.bid, index + 1) <= index:  # only what has happened by the cursor
                     rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
-                    if op.vid in call.grads_out:
-                        rows.append((f"grad out (backward {call.bid})", _grads(call.grads_out.get(op.vid))))
+                    done = next((i for i, ev in enumerate(run.events[started[call.bid]:index + 1], started[call.bid])
+                                 if ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid), None)
+                    if done is not None and op.vid in call.grads_out:
+                        outs = call.grads_out.get(op.vid) or []
+                        labels = []
+                        for (child, _), g in zip(op.next, outs):
+                            target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad") if child in run.op_nodes else "None"
+                            labels.append(f"→ {html.escape(target)}: {html.escape(_capped(g, 6))}")
+                        rows.append((f"grad out (backward {call.bid})", "<br>".join(labels) or "none"))
         else:
             tnode = run.tensor_nodes.get(node_id)
             if tnode is None:
                 return self.show_empty()
             info = tnode.info
             title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
+            roots = [c.bid for c in run.backwards.values() if tnode.tid in c.roots_tensors and c.start <= index]
+            kind_text = f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})"
+            if roots:
+                kind_text = f"output / loss: root of backward {', '.join(map(str, roots))}"
             rows += [
-                ("kind", f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})"),
+                ("kind", kind_text),
                 ("shape", "×".join(map(str, info.get("shape") or [])) or "scalar"),
                 ("dtype", str(info.get("dtype"))), ("device", str(info.get("device"))),
                 ("requires_grad", str(info.get("requires_grad"))), ("is_leaf", str(info.get("is_leaf"))),
@@ -187,7 +200,7 @@ class Inspector(QTextBrowser):
             if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
                 rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
             if info.get("line") is not None:
-                rows.append(("source line", f"<a href='line:{info['line']}'>line {info['line']}</a>"))
+                rows.append(("first seen at", f"<a href='line:{info['line']}'>line {info['line']}</a>"))
             value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
                 {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
             value = run.value_at(tnode.tid, index) or value
@@ -251,6 +264,9 @@ class Console(QTextBrowser):
                 pieces.append((i, html.escape(ev["text"])))
             elif kind == "stderr":
                 pieces.append((i, f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>"))
+            elif kind == "step_end" and ev.get("result"):
+                pieces.append((i, f"<span style='color:#6b7280'>── step {ev['step']}: step() returned "
+                                  f"{html.escape(summary_text(ev['result']))} ──</span>\n"))
             elif kind == "output_capped":
                 pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
             elif kind == "error":
@@ -289,7 +305,7 @@ class DiagnosticsPanel(QTreeWidget):
         self.itemClicked.connect(lambda item, col: self.sigFinding.emit(item.data(0, Qt.UserRole)))
 
     def show_findings(self, findings: list) -> None:
-        if [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
+        if self.topLevelItemCount() and [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
             return
         self.findings = list(findings)
         self.clear()
@@ -309,8 +325,8 @@ class GradLedger(QTreeWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.setHeaderLabels(["tensor / event", ".grad after"])
-        self.setColumnWidth(0, 260)
+        self.setHeaderLabels(["tensor / change", ".grad after"])
+        self.setColumnWidth(0, 420)
         self.setRootIsDecorated(True)
 
     def show_run(self, run: Run, index: int) -> None:
@@ -328,7 +344,8 @@ class GradLedger(QTreeWidget):
             for e in entries:
                 step = f"step {e.step}: " if e.step is not None else (f"backward {e.bid}: " if e.bid else "")
                 if e.how in ("accumulate", "retained"):
-                    what = f"{step}+({_capped(e.increment)})" if e.increment is not None else f"{step}{e.how}"
+                    what = (f"{step}.grad += {_capped(e.increment, 4)}" if e.increment is not None
+                            else f"{step}.grad kept (retain_grad)")
                 else:
                     what = f"{step}{e.how.replace('_', ' ')}"
                 child = QTreeWidgetItem([what, _capped(e.value)])
@@ -341,6 +358,19 @@ class GradLedger(QTreeWidget):
 
 # ---------------------------------------------------------------------- memory chart
 class BytesAxis(pg.AxisItem):
+    """Byte axis with ticks at round binary sizes (1 KiB, 2 KiB, ... not 1000 B)."""
+
+    def tickSpacing(self, minVal, maxVal, size):
+        span = max(1.0, maxVal - minVal)
+        unit = 1.0
+        while unit * 1024 <= span:
+            unit *= 1024
+        for mult in (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+            step = unit * mult
+            if span / step <= 5 and step >= 1:
+                return [(step, 0)]
+        return [(unit * 512, 0)]
+
     def tickStrings(self, values, scale, spacing):
         return [human_bytes(v) for v in values]
 
@@ -360,7 +390,7 @@ class MemoryChart(pg.PlotWidget):
         # no grid: in software rendering its translucent lines cost more than everything else
         self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
-        self.addLegend(offset=(10, 5))
+        self.addLegend(offset=(-10, 5))  # top right, away from where runs start
         self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
         self.addItem(self.cursor_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
@@ -379,7 +409,8 @@ class MemoryChart(pg.PlotWidget):
         stack = [0] * n
         for kind in ("input", "param", "activation"):
             top = [a + b for a, b in zip(stack, series[kind])]
-            label = {"activation": "activations", "param": "parameters", "input": "inputs"}[kind]
+            label = {"activation": "activations", "param": "leaves that require grad (parameters)",
+                     "input": "inputs and constants"}[kind]
             color = QColor(self.COLORS[kind])
             fill = QColor(self.FILLS[kind])
             x, y = _peak_decimate(top, self.MAX_POINTS)

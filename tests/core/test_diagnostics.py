@@ -27,7 +27,15 @@ EXPECTED = {
     "inference_memory_creep": ("inference-graphs-kept", 10, {}),
     "cpu_is_not_detach": ("cpu-is-not-detach", 6, {}),
     "unscaled_micro_batches": ("unscaled-accumulation", 11, {}),
+    "total_loss_keeps_graphs": ("graph-kept", 11, {}),
+    "detached_branch_gets_no_grad": ("grad-none-detached", 9, {}),
 }
+
+
+def test_bare_layers_name_their_parameters_after_their_variable(record):
+    run = record(PITFALLS / "detached_branch_gets_no_grad.py")
+    names = {info.get("name") for info in run.tensors.values()}
+    assert {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"} <= names
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

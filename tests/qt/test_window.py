@@ -127,7 +127,7 @@ def test_gradient_ledger_lists_each_accumulation(window, record):
     top = window.ledger.topLevelItem(0)
     assert top.text(0) == "w" and top.text(1) == "-16"
     assert [top.child(i).text(1) for i in range(top.childCount())] == ["-8", "-16"]
-    assert top.child(0).text(0) == "backward 1: +(-8)"
+    assert top.child(0).text(0) == "backward 1: .grad += -8"
 
 
 def test_console_shows_the_error_with_a_link_and_marks_the_line(window, record):
