@@ -90,8 +90,12 @@ class Drawing:
 
 
     # ------------------------------------------------------------------ building
-    def update(self) -> list[str]:
-        """Place every element the run has gained since the last call. Returns new node ids."""
+    def update(self, final: bool = True) -> list[str]:
+        """Place every element the run has gained since the last call. Returns new node ids.
+
+        While a run is still streaming (``final=False``), a leaf nobody has used yet waits a
+        little for its user, which is usually a few events away: placed now, it would land
+        far from it."""
         run = self.run
         fresh: list[tuple[int, str, object]] = []
         for tnode in run.tensor_nodes.values():
@@ -119,11 +123,17 @@ class Drawing:
                 self._place(node)
         self._extra_edges()
         # what nobody has used yet: show it where the script is now (sources first)
+        horizon = len(self.run.events) - 200
+        still = []
         for node_id in self._deferred:
             node = self.nodes[node_id]
-            if not node.placed:
+            if node.placed:
+                continue
+            if final or node.born < horizon:
                 self._place_chain(node)
-        self._deferred = []
+            else:
+                still.append(node_id)
+        self._deferred = still
         return created
 
     def _deferrable(self, node: DrawNode) -> bool:

@@ -399,16 +399,21 @@ class GraphScene(QGraphicsScene):
         """
         if self.drawing is None:
             return False
-        self._waiting.extend(self.drawing.update())
+        self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
         made = 0
+        unplaced = []
         while self._waiting and (budget is None or made < budget):
             node_id = self._waiting.pop(0)
             node = self.drawing.nodes[node_id]
+            if not node.placed:  # a leaf still waiting for its first user: no position yet
+                unplaced.append(node_id)
+                continue
             item = NodeItem(node)
             item.setVisible(node.born <= self.cursor)
             self.addItem(item)
             self.node_items[node_id] = item
             made += 1
+        self._waiting[:0] = unplaced
         for edge in self.drawing.edges[len(self.edge_items):]:
             if edge.source not in self.node_items or edge.target not in self.node_items:
                 break  # edges come in order; the rest wait for their nodes
@@ -420,7 +425,7 @@ class GraphScene(QGraphicsScene):
             self._edges_into.setdefault(edge.target, []).append(item)
         x0, y0, x1, y1 = self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
-        return bool(self._waiting)
+        return any(self.drawing.nodes[n].placed for n in self._waiting)
 
     def set_cursor(self, index: int) -> None:
         self.cursor = index
@@ -578,7 +583,10 @@ class Overview(QWidget):
         view.verticalScrollBar().valueChanged.connect(self.update)
 
     def schedule(self) -> None:
-        self._timer.start()
+        if self.pixmap is None:
+            self.redraw()  # the first picture at once; later ones when changes settle
+        else:
+            self._timer.start()
 
     def redraw(self) -> None:
         scene = self.view.scene()

@@ -11,7 +11,6 @@ import os
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QSizePolicy,
                                QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton, QSlider,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
@@ -272,8 +271,7 @@ class MainWindow(QMainWindow):
         self.slider.valueChanged.connect(self._on_slider)
         bar.addWidget(self.slider)
         self.position_label = QLabel("")
-        self.position_label.setMinimumWidth(200)
-        self.position_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # never pushes the bar
+        self.position_label.setFixedWidth(560)  # fixed: a long text must not push it out of the bar
         bar.addWidget(self.position_label)
         view_menu = menu.addMenu("&View")
         for text, shortcut, slot in (("Fit to window", "F", self.view.fit), ("Zoom to selection", "Z", self.view.zoom_to_selection),
@@ -488,7 +486,8 @@ class MainWindow(QMainWindow):
         if self.selected_node:
             self.inspector.show_node(run, self.selected_node, index)
         text = f" {index} / {len(run.events) - 1}   {timeline.describe(run, index)}"
-        self.position_label.setText(text if len(text) <= 110 else text[:108] + "…")
+        metrics = self.position_label.fontMetrics()
+        self.position_label.setText(metrics.elidedText(text, Qt.ElideRight, self.position_label.width() - 8))
         self.position_label.setToolTip(timeline.describe(run, index))
         if animate and previous < index:
             self._animate(previous, index)

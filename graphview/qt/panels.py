@@ -40,7 +40,7 @@ class CodeView(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setFont(MONO)
-        self.setMinimumWidth(280)
+        self.setMinimumWidth(420)
         self.setLineWrapMode(QPlainTextEdit.NoWrap)
         self._numbers = _LineNumbers(self)
         self.blockCountChanged.connect(lambda _: self.setViewportMargins(self.number_width(), 0, 0, 0))
