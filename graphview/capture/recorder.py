@@ -650,11 +650,18 @@ class Recorder:
                 scopes.append(frame.f_locals)
             except Exception:  # noqa: BLE001 - exotic frames
                 pass
+        direct = None
         for scope in scopes:
             for name, value in list(scope.items()):
-                if value is obj and not name.startswith("_"):
-                    return name
-        return None
+                if name.startswith("_"):
+                    continue
+                if isinstance(value, (list, tuple)) and len(value) < 10000:
+                    for i, item in enumerate(value):
+                        if item is obj:  # layers = [nn.Linear(...) ...]: layers[3], not the loop variable
+                            return f"{name}[{i}]"
+                if value is obj and direct is None:
+                    direct = name
+        return direct
 
     def _module_path(self, module: torch.nn.Module) -> str:
         key = id(module)

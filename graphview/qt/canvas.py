@@ -288,7 +288,6 @@ class GroupItem(QGraphicsObject):
         return self.rect.adjusted(-2, -2, 2, 2)
 
     def paint(self, painter, option, widget=None) -> None:
-        shade = max(0, 235 - self.depth * 10)
         if self.collapsed:
             painter.setPen(QPen(QColor("#5b6b82"), 1.6))
             painter.setBrush(QColor("#e6ecf5"))
@@ -304,7 +303,7 @@ class GroupItem(QGraphicsObject):
                              f"{self.members} nodes (collapsed)")
             return
         painter.setPen(QPen(QColor(150, 160, 175), 1, Qt.DashLine))
-        painter.setBrush(QColor(shade, shade + 5 if shade < 250 else shade, 250, 70))
+        painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
         painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             painter.setPen(QColor("#5b6b82"))
@@ -472,6 +471,15 @@ class GraphScene(QGraphicsScene):
             edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
 
     def module_of(self, item: NodeItem) -> str | None:
+        cached = getattr(item, "module_path", False)
+        if cached is not False:
+            return cached
+        path = self._module_of(item)
+        if path is not None or item.node.kind not in ("param", "accumulate"):
+            item.module_path = path  # a parameter's name may still arrive: ask again later
+        return path
+
+    def _module_of(self, item: NodeItem) -> str | None:
         node = item.node
         if node.module:
             return node.module
