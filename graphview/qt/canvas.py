@@ -9,6 +9,7 @@ edges while backward is animated.
 from __future__ import annotations
 
 import math
+import time
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QColor, QFont, QFontMetricsF, QKeySequence, QPainter, QPainterPath, QPen,
@@ -374,6 +375,8 @@ class GraphScene(QGraphicsScene):
         self._waiting: list[str] = []
         self.groups: dict[str, GroupItem] = {}
         self.collapsed: set[str] = set()
+        self.live = False  # a runner is streaming into this scene
+        self._groups_at = 0.0
         self.cursor = -1
         self.setBackgroundBrush(QColor("#fbfbfc"))
         self.selectionChanged.connect(self._on_selection)
@@ -451,7 +454,12 @@ class GraphScene(QGraphicsScene):
                 item.set_value(run.value_at(node.ref, index))
                 grad = short_value(entry.value) if entry is not None and entry.value is not None else None
                 item.set_state("live", kind, 0, grad)
-        hidden_by = self._update_groups()
+        now = time.monotonic()
+        if self.live and now - self._groups_at < 0.5 and not self.collapsed:
+            hidden_by = {}  # streaming: module boxes catch up twice a second
+        else:
+            self._groups_at = now
+            hidden_by = self._update_groups()
         for edge in self.edge_items:
             source_group = hidden_by.get(edge.source.node.id)
             target_group = hidden_by.get(edge.target.node.id)

@@ -389,6 +389,7 @@ class MainWindow(QMainWindow):
     def _grew(self) -> None:
         run = self.run
         live = run.end is None and self.follow_live
+        self.scene.live = run.end is None
         if self.scene.grow(budget=120 if live else None) and not self.live_refresh.isActive():
             self.live_refresh.start()  # more items to create: continue on the next refresh
         self.slider.blockSignals(True)
