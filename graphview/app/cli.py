@@ -6,6 +6,7 @@
     graphview info TRACE [--json]                      what a trace holds
     graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
     graphview diff A [B] [--step-a N] [--step-b M]     autograd nodes added/removed between graphs
+    graphview gradcheck SCRIPT --tensor NAME           autograd vs finite differences (exit 1 if off)
 
 Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
 unwritable output. Failures print one line starting with ``graphview:``, never a traceback.
@@ -79,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("--step-a", type=int, default=None, help="step of the first run (default: its last graph)")
     dif.add_argument("--step-b", type=int, default=None, help="step of the second run (default: its last graph)")
     _add_run_options(dif)
+    gc_ = sub.add_parser("gradcheck", help="compare autograd's gradient of a leaf with finite differences")
+    gc_.add_argument("script")
+    gc_.add_argument("--tensor", required=True, help="the leaf, by the script's name for it (x, fc1.weight)")
+    gc_.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
+    gc_.add_argument("--tolerance", type=float, default=1e-4, help="largest relative error accepted (default 1e-4)")
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -346,10 +352,27 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_gradcheck(args: argparse.Namespace) -> int:
+    from graphview.app.runner_client import gradient_check
+
+    check_script(args.script)
+    result, end = gradient_check(args.script, args.tensor, args.eps)
+    if result is None:
+        raise UserError(f"gradient check failed: {end.get('message') or end.get('status')}")
+    print(f"gradient of the first backward's loss with respect to {result['tensor']} (shape {result['shape']}), float64:")
+    print(f"{'element':>8}  {'autograd':>16}  {'finite differences':>18}")
+    for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])):
+        print(f"{i:>8}  {a:>16.8g}  {n:>18.8g}")
+    ok = result["max_rel_error"] <= args.tolerance
+    print(f"graphview: largest relative error {result['max_rel_error']:.3g} "
+          f"({'within' if ok else 'ABOVE'} {args.tolerance:g})", file=sys.stderr)
+    return EXIT_OK if ok else EXIT_SCRIPT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "-h", "--help")
+    if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "gradcheck", "-h", "--help")
                     and not argv[0].startswith("-")):
         if len(argv) > 1:
             print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
@@ -358,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return gui_main(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff}[args.command]
+    handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,
+               "gradcheck": cmd_gradcheck}[args.command]
     try:
         return handler(args)
     except (UserError, TraceError, ExportError) as exc:

@@ -104,6 +104,8 @@ class App:
         self.window.sigOpenRequested.connect(self.open)
         self.window.sigRunRequested.connect(self.rerun)
         self.window.sigStopRequested.connect(self.stop)
+        self.window.sigGradcheckRequested.connect(self.gradcheck)
+        self.gradchecks: queue.SimpleQueue = queue.SimpleQueue()
         self.timer = QTimer()
         self.timer.timeout.connect(self._pump)
         self.timer.start(BATCH_MS)
@@ -163,7 +165,23 @@ class App:
         if self.live is not None:
             self.live.stop()
 
+    def gradcheck(self, tensor: str) -> None:
+        """Run a gradient check in its own runner process; the result arrives through the pump."""
+        from graphview.app.runner_client import gradient_check
+
+        script = self.window.script_path
+
+        def work():
+            try:
+                self.gradchecks.put(gradient_check(script, tensor))
+            except Exception as exc:  # noqa: BLE001 - reported in the window
+                self.gradchecks.put((None, {"status": "error", "message": str(exc)}))
+
+        threading.Thread(target=work, daemon=True).start()
+
     def _pump(self) -> None:
+        while not self.gradchecks.empty():
+            self.window.show_gradcheck(*self.gradchecks.get())
         """Hand queued events to the window in batches, for about 12 ms per timer tick."""
         import time
 

@@ -29,7 +29,7 @@ class RunnerProcess:
     """One script running in its own interpreter, streaming events to ``on_event``."""
 
     def __init__(self, script: str, options: RunOptions, on_event: Callable[[dict], None],
-                 python: str | None = None) -> None:
+                 python: str | None = None, extra_args: list[str] | None = None) -> None:
         self.script = os.path.abspath(script)
         self.options = options
         self.on_event = on_event
@@ -40,7 +40,7 @@ class RunnerProcess:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [python or sys.executable, "-m", "graphview.capture.runner", self.script,
-               "--events-fd", str(write_fd), "--options", json.dumps(options.to_dict())]
+               "--events-fd", str(write_fd), "--options", json.dumps(options.to_dict())] + list(extra_args or [])
         self._proc = subprocess.Popen(
             cmd, pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env, start_new_session=True,
@@ -215,6 +215,15 @@ class RunnerProcess:
             if os.path.abspath(match.group("file")) == self.script:
                 return int(match.group("line"))
         return self._last_line
+
+
+def gradient_check(script: str, tensor: str, eps: float = 1e-6, timeout: float | None = 300) -> tuple[dict | None, dict]:
+    """Run a gradient check in a runner process: (the ``gradcheck`` event or None, ``run_end``)."""
+    events: list[dict] = []
+    runner = RunnerProcess(script, RunOptions(), events.append, extra_args=["--gradcheck", tensor, "--eps", str(eps)])
+    end = runner.wait(timeout=timeout)
+    result = next((e for e in events if e.get("ev") == "gradcheck"), None)
+    return result, end
 
 
 def record(script: str, options: RunOptions, on_event: Callable[[dict], None],

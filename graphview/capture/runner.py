@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script")
     parser.add_argument("--events-fd", type=int, required=True)
     parser.add_argument("--options", default="{}", help="RunOptions as JSON")
+    parser.add_argument("--gradcheck", metavar="TENSOR", help="check this leaf's gradient instead of recording")
+    parser.add_argument("--eps", type=float, default=1e-6)
     args = parser.parse_args(argv)
     faulthandler.enable(file=sys.__stderr__, all_threads=False)
     pipe = EventPipe(args.events_fd)
@@ -67,9 +69,34 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     options = RunOptions.from_dict(json.loads(args.options))
-    end = run_script(args.script, pipe, options)
+    if args.gradcheck:
+        end = _gradcheck(args, pipe)
+    else:
+        end = run_script(args.script, pipe, options)
     pipe.close()
     return 0 if end["status"] == "ok" else 1
+
+
+def _gradcheck(args, pipe) -> dict:
+    import torch
+
+    from graphview.capture.gradcheck import gradient_check
+    from graphview.capture.script import ScriptError, StopRun, error_event
+
+    pipe({"ev": "run_start", "script": os.path.abspath(args.script), "mode": "gradcheck", "torch": torch.__version__,
+          "python": sys.version.split()[0], "devices": ["cpu"], "options": {}, "notes": [], "source": None})
+    try:
+        result = gradient_check(args.script, args.gradcheck, args.eps)
+    except (ScriptError, StopRun) as exc:
+        end = {"ev": "run_end", "status": "error", "exit_code": 1, "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - the script failed during a re-run
+        pipe(error_event(exc, os.path.abspath(args.script)))
+        end = {"ev": "run_end", "status": "error", "exit_code": 1, "message": f"{type(exc).__name__}: {exc}"}
+    else:
+        pipe({"ev": "gradcheck", **result})
+        end = {"ev": "run_end", "status": "ok", "exit_code": 0, "message": ""}
+    pipe(end)
+    return end
 
 
 if __name__ == "__main__":

@@ -60,6 +60,8 @@ grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign"), li
 optimizer_step optimizer, tids, line
 alloc          device, bytes              (CUDA allocator's ``memory_allocated``, on change)
 error          type, message, traceback [{file, line, func, text}...], line, vid, bid
+gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_rel_error, eps
+               (a gradient check run: central differences in float64)
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ EVENT_KINDS = frozenset(
         "tensor", "name", "value", "op", "node", "node_dead", "saved", "own", "release", "module_enter",
         "module_exit", "module_mode", "mode", "detach", "retain_grad", "grad_read", "backward_start",
         "bw_node", "bw_node_done", "accumulate", "tensor_grad", "grad_result", "backward_end",
-        "grad_reset", "optimizer_step", "alloc", "error",
+        "grad_reset", "optimizer_step", "alloc", "error", "gradcheck",
     }
 )
 

@@ -661,6 +661,7 @@ class GraphView(QGraphicsView):
     """Zoom (wheel, +/-), pan (drag), fit (F), zoom to selection (Z), context menu."""
 
     sigDetachRequested = Signal(str)
+    sigGradcheckRequested = Signal(str)
 
     def __init__(self, scene: GraphScene, parent=None) -> None:
         super().__init__(scene, parent)
@@ -739,5 +740,9 @@ class GraphView(QGraphicsView):
             specs.append((f"Detach every result of line {node.line}", f"line:{node.line}"))
         for text, spec in specs:
             menu.addAction(text, lambda s=spec: self.sigDetachRequested.emit(s))
-        if specs:
+        if node.kind in ("param", "input_grad") and run is not None and run.tensor_name(node.ref):
+            name = run.tensor_name(node.ref)
+            menu.addAction(f"Check the gradient of {name} (finite differences, float64)",
+                           lambda n=name: self.sigGradcheckRequested.emit(n))
+        if not menu.isEmpty():
             menu.exec(event.globalPos())

@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
     sigOpenRequested = Signal(str)
     sigRunRequested = Signal(object)  # RunOptions
     sigStopRequested = Signal()
+    sigGradcheckRequested = Signal(str)
 
     def __init__(self, samples: list[str] | None = None) -> None:
         super().__init__()
@@ -209,6 +210,7 @@ class MainWindow(QMainWindow):
         self.diagnostics.sigFinding.connect(self._on_finding)
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
+        self.view.sigGradcheckRequested.connect(self._request_gradcheck)
         self.statusBar().addPermanentWidget(self.status_label, 1)
 
     # ------------------------------------------------------------------ actions
@@ -516,6 +518,31 @@ class MainWindow(QMainWindow):
                 continue
             texts = [short_value(g) if g is not None else "" for g in ev.get("grads_out") or []]
             self.scene.pulse(op.id, [t for t in texts if t][:1], duration)
+
+    def _request_gradcheck(self, name: str) -> None:
+        if self.script_path:
+            self.statusBar().showMessage(f"checking the gradient of {name} against finite differences…")
+            self.sigGradcheckRequested.emit(name)
+        else:
+            self.show_error("Gradient check", "a gradient check re-runs the script: open the script, not a trace")
+
+    def show_gradcheck(self, result: dict | None, end: dict) -> None:
+        """The result of a gradient check: a line in the status bar and a table in the inspector."""
+        if result is None:
+            self.show_error("Gradient check", f"the gradient check failed: {end.get('message') or end.get('status')}")
+            return
+        worst = result["max_rel_error"]
+        verdict = "agree" if worst <= 1e-4 else "DISAGREE"
+        self.statusBar().showMessage(f"gradient of {result['tensor']}: autograd and finite differences {verdict} "
+                                     f"(largest relative error {worst:.3g})", 60000)
+        rows = "".join(f"<tr><td>{i}</td><td>{a:.8g}</td><td>{n:.8g}</td></tr>"
+                       for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])))
+        color = "#2e7d32" if worst <= 1e-4 else "#c62828"
+        self.inspector.setHtml(
+            f"<h3>Gradient check: {result['tensor']}</h3><p>d(first backward's loss)/d{result['tensor']} in float64,"
+            f" central differences with eps={result['eps']:g}.</p><table><tr><th>element</th><th>autograd</th>"
+            f"<th>finite differences</th></tr>{rows}</table>"
+            f"<p style='color:{color}'>largest relative error {worst:.3g}: {verdict.lower()}</p>")
 
     def _on_finding(self, finding) -> None:
         if finding is None:

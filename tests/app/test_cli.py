@@ -193,3 +193,13 @@ def test_check_reports_pitfalls_and_exits_1(tmp_path):
     assert "inplace_on_saved.py:6: an in-place op changed a tensor saved for backward [inplace-saved]" in result.stdout
     clean = graphview("check", lesson("chain_rule"))
     assert clean.returncode == 0 and "no autograd pitfalls" in clean.stderr
+
+
+def test_gradcheck_command_in_a_runner_process():
+    from tests.conftest import SAMPLES
+
+    bad = graphview("gradcheck", SAMPLES / "pitfalls" / "wrong_custom_backward.py", "--tensor", "x")
+    assert bad.returncode == 1 and "ABOVE" in bad.stderr
+    assert "       1                 6                  12" in bad.stdout
+    good = graphview("gradcheck", lesson("chain_rule"), "--tensor", "x")
+    assert good.returncode == 0 and "within" in good.stderr

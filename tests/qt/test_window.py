@@ -259,3 +259,12 @@ def test_a_rerun_says_what_the_toggle_removed(window, record):
     cut = record(model("mlp_optimizer"), detach_at=["1"])
     window.begin_run(first.start["script"], RunOptions(detach_at=["1"]), cut)
     assert "AccumulateGrad(0.weight)" in window.comparison and "nodes gone" in window.comparison
+
+
+def test_gradcheck_result_is_shown(window, record):
+    run = record(lesson("chain_rule"))
+    show(window, run)
+    window.show_gradcheck({"tensor": "x", "shape": [], "autograd": [20.0], "numeric": [20.0000001], "eps": 1e-6,
+                           "max_abs_error": 1e-7, "max_rel_error": 5e-9}, {"status": "ok"})
+    assert "agree" in window.statusBar().currentMessage()
+    assert "Gradient check: x" in window.inspector.toPlainText()
