@@ -206,11 +206,16 @@ class App:
         import time
 
         deadline = time.monotonic() + timeout
-        while self.live is not None and time.monotonic() < deadline:
+        window = self.window
+        while time.monotonic() < deadline and (self.live is not None or window.live_refresh.isActive()
+                                               or window.follow_live):
             self.qt.processEvents()
             time.sleep(0.01)
             self._pump()
-        self.qt.processEvents()
+            if self.live is None and window.run is not None and window.run.end is None:
+                break  # nothing more will come
+        for _ in range(5):
+            self.qt.processEvents()
         return self.live is None
 
 

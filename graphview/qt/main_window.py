@@ -371,43 +371,60 @@ class MainWindow(QMainWindow):
             self._refresh_source()
             self._refresh_live()
             self.view.fit()
-        elif self.run.end is not None:
-            self.live_refresh.stop()
-            self._refresh_live()
         elif not self.live_refresh.isActive():
             self.live_refresh.start()
 
     def _refresh_live(self) -> None:
+        """One slice of catching up with a streaming run; reschedules itself while work is left."""
         if self.run is None:
             return
-        self._grew()
+        more = self._grew(budget=60)
+        ended = self.run.end is not None
         if self.follow_live and not self.play_timer.isActive():
-            ended = self.run.end is not None
-            self.set_cursor(self.overview_index() if ended else len(self.run.events) - 1)
-            self.follow_live = not ended
-            if ended:
-                self.view.fit()
+            self.set_cursor(len(self.run.events) - 1 if not ended or more else self.overview_index())
+        if more:
+            if not self.live_refresh.isActive():
+                self.live_refresh.start()
+        elif ended and self.follow_live:
+            self.follow_live = False
+            QTimer.singleShot(0, self._finish_run)
 
-    def _grew(self) -> None:
+    def _finish_run(self) -> None:
+        """The run is over and drawn: show it whole, with its diagnostics (a slice of its own)."""
+        if self.run is None or self.run.end is None:
+            return
+        self.memory.show_run(self.run, self._device())
+        self._summarize_end()
+        self.set_cursor(self.overview_index())
+        self.view.fit()
+
+    def _grew(self, budget: int | None = None) -> bool:
+        """Take in what the run gained; returns True while canvas items are still waiting."""
         run = self.run
-        live = run.end is None and self.follow_live
         self.scene.live = run.end is None
-        if self.scene.grow(budget=120 if live else None) and not self.live_refresh.isActive():
-            self.live_refresh.start()  # more items to create: continue on the next refresh
+        more = self.scene.grow(budget=budget)
         self.slider.blockSignals(True)
         self.slider.setRange(0, max(0, len(run.events) - 1))
         self.slider.blockSignals(False)
         if run.start:
             self.toggles.set_devices(run.start.get("devices") or [])
-        self.memory.show_run(run, self._device())
-        if run.end is not None:
-            self._compare_with_earlier()
-            findings = diagnose(run)
-            self.diagnostics.show_findings(findings)
-            self.bottom_tabs.setTabText(self.bottom_tabs.indexOf(self.diagnostics),
-                                        f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
-            self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
-                                      f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
+        # while streaming, the chart (a full redraw) catches up every third slice only
+        self._chart_turn = (getattr(self, "_chart_turn", 0) + 1) % 3
+        if budget is None or self._chart_turn == 0:
+            self.memory.show_run(run, self._device())
+        if budget is None and run.end is not None:
+            self._summarize_end()
+        return more
+
+    def _summarize_end(self) -> None:
+        run = self.run
+        self._compare_with_earlier()
+        findings = diagnose(run)
+        self.diagnostics.show_findings(findings)
+        self.bottom_tabs.setTabText(self.bottom_tabs.indexOf(self.diagnostics),
+                                    f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
+        self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
+                                  f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
 
     def _compare_with_earlier(self) -> None:
         """After a re-run with other options: what the toggle removed from (or added to) the graph."""
