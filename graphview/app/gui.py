@@ -208,7 +208,8 @@ class App:
         deadline = time.monotonic() + timeout
         window = self.window
         while time.monotonic() < deadline and (self.live is not None or window.live_refresh.isActive()
-                                               or window.follow_live):
+                                               or (window.run is not None and window.run.end is not None
+                                                   and not window._finished)):
             self.qt.processEvents()
             time.sleep(0.01)
             self._pump()

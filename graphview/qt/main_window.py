@@ -342,6 +342,7 @@ class MainWindow(QMainWindow):
         self.toggles.set_options(options)
         self.cursor = -1
         self.follow_live = True
+        self._finished = False
         self.selected_node = None
         self.inspector.show_empty()
         self.scene.set_run(self.run)
@@ -380,23 +381,29 @@ class MainWindow(QMainWindow):
             return
         more = self._grew(budget=60)
         ended = self.run.end is not None
-        if self.follow_live and not self.play_timer.isActive():
-            self.set_cursor(len(self.run.events) - 1 if not ended or more else self.overview_index())
+        following = self.follow_live
+        if following and not self.play_timer.isActive():
+            self.set_cursor(len(self.run.events) - 1)
         if more:
             if not self.live_refresh.isActive():
                 self.live_refresh.start()
-        elif ended and self.follow_live:
+        elif ended and not self._finished:
+            self._finished = True
             self.follow_live = False
-            QTimer.singleShot(0, self._finish_run)
+            QTimer.singleShot(0, lambda: self._finish_run(move=following))
 
-    def _finish_run(self) -> None:
-        """The run is over and drawn: show it whole, with its diagnostics (a slice of its own)."""
+    def _finish_run(self, move: bool = True) -> None:
+        """The run is over and drawn: its chart, diagnostics and (if the user was following it)
+        the view of its last complete graph, in an event-loop slice of its own."""
         if self.run is None or self.run.end is None:
             return
         self.memory.show_run(self.run, self._device())
         self._summarize_end()
-        self.set_cursor(self.overview_index())
-        self.view.fit()
+        if move:
+            self.set_cursor(self.overview_index())
+            self.view.fit()
+        else:
+            self.set_cursor(self.cursor)
 
     def _grew(self, budget: int | None = None) -> bool:
         """Take in what the run gained; returns True while canvas items are still waiting."""

@@ -81,3 +81,19 @@ def test_a_crashing_script_keeps_what_was_recorded(app, write_script):
     run = app.window.run
     assert run.status == "crashed" and len(run.ops) == 3
     assert app.window.code.error_line == 5 or app.window._error_line(len(run.events) - 1) == 5
+
+
+def test_a_finished_live_run_shows_its_chart_and_last_graph(app):
+    from tests.conftest import model
+
+    app.open(model("mlp_optimizer"))
+    assert app.wait_idle(90)
+    window = app.window
+    for _ in range(10):
+        window.repaint()
+        app.qt.processEvents()
+    assert window.run.status == "ok"
+    assert len(window.memory.series["total"]) == len(window.run.events)
+    assert max(window.memory.series["total"]) > 0
+    assert window.cursor == window.overview_index()
+    assert any(i.isVisible() and i.node.kind == "op" for i in window.scene.node_items.values())
