@@ -377,6 +377,10 @@ class GraphScene(QGraphicsScene):
         self.collapsed: set[str] = set()
         self.live = False  # a runner is streaming into this scene
         self._groups_at = 0.0
+        self._complete = False  # every item has been brought to the cursor once
+        self._fresh: set[str] = set()  # items created since the last cursor move
+        self._edges_from: dict[str, list] = {}
+        self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
         self.cursor = -1
         self.setBackgroundBrush(QColor("#fbfbfc"))
         self.selectionChanged.connect(self._on_selection)
@@ -388,6 +392,10 @@ class GraphScene(QGraphicsScene):
         self._edges_into.clear()
         self._waiting = []
         self.groups = {}
+        self._complete = False
+        self._fresh = set()
+        self._edges_from = {}
+        self._tensors_of_op = {}
         self.run = run
         self.drawing = Drawing(run)
         self.cursor = -1
@@ -414,6 +422,11 @@ class GraphScene(QGraphicsScene):
             item.setVisible(node.born <= self.cursor)
             self.addItem(item)
             self.node_items[node_id] = item
+            self._fresh.add(node_id)
+            tnode = run_tensor = self.drawing.run.tensor_nodes.get(node_id)
+            if tnode is not None and tnode.grad_fn is not None:
+                self._tensors_of_op.setdefault(tnode.grad_fn, []).append(node_id)
+            del run_tensor
             made += 1
         self._waiting[:0] = unplaced
         for edge in self.drawing.edges[len(self.edge_items):]:
@@ -425,59 +438,127 @@ class GraphScene(QGraphicsScene):
             self.addItem(item)
             self.edge_items.append(item)
             self._edges_into.setdefault(edge.target, []).append(item)
+            self._edges_from.setdefault(edge.source, []).append(item)
         x0, y0, x1, y1 = self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
         return any(self.drawing.nodes[n].placed for n in self._waiting)
 
     def set_cursor(self, index: int) -> None:
+        """Show the state after event ``index``.
+
+        Moving forward by a few thousand events while a run streams only revisits the items
+        those events touch; anything else (moving back, a jump, a loaded trace) checks them all.
+        """
+        previous = self.cursor
         self.cursor = index
         drawing = self.drawing
         if drawing is None:
             return
-        run = drawing.run
-        for node_id, item in self.node_items.items():
-            node = item.node
-            visible = drawing.visible(node, index)
-            item.setVisible(visible)
-            if not visible:
-                continue
-            if node.kind in ("op", "accumulate"):
-                state = drawing.op_state(node.ref, index)
-                item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
-            else:
-                kind = "output" if node.kind == "intermediate" and drawing.is_output(node.ref, index) else node.kind
-                name = run.tensor_name(node.ref)
-                if name and not node.title.startswith(name):
-                    node.title = name + (node.title[node.title.index(" ("):] if " (v" in node.title else "")
-                    item.update()
-                entry = run.grad_at(node.ref, index)
-                item.set_value(run.value_at(node.ref, index))
-                grad = short_value(entry.value) if entry is not None and entry.value is not None else None
-                item.set_state("live", kind, 0, grad)
+        incremental = (self.live and self._complete and 0 <= previous <= index and index - previous <= 3000
+                       and not self.collapsed)
+        if incremental:
+            touched = self._touched(previous, index)
+            items = [self.node_items[i] for i in touched if i in self.node_items]
+        else:
+            items = list(self.node_items.values())
+        self._fresh.clear()
+        for item in items:
+            self._update_item(item, index)
         now = time.monotonic()
         if self.live and now - self._groups_at < 0.5 and not self.collapsed:
             hidden_by = {}  # streaming: module boxes catch up twice a second
+            edges = self.edge_items if not incremental else {
+                e for item in items for e in self._edges_into.get(item.node.id, []) + self._edges_from.get(item.node.id, [])}
         else:
             self._groups_at = now
             hidden_by = self._update_groups()
-        for edge in self.edge_items:
-            source_group = hidden_by.get(edge.source.node.id)
-            target_group = hidden_by.get(edge.target.node.id)
-            visible = (edge.edge.born <= index and (edge.source.isVisible() or source_group is not None)
-                       and (edge.target.isVisible() or target_group is not None)
-                       and not (source_group is not None and source_group is target_group))
-            edge.setVisible(visible)
-            if not visible:
-                continue
-            if source_group is not None or target_group is not None:
-                start = source_group.anchor_out() if source_group else edge.source.pos() + QPointF(0, NODE_H / 2)
-                end = target_group.anchor_in() if target_group else edge.target.pos() - QPointF(0, NODE_H / 2 + 2)
-                edge.route(start, end)
-                edge.rerouted = True
-            else:
-                edge.default_route()
-            edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
+            edges = self.edge_items
+        for edge in edges:
+            self._update_edge(edge, index, hidden_by)
+        self._complete = True
 
+    def _update_item(self, item: NodeItem, index: int) -> None:
+        drawing = self.drawing
+        run = drawing.run
+        node = item.node
+        visible = drawing.visible(node, index)
+        item.setVisible(visible)
+        if not visible:
+            return
+        if node.kind in ("op", "accumulate"):
+            state = drawing.op_state(node.ref, index)
+            item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
+            return
+        kind = "output" if node.kind == "intermediate" and drawing.is_output(node.ref, index) else node.kind
+        name = run.tensor_name(node.ref)
+        if name and not node.title.startswith(name):
+            node.title = name + (node.title[node.title.index(" ("):] if " (v" in node.title else "")
+            item.update()
+        entry = run.grad_at(node.ref, index)
+        item.set_value(run.value_at(node.ref, index))
+        grad = short_value(entry.value) if entry is not None and entry.value is not None else None
+        item.set_state("live", kind, 0, grad)
+
+    def _update_edge(self, edge: "EdgeItem", index: int, hidden_by: dict) -> None:
+        source_group = hidden_by.get(edge.source.node.id)
+        target_group = hidden_by.get(edge.target.node.id)
+        visible = (edge.edge.born <= index and (edge.source.isVisible() or source_group is not None)
+                   and (edge.target.isVisible() or target_group is not None)
+                   and not (source_group is not None and source_group is target_group))
+        edge.setVisible(visible)
+        if not visible:
+            return
+        if source_group is not None or target_group is not None:
+            start = source_group.anchor_out() if source_group else edge.source.pos() + QPointF(0, NODE_H / 2)
+            end = target_group.anchor_in() if target_group else edge.target.pos() - QPointF(0, NODE_H / 2 + 2)
+            edge.route(start, end)
+            edge.rerouted = True
+        else:
+            edge.default_route()
+        edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
+
+    def _touched(self, previous: int, index: int) -> set[str]:
+        """Ids of the items whose look can differ between two cursor positions (forward)."""
+        run = self.drawing.run
+        events = run.events
+        touched: set[str] = set(self._fresh)
+        current = run._current_tensor_node
+
+        def op(vid):
+            if vid is not None:
+                touched.add(f"op{vid}")
+                touched.update(self._tensors_of_op.get(vid, ()))
+
+        def tensor(tid):
+            if tid is not None:
+                touched.update(n.id for n in run._tensor_nodes_of.get(tid, ()))
+
+        for i in range(max(previous, 0), min(index, len(events) - 1) + 1):
+            ev = events[i]
+            kind = ev.get("ev")
+            if kind in ("bw_node", "bw_node_done", "node", "node_dead", "error"):
+                op(ev.get("vid"))
+            elif kind == "accumulate":
+                op(ev.get("vid"))
+                tensor(ev.get("tid"))
+            elif kind in ("tensor", "name", "value", "tensor_grad"):
+                tensor(ev.get("tid"))
+            elif kind == "grad_reset":
+                for tid in ev.get("tids") or ():
+                    tensor(tid)
+            elif kind in ("saved", "own"):
+                op(ev.get("owner"))
+            elif kind == "release":
+                saved = run.saved.get(ev["sid"])
+                op(saved.owner if saved else None)
+            elif kind == "backward_start":
+                for tid in ev.get("root_tensors") or ():
+                    tensor(tid)
+            elif kind == "op":
+                for tid, _ in list(ev.get("outputs") or ()) + list(ev.get("inputs") or ()):
+                    tensor(tid)
+        del current
+        return touched
     def module_of(self, item: NodeItem) -> str | None:
         cached = getattr(item, "module_path", False)
         if cached is not False:

@@ -268,3 +268,26 @@ def test_gradcheck_result_is_shown(window, record):
                            "max_abs_error": 1e-7, "max_rel_error": 5e-9}, {"status": "ok"})
     assert "agree" in window.statusBar().currentMessage()
     assert "Gradient check: x" in window.inspector.toPlainText()
+
+
+def test_incremental_cursor_moves_match_a_full_redraw(window, record):
+    """While streaming, moving forward touches only the affected items: same picture as a full pass."""
+    run = record(model("mlp_optimizer"), steps=2)
+    scene = window.scene
+    scene.set_run(run)
+    scene.live = True
+    scene.set_cursor(0)
+
+    def picture():
+        return {i: (it.isVisible(), it.state, it.kind, it.saved, it.grad) for i, it in scene.node_items.items()}
+
+    from graphview.qt.canvas import GraphScene
+
+    reference = GraphScene()
+    reference.set_run(run)
+    for index in range(1, len(run.events), 3):
+        scene.set_cursor(index)
+        reference.set_cursor(index)
+        ours = picture()
+        theirs = {i: (it.isVisible(), it.state, it.kind, it.saved, it.grad) for i, it in reference.node_items.items()}
+        assert ours == theirs, index
