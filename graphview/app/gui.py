@@ -49,11 +49,13 @@ class LiveRun:
         from graphview.app.runner_client import RunnerProcess
 
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_LIMIT)
-        self.runner = RunnerProcess(script, options, self._put)
         self.done = threading.Event()
         self.stopping = False
         self.abandoned = False
-        self.thread = threading.Thread(target=self._wait, daemon=True)
+        self.runner = None
+        self._spawned = threading.Event()
+        # starting a process takes tens of milliseconds: not on the GUI thread
+        self.thread = threading.Thread(target=self._wait, args=(RunnerProcess, script, options), daemon=True)
         self.thread.start()
 
     def _put(self, event: dict) -> None:
@@ -66,10 +68,15 @@ class LiveRun:
                 if self.abandoned:  # the user moved on to another run: nobody will read these
                     return
 
-    def _wait(self) -> None:
+    def _wait(self, runner_class, script, options) -> None:
         try:
+            self.runner = runner_class(script, options, self._put)
+            self._spawned.set()
+            if self.stopping:
+                self.runner.stop("stopped", grace=0.8)
             self.runner.wait()
         finally:
+            self._spawned.set()
             self.done.set()
 
     def drain(self, limit: int = 20000) -> list[dict]:
@@ -83,11 +90,12 @@ class LiveRun:
 
     def stop(self) -> None:
         self.stopping = True
-        self.runner.stop("stopped", grace=0.8)
+        if self.runner is not None:
+            self.runner.stop("stopped", grace=0.8)
 
     @property
     def process_ended(self) -> bool:
-        return self.runner._proc.poll() is not None
+        return self.runner is not None and self.runner._proc.poll() is not None
 
 
 class App:
