@@ -416,7 +416,9 @@ class MemoryChart(pg.PlotWidget):
             x, y = _peak_decimate(top, self.MAX_POINTS)
             curve = self.curves.get(kind)
             if curve is None:
-                curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=1), fillLevel=0, brush=fill)
+                # steps, not ramps: the bytes after event i hold until event i + 1
+                curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=1), fillLevel=0, brush=fill,
+                                  stepMode="left")
                 self.curves[kind] = curve
             else:
                 curve.setData(x, y)
