@@ -423,10 +423,9 @@ class GraphScene(QGraphicsScene):
             self.addItem(item)
             self.node_items[node_id] = item
             self._fresh.add(node_id)
-            tnode = run_tensor = self.drawing.run.tensor_nodes.get(node_id)
+            tnode = self.drawing.run.tensor_nodes.get(node_id)
             if tnode is not None and tnode.grad_fn is not None:
                 self._tensors_of_op.setdefault(tnode.grad_fn, []).append(node_id)
-            del run_tensor
             made += 1
         self._waiting[:0] = unplaced
         for edge in self.drawing.edges[len(self.edge_items):]:
@@ -522,7 +521,6 @@ class GraphScene(QGraphicsScene):
         run = self.drawing.run
         events = run.events
         touched: set[str] = set(self._fresh)
-        current = run._current_tensor_node
 
         def op(vid):
             if vid is not None:
@@ -557,7 +555,6 @@ class GraphScene(QGraphicsScene):
             elif kind == "op":
                 for tid, _ in list(ev.get("outputs") or ()) + list(ev.get("inputs") or ()):
                     tensor(tid)
-        del current
         return touched
     def module_of(self, item: NodeItem) -> str | None:
         cached = getattr(item, "module_path", False)
