@@ -216,15 +216,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise UserError(f"cannot write {args.output}: folder {out_dir} does not exist")
-    if not os.path.exists(args.source):
-        raise UserError(f"no such file: {args.source}")
-    warnings: list[str] = []
-    if is_trace(args.source):
-        run, warnings = load_run(args.source)
-    else:
-        options = options_from_args(args)
-        with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-            run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False)
+    run, warnings = _run_from(args)
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
     if os.path.splitext(args.output)[1].lower() in (".png", ".svg", ".pdf"):

@@ -616,25 +616,25 @@ class Recorder:
             variable = self._variable_holding(root)
             prefix = f"{variable}." if variable else ""
         for qual, m in root.named_modules():
-            if self._name_refs.get(id(m)) is None or self._name_refs[id(m)]() is not m:
-                self._names[id(m)] = qual
-                self._name_refs[id(m)] = weakref.ref(m)
-        new_tensors = []
-        for qual, p in root.named_parameters():
-            if self._name_refs.get(id(p)) is None or self._name_refs[id(p)]() is not p:
-                self._names[id(p)] = prefix + qual
-                self._name_refs[id(p)] = weakref.ref(p)
-                new_tensors.append(p)
+            self._name_once(m, qual)
+        new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
         for qual, b in root.named_buffers():
-            if self._name_refs.get(id(b)) is None or self._name_refs[id(b)]() is not b:
-                self._names[id(b)] = prefix + qual
-                self._name_refs[id(b)] = weakref.ref(b)
+            if self._name_once(b, prefix + qual):
                 self._buffers.add(id(b))
                 new_tensors.append(b)
         frame, _ = self.user_frame(3)
         line = frame.f_lineno if frame else None
         for t in new_tensors:
             self.tensor_ref(t, line, pending=False)
+
+    def _name_once(self, obj, name: str) -> bool:
+        """Give ``obj`` its qualified name unless it has one already (the first root wins)."""
+        ref = self._name_refs.get(id(obj))
+        if ref is not None and ref() is obj:
+            return False
+        self._names[id(obj)] = name
+        self._name_refs[id(obj)] = weakref.ref(obj)
+        return True
 
     def _variable_holding(self, obj) -> str | None:
         """The script variable bound to ``obj`` (its frames, outermost first, then its module)."""

@@ -51,11 +51,7 @@ def _name(run: Run, tid: int | None) -> str:
 
 def _producer(run: Run, tid: int) -> dict | None:
     """The last op that output tensor ``tid``."""
-    found = None
-    for _, op in run.ops:
-        if any(out[0] == tid for out in op.get("outputs") or ()):
-            found = op
-    return found
+    return run.producers.get(tid)
 
 
 def _errors(run: Run, text: str):
@@ -92,9 +88,6 @@ def _what_cut(run: Run, tid: int | None) -> tuple[int | None, str]:
         seen.add(current)
         op = _producer(run, current)
         if op is None:
-            info = run.tensors.get(current, {})
-            if info and not info.get("requires_grad"):
-                continue
             continue
         if op.get("mode") in ("no_grad", "inference_mode"):
             return op.get("line"), (f"It was computed at line {op.get('line')} inside a {op['mode']} region, "
@@ -150,12 +143,10 @@ def _grad_none(run: Run):
 def _cut_below(run: Run, tid: int, before: int) -> tuple[int | None, str] | None:
     """Follow ``tid`` forward through the ops that used it: was the path cut (detach, no_grad)?"""
     reached = {tid}
-    detached = {}
     for index, ev in enumerate(run.events):
         if index > before:
             break
         if ev.get("ev") == "detach" and ev["src"] in reached:
-            detached[ev["dst"]] = ev
             return ev.get("line"), "detached it (detach() makes a tensor without grad_fn)"
         if ev.get("ev") == "op" and any(t in reached for t, _ in ev.get("inputs") or ()):
             if ev.get("mode") in ("no_grad", "inference_mode"):

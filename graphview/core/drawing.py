@@ -326,7 +326,8 @@ class Drawing:
 
     def is_output(self, tid: int, index: int) -> bool:
         """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""
-        return any(call.start <= index and tid in call.roots_tensors for call in self.run.backwards.values())
+        first = self.run.first_root_at.get(tid)
+        return first is not None and first <= index
 
     def bounds(self) -> tuple[float, float, float, float]:
         placed = [n for n in self.nodes.values() if n.placed]

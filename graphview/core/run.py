@@ -130,6 +130,9 @@ class Run:
         self.edges: list[Edge] = []
         self._edge_keys: set = set()
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
+        self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
+        self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
+        self._last_op = -1
         self.steps: list[dict] = []  # {"step", "start", "end"}
         self.backwards: dict[int, BackwardCall] = {}
         self.grads: dict[int, list[GradEntry]] = {}
@@ -286,7 +289,7 @@ class Run:
         self.ops.append((index, ev))
         vid = ev.get("grad_fn")
         node = self.op_nodes.get(vid) if vid is not None else None
-        if node is not None and node.op is None and node.born >= self._last_op_index():
+        if node is not None and node.op is None and node.born >= self._last_op:
             node.op = ev["op"]
             node.line = ev.get("line", node.line)
             node.module = ev.get("module", node.module)
@@ -303,9 +306,8 @@ class Run:
                     if src and dst and src != dst:
                         self._add_edge(src, dst, "no_grad_op", index, op=ev.get("op"))
         self._last_op = index
-
-    def _last_op_index(self) -> int:
-        return getattr(self, "_last_op", -1)
+        for tid, _ in ev.get("outputs") or ():
+            self.producers[tid] = ev
 
     def _on_detach(self, index: int, ev: dict) -> None:
         src = self._current_tensor_node.get(ev["src"])
@@ -366,6 +368,8 @@ class Run:
         self.devices.add(ev["device"])
 
     def _on_backward_start(self, index: int, ev: dict) -> None:
+        for tid in ev.get("root_tensors") or ():
+            self.first_root_at.setdefault(tid, index)
         self.backwards[ev["bid"]] = BackwardCall(
             bid=ev["bid"], api=ev.get("api", "backward"), start=index, line=ev.get("line"),
             roots=ev.get("roots") or [], roots_tensors=ev.get("root_tensors") or [], retain_graph=bool(ev.get("retain_graph")),
