@@ -10,6 +10,11 @@ slot nearest to its predecessors' mean. Leaves (parameters, inputs) and their Ac
 placed lazily, just above their first user, so a parameter sits next to the op that reads it
 instead of in a row at the top of a deep model.
 
+Module boxes never overlap: a node goes no higher than the rows where another module's live
+nodes sit (a module that is neither its own, an ancestor nor a descendant), together with the
+leaves that wait above it. So ``norm1`` ends before ``linear1`` begins, and the boxes drawn
+around each module's nodes are stacked, not interleaved.
+
 Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw from this.
 """
 
@@ -46,7 +51,7 @@ class DrawNode:
     subtitle: str
     born: int
     ref: int  # tid for tensors, vid for ops
-    module: str | None = None
+    module: str | None = None  # nn.Module call path (for leaves: their name's prefix), boxes group by it
     line: int | None = None
     layer: int = 0
     slot: int = 0
@@ -87,6 +92,8 @@ class Drawing:
         self._deferred: list[str] = []
         self._processed_edges = 0
         self._last_slot = 0
+        self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
+        self._related_cache: dict[tuple[str, str], bool] = {}
 
 
     # ------------------------------------------------------------------ building
@@ -156,8 +163,12 @@ class Drawing:
             op = element
             if op.name == ACCUMULATE_GRAD:
                 leaf_name = run.tensor_name(op.leaf) or "leaf"
+                leaf_info = run.tensors.get(op.leaf)
+                module = op.module
+                if module is None and leaf_info is not None and leaf_info.get("kind") == "param":
+                    module = leaf_name.rpartition(".")[0] or None
                 return DrawNode(op.id, "accumulate", "AccumulateGrad", f"into {leaf_name}.grad", op.born, op.vid,
-                                op.module, op.line)
+                                module, op.line)
             sub = op.op or ""
             if op.line is not None:
                 sub = f"{sub} · line {op.line}" if sub else f"line {op.line}"
@@ -176,7 +187,14 @@ class Drawing:
         name = run.tensor_name(tnode.tid) or "tensor"
         if "v" in tnode.id[1:]:  # a new state of the tensor after an in-place op
             name += f" (v{tnode.version})"
-        return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, None, info.get("line"))
+        if tnode.grad_fn is not None:
+            producer = run.op_nodes.get(tnode.grad_fn)
+            module = producer.module if producer is not None else None
+        elif draw_kind == "param":
+            module = name.rpartition(".")[0] or None
+        else:
+            module = None
+        return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, module, info.get("line"))
 
     def _connect(self, node: DrawNode, element) -> None:
         run = self.run
@@ -236,9 +254,52 @@ class Drawing:
             want = self._last_slot + (1 if self.order else 0)
         if waiting and layer < 2 and not placed:
             layer = 2
+        reach = 1 + max((self._chain_depth(p) for p in waiting), default=0)  # rows it and its leaves take
+        for _ in range(1000):
+            if not self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
+                break
+            layer += 1
         self._put(node, layer, want)
         for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
             self._place_above(pred, node)
+
+    def _chain_depth(self, node: DrawNode) -> int:
+        """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``)."""
+        below = [self._chain_depth(self.nodes[p]) for p in node.preds if p in self.nodes and not self.nodes[p].placed]
+        return 1 + max(below, default=0)
+
+    def _related(self, a: str, b: str) -> bool:
+        """Same module, or one inside the other: their boxes may nest."""
+        key = (a, b)
+        related = self._related_cache.get(key)
+        if related is None:
+            related = a == b or a.startswith(b + ".") or b.startswith(a + ".")
+            self._related_cache[key] = related
+        return related
+
+    def _foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
+        """Whether rows ``top..bottom`` hold live nodes of a module whose box ``module`` must not touch.
+
+        A node outside every module keeps out of all module rows; a module's node keeps out of
+        the rows of modules unrelated to its own. Live means not destroyed before ``born``."""
+        for layer in range(top, bottom + 1):
+            row = self._row_modules.get(layer)
+            if not row:
+                continue
+            for path, ids in list(row.items()):
+                if module is not None and self._related(module, path):
+                    continue
+                live = [i for i in ids if not self._gone(i, born)]
+                if live:
+                    if len(live) != len(ids):
+                        row[path] = live
+                    return True
+                del row[path]
+        return False
+
+    def _gone(self, node_id: str, born: int) -> bool:
+        dead = self.dead_index(self.nodes[node_id])
+        return dead is not None and dead <= born
 
     def _place_chain(self, node: DrawNode) -> None:
         for pred_id in node.preds:
@@ -277,6 +338,8 @@ class Drawing:
                 break
         taken[slot] = node.id
         node.layer, node.slot, node.placed = layer, slot, True
+        if node.module is not None:
+            self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self._last_slot = slot
         self.order.append(node.id)
 

@@ -259,7 +259,8 @@ class GroupItem(QGraphicsObject):
     """A box around the nodes of one ``nn.Module`` call path; double-click collapses it."""
 
     sigToggled = Signal(str)
-    HEADER = 18.0
+    LABEL_FONT = QFont("DejaVu Sans", 8)
+    LABEL_H = 14.0
 
     def __init__(self, path: str, depth: int) -> None:
         super().__init__()
@@ -268,6 +269,7 @@ class GroupItem(QGraphicsObject):
         self.collapsed = False
         self.rect = QRectF()
         self.members = 0
+        self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.setZValue(-10 + depth)
         self.setAcceptHoverEvents(True)
         self.setToolTip(f"module {path} (double-click to collapse or expand)")
@@ -285,8 +287,14 @@ class GroupItem(QGraphicsObject):
     def anchor_out(self) -> QPointF:
         return QPointF(self.rect.center().x(), self.rect.bottom())
 
+    def label_rect(self, shift: float | None = None) -> QRectF:
+        """Where the module's name sits: on the top border, breaking the dashed line."""
+        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.path) + 10, self.rect.width() - 20)
+        left = self.rect.left() + 10 + (self.label_shift if shift is None else shift)
+        return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
+
     def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-2, -2, 2, 2)
+        return self.rect.adjusted(-2, -self.LABEL_H / 2 - 2, 2, 2).united(self.label_rect().adjusted(-1, -1, 1, 1))
 
     def paint(self, painter, option, widget=None) -> None:
         if self.collapsed:
@@ -307,10 +315,14 @@ class GroupItem(QGraphicsObject):
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
         painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
+            label = self.label_rect()
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor("#fbfbfc"))  # the scene's background: the border breaks for the name
+            painter.drawRect(label)
             painter.setPen(QColor("#5b6b82"))
-            painter.setFont(QFont("DejaVu Sans", 8))
-            painter.drawText(QRectF(self.rect.left() + 8, self.rect.top() + 2, self.rect.width() - 16, self.HEADER),
-                             Qt.AlignLeft | Qt.AlignVCenter, self.path)
+            painter.setFont(self.LABEL_FONT)
+            painter.drawText(label, Qt.AlignCenter,
+                             QFontMetricsF(self.LABEL_FONT).elidedText(self.path, Qt.ElideLeft, label.width() - 4))
 
     def mouseDoubleClickEvent(self, event) -> None:
         self.collapsed = not self.collapsed
@@ -557,27 +569,7 @@ class GraphScene(QGraphicsScene):
                     tensor(tid)
         return touched
     def module_of(self, item: NodeItem) -> str | None:
-        cached = getattr(item, "module_path", False)
-        if cached is not False:
-            return cached
-        path = self._module_of(item)
-        if path is not None or item.node.kind not in ("param", "accumulate"):
-            item.module_path = path  # a parameter's name may still arrive: ask again later
-        return path
-
-    def _module_of(self, item: NodeItem) -> str | None:
-        node = item.node
-        if node.module:
-            return node.module
-        if node.kind == "intermediate" and self.run is not None:
-            tnode = self.run.tensor_nodes.get(node.id)
-            op = self.run.op_nodes.get(tnode.grad_fn) if tnode is not None else None
-            return op.module if op is not None else None
-        if node.kind in ("param", "accumulate") and self.run is not None:
-            tid = node.ref if node.kind == "param" else (self.run.op_nodes[node.ref].leaf if node.ref in self.run.op_nodes else None)
-            name = self.run.tensor_name(tid) or ""
-            return name.rpartition(".")[0] or None
-        return None
+        return item.node.module
 
     def _update_groups(self) -> dict[str, GroupItem]:
         """Boxes around each module path's visible nodes; returns node id -> collapsed group hiding it."""
@@ -607,16 +599,43 @@ class GraphScene(QGraphicsScene):
                 self.addItem(group)
             inside_collapsed = any(path.startswith(c + ".") for c in self.collapsed)
             group.setVisible(not inside_collapsed)
-            rect = items[0].sceneBoundingRect()
-            for item in items[1:]:
-                rect = rect.united(item.sceneBoundingRect())
-            depth_pad = 14 + 6 * (3 - min(3, path.count(".")))
-            group.set_box(rect.adjusted(-depth_pad, -depth_pad - GroupItem.HEADER, depth_pad, depth_pad), len(items))
+            xs = [item.pos().x() for item in items]
+            ys = [item.pos().y() for item in items]
+            rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
+            # nested boxes step inwards; vertically they stay inside the gap between rows, so the
+            # boxes of two modules one after the other (the layout stacks them) never overlap
+            level = 3 - min(3, path.count("."))
+            pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
+            group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(items))
             if group.collapsed and not inside_collapsed:
                 for item in items:
                     item.setVisible(False)
                     hidden[item.node.id] = group
+        self._place_group_labels([self.groups[p] for p in members if p in self.groups and self.groups[p].isVisible()])
         return hidden
+
+    def _place_group_labels(self, groups: list[GroupItem]) -> None:
+        """A nested box often starts on the same row as its parent: move its name right of the parent's."""
+        placed: dict[str, QRectF] = {}
+        for group in sorted(groups, key=lambda g: g.depth):
+            shift = 0.0
+            parent = group.path.rpartition(".")[0]
+            others = []
+            while parent:
+                if parent in placed:
+                    others.append(placed[parent])
+                parent = parent.rpartition(".")[0]
+            for _ in range(len(others) + 1):
+                label = group.label_rect(shift)
+                blocking = [r for r in others if r.intersects(label)]
+                if not blocking:
+                    break
+                shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
+            if shift != group.label_shift:
+                group.prepareGeometryChange()
+                group.label_shift = shift
+                group.update()
+            placed[group.path] = group.label_rect()
 
     def _toggle_group(self, path: str) -> None:
         if path in self.collapsed:

@@ -1,0 +1,55 @@
+"""The layered drawing: stable positions while a run streams, no shared cells, stacked module boxes."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphview.core.drawing import Drawing
+from graphview.core.run import Run
+from tests.conftest import lesson, model
+
+
+def _stream(events: list[dict], chunk: int) -> tuple[Run, Drawing, dict[str, tuple[int, int]]]:
+    """Feed the events as a live run does, a chunk at a time; remember where each node first landed."""
+    run = Run()
+    drawing = Drawing(run)
+    first: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(events), chunk):
+        run.extend(events[start:start + chunk])
+        drawing.update(final=start + chunk >= len(events))
+        for node in drawing.nodes.values():
+            if node.placed and node.id not in first:
+                first[node.id] = (node.layer, node.slot)
+    return run, drawing, first
+
+
+@pytest.mark.parametrize("path", [model("transformer_block"), model("mlp_optimizer"), lesson("chain_rule")])
+def test_a_placed_node_never_moves_and_live_nodes_never_share_a_place(record, path):
+    events = record(path).events
+    _, drawing, first = _stream(events, chunk=7)
+    assert first and len(first) == len(drawing.nodes)
+    for node in drawing.nodes.values():
+        assert (node.layer, node.slot) == first[node.id], node.id
+    for index in range(0, len(events), max(1, len(events) // 40)):
+        cells = [(n.layer, n.slot) for n in drawing.nodes.values() if drawing.visible(n, index)]
+        assert len(cells) == len(set(cells)), f"two live nodes share a place at event {index}"
+
+
+def test_boxes_of_unrelated_modules_never_share_a_row(record):
+    run = record(model("transformer_block"))
+    drawing = Drawing(run)
+    drawing.update()
+    end_of_forward = min(call.start for call in run.backwards.values())
+    rows: dict[str, set[int]] = {}
+    for node in drawing.nodes.values():
+        if node.module and drawing.visible(node, end_of_forward):
+            rows.setdefault(node.module, set()).add(node.layer)
+    assert {"encoder.layers.0.self_attn.out_proj", "encoder.layers.0.norm1", "encoder.layers.0.linear1", "head"} <= set(rows)
+
+    def related(a: str, b: str) -> bool:
+        return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+    clashes = [(a, b) for a in rows for b in rows if a < b and not related(a, b) and rows[a] & rows[b]]
+    assert clashes == []
+    # stacked in call order: norm1 ends above where linear1 begins
+    assert max(rows["encoder.layers.0.norm1"]) < min(rows["encoder.layers.0.linear1"])
