@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QColor, QFont, QFontMetricsF, QKeySequence, QPainter, QPainterPath, QPen,
@@ -17,7 +18,7 @@ from PySide6.QtGui import (QAction, QColor, QFont, QFontMetricsF, QKeySequence, 
 from PySide6.QtWidgets import (QGraphicsItem, QGraphicsObject, QGraphicsPathItem, QGraphicsScene, QGraphicsView,
                                QMenu, QStyleOptionGraphicsItem, QWidget)
 
-from graphview.core.drawing import NODE_KINDS, DrawEdge, DrawNode, Drawing
+from graphview.core.drawing import LAYER_HEIGHT, NODE_KINDS, SLOT_WIDTH, DrawEdge, DrawNode, Drawing
 from graphview.core.run import Run
 
 NODE_W, NODE_H = 172.0, 48.0
@@ -203,7 +204,7 @@ class EdgeItem(QGraphicsPathItem):
         self.source, self.target = source, target
         self.freed = False
         self.rerouted = False
-        self.route(source.pos() + QPointF(0, NODE_H / 2), target.pos() - QPointF(0, NODE_H / 2 + 2))
+        self.route_between_nodes()
         self.setZValue(1)
         self._style()
         self.label = edge.label
@@ -211,7 +212,27 @@ class EdgeItem(QGraphicsPathItem):
     def default_route(self) -> None:
         if self.rerouted:
             self.rerouted = False
-            self.route(self.source.pos() + QPointF(0, NODE_H / 2), self.target.pos() - QPointF(0, NODE_H / 2 + 2))
+            self.route_between_nodes()
+
+    def route_between_nodes(self) -> None:
+        """Adjacent rows: one S-curve. Farther apart: the edge leaves its node, runs down the lane
+        between two columns (nodes never sit there) and turns into its target, instead of
+        cutting straight across the nodes of the rows in between."""
+        start = self.source.pos() + QPointF(0, NODE_H / 2)
+        end = self.target.pos() - QPointF(0, NODE_H / 2 + 2)
+        if end.y() - start.y() <= LAYER_HEIGHT:
+            self.route(start, end)
+            return
+        side = 1.0 if end.x() >= start.x() else -1.0
+        # edges sharing a lane are kept apart by a few pixels, so each stays traceable
+        lane = start.x() + side * SLOT_WIDTH / 2 + ((zlib.crc32((self.edge.source + self.edge.target).encode()) % 5) - 2) * 4.0
+        bend = (LAYER_HEIGHT - NODE_H) / 2
+        top, bottom = QPointF(lane, start.y() + bend), QPointF(lane, end.y() - bend)
+        path = QPainterPath(start)
+        path.cubicTo(start + QPointF(0, bend * 0.7), top - QPointF(0, bend * 0.7), top)
+        path.lineTo(bottom)
+        path.cubicTo(bottom + QPointF(0, bend * 0.7), end - QPointF(0, bend * 0.7), end)
+        self.setPath(path)
 
     def route(self, start: QPointF, end: QPointF) -> None:
         path = QPainterPath(start)
