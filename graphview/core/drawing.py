@@ -92,6 +92,7 @@ class Drawing:
         self._deferred: list[str] = []
         self._processed_edges = 0
         self._last_slot = 0
+        self._bounds: tuple[float, float, float, float] | None = None
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -338,6 +339,8 @@ class Drawing:
                 break
         taken[slot] = node.id
         node.layer, node.slot, node.placed = layer, slot, True
+        x0, y0, x1, y1 = self._bounds or (node.x, node.y, node.x, node.y)
+        self._bounds = (min(x0, node.x), min(y0, node.y), max(x1, node.x), max(y1, node.y))
         if node.module is not None:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self._last_slot = slot
@@ -393,12 +396,8 @@ class Drawing:
         return first is not None and first <= index
 
     def bounds(self) -> tuple[float, float, float, float]:
-        placed = [n for n in self.nodes.values() if n.placed]
-        if not placed:
-            return (0.0, 0.0, 0.0, 0.0)
-        xs = [n.x for n in placed]
-        ys = [n.y for n in placed]
-        return (min(xs), min(ys), max(xs), max(ys))
+        """Left, top, right, bottom of every placed node's centre (kept up to date as nodes are placed)."""
+        return self._bounds or (0.0, 0.0, 0.0, 0.0)
 
 
 def _shape_text(info: dict) -> str:

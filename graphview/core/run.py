@@ -14,6 +14,8 @@ Graph element ids (strings, stable within a run):
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -247,12 +249,13 @@ class Run:
 
     def value_at(self, tid: int, index: int | None = None) -> dict | None:
         """The tensor's value summary as recorded at or before event ``index``."""
-        last = None
-        for at, summary in self.values.get(tid, ()):
-            if index is not None and at > index:
-                break
-            last = summary
-        return last
+        history = self.values.get(tid)
+        if not history:
+            return None
+        if index is None:
+            return history[-1][1]
+        at = bisect_right(history, index, key=lambda item: item[0])
+        return history[at - 1][1] if at else None
 
     def _on_value(self, index: int, ev: dict) -> None:
         self._note_value(ev["tid"], index, ev)
@@ -457,12 +460,13 @@ class Run:
 
     def grad_at(self, tid: int, index: int | None = None) -> GradEntry | None:
         """The latest change of ``.grad`` of tensor ``tid`` at or before ``index``."""
-        last = None
-        for entry in self.grads.get(tid, ()):
-            if index is not None and entry.index > index:
-                break
-            last = entry
-        return last
+        entries = self.grads.get(tid)
+        if not entries:
+            return None
+        if index is None:
+            return entries[-1]
+        at = bisect_right(entries, index, key=lambda entry: entry.index)
+        return entries[at - 1] if at else None
 
     def grad_values(self, tid: int) -> list:
         """Every value ``.grad`` of ``tid`` took, in order (``None`` after a reset to None)."""

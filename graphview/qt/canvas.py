@@ -412,6 +412,7 @@ class GraphScene(QGraphicsScene):
         self._groups_at = 0.0
         self._complete = False  # every item has been brought to the cursor once
         self._fresh: set[str] = set()  # items created since the last cursor move
+        self._visible: set[str] = set()  # node ids shown at the cursor (module boxes look only at these)
         self._edges_from: dict[str, list] = {}
         self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
         self.cursor = -1
@@ -427,6 +428,7 @@ class GraphScene(QGraphicsScene):
         self.groups = {}
         self._complete = False
         self._fresh = set()
+        self._visible = set()
         self._edges_from = {}
         self._tensors_of_op = {}
         self.run = run
@@ -478,18 +480,18 @@ class GraphScene(QGraphicsScene):
     def set_cursor(self, index: int) -> None:
         """Show the state after event ``index``.
 
-        Moving forward by a few thousand events while a run streams only revisits the items
-        those events touch; anything else (moving back, a jump, a loaded trace) checks them all.
+        A move of up to a few thousand events, either way (streaming, stepping, scrubbing),
+        only revisits the items the events in between touch; a longer jump, or one with a module
+        box collapsed, checks them all.
         """
         previous = self.cursor
         self.cursor = index
         drawing = self.drawing
         if drawing is None:
             return
-        incremental = (self.live and self._complete and 0 <= previous <= index and index - previous <= 3000
-                       and not self.collapsed)
+        incremental = self._complete and previous >= 0 and abs(index - previous) <= 3000 and not self.collapsed
         if incremental:
-            touched = self._touched(previous, index)
+            touched = self._touched(min(previous, index), max(previous, index))
             items = [self.node_items[i] for i in touched if i in self.node_items]
         else:
             items = list(self.node_items.values())
@@ -499,11 +501,13 @@ class GraphScene(QGraphicsScene):
         now = time.monotonic()
         if self.live and now - self._groups_at < 0.5 and not self.collapsed:
             hidden_by = {}  # streaming: module boxes catch up twice a second
-            edges = self.edge_items if not incremental else {
-                e for item in items for e in self._edges_into.get(item.node.id, []) + self._edges_from.get(item.node.id, [])}
         else:
             self._groups_at = now
             hidden_by = self._update_groups()
+        if incremental and not hidden_by:
+            # nothing collapsed: only the edges of the items revisited can change
+            edges = {e for item in items for e in self._edges_into.get(item.node.id, []) + self._edges_from.get(item.node.id, [])}
+        else:
             edges = self.edge_items
         for edge in edges:
             self._update_edge(edge, index, hidden_by)
@@ -516,7 +520,9 @@ class GraphScene(QGraphicsScene):
         visible = drawing.visible(node, index)
         item.setVisible(visible)
         if not visible:
+            self._visible.discard(node.id)
             return
+        self._visible.add(node.id)
         if node.kind in ("op", "accumulate"):
             state = drawing.op_state(node.ref, index)
             item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
@@ -550,7 +556,7 @@ class GraphScene(QGraphicsScene):
         edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
 
     def _touched(self, previous: int, index: int) -> set[str]:
-        """Ids of the items whose look can differ between two cursor positions (forward)."""
+        """Ids of the items whose look can differ between cursor positions ``previous`` < ``index``."""
         run = self.drawing.run
         events = run.events
         touched: set[str] = set(self._fresh)
@@ -595,7 +601,8 @@ class GraphScene(QGraphicsScene):
     def _update_groups(self) -> dict[str, GroupItem]:
         """Boxes around each module path's visible nodes; returns node id -> collapsed group hiding it."""
         members: dict[str, list[NodeItem]] = {}
-        for item in self.node_items.values():
+        for node_id in self._visible:
+            item = self.node_items[node_id]
             if not item.isVisible():
                 continue
             path = self.module_of(item)
@@ -663,6 +670,7 @@ class GraphScene(QGraphicsScene):
             self.collapsed.discard(path)
         else:
             self.collapsed.add(path)
+        self._complete = False  # members of the box change visibility: revisit every item
         self.set_cursor(self.cursor)
 
     def set_collapsed(self, path: str, collapsed: bool) -> None:

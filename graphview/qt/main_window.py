@@ -134,6 +134,7 @@ class MainWindow(QMainWindow):
         self.script_path: str | None = None
         self.options = RunOptions()
         self.cursor = -1
+        self._chart_turn = 0
         self.follow_live = True
         self.earlier_runs: list[tuple[str, Run]] = []
         self.comparison = ""
@@ -343,6 +344,7 @@ class MainWindow(QMainWindow):
         self.cursor = -1
         self.follow_live = True
         self._finished = False
+        self._chart_turn = 0
         self.selected_node = None
         self.inspector.show_empty()
         self.scene.set_run(self.run)
@@ -376,14 +378,29 @@ class MainWindow(QMainWindow):
             self.live_refresh.start()
 
     def _refresh_live(self) -> None:
-        """One slice of catching up with a streaming run; reschedules itself while work is left."""
-        if self.run is None:
+        """One round of catching up with a streaming run, in short event-loop slices (new items;
+        then the cursor and its panels; then, every fifth round, the chart), so the window
+        repaints and answers input between them. Reschedules itself while work is left."""
+        run = self.run
+        if run is None:
             return
-        more = self._grew(budget=60)
-        ended = self.run.end is not None
+        more = self._grew(budget=40, chart=False)
+        ended = run.end is not None
         following = self.follow_live
-        if following and not self.play_timer.isActive():
-            self.set_cursor(len(self.run.events) - 1)
+        self._chart_turn = (self._chart_turn + 1) % 5
+
+        def cursor_slice() -> None:
+            if self.run is run and self.follow_live and not self.play_timer.isActive():
+                self.set_cursor(len(run.events) - 1)
+            if self._chart_turn == 0 or not more:
+                QTimer.singleShot(0, chart_slice)
+
+        def chart_slice() -> None:
+            if self.run is run:
+                self.memory.show_run(run, self._device())
+                self.memory.set_cursor(self.cursor)
+
+        QTimer.singleShot(0, cursor_slice)
         if more:
             if not self.live_refresh.isActive():
                 self.live_refresh.start()
@@ -405,7 +422,7 @@ class MainWindow(QMainWindow):
         else:
             self.set_cursor(self.cursor)
 
-    def _grew(self, budget: int | None = None) -> bool:
+    def _grew(self, budget: int | None = None, chart: bool = True) -> bool:
         """Take in what the run gained; returns True while canvas items are still waiting."""
         run = self.run
         self.scene.live = run.end is None
@@ -415,9 +432,7 @@ class MainWindow(QMainWindow):
         self.slider.blockSignals(False)
         if run.start:
             self.toggles.set_devices(run.start.get("devices") or [])
-        # while streaming, the chart (a full redraw) catches up every third slice only
-        self._chart_turn = (getattr(self, "_chart_turn", 0) + 1) % 3
-        if budget is None or self._chart_turn == 0:
+        if chart:
             self.memory.show_run(run, self._device())
         if budget is None and run.end is not None:
             self._summarize_end()

@@ -124,6 +124,8 @@ def test_gradient_ledger_lists_each_accumulation(window, record):
     run = record(lesson("accumulate_without_clearing"))
     show(window, run)
     window.set_cursor(len(run.events) - 1)
+    assert window.ledger.topLevelItemCount() == 0 or not window.ledger.isVisible()  # built when shown
+    window.bottom_tabs.setCurrentWidget(window.ledger)
     top = window.ledger.topLevelItem(0)
     assert top.text(0) == "w" and top.text(1) == "-16"
     assert [top.child(i).text(1) for i in range(top.childCount())] == ["-8", "-16"]
@@ -271,23 +273,37 @@ def test_gradcheck_result_is_shown(window, record):
 
 
 def test_incremental_cursor_moves_match_a_full_redraw(window, record):
-    """While streaming, moving forward touches only the affected items: same picture as a full pass."""
+    """Short cursor moves (forward while streaming, back, jumps while scrubbing) revisit only the
+    items the events in between touch: the picture equals a full pass over every item."""
+    import random
+
     run = record(model("mlp_optimizer"), steps=2)
     scene = window.scene
     scene.set_run(run)
     scene.live = True
     scene.set_cursor(0)
 
-    def picture():
-        return {i: (it.isVisible(), it.state, it.kind, it.saved, it.grad) for i, it in scene.node_items.items()}
-
     from graphview.qt.canvas import GraphScene
 
     reference = GraphScene()
     reference.set_run(run)
-    for index in range(1, len(run.events), 3):
+
+    def picture(of):
+        nodes = {i: (it.isVisible(), it.state, it.kind, it.saved, it.grad) for i, it in of.node_items.items()}
+        edges = [(e.edge.source, e.edge.target, e.isVisible(), e.freed) for e in of.edge_items]
+        return nodes, edges
+
+    def check(index):
         scene.set_cursor(index)
+        reference._complete = False  # the reference always takes the full pass
         reference.set_cursor(index)
-        ours = picture()
-        theirs = {i: (it.isVisible(), it.state, it.kind, it.saved, it.grad) for i, it in reference.node_items.items()}
-        assert ours == theirs, index
+        assert picture(scene) == picture(reference), index
+
+    for index in range(1, len(run.events), 3):
+        check(index)
+    scene.live = False  # a finished run, scrubbed both ways
+    for index in range(len(run.events) - 1, 0, -5):
+        check(index)
+    rng = random.Random(0)
+    for _ in range(60):
+        check(rng.randrange(len(run.events)))
