@@ -20,6 +20,7 @@ Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from graphview.core.events import summary_text
@@ -91,8 +92,10 @@ class Drawing:
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._deferred: list[str] = []
         self._processed_edges = 0
-        self._last_slot = 0
         self._bounds: tuple[float, float, float, float] | None = None
+        self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
+        self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
+        self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -226,8 +229,9 @@ class Drawing:
                 label = edge.attrs.get("op", "") if edge.kind == "no_grad_op" else ("detach" if edge.kind == "detach" else "")
                 self._edge(edge.source, edge.target, edge.kind, edge.born, label)
                 target = self.nodes[edge.target]
-                if edge.kind in ("detach", "no_grad_op") and target.kind == "input":
+                if edge.kind in ("detach", "no_grad_op") and target.kind in ("input", "detached"):
                     target.kind = "detached"  # cut from a graph: drawn apart from plain inputs
+                    self.derived.add(target.id)
         self._processed_edges = len(run.edges)
 
     def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
@@ -239,7 +243,9 @@ class Drawing:
         if key in self._edge_keys:
             return
         self._edge_keys.add(key)
-        self.edges.append(DrawEdge(source, target, kind, born, label))
+        edge = DrawEdge(source, target, kind, born, label)
+        self.edges.append(edge)
+        self._out.setdefault(source, []).append(edge)
         if target_node is not None and source not in target_node.preds:
             target_node.preds.append(source)
 
@@ -252,7 +258,7 @@ class Drawing:
             want = round(sum(p.slot for p in placed) / len(placed))
         else:
             layer = 2 if waiting else 0
-            want = self._last_slot + (1 if self.order else 0)
+            want = None  # a new, independent computation: the leftmost column free below
         if waiting and layer < 2 and not placed:
             layer = 2
         reach = 1 + max((self._chain_depth(p) for p in waiting), default=0)  # rows it and its leaves take
@@ -260,9 +266,21 @@ class Drawing:
             if not self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
                 break
             layer += 1
+        if want is None:
+            want = self._free_column(layer, node.born)
         self._put(node, layer, want)
         for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
             self._place_above(pred, node)
+
+    def _free_column(self, layer: int, born: int) -> int:
+        """The leftmost slot (from 0) with no live node in ``layer`` or any row below it: where
+        the next training step's graph goes once the last one is destroyed, so repeated steps
+        draw in the same place instead of drifting right."""
+        rows = [self._occupied[k] for k in self._occupied if k >= layer]
+        for slot in range(0, 100000):
+            if all(self._free(taken, slot, born) for taken in rows):
+                return slot
+        return 0
 
     def _chain_depth(self, node: DrawNode) -> int:
         """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``)."""
@@ -343,7 +361,6 @@ class Drawing:
         self._bounds = (min(x0, node.x), min(y0, node.y), max(x1, node.x), max(y1, node.y))
         if node.module is not None:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
-        self._last_slot = slot
         self.order.append(node.id)
 
     # ------------------------------------------------------------------ state at a cursor
@@ -356,7 +373,37 @@ class Drawing:
         if tnode is not None and tnode.grad_fn is not None:
             op = self.run.op_nodes.get(tnode.grad_fn)
             return op.dead if op is not None else None
+        if node.id in self.derived:
+            return self._derived_death(node)
         return None
+
+    def _derived_death(self, node: DrawNode) -> int | None:
+        """A tensor made without grad from another (``targets.reshape(-1)``, ``out.detach()``,
+        what ``loss.item()`` makes) has no graph that autograd destroys, yet leaving it on the
+        canvas forever would add a column per training step. It goes with what it feeds: when
+        every op and derived tensor it fed is gone; if it fed nothing, at the end of its step."""
+        known = self._deaths.get(node.id)
+        if known is not None:
+            return known
+        users = [self.nodes[e.target] for e in self._out.get(node.id, ())
+                 if e.target in self.nodes and (self.nodes[e.target].kind in ("op", "accumulate")
+                                                or e.target in self.derived)]
+        if users:
+            deaths = [self.dead_index(user) for user in users]
+            death = None if any(d is None for d in deaths) else max(deaths)
+        else:
+            death = self._step_end(node.born)
+        if death is not None:
+            self._deaths[node.id] = death
+        return death
+
+    def _step_end(self, index: int) -> int | None:
+        steps = self.run.steps
+        at = bisect_right(steps, index, key=lambda step: step["start"]) - 1
+        if at < 0:
+            return None
+        end = steps[at]["end"]
+        return end if end is not None and end >= index else None
 
     def visible(self, node: DrawNode, index: int) -> bool:
         """The graph as it exists at ``index``: born, and not yet destroyed by autograd."""

@@ -445,31 +445,31 @@ class GraphScene(QGraphicsScene):
         if self.drawing is None:
             return False
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
-        made = 0
+        made = taken = 0
         unplaced = []
-        while self._waiting and (budget is None or made < budget):
-            node_id = self._waiting.pop(0)
+        waiting = self._waiting
+        while taken < len(waiting) and (budget is None or made < budget):
+            node_id = waiting[taken]
+            taken += 1
             node = self.drawing.nodes[node_id]
             if not node.placed:  # a leaf still waiting for its first user: no position yet
                 unplaced.append(node_id)
                 continue
             item = NodeItem(node)
-            item.setVisible(node.born <= self.cursor)
-            self.addItem(item)
+            self._show(item, node.born <= self.cursor)
             self.node_items[node_id] = item
             self._fresh.add(node_id)
             tnode = self.drawing.run.tensor_nodes.get(node_id)
             if tnode is not None and tnode.grad_fn is not None:
                 self._tensors_of_op.setdefault(tnode.grad_fn, []).append(node_id)
             made += 1
-        self._waiting[:0] = unplaced
+        self._waiting = unplaced + waiting[taken:]
         for edge in self.drawing.edges[len(self.edge_items):]:
             if edge.source not in self.node_items or edge.target not in self.node_items:
                 break  # edges come in order; the rest wait for their nodes
             source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
             item = EdgeItem(edge, source, target)
-            item.setVisible(edge.born <= self.cursor and source.isVisible() and target.isVisible())
-            self.addItem(item)
+            self._show(item, edge.born <= self.cursor and source.isVisible() and target.isVisible())
             self.edge_items.append(item)
             self._edges_into.setdefault(edge.target, []).append(item)
             self._edges_from.setdefault(edge.source, []).append(item)
@@ -513,12 +513,23 @@ class GraphScene(QGraphicsScene):
             self._update_edge(edge, index, hidden_by)
         self._complete = True
 
+    def _show(self, item: QGraphicsItem, visible: bool) -> None:
+        """Show or hide an item for the cursor. A hidden one also leaves the scene: every step of
+        a long training run leaves a destroyed graph behind, and thousands of hidden items in
+        the scene's index would slow down every repaint of the whole view."""
+        item.setVisible(visible)
+        if visible:
+            if item.scene() is None:
+                self.addItem(item)
+        elif item.scene() is not None:
+            self.removeItem(item)
+
     def _update_item(self, item: NodeItem, index: int) -> None:
         drawing = self.drawing
         run = drawing.run
         node = item.node
         visible = drawing.visible(node, index)
-        item.setVisible(visible)
+        self._show(item, visible)
         if not visible:
             self._visible.discard(node.id)
             return
@@ -543,7 +554,7 @@ class GraphScene(QGraphicsScene):
         visible = (edge.edge.born <= index and (edge.source.isVisible() or source_group is not None)
                    and (edge.target.isVisible() or target_group is not None)
                    and not (source_group is not None and source_group is target_group))
-        edge.setVisible(visible)
+        self._show(edge, visible)
         if not visible:
             return
         if source_group is not None or target_group is not None:
@@ -570,9 +581,12 @@ class GraphScene(QGraphicsScene):
             if tid is not None:
                 touched.update(n.id for n in run._tensor_nodes_of.get(tid, ()))
 
+        derived = False
         for i in range(max(previous, 0), min(index, len(events) - 1) + 1):
             ev = events[i]
             kind = ev.get("ev")
+            if kind in ("node_dead", "step_end"):
+                derived = True  # a derived no-grad tensor goes with what it feeds, or its step
             if kind in ("bw_node", "bw_node_done", "node", "node_dead", "error"):
                 op(ev.get("vid"))
             elif kind == "accumulate":
@@ -594,6 +608,8 @@ class GraphScene(QGraphicsScene):
             elif kind == "op":
                 for tid, _ in list(ev.get("outputs") or ()) + list(ev.get("inputs") or ()):
                     tensor(tid)
+        if derived:
+            touched.update(self.drawing.derived)
         return touched
     def module_of(self, item: NodeItem) -> str | None:
         return item.node.module

@@ -53,3 +53,22 @@ def test_boxes_of_unrelated_modules_never_share_a_row(record):
     assert clashes == []
     # stacked in call order: norm1 ends above where linear1 begins
     assert max(rows["encoder.layers.0.norm1"]) < min(rows["encoder.layers.0.linear1"])
+
+
+@pytest.mark.parametrize("name", ["transformer_block", "mlp_optimizer", "teacher_student_detach"])
+def test_each_training_step_draws_in_the_same_place(record, name):
+    """Step k's graph is destroyed before step k+1 builds its own: the new one takes the same
+    cells, so a long run neither drifts sideways nor piles up what ``.item()`` and friends made."""
+    run = record(model(name), steps=4)
+    drawing = Drawing(run)
+    drawing.update()
+    cells = []
+    for step in run.steps:
+        born = [n for n in drawing.nodes.values() if step["start"] <= n.born <= step["end"]]
+        cells.append(sorted((n.layer, n.slot) for n in born))
+    assert len(cells) == 4 and cells[1]
+    assert cells[1] == cells[2] == cells[3]
+    end = len(run.events) - 1
+    shown_at_step_end = [sum(drawing.visible(n, step["end"]) for n in drawing.nodes.values()) for step in run.steps]
+    assert shown_at_step_end[1] == shown_at_step_end[3], "the canvas grows with every step"
+    assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) <= shown_at_step_end[0]
