@@ -401,7 +401,9 @@ class MemoryChart(pg.PlotWidget):
         # no grid: in software rendering its translucent lines cost more than everything else
         self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
-        self.addLegend(offset=(-10, 5))  # top right, away from where runs start
+        # top right, away from where runs start; an opaque box keeps it readable over the curves
+        self.addLegend(offset=(-10, 5), brush=pg.mkBrush("#ffffff"), pen=pg.mkPen("#d0d5dd"),
+                       labelTextColor="#374151")
         self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
         self.addItem(self.cursor_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
