@@ -221,7 +221,7 @@ def measure_open_and_pan(events: list[dict]):
         view = GraphView(scene)
         view.resize(1600, 1000)
         view.show()
-        view.fit()
+        view.fit_readable()  # as the window does after opening a trace
         view.viewport().grab()
         opened = time.perf_counter() - start
     nodes = len(scene.node_items)

@@ -839,17 +839,34 @@ class GraphView(QGraphicsView):
         if 0.02 <= scale <= 6:
             self.scale(factor, factor)
 
+    #: the smallest zoom the window picks by itself: node shapes and colours still tell apart
+    READABLE_ZOOM = 0.15
+
     def fit(self) -> None:
+        """Show every node shown at the cursor (View > Fit to window)."""
         scene = self.scene()
-        visible = [i.sceneBoundingRect() for i in scene.items() if isinstance(i, NodeItem) and i.isVisible()]
-        rect = visible[0] if visible else scene.sceneRect()
-        for r in visible[1:]:
-            rect = rect.united(r)
+        visible = [i for i in scene.items() if isinstance(i, NodeItem) and i.isVisible()]
+        rect = visible[0].sceneBoundingRect() if visible else scene.sceneRect()
+        for item in visible[1:]:
+            rect = rect.united(item.sceneBoundingRect())
         self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
         if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
             self.resetTransform()
             self.scale(1.4, 1.4)
             self.centerOn(rect.center())
+
+    def fit_readable(self) -> None:
+        """What the window shows by itself after opening or finishing a run: the whole graph if
+        it fits at a zoom where nodes can still be told apart, else that zoom around the newest
+        node (where the run is; the overview in the corner shows the rest)."""
+        self.fit()
+        if self.transform().m11() >= self.READABLE_ZOOM:
+            return
+        visible = [i for i in self.scene().node_items.values() if i.isVisible()]
+        self.resetTransform()
+        self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
+        if visible:
+            self.centerOn(max(visible, key=lambda i: i.node.born).pos())
 
     def zoom_to_selection(self) -> None:
         items = self.scene().selectedItems()

@@ -362,7 +362,7 @@ class MainWindow(QMainWindow):
         if run is not None and run.events:
             self._grew()
             self.set_cursor(self.overview_index())
-            self.view.fit()
+            self.view.fit_readable()
 
     def append_events(self, events: list[dict]) -> None:
         """Live: the runner sent more events."""
@@ -373,7 +373,7 @@ class MainWindow(QMainWindow):
         if first:
             self._refresh_source()
             self._refresh_live()
-            self.view.fit()
+            self.view.fit_readable()
         elif not self.live_refresh.isActive():
             self.live_refresh.start()
 
@@ -418,7 +418,7 @@ class MainWindow(QMainWindow):
         self._summarize_end()
         if move:
             self.set_cursor(self.overview_index())
-            self.view.fit()
+            self.view.fit_readable()
         else:
             self.set_cursor(self.cursor)
 
