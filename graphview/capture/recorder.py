@@ -350,7 +350,8 @@ class Recorder:
             "requires_grad": requires_grad, "is_leaf": t.is_leaf, "grad_fn": gvid, "base": base_tid,
             "line": line, "new": new,
         }
-        event.update(summarize(t, norm=event["kind"] != "activation") or {})
+        leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
+        event.update(summarize(t, norm=leafish, hist=leafish) or {})
         self._emit_fn(event)
         if new and name is None and pending:
             self._register_pending(t, tid)
@@ -711,7 +712,7 @@ class Recorder:
                         continue
                     ref = self.tensor_ref(p, line, pending=False)
                     tids.append(ref[0])
-                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p) or {})})
+                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p, hist=True) or {})})
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
 
     def _wrap_zero_grad(self, original, source):
@@ -953,7 +954,7 @@ class Recorder:
             with self._lock, self.quiet():
                 if ok and api == "grad":
                     for tid, g in zip(input_tids, result):
-                        self._emit_fn({"ev": "grad_result", "bid": bid, "tid": tid, "grad": summarize(g)})
+                        self._emit_fn({"ev": "grad_result", "bid": bid, "tid": tid, "grad": summarize(g, hist=True)})
                 if ok:
                     for tid, ref in list(self._retained.items()):
                         t = ref()
@@ -963,7 +964,7 @@ class Recorder:
                             state = _identity(t.grad)
                             if self._retained_state.get(tid) != state:  # this backward changed it
                                 self._retained_state[tid] = state
-                                self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad)})
+                                self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad, hist=True)})
                 self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
 
     def _make_prehook(self, bid: int, vid: int, from_edge: list | None, sent: dict):
@@ -1025,7 +1026,7 @@ class Recorder:
                 if grad is not None:
                     recorder._note_grad(grad, tid)
                 recorder._emit_fn({"ev": "accumulate", "bid": bid, "tid": tid, "vid": vid, "increment": increment,
-                                   "grad": summarize(grad), "first": state["was_none"]})
+                                   "grad": summarize(grad, hist=True), "first": state["was_none"]})
                 recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": []})
             return None
 

@@ -18,13 +18,46 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
-              norm: bool = True) -> dict | None:
+              norm: bool = True, hist: bool = False) -> dict | None:
     """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise.
 
     ``light`` (gradients flowing through backward) keeps only the norm of large tensors: one
     pass over the data, which still tells a NaN or Inf apart (the norm is then not finite).
     ``norm=False`` (forward activations) skips the norm: min, max and mean in two passes.
+    ``hist`` adds ``stats["hist"]``: counts in HIST_BINS equal bins from min to max (asked for
+    parameters, inputs and ``.grad``, a few tensors a step; not for every activation).
     """
+    summary = _summarize(t, full_max, light, norm)
+    if hist and summary is not None and "stats" in summary and "min" in summary["stats"]:
+        histogram = _histogram(t, summary["stats"])
+        if histogram is not None:
+            summary["stats"]["hist"] = histogram
+    return summary
+
+
+#: bins of the value histograms the inspector draws
+HIST_BINS = 24
+
+
+def _histogram(t: torch.Tensor, stats: dict) -> list[int] | None:
+    lo, hi = stats["min"], stats["max"]
+    if not (isinstance(lo, float) or isinstance(lo, int)) or not (isinstance(hi, float) or isinstance(hi, int)):
+        return None  # NaN or Inf somewhere: no finite range to bin
+    if t.is_complex() or t.layout != torch.strided or t.device.type == "meta":
+        return None
+    try:
+        with torch.no_grad():
+            flat = _as_float(t.detach()).reshape(-1)
+            if flat.dtype != torch.float32 and flat.dtype != torch.float64:
+                flat = flat.float()
+            if hi == lo:
+                return [flat.numel()] + [0] * (HIST_BINS - 1)
+            return [int(c) for c in torch.histc(flat, bins=HIST_BINS, min=float(lo), max=float(hi)).tolist()]
+    except (RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -> dict | None:
     if t is None or not isinstance(t, torch.Tensor):
         return None
     shape = list(t.shape)

@@ -92,7 +92,8 @@ def summary_text(summary: object) -> str:
 
     A summary is ``None`` (no tensor) or a dict with ``shape`` and either ``values`` (the flat
     list of all values; ``[real, imag]`` pairs when ``complex``) or ``stats`` (``min, max,
-    mean, norm, numel, nan, inf``; of the magnitudes for complex tensors).
+    mean, norm, numel, nan, inf``; of the magnitudes for complex tensors; for parameters,
+    inputs and ``.grad`` also ``hist``: counts in equal bins from min to max).
     """
     if summary is None:
         return "None"

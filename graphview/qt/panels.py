@@ -6,8 +6,8 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRect, QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QTextCursor, QTextFormat
+from PySide6.QtCore import QRect, QRectF, QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QPlainTextEdit, QPushButton, QSpinBox,
                                QTextBrowser, QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -119,6 +119,7 @@ class Inspector(QTextBrowser):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self._images: dict[str, QImage] = {}
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_link)
         self.setMinimumWidth(240)
@@ -132,7 +133,24 @@ class Inspector(QTextBrowser):
         if text.startswith("line:"):
             self.sigLineLink.emit(int(text[5:]))
 
+    def _histogram(self, name: str, summary) -> str:
+        """An inline picture of ``summary``'s value histogram (when it has one), as HTML."""
+        stats = summary.get("stats") if isinstance(summary, dict) else None
+        counts = stats.get("hist") if isinstance(stats, dict) else None
+        if not counts:
+            return ""
+        # as wide as the value column can be without a horizontal scroll bar
+        width = max(120, min(320, self.viewport().width() - 118))
+        self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
+        return f"<br><img src='hist:{name}'>"
+
+    def loadResource(self, kind: int, url: QUrl):
+        if url.scheme() == "hist" and url.path() in self._images:
+            return self._images[url.path()]
+        return super().loadResource(kind, url)
+
     def show_node(self, run: Run, node_id: str, index: int) -> None:
+        self._images = {}
         rows: list[tuple[str, str]] = []
         title = node_id
         if node_id.startswith("op"):
@@ -205,12 +223,37 @@ class Inspector(QTextBrowser):
             value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
                 {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
             value = run.value_at(tnode.tid, index) or value
-            rows.append(("value", html.escape(_capped(value))))
+            rows.append(("value", html.escape(_capped(value)) + self._histogram("value", value)))
             entry = run.grad_at(tnode.tid, index)
-            rows.append((".grad", html.escape(_capped(entry.value)) if entry else "None"))
-        body = "".join(f"<tr><td style='color:#6b7280;padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
+            rows.append((".grad", html.escape(_capped(entry.value)) + self._histogram("grad", entry.value)
+                         if entry else "None"))
+        body = "".join(f"<tr><td nowrap style='color:#6b7280;padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
         self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>")
+
+
+def histogram_image(counts: list[int], lo: float, hi: float, width: int = 232, height: int = 74) -> QImage:
+    """Bars of ``counts`` over equal bins from ``lo`` to ``hi``, with the range written below."""
+    image = QImage(width, height, QImage.Format_ARGB32)
+    image.fill(QColor("#ffffff"))
+    painter = QPainter(image)
+    font = QFont("DejaVu Sans", 7)
+    painter.setFont(font)
+    plot_h = height - 16
+    top = max(counts) or 1
+    bar_w = (width - 2) / len(counts)
+    painter.setPen(Qt.NoPen)
+    painter.setBrush(QColor("#4c8bf5"))
+    for i, count in enumerate(counts):
+        h = 0 if count == 0 else max(1.0, (plot_h - 2) * count / top)
+        painter.drawRect(QRectF(1 + i * bar_w, plot_h - h, max(1.0, bar_w - 1), h))
+    painter.setPen(QColor("#9ca3af"))
+    painter.drawLine(0, plot_h, width, plot_h)
+    painter.setPen(QColor("#4b5563"))
+    painter.drawText(QRectF(0, plot_h + 1, width / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, f"{lo:.4g}")
+    painter.drawText(QRectF(width / 2, plot_h + 1, width / 2, 14), Qt.AlignRight | Qt.AlignVCenter, f"{hi:.4g}")
+    painter.end()
+    return image
 
 
 def _grads(grads) -> str:

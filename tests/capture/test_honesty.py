@@ -225,3 +225,40 @@ def test_batchnorm_statistics_count_as_activations(record, write_script):
     kinds = {(s.attr, s.kind) for s in run.saved.values()}
     assert ("input", "input") in kinds  # x itself
     assert {k for a, k in kinds if a in ("result1", "result2")} == {"activation"}
+
+
+def test_histograms_of_parameters_and_grads_equal_torch_histc(record, write_script):
+    """Parameters, their .grad and their values after an optimizer step carry a histogram:
+    the counts torch.histc gives over [min, max] of the same tensor."""
+    from graphview.capture.summaries import HIST_BINS
+
+    keep: dict = {}
+    path = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "fc = torch.nn.Linear(32, 16)\n"
+        "before = fc.weight.detach().clone()\n"
+        "opt = torch.optim.SGD(fc.parameters(), lr=0.5)\n"
+        "loss = fc(torch.randn(8, 32)).pow(2).sum()\n"
+        "loss.backward()\n"
+        "grad = fc.weight.grad.detach().clone()\n"
+        "opt.step()\n"
+        "after = fc.weight.detach().clone()\n"
+    )
+    run = record(path, keep=keep)
+    tid = next(t for t, info in run.tensors.items() if info.get("name") == "fc.weight")
+
+    def histc(t):
+        return [int(c) for c in torch.histc(t, bins=HIST_BINS, min=t.min().item(), max=t.max().item())]
+
+    import torch
+
+    first = next(ev for ev in run.events if ev["ev"] == "tensor" and ev["tid"] == tid)
+    assert first["stats"]["hist"] == histc(keep["before"])
+    assert sum(first["stats"]["hist"]) == 32 * 16
+    accumulate = next(ev for ev in run.events if ev["ev"] == "accumulate" and ev["tid"] == tid)
+    assert accumulate["grad"]["stats"]["hist"] == histc(keep["grad"])
+    stepped = next(ev for ev in run.events if ev["ev"] == "value" and ev["tid"] == tid)
+    assert stepped["stats"]["hist"] == histc(keep["after"])
+    # activations stay cheap: no histogram
+    assert not any("hist" in (ev.get("stats") or {}) for ev in run.events if ev["ev"] == "tensor" and ev["kind"] == "activation")

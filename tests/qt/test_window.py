@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QRectF, QUrl
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from graphview.core import timeline
@@ -307,3 +307,23 @@ def test_incremental_cursor_moves_match_a_full_redraw(window, record):
     rng = random.Random(0)
     for _ in range(60):
         check(rng.randrange(len(run.events)))
+
+
+def test_inspector_draws_the_histogram_of_a_parameter(window, record):
+    run = record(model("mlp_optimizer"))
+    show(window, run)
+    tid = next(t for t, info in run.tensors.items() if info.get("name") == "0.weight")
+    node_id = next(n.id for n in run.tensor_nodes.values() if n.tid == tid)
+    end = len(run.events) - 1
+    window.scene.select_node(node_id)
+    window.set_cursor(end)
+    html_text = window.inspector.toHtml()
+    assert "hist:value" in html_text and "hist:grad" in html_text
+    counts = run.value_at(tid, end)["stats"]["hist"]
+    image = window.inspector.loadResource(2, QUrl("hist:value"))
+    assert image.width() > 100 and sum(counts) == 16 * 8
+    # the tallest bar reaches the top of the plot area: its column is painted near the top
+    tallest = counts.index(max(counts))
+    bar_w = (image.width() - 2) / len(counts)
+    x = int(1 + (tallest + 0.5) * bar_w)
+    assert image.pixelColor(x, 4).name() == "#4c8bf5"
