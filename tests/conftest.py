@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# settings (recent files) of every window a test opens, in this process and in the processes
+# it starts, go to a throwaway folder, never into the user's own ~/.config/graphview
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="graphview-test-config-")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_models"
