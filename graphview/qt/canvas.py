@@ -737,8 +737,18 @@ class Overview(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(300)
         self._timer.timeout.connect(self.redraw)
-        view.horizontalScrollBar().valueChanged.connect(self.update)
-        view.verticalScrollBar().valueChanged.connect(self.update)
+        for bar in (view.horizontalScrollBar(), view.verticalScrollBar()):
+            bar.valueChanged.connect(self.sync)
+            bar.rangeChanged.connect(self.sync)
+
+    def sync(self) -> None:
+        """Shown only while part of the graph is out of view; then the marked area follows the view."""
+        if self.pixmap is None:
+            self.setVisible(False)
+            return
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        self.setVisible(not visible.contains(self.source.adjusted(30, 30, -30, -30)))
+        self.update()
 
     def schedule(self) -> None:
         if self.pixmap is None:
@@ -755,15 +765,17 @@ class Overview(QWidget):
         self.source = rect.adjusted(-40, -40, 40, 40)
         if rect.isNull():
             self.pixmap = None
-            self.update()
+            self.sync()
             return
         pixmap = QPixmap(self.size())
         pixmap.fill(QColor("#ffffff"))
         painter = QPainter(pixmap)
-        scene.render(painter, QRectF(pixmap.rect()), self.source, Qt.KeepAspectRatio)
+        s, ox, oy = self._scale()  # the same mapping the marked area and clicks use
+        scene.render(painter, QRectF(ox, oy, self.source.width() * s, self.source.height() * s), self.source,
+                     Qt.IgnoreAspectRatio)
         painter.end()
         self.pixmap = pixmap
-        self.update()
+        self.sync()
 
     def _scale(self) -> tuple[float, float, float]:
         s = min(self.width() / max(1.0, self.source.width()), self.height() / max(1.0, self.source.height()))
@@ -829,6 +841,7 @@ class GraphView(QGraphicsView):
         super().resizeEvent(event)
         self.overview.move(self.viewport().width() - self.overview.width() - 8,
                            self.viewport().height() - self.overview.height() - 8)
+        self.overview.sync()
 
     def wheelEvent(self, event) -> None:
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
@@ -839,8 +852,8 @@ class GraphView(QGraphicsView):
         if 0.02 <= scale <= 6:
             self.scale(factor, factor)
 
-    #: the smallest zoom the window picks by itself: node shapes and colours still tell apart
-    READABLE_ZOOM = 0.15
+    #: the smallest zoom the window picks by itself: node shapes, colours and edges still tell apart
+    READABLE_ZOOM = 0.3
 
     def fit(self) -> None:
         """Show every node shown at the cursor (View > Fit to window)."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton, QSlider,
-                               QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLayout,
+                               QLineEdit, QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton,
+                               QSizePolicy, QSlider, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout,
+                               QWidget)
 
 from graphview.core import timeline
 from graphview.core.export import ExportError, export_graph
@@ -27,13 +28,71 @@ from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger,
 OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
 
 
+class FlowLayout(QLayout):
+    """Lays its items out left to right and wraps them onto more rows when the width runs out
+    (Qt's flow layout example), so the legend never forces the window wider than the screen."""
+
+    def __init__(self, parent=None, spacing: int = 4, row_spacing: int = 1) -> None:
+        super().__init__(parent)
+        self._items: list = []
+        self._spacing, self._row_spacing = spacing, row_spacing
+
+    def addItem(self, item) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int):
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int):
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self):
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._arrange(QRect(0, 0, width, 0), apply=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._arrange(rect, apply=True)
+
+    def sizeHint(self) -> QSize:
+        return self.minimumSize()
+
+    def minimumSize(self) -> QSize:
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        margins = self.contentsMargins()
+        return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+
+    def _arrange(self, rect: QRect, apply: bool) -> int:
+        margins = self.contentsMargins()
+        area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
+        x, y, row_height = area.x(), area.y(), 0
+        for item in self._items:
+            hint = item.sizeHint()
+            if x + hint.width() > area.right() + 1 and row_height > 0:
+                x, y = area.x(), y + row_height + self._row_spacing
+                row_height = 0
+            if apply:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + self._spacing
+            row_height = max(row_height, hint.height())
+        return y + row_height - rect.y() + margins.bottom()
+
+
 class Legend(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        layout = QGridLayout(self)
+        layout = FlowLayout(self, spacing=12)
         layout.setContentsMargins(6, 2, 6, 2)
-        layout.setHorizontalSpacing(4)
-        layout.setVerticalSpacing(1)
         from graphview.core.drawing import NODE_KINDS
 
         cells = []
@@ -60,14 +119,17 @@ class Legend(QWidget):
         badge.setStyleSheet("background:#fff1c4; border:1px solid #b8860b; border-radius:6px; padding:0 3px;"
                             "font-size:9px")
         cells.append((badge, "bytes held for backward"))
-        columns = 5
-        for i, (swatch, text) in enumerate(cells):
-            row, col = divmod(i, columns)
-            layout.addWidget(swatch, row, col * 2)
+        for swatch, text in cells:  # a swatch and its words stay together when the legend wraps
+            cell = QWidget()
+            pair = QHBoxLayout(cell)
+            pair.setContentsMargins(0, 0, 0, 0)
+            pair.setSpacing(4)
+            pair.addWidget(swatch)
             label = QLabel(text)
-            label.setStyleSheet("color:#374151; margin-right:10px")
-            layout.addWidget(label, row, col * 2 + 1)
-        layout.setColumnStretch(columns * 2, 1)
+            label.setStyleSheet("color:#374151")
+            pair.addWidget(label)
+            layout.addWidget(cell)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
 
 
 def _sample_label(path: str) -> str:

@@ -445,12 +445,15 @@ class MemoryChart(pg.PlotWidget):
         self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
         # top right, away from where runs start; an opaque box keeps it readable over the curves
-        self.addLegend(offset=(-10, 5), brush=pg.mkBrush("#ffffff"), pen=pg.mkPen("#d0d5dd"),
-                       labelTextColor="#374151")
+        # in rows of three along the top, where the y range leaves room for it (see _headroom)
+        legend = self.addLegend(offset=(-10, 2), brush=pg.mkBrush("#ffffff"), pen=pg.mkPen("#d0d5dd"),
+                                labelTextColor="#374151", colCount=3)
+        legend.setZValue(50)  # above the cursor line
         self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
         self.addItem(self.cursor_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
+        self._overlay_peaks: list[int] = []
         self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
@@ -502,6 +505,14 @@ class MemoryChart(pg.PlotWidget):
         else:
             self.peak.setData([], [])
             self.setTitle(f"<span style='color:#6b7280'>no saved tensors on {device}</span>", size="9pt")
+        self._headroom(int(total.max()) if len(total) else 0)
+
+    def _headroom(self, peak: int) -> None:
+        """Fix the y range half again above the highest curve (this run's or an earlier run's), so
+        the legend along the top never covers data."""
+        top = max([peak] + self._overlay_peaks)
+        self.enableAutoRange(axis="y", enable=False)
+        self.setYRange(0, max(top, 1) * 1.5, padding=0)
 
     def _arrays(self, run: Run, device: str, series: dict) -> dict[str, np.ndarray]:
         """The series as numpy arrays, extended by only what is new since the last call."""
@@ -531,11 +542,13 @@ class MemoryChart(pg.PlotWidget):
         x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
         curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
+        self._overlay_peaks.append(int(y.max()) if len(y) else 0)
 
     def clear_overlays(self) -> None:
         for curve in self.overlays:
             self.removeItem(curve)
         self.overlays.clear()
+        self._overlay_peaks.clear()
 
     def set_cursor(self, index: int) -> None:
         self.cursor_line.setValue(index)
@@ -583,11 +596,14 @@ class TogglesPanel(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         form = QFormLayout()
-        self.retain = QCheckBox("retain_graph on every backward")
-        self.create = QCheckBox("create_graph on every backward")
+        self.retain = QCheckBox("retain_graph")
+        self.retain.setToolTip("pass retain_graph=True to every backward: the graph and its saved tensors stay")
+        self.create = QCheckBox("create_graph")
+        self.create.setToolTip("pass create_graph=True to every backward: gradients get graphs of their own")
         self.mode = QComboBox()
         self.mode.addItems(list(GRAD_MODES))
-        self.accumulate = QCheckBox("accumulate grads (no zero_grad between steps)")
+        self.accumulate = QCheckBox("skip zero_grad")
+        self.accumulate.setToolTip("accumulate gradients across steps: zero_grad calls do nothing")
         self.device = QComboBox()
         self.device.addItem("script's choice", None)
         self.steps = QSpinBox()
@@ -599,10 +615,11 @@ class TogglesPanel(QWidget):
         self.detach.setToolTip("op:N, line:N or a module path; right-click a node for suggestions")
         form.addRow(self.retain)
         form.addRow(self.create)
-        form.addRow("forward grad mode", self.mode)
+        form.addRow("grad mode", self.mode)
         form.addRow(self.accumulate)
         form.addRow("device", self.device)
-        form.addRow("steps (step scripts)", self.steps)
+        form.addRow("steps", self.steps)
+        self.steps.setToolTip("how many times a step script's step() is called")
         form.addRow("detach at", self.detach)
         self.run_button = QPushButton("Run again with these options")
         self.run_button.clicked.connect(lambda: self.sigRunRequested.emit(self.options()))
