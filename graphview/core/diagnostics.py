@@ -36,6 +36,12 @@ def diagnose(run: Run) -> list[Finding]:
     return findings
 
 
+def _the_loss(run: Run, tid: int | None) -> str:
+    """"the loss", or "the loss `total`" when the script named it something else."""
+    name = run.tensor_name(tid) if tid is not None else None
+    return "the loss" if name in (None, "loss") else f"the loss {name}"
+
+
 def _name(run: Run, tid: int | None) -> str:
     """The script's name for a tensor, else what made it ("the result of mul at line 7")."""
     if tid is None:
@@ -260,7 +266,7 @@ def _kept_across_steps(run: Run):
     grows = " and their saved tensors" if all(b > a for a, b in zip(saved, saved[1:])) else ""
     yield Finding("graph-kept", "every step's graph stays alive", line,
                   f"The autograd nodes alive at the end of each step grow ({', '.join(map(str, alive))}){grows}: "
-                  f"the loss {_name(run, tid)} (line {op.line}) is still referenced after its step, e.g. by a list of "
+                  f"{_the_loss(run, tid)} (line {op.line}) is still referenced after its step, e.g. by a list of "
                   "losses or total_loss += loss, and with it the whole graph that produced it.",
                   "Keep numbers, not tensors: losses.append(loss.item()), total_loss += loss.item(), "
                   "or loss.detach().", steps[-1]["end"], f"op{op.vid}")

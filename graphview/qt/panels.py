@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRect, QRectF, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QTextCursor, QTextFormat
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QPlainTextEdit, QPushButton, QSpinBox,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QPlainTextEdit, QPushButton, QSpinBox, QSplitter,
                                QTextBrowser, QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from graphview.core.events import summary_text
@@ -334,33 +334,66 @@ def _error_html(ev: dict) -> str:
 
 
 # ---------------------------------------------------------------------- diagnostics
-class DiagnosticsPanel(QTreeWidget):
-    """The pitfalls found in the run; click one to go to its line, node and moment."""
+class DiagnosticsPanel(QSplitter):
+    """The pitfalls found in the run: a list (click one to go to its line, node and moment) and,
+    beside it, the selected finding in full: what autograd did, and the fix."""
 
     sigFinding = Signal(object)
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.setHeaderLabels(["pitfall", "line", "what autograd did, and the fix"])
-        self.setColumnWidth(0, 320)
-        self.setColumnWidth(1, 50)
-        self.setWordWrap(True)
+        super().__init__(Qt.Horizontal, parent)
+        self.list = QTreeWidget()
+        self.list.setHeaderLabels(["pitfall", "line"])
+        self.list.setRootIsDecorated(False)
+        self.list.setColumnWidth(0, 360)
+        self.detail = QTextBrowser()
+        self.detail.setOpenLinks(False)
+        self.addWidget(self.list)
+        self.addWidget(self.detail)
+        self.setStretchFactor(0, 2)
+        self.setStretchFactor(1, 3)
         self.findings: list = []
-        self.itemClicked.connect(lambda item, col: self.sigFinding.emit(item.data(0, Qt.UserRole)))
+        self.list.currentItemChanged.connect(lambda item, _: self._show_detail(item))
+        self.list.itemClicked.connect(lambda item, col: self._chosen(item))
+
+    def topLevelItemCount(self) -> int:
+        return self.list.topLevelItemCount()
+
+    def topLevelItem(self, index: int):
+        return self.list.topLevelItem(index)
+
+    def _chosen(self, item) -> None:
+        finding = item.data(0, Qt.UserRole) if item is not None else None
+        if finding is not None:
+            self.sigFinding.emit(finding)
+
+    def _show_detail(self, item) -> None:
+        finding = item.data(0, Qt.UserRole) if item is not None else None
+        if finding is None:
+            self.detail.setHtml("<p style='color:#6b7280'>no autograd pitfalls found in this run</p>"
+                                if not self.findings else "")
+            return
+        where = f" (line {finding.line})" if finding.line else ""
+        self.detail.setHtml(f"<p><b style='color:#b45309'>{html.escape(finding.title)}</b>{where}</p>"
+                            f"<p>{html.escape(finding.explanation)}</p>"
+                            f"<p><b>Fix:</b> {html.escape(finding.fix)}</p>")
 
     def show_findings(self, findings: list) -> None:
-        if self.topLevelItemCount() and [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
+        if self.list.topLevelItemCount() and [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
             return
         self.findings = list(findings)
-        self.clear()
+        self.list.clear()
         for f in findings:
-            item = QTreeWidgetItem([f.title, str(f.line or ""), f"{f.explanation}  Fix: {f.fix}"])
+            item = QTreeWidgetItem([f.title, str(f.line or "")])
             item.setData(0, Qt.UserRole, f)
-            item.setToolTip(2, f"{f.explanation}\n\nFix: {f.fix}")
+            item.setToolTip(0, f"{f.explanation}\n\nFix: {f.fix}")
             item.setForeground(0, QColor("#b45309"))
-            self.addTopLevelItem(item)
+            self.list.addTopLevelItem(item)
         if not findings:
-            self.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", "", ""]))
+            self.list.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", ""]))
+            self._show_detail(None)
+        else:
+            self.list.setCurrentItem(self.list.topLevelItem(0))
 
 
 # ---------------------------------------------------------------------- gradient ledger

@@ -253,6 +253,9 @@ def test_diagnostics_panel_lists_findings_and_jumps_to_them(window, record):
     assert window.cursor == finding.index
     assert window.code.current_line == finding.line
     assert [i.node.id for i in window.scene.selectedItems()] == [finding.node]
+    # the whole explanation and fix are shown beside the list, not cut at the column's edge
+    detail = window.diagnostics.detail.toPlainText()
+    assert finding.explanation in detail and finding.fix in detail
 
 
 def test_a_rerun_says_what_the_toggle_removed(window, record):
