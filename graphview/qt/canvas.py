@@ -165,12 +165,17 @@ class NodeItem(QGraphicsItem):
             title_font.setPointSizeF(7.5)
             painter.setFont(title_font)
             fm = QFontMetricsF(title_font)
-        title = fm.elidedText(title, Qt.ElideRight, NODE_W - 14)
+        # a dotted name differs at its end (…layers.0.linear1.weight), an op name at both ends
+        title = fm.elidedText(title, Qt.ElideLeft if "." in title else Qt.ElideMiddle, NODE_W - 14)
         painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
         sub_font = QFont("DejaVu Sans", 8)
         painter.setFont(sub_font)
         fm = QFontMetricsF(sub_font)
-        sub = fm.elidedText(self.node.subtitle, Qt.ElideRight, NODE_W - 14)
+        sub = self.node.subtitle
+        if sub.startswith("into "):  # into encoder.layers.0.linear1.weight.grad: keep the end
+            sub = "into " + fm.elidedText(sub[5:], Qt.ElideLeft, NODE_W - 14 - fm.horizontalAdvance("into "))
+        else:
+            sub = fm.elidedText(sub, Qt.ElideMiddle, NODE_W - 14)
         painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#454b54"))
         painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
         if self.saved > 0:
@@ -366,17 +371,25 @@ class PulseItem(QGraphicsObject):
         self._timer.start(16)
         self._move()
 
+    FONT = QFont("DejaVu Sans", 9, QFont.Bold)
+
     def boundingRect(self) -> QRectF:
-        return QRectF(-9, -9, 120, 18)
+        return QRectF(-10, -11, 180, 22)
 
     def paint(self, painter, option, widget=None) -> None:
         painter.setPen(QPen(QColor("#c2410c"), 1.5))
         painter.setBrush(QColor("#ff8c00"))
-        painter.drawEllipse(QPointF(0, 0), 7, 7)
-        if self.text:
-            painter.setFont(QFont("DejaVu Sans", 7))
+        painter.drawEllipse(QPointF(0, 0), 8, 8)
+        if self.text:  # the gradient it carries, on a label that stays readable over edges
+            painter.setFont(self.FONT)
+            fm = QFontMetricsF(self.FONT)
+            text = fm.elidedText(self.text, Qt.ElideRight, 160)
+            label = QRectF(12, -10, fm.horizontalAdvance(text) + 10, 20)
+            painter.setPen(QPen(QColor("#fdba74"), 1))
+            painter.setBrush(QColor("#fff7ed"))
+            painter.drawRoundedRect(label, 6, 6)
             painter.setPen(QColor("#9a3412"))
-            painter.drawText(QRectF(10, -8, 110, 16), Qt.AlignLeft | Qt.AlignVCenter, self.text)
+            painter.drawText(label, Qt.AlignCenter, text)
 
     def _move(self) -> None:
         self.setPos(self.edge.path().pointAtPercent(1.0 - self.t))

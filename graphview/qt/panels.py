@@ -176,7 +176,11 @@ class Inspector(QTextBrowser):
             rows.append(("next_functions", "<br>".join(nexts) or "none"))
             state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
             runs = [i for _, i in op.executed if i <= index]
-            rows.append(("state", f"{state}; executed {len(runs)}×"))
+            if runs and not any(ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid
+                                for ev in run.events[runs[-1]:index + 1]):
+                rows.append(("state", f"<b style='color:#c2410c'>running now</b> (backward); executed {len(runs) - 1}× before"))
+            else:
+                rows.append(("state", f"{state}; executed {len(runs)}×"))
             saved = [s for s in run.saved.values() if s.owner == op.vid and s.born <= index]
             lines = []
             for s in saved:
@@ -196,7 +200,10 @@ class Inspector(QTextBrowser):
                         outs = call.grads_out.get(op.vid) or []
                         labels = []
                         for (child, _), g in zip(op.next, outs):
-                            target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad") if child in run.op_nodes else "None"
+                            if child not in run.op_nodes:  # an input that needs no gradient
+                                labels.append("→ <span style='color:#6b7280'>(no grad needed)</span>")
+                                continue
+                            target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
                             labels.append(f"→ {html.escape(target)}: {html.escape(_capped(g, 6))}")
                         rows.append((f"grad out (backward {call.bid})", "<br>".join(labels) or "none"))
         else:

@@ -330,3 +330,17 @@ def test_inspector_draws_the_histogram_of_a_parameter(window, record):
     bar_w = (image.width() - 2) / len(counts)
     x = int(1 + (tallest + 0.5) * bar_w)
     assert image.pixelColor(x, 4).name() == "#4c8bf5"
+
+
+def test_inspector_says_when_a_node_is_running(window, record):
+    run = record(lesson("chain_rule"))
+    show(window, run)
+    start = next(i for i, e in enumerate(run.events) if e["ev"] == "bw_node")
+    vid = run.events[start]["vid"]
+    done = next(i for i, e in enumerate(run.events) if e["ev"] == "bw_node_done" and e.get("vid") == vid)
+    window.set_cursor(start)
+    window.scene.select_node(f"op{vid}")
+    assert "running now" in window.inspector.toPlainText()
+    window.set_cursor(done)
+    assert "running now" not in window.inspector.toPlainText()
+    assert "executed 1×" in window.inspector.toPlainText()
