@@ -146,8 +146,14 @@ class App:
             self.window.script_path = None
             self.window.remember(os.path.abspath(path))
             self.window.setWindowTitle(f"graphview — {os.path.basename(path)} ({os.path.basename(script or '')})")
-            for warning in trace.warnings:
-                self.window.statusBar().showMessage(f"warning: {warning}", 20000)
+            if trace.warnings:
+                note = "; ".join(trace.warnings)
+                self.window.statusBar().showMessage(f"warning: {note}", 60000)
+                if not run.events:
+                    self.window.show_error("Damaged trace", f"{path} holds no readable events: {note}")
+                else:
+                    self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
+                                             f"readable is shown.\n\n{note}")
             return True
         try:
             check_script(path)

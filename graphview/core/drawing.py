@@ -428,6 +428,16 @@ class Drawing:
             return "done"
         return "live"
 
+    def failed_roots(self, index: int) -> set[int]:
+        """Tensors whose backward call failed by event ``index`` before reaching any node (e.g.
+        backward on a tensor that has no grad_fn): where that error happened."""
+        tids: set[int] = set()
+        for i, err in self.run.errors:
+            call = self.run.backwards.get(err.get("bid"))
+            if i <= index and err.get("vid") is None and call is not None:
+                tids.update(call.roots_tensors)
+        return tids
+
     def saved_bytes(self, vid: int, index: int) -> int:
         """Bytes node ``vid`` holds in saved tensors after event ``index`` (each storage once, as
         the memory chart counts them: ``x * x`` saves x twice, one storage)."""

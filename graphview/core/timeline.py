@@ -91,7 +91,10 @@ def step_over_module(run: Run, cursor: int) -> int:
 
 def overview(run: Run) -> int:
     """Where a finished run is best seen whole: its last graph complete, just before the backward
-    that consumes it (at the very end, autograd has freed most graphs)."""
+    that consumes it (at the very end, autograd has freed most graphs). A run that failed opens
+    where it failed: the graph up to the error, the failing node marked."""
+    if run.errors:
+        return run.errors[0][0]
     starts = [call.start for call in run.backwards.values()]
     return max(starts) if starts else last(run)
 

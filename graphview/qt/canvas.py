@@ -559,7 +559,8 @@ class GraphScene(QGraphicsScene):
         entry = run.grad_at(node.ref, index)
         item.set_value(run.value_at(node.ref, index))
         grad = short_value(entry.value) if entry is not None and entry.value is not None else None
-        item.set_state("live", kind, 0, grad)
+        state = "error" if run.errors and node.ref in drawing.failed_roots(index) else "live"
+        item.set_state(state, kind, 0, grad)
 
     def _update_edge(self, edge: "EdgeItem", index: int, hidden_by: dict) -> None:
         source_group = hidden_by.get(edge.source.node.id)
@@ -602,6 +603,9 @@ class GraphScene(QGraphicsScene):
                 derived = True  # a derived no-grad tensor goes with what it feeds, or its step
             if kind in ("bw_node", "bw_node_done", "node", "node_dead", "error"):
                 op(ev.get("vid"))
+            if kind == "error" and ev.get("bid") in run.backwards:
+                for tid in run.backwards[ev["bid"]].roots_tensors:
+                    tensor(tid)
             elif kind == "accumulate":
                 op(ev.get("vid"))
                 tensor(ev.get("tid"))
@@ -839,6 +843,7 @@ class GraphView(QGraphicsView):
         self.setCacheMode(QGraphicsView.CacheBackground)
         self.setOptimizationFlag(QGraphicsView.DontSavePainterState, True)
         self.setMinimumSize(300, 200)
+        self.message = ""
         self.overview = Overview(self)
         for text, keys, slot in (("Zoom in", QKeySequence.ZoomIn, lambda: self.zoom(1.25)),
                                  ("Zoom out", QKeySequence.ZoomOut, lambda: self.zoom(0.8)),
@@ -849,6 +854,23 @@ class GraphView(QGraphicsView):
             action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
             action.triggered.connect(slot)
             self.addAction(action)
+
+    def set_message(self, text: str) -> None:
+        """A note drawn in the middle of an empty canvas (a run that failed before any op)."""
+        self.message = text
+        self.viewport().update()
+
+    def drawForeground(self, painter, rect) -> None:
+        super().drawForeground(painter, rect)
+        if not self.message or any(item.isVisible() for item in self.scene().node_items.values()):
+            return
+        painter.save()
+        painter.resetTransform()
+        area = QRectF(self.viewport().rect()).adjusted(40, 40, -40, -40)
+        painter.setPen(QColor("#7f1d1d"))
+        painter.setFont(QFont("DejaVu Sans", 11))
+        painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.message)
+        painter.restore()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -391,6 +391,11 @@ class MainWindow(QMainWindow):
         if QApplication.platformName() not in ("offscreen", "minimal"):
             QMessageBox.warning(self, title, message)
 
+    def show_warning(self, title: str, message: str) -> None:
+        self.statusBar().showMessage(message.replace("\n\n", " "), 60000)
+        if QApplication.platformName() not in ("offscreen", "minimal"):
+            QMessageBox.information(self, title, message)
+
     # ------------------------------------------------------------------ runs
     def begin_run(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
         """Show a (new) run; the previous one stays as an overlay on the memory chart."""
@@ -410,6 +415,7 @@ class MainWindow(QMainWindow):
         self.selected_node = None
         self.inspector.show_empty()
         self.scene.set_run(self.run)
+        self.view.set_message("")
         self.memory.clear_overlays()
         for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
             self.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
@@ -509,6 +515,23 @@ class MainWindow(QMainWindow):
                                     f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
         self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
                                   f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
+        if run.failed:
+            self._report_failure(run)
+
+    def _report_failure(self, run: Run) -> None:
+        """A failed run says so where a user looks: the console comes to the front, the status bar
+        names the error and its line, and an empty canvas explains itself."""
+        error = run.errors[0][1] if run.errors else {}
+        what = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ") or (run.end or {}).get("message") \
+            or run.status
+        line = error.get("line")
+        where = f" at line {line}" if line else ""
+        self.statusBar().showMessage(f"the script {run.status if run.status != 'error' else 'failed'}{where}: "
+                                     f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
+        self.bottom_tabs.setCurrentWidget(self.console)
+        if not self.scene.node_items:
+            self.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
+                                  "The Console tab below has the traceback; fix the script and open it again.")
 
     def _compare_with_earlier(self) -> None:
         """After a re-run with other options: what the toggle removed from (or added to) the graph."""

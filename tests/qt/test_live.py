@@ -97,3 +97,22 @@ def test_a_finished_live_run_shows_its_chart_and_last_graph(app):
     assert max(window.memory.series["total"]) > 0
     assert window.cursor == window.overview_index()
     assert any(i.isVisible() and i.node.kind == "op" for i in window.scene.node_items.values())
+
+
+def test_a_trace_damaged_after_its_header_is_reported(app, tmp_path, record):
+    from graphview.core.trace import write_trace
+
+    good = tmp_path / "good.gvtrace"
+    write_trace(str(good), record(lesson("chain_rule")).events)
+    lines = good.read_text(encoding="utf-8").splitlines()
+    damaged = tmp_path / "damaged.gvtrace"
+    damaged.write_text("\n".join(lines[:1] + ["{not json"] + lines[1:5]) + "\n", encoding="utf-8")
+    assert app.open(str(damaged))
+    message = app.window.statusBar().currentMessage()
+    assert "damaged.gvtrace holds no readable events" in message and "damaged at line 2" in message
+    partial = tmp_path / "partial.gvtrace"
+    partial.write_text("\n".join(lines[:30] + ["{not json"] + lines[30:]) + "\n", encoding="utf-8")
+    assert app.open(str(partial))
+    message = app.window.statusBar().currentMessage()
+    assert "Only part of" in message and "damaged at line 31" in message
+    assert len(app.window.run.events) == 29 and app.window.scene.node_items  # what was readable is shown

@@ -344,3 +344,26 @@ def test_inspector_says_when_a_node_is_running(window, record):
     window.set_cursor(done)
     assert "running now" not in window.inspector.toPlainText()
     assert "executed 1×" in window.inspector.toPlainText()
+
+
+def test_a_script_that_fails_before_any_op_says_so(window, record, write_script):
+    run = record(write_script("import torch\nx = torch.ones(2\n"))
+    show(window, run)
+    assert run.failed and not window.scene.node_items
+    assert window.bottom_tabs.currentWidget() is window.console
+    assert "SyntaxError" in window.statusBar().currentMessage()
+    assert "before autograd recorded anything" in window.view.message
+    assert "SyntaxError" in window.view.message
+
+
+def test_backward_on_a_tensor_without_grad_fn_marks_that_tensor(window, record):
+    run = record(lesson("error_no_grad_fn"))
+    show(window, run)
+    index, error = run.errors[0]
+    assert error["vid"] is None
+    window.set_cursor(index)
+    root = run.backwards[error["bid"]].roots_tensors[0]
+    marked = [i for i in window.scene.node_items.values() if i.state == "error"]
+    assert [i.node.ref for i in marked] == [root]
+    window.set_cursor(index - 1)
+    assert not any(i.state == "error" for i in window.scene.node_items.values())
