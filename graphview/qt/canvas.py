@@ -874,6 +874,12 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        # a fifth of the canvas at most: on a small window the overview must not hide the graph
+        width = int(max(90, min(170, self.viewport().width() * 0.2)))
+        if width != self.overview.width():
+            self.overview.setFixedSize(width, int(width * 0.7))
+            self.overview.pixmap = None
+            self.overview.schedule()
         self.overview.move(self.viewport().width() - self.overview.width() - 8,
                            self.viewport().height() - self.overview.height() - 8)
         self.overview.sync()

@@ -215,7 +215,17 @@ class MainWindow(QMainWindow):
         self.status_label = QLabel("")
 
         splitter = QSplitter(Qt.Horizontal)
-        splitter.addWidget(self.code)
+        code_box = QWidget()
+        code_layout = QVBoxLayout(code_box)
+        code_layout.setContentsMargins(0, 0, 0, 0)
+        code_layout.setSpacing(0)
+        self.code_note = QLabel()  # how graphview runs a step script, which differs from `python script.py`
+        self.code_note.setWordWrap(True)
+        self.code_note.setStyleSheet("background:#eef2ff; color:#3730a3; padding:4px 6px; border-bottom:1px solid #c7d2fe")
+        self.code_note.hide()
+        code_layout.addWidget(self.code_note)
+        code_layout.addWidget(self.code, 1)
+        splitter.addWidget(code_box)
         center = QWidget()
         center_layout = QVBoxLayout(center)
         center_layout.setContentsMargins(0, 0, 0, 0)
@@ -572,6 +582,15 @@ class MainWindow(QMainWindow):
             except (OSError, UnicodeDecodeError):
                 source = ""
         self.code.set_source(source or "")
+        start = self.run.start if self.run else None
+        if start and start.get("mode") == "step":
+            steps = (start.get("options") or {}).get("steps") or self.options.steps
+            self.code_note.setText(f"Step script: graphview calls <b>step()</b> {steps}× (Run options → steps) and runs "
+                                   "backward and the optimizer on what it returns; the <code>__main__</code> block "
+                                   "is not run.")
+            self.code_note.show()
+        else:
+            self.code_note.hide()
 
     def overview_index(self) -> int:
         """Where a finished run opens: its last graph complete, just before backward consumes it.

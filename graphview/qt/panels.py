@@ -41,8 +41,8 @@ class CodeView(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setFont(MONO)
-        self.setMinimumWidth(420)
-        self.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.setMinimumWidth(300)
+        self.setLineWrapMode(QPlainTextEdit.WidgetWidth)  # long docstring lines stay readable
         self._numbers = _LineNumbers(self)
         self.blockCountChanged.connect(lambda _: self.setViewportMargins(self.number_width(), 0, 0, 0))
         self.updateRequest.connect(self._scroll_numbers)
