@@ -261,6 +261,7 @@ class Drawing:
             want = None  # a new, independent computation: the leftmost column free below
         if waiting and layer < 2 and not placed:
             layer = 2
+        layer = max(layer, self._chain_floor(node, 0))
         reach = 1 + max((self._chain_depth(p) for p in waiting), default=0)  # rows it and its leaves take
         for _ in range(1000):
             if not self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
@@ -281,6 +282,22 @@ class Drawing:
             if all(self._free(taken, slot, born) for taken in rows):
                 return slot
         return 0
+
+    def _chain_floor(self, node: DrawNode, depth: int) -> int:
+        """The highest row ``node`` may take so that every leaf chain waiting above it still sits
+        below what is already placed above the chain (the next step's AccumulateGrad goes under
+        the parameter drawn in step 1, not beside it)."""
+        floor = 0
+        for pred_id in node.preds:
+            pred = self.nodes.get(pred_id)
+            if pred is None:
+                continue
+            if pred.placed:
+                if depth:
+                    floor = max(floor, pred.layer + depth + 1)
+            else:
+                floor = max(floor, self._chain_floor(pred, depth + 1))
+        return floor
 
     def _chain_depth(self, node: DrawNode) -> int:
         """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``)."""

@@ -25,11 +25,16 @@ def _stream(events: list[dict], chunk: int) -> tuple[Run, Drawing, dict[str, tup
 
 @pytest.mark.parametrize("path", [model("transformer_block"), model("mlp_optimizer"), lesson("chain_rule")])
 def test_a_placed_node_never_moves_and_live_nodes_never_share_a_place(record, path):
-    events = record(path).events
+    events = record(path, steps=3).events
     _, drawing, first = _stream(events, chunk=7)
     assert first and len(first) == len(drawing.nodes)
     for node in drawing.nodes.values():
         assert (node.layer, node.slot) == first[node.id], node.id
+    # autograd edges read downwards, in every step (a parameter drawn in step 1 stays above the
+    # AccumulateGrad node each later step makes for it)
+    upward = [(e.source, e.target) for e in drawing.edges if e.kind in ("flow", "accumulate")
+              and drawing.nodes[e.source].layer >= drawing.nodes[e.target].layer]
+    assert upward == []
     for index in range(0, len(events), max(1, len(events) // 40)):
         cells = [(n.layer, n.slot) for n in drawing.nodes.values() if drawing.visible(n, index)]
         assert len(cells) == len(set(cells)), f"two live nodes share a place at event {index}"
