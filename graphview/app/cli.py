@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
 
 from graphview.core.events import summary_text
-from graphview.core.export import ExportError, export_graph
+from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.options import GRAD_MODES, RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
+DEFAULT_SCALE = 2.0
 
 
 class UserError(Exception):
@@ -52,21 +55,48 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="stop the script after this many seconds (the trace keeps what was recorded)")
 
 
+def export_suffixes() -> list[str]:
+    """Every suffix ``graphview export -o`` accepts."""
+    return sorted(set(FORMATS) | set(IMAGE_SUFFIXES))
+
+
+def positive_scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number greater than 0, not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="graphview", description="Watch PyTorch autograd build, run and free its graph.",
+        prog="graphview",
+        usage="graphview [SCRIPT_OR_TRACE]\n       graphview COMMAND ...",
+        description="Watch PyTorch autograd build, run and free its graph. "
+                    "`graphview SCRIPT.py` or `graphview RUN.gvtrace` opens the script or trace in the desktop app "
+                    "(`graphview` alone: its start page); the commands below work without a display. "
+                    "export writes the graph as a picture (PNG, SVG, PDF) or as data (JSON, DOT, GraphML).",
+        epilog="Exit codes: 0 ok; 1 the script failed (what was recorded is still written); "
+               "2 bad input or an unwritable output.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="graphview")
     rec = sub.add_parser("record", help="run a script under recording and save a trace")
     rec.add_argument("script")
     rec.add_argument("-o", "--output", required=True, help=f"trace file to write ({SUFFIX})")
     rec.add_argument("-q", "--quiet", action="store_true", help="do not echo the script's output")
     _add_run_options(rec)
-    exp = sub.add_parser("export", help="export the recorded graph as JSON, DOT or GraphML")
+    exp = sub.add_parser("export", help="export the graph as a picture (PNG, SVG, PDF) or as data (JSON, DOT, GraphML)",
+                         description="Export the recorded graph as a picture (PNG, SVG, PDF; no display needed) "
+                                     "or as data (JSON, DOT, GraphML). The format comes from the output's suffix.")
     exp.add_argument("source", help="a script (recorded first) or a trace file")
     exp.add_argument("-o", "--output", required=True,
-                     help="graph.json, graph.dot or graph.graphml (data); graph.png, graph.svg or graph.pdf (picture)")
-    exp.add_argument("--scale", type=float, default=2.0, help="PNG: pixels per scene unit (default 2)")
+                     help="graph.png, graph.svg or graph.pdf (picture); graph.json, graph.dot (or .gv) or "
+                          "graph.graphml (data)")
+    exp.add_argument("--scale", type=positive_scale, default=None,
+                     help=f"PNG: pixels per scene unit, greater than 0 (default {DEFAULT_SCALE:g}; "
+                          "lowered if the image would be too large)")
     exp.add_argument("--at", type=int, default=None, metavar="EVENT",
                      help="the graph as it was after this event index (default: every graph of the run)")
     _add_run_options(exp)
@@ -162,12 +192,70 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
     return run, end
 
 
-def load_run(path: str) -> tuple[Run, list[str]]:
+def check_writable(path: str) -> None:
+    """Fail early, before recording or drawing, on an output that cannot be written (the OS's reason)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        raise UserError(f"cannot write {path}: folder {folder} does not exist")
+    if not os.path.isdir(folder):
+        raise UserError(f"cannot write {path}: {folder} is not a folder")
+    if os.path.isdir(path):
+        raise UserError(f"cannot write {path}: it is a folder")
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "ab" if existed else "xb"):  # neither truncates an existing file
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def read_run(path: str) -> tuple[Run, list[str], dict]:
+    """A trace's run, its warnings and its header; a trace with no readable event is refused."""
     from graphview.core.run import bulk_load
 
     with bulk_load():
         trace = read_trace(path)
-        return Run(trace.events), trace.warnings
+        if not trace.events:
+            if trace.warnings:
+                raise UserError(f"{path} is damaged right after its header: no event in it could be read")
+            raise UserError(f"{path} holds no events: the recording stopped before the script started")
+        return Run(trace.events), trace.warnings, trace.header
+
+
+def load_run(path: str) -> tuple[Run, list[str]]:
+    run, warnings, _ = read_run(path)
+    return run, warnings
+
+
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def failure_headline(run: Run) -> str:
+    """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
+    end = run.end or {}
+    message = _first_line(end.get("message") or "")
+    if run.status == "error":
+        if run.errors:
+            _, err = run.errors[-1]
+            where = f" at line {err['line']}" if err.get("line") else ""
+            return f"the script failed ({err.get('type')}{where}: {_first_line(err.get('message') or '')})"
+        return f"the script failed ({message or 'error'})"
+    if run.status == "timeout":
+        return "the script was stopped at its time limit"
+    if run.status == "stopped":
+        return f"the script was stopped ({message or 'by the user'})"
+    return message or f"the script failed ({run.status})"
+
+
+def _up_to(run: Run) -> str:
+    return "up to the error" if run.status in ("error", "crashed") else "up to where it stopped"
 
 
 def describe_failure(run: Run, end: dict) -> str:
@@ -213,25 +301,40 @@ def print_script_traceback(run: Run) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(out_dir):
-        raise UserError(f"cannot write {args.output}: folder {out_dir} does not exist")
+    suffix = os.path.splitext(args.output)[1].lower()
+    if suffix not in FORMATS and suffix not in IMAGE_SUFFIXES:
+        raise UserError(f"cannot tell the export format from {args.output!r}: "
+                        f"use one of {', '.join(export_suffixes())}")
+    check_writable(args.output)
     run, warnings = _run_from(args)
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
-    if os.path.splitext(args.output)[1].lower() in (".png", ".svg", ".pdf"):
+    if run.failed and not (run.tensor_nodes or run.op_nodes):
+        print(f"graphview: {failure_headline(run)} before anything was recorded; nothing written to {args.output}",
+              file=sys.stderr)
+        return EXIT_SCRIPT_FAILED
+    if suffix in IMAGE_SUFFIXES:
         from graphview.app.gui import qt_app
-        from graphview.qt.export import render_run
+        from graphview.qt.export import MAX_PIXELS, render_run
 
         qt_app()
-        render_run(run, args.output, at=args.at, scale=args.scale)
-        fmt = os.path.splitext(args.output)[1][1:]
+        scale = DEFAULT_SCALE if args.scale is None else args.scale
+        used = render_run(run, args.output, at=args.at, scale=scale)
+        if suffix != ".png" and args.scale is not None:
+            print(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
+                  file=sys.stderr)
+        elif used is not None and used < scale:
+            print(f"graphview: note: used scale {used:.3g} instead of {scale:g}: the PNG would have been larger "
+                  f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
+        fmt = suffix[1:]
     else:
         fmt = export_graph(run, args.output, at=args.at)
-    data_note = f" at event {args.at}" if args.at is not None else ""
-    print(f"graphview: wrote the {fmt.upper()} graph{data_note} to {args.output}", file=sys.stderr)
+    what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
     if run.failed:
-        print(f"graphview: note: {describe_failure(run, run.end or {})}", file=sys.stderr)
+        print(f"graphview: {failure_headline(run)}; wrote {what} recorded {_up_to(run)} to {args.output}",
+              file=sys.stderr)
+        return EXIT_SCRIPT_FAILED
+    print(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -245,17 +348,23 @@ def _bytes(n: int) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    run, warnings = load_run(args.trace)
+    """Exit 0 whenever the trace could be read (its ``status:`` line says how the script ended)."""
+    run, warnings, header = read_run(args.trace)
     info = run.info()
+    if not info["script"]:
+        info["script"] = header.get("script")
     info["warnings"] = warnings
     if args.json:
         print(json.dumps(info, indent=2))
         return EXIT_OK
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
-    print(f"script:          {info['script']} ({info['mode']} script)")
+    mode = f" ({info['mode']} script)" if run.start is not None else ""
+    print(f"script:          {info['script'] or 'unknown'}{mode}")
     print(f"status:          {info['status']}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
-    print(f"torch:           {info['torch']}")
+    if warnings:
+        print(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
+    print(f"torch:           {info['torch'] or 'unknown'}")
     opts = RunOptions.from_dict(info["options"] or {})
     print(f"options:         {opts.label()}")
     print(f"events:          {info['events']}")
@@ -314,7 +423,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"    fix: {f.fix}")
         print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
               file=sys.stderr)
-    return EXIT_SCRIPT_FAILED if findings else EXIT_OK
+    if run.failed:
+        print(f"graphview: {failure_headline(run)}; checked what was recorded {_up_to(run)}", file=sys.stderr)
+    return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -341,7 +452,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"+ {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
     print(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
           f"{result.same} the same", file=sys.stderr)
-    return EXIT_OK
+    failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]
+    for run in failed:
+        print(f"graphview: {failure_headline(run)}; compared what was recorded {_up_to(run)}", file=sys.stderr)
+    return EXIT_SCRIPT_FAILED if failed else EXIT_OK
 
 
 def cmd_gradcheck(args: argparse.Namespace) -> int:
@@ -368,6 +482,12 @@ def main(argv: list[str] | None = None) -> int:
                     and not argv[0].startswith("-")):
         if len(argv) > 1:
             print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if argv and not os.path.exists(argv[0]):  # before the GUI's own checks (a display)
+            print(f"graphview: no such file: {argv[0]}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if argv and os.path.isdir(argv[0]):
+            print(f"graphview: {argv[0]} is a folder; give a script (.py) or a trace ({SUFFIX})", file=sys.stderr)
             return EXIT_BAD_INPUT
         from graphview.app.gui import main as gui_main
 

@@ -27,22 +27,59 @@ def _content_rect(scene: GraphScene) -> QRectF:
     return rect.adjusted(-30, -30, 30, 30)
 
 
-def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
-    """Write every visible element of ``scene`` to ``path`` (format from the suffix)."""
+def check_writable(path: str) -> None:
+    """Raise :class:`ExportError` with the OS's reason if ``path`` cannot be written.
+
+    Opens the file for writing (without truncating one that exists; a file made only for the test
+    is removed again), so that Qt is never handed a path it would fail on with a burst of warnings."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
+    if not os.path.isdir(folder):
+        raise ExportError(f"cannot write {path}: {folder} is not a folder")
+    if os.path.isdir(path):
+        raise ExportError(f"cannot write {path}: it is a folder")
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "ab" if existed else "xb"):
+            pass
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def png_scale(source: QRectF, scale: float) -> float:
+    """``scale``, lowered where needed so that neither side of the PNG exceeds ``MAX_PIXELS``."""
+    return min(scale, MAX_PIXELS / max(source.width(), source.height()))
+
+
+def _begin(painter: QPainter, path: str) -> None:
+    if not painter.isActive():
+        raise ExportError(f"cannot write {path}")
+
+
+def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> float | None:
+    """Write every visible element of ``scene`` to ``path`` (format from the suffix).
+
+    Returns the scale a PNG was drawn at (``scale``, or less where the image would have been
+    larger than ``MAX_PIXELS`` on a side); None for SVG and PDF."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in IMAGE_FORMATS:
         raise ExportError(f"cannot tell the image format from {path!r}: use .png, .svg or .pdf")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
-    if (os.path.exists(path) and not os.access(path, os.W_OK)) or not os.access(folder, os.W_OK):
-        raise ExportError(f"cannot write {path}: permission denied")
+    if not scale > 0:
+        raise ExportError(f"the scale must be greater than 0, not {scale}")
+    check_writable(path)
+    used: float | None = None
     source = _content_rect(scene)
     selected = scene.selectedItems()
     scene.clearSelection()
     try:
         if suffix == ".png":
-            factor = min(scale, MAX_PIXELS / max(source.width(), source.height()))
+            factor = used = png_scale(source, scale)
             image = QImage(QSize(max(1, int(source.width() * factor)), max(1, int(source.height() * factor))),
                            QImage.Format_ARGB32)
             image.fill(QColor("white"))
@@ -59,6 +96,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
             generator.setViewBox(QRectF(0, 0, source.width(), source.height()))
             generator.setTitle("graphview autograd graph")
             painter = QPainter(generator)
+            _begin(painter, path)
             scene.render(painter, QRectF(0, 0, source.width(), source.height()), source)
             painter.end()
         else:
@@ -67,6 +105,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
             writer.setPageSize(QPageSize(QSizeF(source.width(), source.height()), QPageSize.Point))
             writer.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout.Point)
             painter = QPainter(writer)
+            _begin(painter, path)
             scene.render(painter, QRectF(0, 0, painter.device().width(), painter.device().height()), source)
             painter.end()
     finally:
@@ -74,17 +113,19 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> None:
             item.setSelected(True)
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         raise ExportError(f"cannot write {path}")
+    return used
 
 
-def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0) -> None:
+def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0) -> float | None:
     """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
 
     By default the state just before the last backward: the last graph complete, with its saved
-    tensors (at the very end of a run autograd has freed most of what it built)."""
+    tensors (at the very end of a run autograd has freed most of what it built). Returns what
+    :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
     index = timeline.overview(run) if at is None else at
     if not 0 <= index < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
-    render_scene(scene, path, scale)
+    return render_scene(scene, path, scale)

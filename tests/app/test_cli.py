@@ -17,8 +17,10 @@ from tests.conftest import ROOT, lesson, model
 pytestmark = pytest.mark.e2e
 
 
-def graphview(*args, timeout=120):
+def graphview(*args, timeout=120, unset=()):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name in unset:
+        env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "graphview.app.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -203,3 +205,136 @@ def test_gradcheck_command_in_a_runner_process():
     assert "       1                 6                  12" in bad.stdout
     good = graphview("gradcheck", lesson("chain_rule"), "--tensor", "x")
     assert good.returncode == 0 and "within" in good.stderr
+
+
+RAISES = "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * 3).sum()\nraise ValueError('boom')\n"
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """Two traces recorded once for the tests below: a run that ended well and one that raised."""
+    folder = tmp_path_factory.mktemp("traces")
+    script = folder / "raises.py"
+    script.write_text(RAISES, encoding="utf-8")
+    ok, failed = folder / "ok.gvtrace", folder / "failed.gvtrace"
+    assert graphview("record", lesson("chain_rule"), "-o", ok, "-q").returncode == 0
+    assert graphview("record", script, "-o", failed, "-q").returncode == 1
+    return {"ok": ok, "failed": failed}
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_export_of_a_failed_run_writes_what_was_recorded_and_exits_1(write_script, tmp_path, traces):
+    for out in (tmp_path / "g.png", tmp_path / "g.json"):
+        result = graphview("export", traces["failed"], "-o", out)
+        assert result.returncode == 1, result.stderr
+        lines = [l for l in result.stderr.splitlines() if l.startswith("graphview:")]
+        assert len(lines) == 1 and "the script failed (ValueError at line 4: boom)" in lines[0], result.stderr
+        assert "recorded up to the error" in lines[0] and "wrote" in lines[0]
+        assert out.stat().st_size > 0
+    assert any(n.get("name") == "w" for n in json.loads((tmp_path / "g.json").read_text())["nodes"])
+    # nothing recorded (a syntax error): no blank image
+    broken = write_script("import torch\nx = torch.ones(2)\ny = (x\n")
+    out = tmp_path / "s.png"
+    result = graphview("export", broken, "-o", out)
+    assert result.returncode == 1, result.stderr
+    assert_one_line_reason(result)
+    assert "SyntaxError at line 3" in result.stderr and "nothing written" in result.stderr
+    assert not out.exists()
+
+
+def test_check_and_diff_of_a_failed_run_exit_1(traces):
+    for args in (("check", traces["failed"]), ("diff", traces["failed"], traces["failed"])):
+        result = graphview(*args)
+        assert result.returncode == 1, (args, result.stderr)
+        assert "the script failed (ValueError at line 4: boom)" in result.stderr
+
+
+def test_unknown_export_format_lists_every_format(tmp_path, traces):
+    result = graphview("export", traces["ok"], "-o", tmp_path / "out.bmp")
+    assert result.returncode == 2
+    assert_one_line_reason(result)
+    for suffix in (".png", ".svg", ".pdf", ".json", ".dot", ".gv", ".graphml"):
+        assert suffix in result.stderr, result.stderr
+
+
+def test_unwritable_output_one_line_with_the_reason(tmp_path, traces):
+    cases = []
+    for suffix in (".png", ".svg", ".pdf", ".json"):
+        folder = tmp_path / f"folder{suffix}"
+        folder.mkdir()
+        cases.append((folder, "it is a folder"))
+    if sys.platform.startswith("linux") and os.path.isdir("/proc"):
+        cases += [(f"/proc/x{suffix}", None) for suffix in (".png", ".svg", ".pdf")]
+    for out, reason in cases:
+        result = graphview("export", traces["ok"], "-o", out)
+        assert result.returncode == 2, (out, result.stderr)
+        assert result.stderr.splitlines() == [result.stderr.strip()], result.stderr  # one line, no Qt warnings
+        assert result.stderr.startswith(f"graphview: cannot write {out}: "), result.stderr
+        if reason:
+            assert reason in result.stderr, result.stderr
+        else:  # the OS's reason
+            assert result.stderr.strip() != f"graphview: cannot write {out}:", result.stderr
+
+
+def test_scale_must_be_positive_and_a_lowered_scale_is_reported(tmp_path, traces):
+    out = tmp_path / "g.png"
+    for bad in ("0", "-1", "nan"):
+        result = graphview("export", traces["ok"], "-o", out, "--scale", bad)
+        assert result.returncode == 2, (bad, result.stderr)
+        assert "--scale" in result.stderr and "greater than 0" in result.stderr
+        assert not out.exists()
+    result = graphview("export", traces["ok"], "-o", out, "--scale", "1000")
+    assert result.returncode == 0, result.stderr
+    note = [l for l in result.stderr.splitlines() if "used scale" in l]
+    assert len(note) == 1 and "16384 pixels" in note[0], result.stderr
+    assert max(png_size(out)) <= 16384
+    result = graphview("export", traces["ok"], "-o", out, "--scale", "1")
+    assert result.returncode == 0 and "used scale" not in result.stderr
+
+
+def test_info_on_a_damaged_trace(tmp_path, traces):
+    lines = traces["ok"].read_bytes().splitlines(keepends=True)
+    header_only, damaged_after_header, damaged_later, no_start = (tmp_path / f"{n}.gvtrace" for n in range(4))
+    header_only.write_bytes(lines[0])
+    damaged_after_header.write_bytes(lines[0] + b"garbage{\n" + b"".join(lines[1:]))
+    damaged_later.write_bytes(b"".join(lines[:3]) + b"garbage{\n" + b"".join(lines[3:]))
+    no_start.write_bytes(lines[0] + b'{"ev": "stdout", "text": "hi"}\n' + b"garbage{\n")
+    for trace, reason in ((header_only, "holds no events"), (damaged_after_header, "damaged")):
+        result = graphview("info", trace)
+        assert result.returncode == 2, result.stderr
+        assert_one_line_reason(result)
+        assert reason in result.stderr and result.stdout == ""
+    for trace in (damaged_later, no_start):
+        result = graphview("info", trace)
+        assert result.returncode == 0, result.stderr
+        assert "graphview: warning:" in result.stderr and "damaged" in result.stderr
+        assert "None" not in result.stdout and "damaged" in result.stdout, result.stdout
+    result = graphview("info", no_start)
+    assert "torch:           unknown" in result.stdout
+    assert "chain_rule.py" in result.stdout  # the script, from the trace's header
+
+
+def test_help_names_every_export_format_and_how_to_open_the_app():
+    top = graphview("--help")
+    assert top.returncode == 0
+    text = " ".join(top.stdout.split())
+    assert "graphview SCRIPT" in text and "desktop app" in text
+    for fmt in ("PNG", "SVG", "PDF", "JSON", "DOT", "GraphML"):
+        assert fmt in text, fmt
+    export = " ".join(graphview("export", "--help").stdout.split())
+    for fmt in ("PNG", "SVG", "PDF", "JSON", "DOT", "GraphML"):
+        assert fmt in export, fmt
+
+
+def test_missing_file_is_reported_before_the_display(tmp_path):
+    no_display = ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    result = graphview(tmp_path / "nonexistent.py", unset=no_display)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"graphview: no such file: {tmp_path / 'nonexistent.py'}"
+    result = graphview(tmp_path, unset=no_display)
+    assert result.returncode == 2 and "folder" in result.stderr and "display" not in result.stderr
