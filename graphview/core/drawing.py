@@ -380,6 +380,26 @@ class Drawing:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self.order.append(node.id)
 
+    def path_clear(self, source: DrawNode, target: DrawNode, half_width: float) -> bool:
+        """Whether a straight line between two placed nodes keeps ``half_width`` (in scene units)
+        away from every cell any node ever took in the rows between them; when it does not, the
+        canvas routes the edge down a lane between columns instead."""
+        top, bottom = (source, target) if source.layer < target.layer else (target, source)
+        span = bottom.layer - top.layer
+        for step in range(1, span):
+            taken = self._occupied.get(top.layer + step)
+            if not taken:
+                continue
+            x = top.x + (bottom.x - top.x) * step / span
+            reach = int(half_width // SLOT_WIDTH) + 1
+            centre = round(x / SLOT_WIDTH)
+            for slot in range(centre - reach, centre + reach + 1):
+                if slot in taken:
+                    occupant = self.nodes[taken[slot]]
+                    if abs(occupant.x - x) < half_width:
+                        return False
+        return True
+
     # ------------------------------------------------------------------ state at a cursor
     def dead_index(self, node: DrawNode) -> int | None:
         """When autograd destroyed this part of the graph (an op, or a tensor through its grad_fn)."""

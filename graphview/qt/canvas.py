@@ -203,10 +203,11 @@ class NodeItem(QGraphicsItem):
 
 
 class EdgeItem(QGraphicsPathItem):
-    def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem) -> None:
+    def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         super().__init__()
         self.edge = edge
         self.source, self.target = source, target
+        self.clear = clear  # no node ever sits on the straight way: no detour needed
         self.freed = False
         self.rerouted = False
         self.route_between_nodes()
@@ -225,7 +226,7 @@ class EdgeItem(QGraphicsPathItem):
         cutting straight across the nodes of the rows in between."""
         start = self.source.pos() + QPointF(0, NODE_H / 2)
         end = self.target.pos() - QPointF(0, NODE_H / 2 + 2)
-        if end.y() - start.y() <= LAYER_HEIGHT:
+        if end.y() - start.y() <= LAYER_HEIGHT or self.clear:
             self.route(start, end)
             return
         side = 1.0 if end.x() >= start.x() else -1.0
@@ -481,7 +482,8 @@ class GraphScene(QGraphicsScene):
             if edge.source not in self.node_items or edge.target not in self.node_items:
                 break  # edges come in order; the rest wait for their nodes
             source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
-            item = EdgeItem(edge, source, target)
+            item = EdgeItem(edge, source, target,
+                            clear=self.drawing.path_clear(source.node, target.node, NODE_W / 2 + 12))
             self._show(item, edge.born <= self.cursor and source.isVisible() and target.isVisible())
             self.edge_items.append(item)
             self._edges_into.setdefault(edge.target, []).append(item)
