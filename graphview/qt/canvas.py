@@ -356,6 +356,23 @@ class GroupItem(QGraphicsObject):
         self.sigToggled.emit(self.path)
 
 
+def _calls(items: list) -> list[list]:
+    """A module's shown nodes, split where a row between them holds none of them: the layout
+    stacks each module call in rows of its own, so a module called twice (``self.pool`` after
+    two convolutions) gets two boxes rather than one spanning whatever ran in between."""
+    rows: dict[float, list] = {}
+    for item in items:
+        rows.setdefault(item.pos().y(), []).append(item)
+    calls: list[list] = []
+    previous = None
+    for y in sorted(rows):
+        if previous is None or y - previous > LAYER_HEIGHT * 1.5:
+            calls.append([])
+        calls[-1].extend(rows[y])
+        previous = y
+    return calls
+
+
 class PulseItem(QGraphicsObject):
     """A gradient travelling along an edge, backwards (from the edge's target to its source)."""
 
@@ -644,50 +661,51 @@ class GraphScene(QGraphicsScene):
             while path:
                 members.setdefault(path, []).append(item)
                 path = path.rpartition(".")[0]
-        for path, group in self.groups.items():
-            if path not in members:
-                group.setVisible(False)
         hidden: dict[str, GroupItem] = {}
+        shown: list[GroupItem] = []
+        used: set[str] = set()
         for path in sorted(members, key=lambda p: p.count(".")):
-            items = members[path]
-            if len(items) < 2:
-                if path in self.groups:
-                    self.groups[path].setVisible(False)
-                continue
-            group = self.groups.get(path)
-            if group is None:
-                group = self.groups[path] = GroupItem(path, path.count("."))
-                group.collapsed = path in self.collapsed
-                group.sigToggled.connect(self._toggle_group)
-                self.addItem(group)
             inside_collapsed = any(path.startswith(c + ".") for c in self.collapsed)
-            group.setVisible(not inside_collapsed)
-            xs = [item.pos().x() for item in items]
-            ys = [item.pos().y() for item in items]
-            rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
-            # nested boxes step inwards; vertically they stay inside the gap between rows, so the
-            # boxes of two modules one after the other (the layout stacks them) never overlap
-            level = 3 - min(3, path.count("."))
-            pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
-            group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(items))
-            if group.collapsed and not inside_collapsed:
-                for item in items:
-                    item.setVisible(False)
-                    hidden[item.node.id] = group
-        self._place_group_labels([self.groups[p] for p in members if p in self.groups and self.groups[p].isVisible()])
+            for number, items in enumerate(_calls(members[path])):
+                if len(items) < 2:
+                    continue
+                key = path if number == 0 else f"{path}#{number + 1}"  # a module called again
+                used.add(key)
+                group = self.groups.get(key)
+                if group is None:
+                    group = self.groups[key] = GroupItem(path, path.count("."))
+                    group.sigToggled.connect(self._toggle_group)
+                    self.addItem(group)
+                group.collapsed = path in self.collapsed
+                group.setVisible(not inside_collapsed)
+                xs = [item.pos().x() for item in items]
+                ys = [item.pos().y() for item in items]
+                rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W,
+                              max(ys) - min(ys) + NODE_H)
+                # nested boxes step inwards; vertically they stay inside the gap between rows, so the
+                # boxes of two modules one after the other (the layout stacks them) never overlap
+                level = 3 - min(3, path.count("."))
+                pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
+                group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(items))
+                if not inside_collapsed:
+                    shown.append(group)
+                if group.collapsed and not inside_collapsed:
+                    for item in items:
+                        item.setVisible(False)
+                        hidden[item.node.id] = group
+        for key, group in self.groups.items():
+            if key not in used:
+                group.setVisible(False)
+        self._place_group_labels(shown)
         return hidden
 
     def _place_group_labels(self, groups: list[GroupItem]) -> None:
         """A nested box often starts on the same row as its parent: move its name right of the parent's."""
-        placed: dict[str, QRectF] = {}
+        placed: list[tuple[GroupItem, QRectF]] = []
         for group in sorted(groups, key=lambda g: g.depth):
             shift = 0.0
-            parent = group.path.rpartition(".")[0]
-            others = []
-            while parent:
-                if parent in placed:
-                    others.append(placed[parent])
-                parent = parent.rpartition(".")[0]
+            others = [label for outer, label in placed
+                      if group.path.startswith(outer.path + ".") and outer.rect.intersects(group.rect)]
             for _ in range(len(others) + 1):
                 label = group.label_rect(shift)
                 blocking = [r for r in others if r.intersects(label)]
@@ -698,7 +716,7 @@ class GraphScene(QGraphicsScene):
                 group.prepareGeometryChange()
                 group.label_shift = shift
                 group.update()
-            placed[group.path] = group.label_rect()
+            placed.append((group, group.label_rect()))
 
     def _toggle_group(self, path: str) -> None:
         if path in self.collapsed:

@@ -367,3 +367,23 @@ def test_backward_on_a_tensor_without_grad_fn_marks_that_tensor(window, record):
     assert [i.node.ref for i in marked] == [root]
     window.set_cursor(index - 1)
     assert not any(i.state == "error" for i in window.scene.node_items.values())
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "transformer_block", "weight_sharing", "checkpointing"])
+def test_boxes_of_unrelated_modules_do_not_overlap(window, record, name):
+    """Every module call gets its own box (small_cnn calls self.pool twice), and the boxes of
+    modules that are not nested never overlap."""
+    run = record(model(name))
+    show(window, run)
+    window.set_cursor(min(call.start for call in run.backwards.values()))
+    boxes = [g for g in window.scene.groups.values() if g.isVisible()]
+    assert boxes
+
+    def related(a, b):
+        return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+    clashes = [(a.path, b.path) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+               if (not related(a.path, b.path) or a.path == b.path) and a.rect.intersects(b.rect)]
+    assert clashes == []
+    if name == "small_cnn":
+        assert sorted(g.path for g in boxes).count("pool") == 2
