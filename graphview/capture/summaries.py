@@ -31,15 +31,23 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     if hist and summary is not None and "stats" in summary and "min" in summary["stats"]:
         histogram = _histogram(t, summary["stats"])
         if histogram is not None:
-            summary["stats"]["hist"] = histogram
+            summary["stats"]["hist"], sampled = histogram
+            if sampled != summary["stats"].get("numel"):
+                summary["stats"]["hist_of"] = sampled
     return summary
 
 
 #: bins of the value histograms the inspector draws
 HIST_BINS = 24
+#: larger tensors are binned from every k-th value, at most this many (torch.histc on CPU runs
+#: on one thread at ~5 ns a value: a full pass over every parameter each step would cost more
+#: than the rest of the recording)
+HIST_SAMPLE_MAX = 1 << 14
 
 
-def _histogram(t: torch.Tensor, stats: dict) -> list[int] | None:
+def _histogram(t: torch.Tensor, stats: dict) -> tuple[list[int], int] | None:
+    """Counts in HIST_BINS equal bins over [min, max], and how many values were binned (all, or
+    every k-th of a large tensor)."""
     lo, hi = stats["min"], stats["max"]
     if not (isinstance(lo, float) or isinstance(lo, int)) or not (isinstance(hi, float) or isinstance(hi, int)):
         return None  # NaN or Inf somewhere: no finite range to bin
@@ -48,11 +56,15 @@ def _histogram(t: torch.Tensor, stats: dict) -> list[int] | None:
     try:
         with torch.no_grad():
             flat = _as_float(t.detach()).reshape(-1)
+            stride = -(-flat.numel() // HIST_SAMPLE_MAX)
+            if stride > 1:
+                flat = flat[::stride]
             if flat.dtype != torch.float32 and flat.dtype != torch.float64:
                 flat = flat.float()
             if hi == lo:
-                return [flat.numel()] + [0] * (HIST_BINS - 1)
-            return [int(c) for c in torch.histc(flat, bins=HIST_BINS, min=float(lo), max=float(hi)).tolist()]
+                return [flat.numel()] + [0] * (HIST_BINS - 1), flat.numel()
+            counts = torch.histc(flat, bins=HIST_BINS, min=float(lo), max=float(hi)).tolist()
+            return [int(c) for c in counts], flat.numel()
     except (RuntimeError, TypeError, ValueError):
         return None
 

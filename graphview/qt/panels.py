@@ -142,7 +142,10 @@ class Inspector(QTextBrowser):
         # as wide as the value column can be without a horizontal scroll bar
         width = max(120, min(320, self.viewport().width() - 118))
         self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
-        return f"<br><img src='hist:{name}'>"
+        sampled = stats.get("hist_of")
+        note = (f"<br><span style='color:#6b7280;font-size:small'>histogram of {sampled:,} evenly spaced values "
+                f"of {stats.get('numel', 0):,}</span>" if sampled else "")
+        return f"<br><img src='hist:{name}'>{note}"
 
     def loadResource(self, kind: int, url: QUrl):
         if url.scheme() == "hist" and url.path() in self._images:

@@ -260,5 +260,14 @@ def test_histograms_of_parameters_and_grads_equal_torch_histc(record, write_scri
     assert accumulate["grad"]["stats"]["hist"] == histc(keep["grad"])
     stepped = next(ev for ev in run.events if ev["ev"] == "value" and ev["tid"] == tid)
     assert stepped["stats"]["hist"] == histc(keep["after"])
+    # a large tensor is binned from every k-th value: the counts of torch.histc over that sample
+    from graphview.capture.summaries import HIST_SAMPLE_MAX, summarize
+
+    big = torch.randn(300, 200)
+    summary = summarize(big, hist=True)["stats"]
+    stride = -(-big.numel() // HIST_SAMPLE_MAX)
+    sample = big.reshape(-1)[::stride]
+    assert summary["hist_of"] == sample.numel() < big.numel()
+    assert summary["hist"] == [int(c) for c in torch.histc(sample, bins=HIST_BINS, min=summary["min"], max=summary["max"])]
     # activations stay cheap: no histogram
     assert not any("hist" in (ev.get("stats") or {}) for ev in run.events if ev["ev"] == "tensor" and ev["kind"] == "activation")
