@@ -140,10 +140,12 @@ def _inversions(values: list[float], keys: list[float]) -> int:
 
 def graphview_layout(run):
     from graphview.core.drawing import Drawing
+    from graphview.core.run import bulk_load
 
     start = time.perf_counter()
-    drawing = Drawing(run)
-    drawing.update()
+    with bulk_load():  # as the app lays out a trace it opens (the collector paused while building)
+        drawing = Drawing(run)
+        drawing.update()
     elapsed = time.perf_counter() - start
     positions = {n.id: (n.x, n.y) for n in drawing.nodes.values()}
     edges = [(e.source, e.target) for e in drawing.edges]

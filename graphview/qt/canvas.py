@@ -701,11 +701,14 @@ class GraphScene(QGraphicsScene):
 
     def _place_group_labels(self, groups: list[GroupItem]) -> None:
         """A nested box often starts on the same row as its parent: move its name right of the parent's."""
-        placed: list[tuple[GroupItem, QRectF]] = []
+        placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # path -> its boxes' labels
         for group in sorted(groups, key=lambda g: g.depth):
             shift = 0.0
-            others = [label for outer, label in placed
-                      if group.path.startswith(outer.path + ".") and outer.rect.intersects(group.rect)]
+            others = []
+            parent = group.path.rpartition(".")[0]
+            while parent:
+                others += [label for outer, label in placed.get(parent, ()) if outer.rect.intersects(group.rect)]
+                parent = parent.rpartition(".")[0]
             for _ in range(len(others) + 1):
                 label = group.label_rect(shift)
                 blocking = [r for r in others if r.intersects(label)]
@@ -716,7 +719,7 @@ class GraphScene(QGraphicsScene):
                 group.prepareGeometryChange()
                 group.label_shift = shift
                 group.update()
-            placed.append((group, group.label_rect()))
+            placed.setdefault(group.path, []).append((group, group.label_rect()))
 
     def _toggle_group(self, path: str) -> None:
         if path in self.collapsed:
