@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# a fresh settings folder: the pictures show what a new user sees (no recent files of ours)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="graphview-screenshots-")
 
 from graphview.app.gui import App, ROOT  # noqa: E402
 from graphview.core import timeline  # noqa: E402

@@ -132,6 +132,21 @@ class Legend(QWidget):
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
 
 
+def _first_line_of_docstring(path: str) -> str:
+    """What a sample shows, from the first line of its docstring (read, not imported)."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = ast.get_docstring(ast.parse(f.read()))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return ""
+    if not doc:
+        return ""
+    first = doc.strip().splitlines()[0]
+    return first.split(". ")[0].rstrip(".")  # the first sentence
+
+
 def _sample_label(path: str) -> str:
     parts = os.path.normpath(path).split(os.sep)
     return "/".join(parts[parts.index("sample_models") + 1:]) if "sample_models" in parts else os.path.basename(path)
@@ -164,13 +179,22 @@ class StartPage(QWidget):
             column.addWidget(QLabel(f"<b>{heading}</b>"))
             widget = QListWidget()
             for path in paths:
-                item = QListWidgetItem(_sample_label(path) if heading == "Samples" else path)
+                text = path
+                if heading == "Samples":
+                    about = _first_line_of_docstring(path)
+                    text = f"{_sample_label(path)}  —  {about}" if about else _sample_label(path)
+                item = QListWidgetItem(text)
+                item.setToolTip(path)
                 item.setData(Qt.UserRole, path)
                 widget.addItem(item)
-            widget.itemActivated.connect(lambda item: self.sigOpen.emit(item.data(Qt.UserRole)))
-            widget.itemClicked.connect(lambda item: self.sigOpen.emit(item.data(Qt.UserRole)))
+            if not paths:
+                empty = QListWidgetItem("none yet: files you open are listed here")
+                empty.setFlags(Qt.NoItemFlags)
+                widget.addItem(empty)
+            widget.itemActivated.connect(lambda item: item.data(Qt.UserRole) and self.sigOpen.emit(item.data(Qt.UserRole)))
+            widget.itemClicked.connect(lambda item: item.data(Qt.UserRole) and self.sigOpen.emit(item.data(Qt.UserRole)))
             column.addWidget(widget)
-            lists.addLayout(column)
+            lists.addLayout(column, 1 if heading == "Recent files" else 2)
         layout.addLayout(lists, 1)
 
     def _pick(self, pattern: str) -> None:
@@ -264,6 +288,7 @@ class MainWindow(QMainWindow):
         toggles_dock.setWidget(self.toggles)
         self.addDockWidget(Qt.RightDockWidgetArea, toggles_dock)
         self.toggles_dock = toggles_dock
+        toggles_dock.hide()  # options of a run: shown with the first run
         self.resizeDocks([dock], [250], Qt.Vertical)
 
         self._build_actions()
@@ -354,6 +379,9 @@ class MainWindow(QMainWindow):
                                      ("Zoom out", "Ctrl+-", lambda: self.view.zoom(0.8)),
                                      ("Find node", "Ctrl+F", lambda: self.search.setFocus())):
             self._action(view_menu, text, QKeySequence(shortcut), slot)
+        view_menu.addSeparator()  # panels closed with their × come back from here
+        view_menu.addAction(self.toggles_dock.toggleViewAction())
+        view_menu.addAction(self.bottom_dock.toggleViewAction())
 
     def _action(self, menu, text, shortcut, slot) -> QAction:
         action = QAction(text, self)
@@ -432,6 +460,7 @@ class MainWindow(QMainWindow):
         if self.stack.currentIndex() != 1:
             self.stack.setCurrentIndex(1)
             self.bottom_dock.show()
+            self.toggles_dock.show()
             width = max(900, self.width())
             self.workspace.setSizes([470, width - 470 - 330, 330])
         name = os.path.basename(script_path) if script_path else "run"
@@ -591,6 +620,8 @@ class MainWindow(QMainWindow):
             self.code_note.show()
         else:
             self.code_note.hide()
+        # the number of steps means something only for a step script
+        self.toggles.steps.setEnabled(bool(start) and start.get("mode") == "step")
 
     def overview_index(self) -> int:
         """Where a finished run opens: its last graph complete, just before backward consumes it.
