@@ -599,6 +599,28 @@ class GraphScene(QGraphicsScene):
             edge.default_route()
         edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
 
+    def item_at_event(self, index: int) -> NodeItem | None:
+        """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the
+        node an op made (its output tensor, else its grad_fn)."""
+        run = self.run
+        if run is None or not 0 <= index < len(run.events):
+            return None
+        ev = run.events[index]
+        candidates: list[str] = []
+        if ev.get("vid") is not None:
+            candidates.append(f"op{ev['vid']}")
+        for tid, _ in ev.get("outputs") or ():
+            candidates.extend(n.id for n in run._tensor_nodes_of.get(tid, ()))
+        if ev.get("grad_fn") is not None:
+            candidates.append(f"op{ev['grad_fn']}")
+        if ev.get("tid") is not None:
+            candidates.extend(n.id for n in run._tensor_nodes_of.get(ev["tid"], ()))
+        for node_id in candidates:
+            item = self.node_items.get(node_id)
+            if item is not None and item.isVisible():
+                return item
+        return None
+
     def _touched(self, previous: int, index: int) -> set[str]:
         """Ids of the items whose look can differ between cursor positions ``previous`` < ``index``."""
         run = self.drawing.run

@@ -642,6 +642,14 @@ class MainWindow(QMainWindow):
         self.follow_live = False
         target = step(self.run, max(0, self.cursor))
         self.set_cursor(target)
+        self._keep_in_view()
+
+    def _keep_in_view(self) -> None:
+        """Like a debugger following execution: scroll so the node the cursor's event made or ran
+        is on screen (only when it is not; a view the user placed otherwise stays)."""
+        item = self.scene.item_at_event(self.cursor)
+        if item is not None:
+            self.view.ensureVisible(item, 60, 40)
 
     def set_cursor(self, index: int, animate: bool = False) -> None:
         run = self.run
@@ -752,6 +760,7 @@ class MainWindow(QMainWindow):
             return
         self.follow_live = False
         self.set_cursor(timeline.step_forward(run, self.cursor), animate=True)
+        self._keep_in_view()
 
     # ------------------------------------------------------------------ selection and search
     def _on_node_selected(self, node_id: str) -> None:

@@ -387,3 +387,19 @@ def test_boxes_of_unrelated_modules_do_not_overlap(window, record, name):
     assert clashes == []
     if name == "small_cnn":
         assert sorted(g.path for g in boxes).count("pool") == 2
+
+
+def test_stepping_keeps_the_current_node_in_view(window, record):
+    run = record(model("transformer_block"))
+    show(window, run)
+    window.view.resetTransform()
+    window.view.scale(0.9, 0.9)
+    window.set_cursor(0)
+    moves = 0
+    while moves < 60 or window.scene.item_at_event(window.cursor) is None:
+        window.move(timeline.step_forward)
+        moves += 1
+        assert moves < 2000
+    item = window.scene.item_at_event(window.cursor)
+    shown = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
+    assert shown.contains(item.sceneBoundingRect().center())
