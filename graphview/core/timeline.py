@@ -7,6 +7,8 @@ event list, so the GUI, tests and a future debugger protocol share them.
 
 from __future__ import annotations
 
+import os
+
 from graphview.core.events import summary_text
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
@@ -119,7 +121,11 @@ def describe(run: Run, index: int) -> str:
     """One line telling a user what happened at event ``index``."""
     if not 0 <= index < len(run.events):
         return ""
-    ev = run.events[index]
+    text = _describe(run, run.events[index])
+    return text.removeprefix("line None: ")  # an event without a script line (the step loop's own)
+
+
+def _describe(run: Run, ev: dict) -> str:
     kind = ev.get("ev")
 
     def node(vid):
@@ -184,4 +190,29 @@ def describe(run: Run, index: int) -> str:
         return f"tensor {tensor(ev['tid'])} {ev.get('shape')}"
     if kind == "node":
         return f"autograd node {node(ev['vid'])} created"
-    return kind or ""
+    if kind == "node_dead":
+        return f"autograd node {node(ev['vid'])} destroyed (nothing refers to it any more)"
+    if kind == "name":
+        return f"the script names a tensor {tensor(ev['tid'])}"
+    if kind == "value":
+        why = {"optimizer": " by the optimizer"}.get(ev.get("reason"), "")
+        return f"{tensor(ev['tid'])} changes value{why}"
+    if kind == "own":
+        return f"{node(ev.get('owner'))} keeps a tensor for backward"
+    if kind == "run_start":
+        return f"the run starts: {os.path.basename(ev.get('script') or '')} with torch {ev.get('torch', '?')}"
+    if kind == "module_mode":
+        return f"line {ev.get('line')}: {ev.get('type')}.{'train()' if ev.get('training') else 'eval()'}"
+    if kind == "retain_grad":
+        return f"{tensor(ev.get('tid'))}.retain_grad()"
+    if kind == "grad_read":
+        return f"the script reads {tensor(ev.get('tid'))}.grad"
+    if kind == "tensor_grad":
+        return f"{tensor(ev.get('tid'))}.grad (kept by retain_grad) = {summary_text(ev.get('grad'))}"
+    if kind == "grad_result":
+        return f"autograd.grad returns the gradient for {tensor(ev.get('tid'))}: {summary_text(ev.get('grad'))}"
+    if kind == "alloc":
+        return f"CUDA allocator: {ev.get('bytes')} bytes allocated on {ev.get('device')}"
+    if kind == "output_capped":
+        return f"further {ev.get('stream')} output not kept"
+    return (kind or "").replace("_", " ")

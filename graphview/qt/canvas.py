@@ -938,8 +938,8 @@ class GraphView(QGraphicsView):
         if 0.02 <= scale <= 6:
             self.scale(factor, factor)
 
-    #: the smallest zoom the window picks by itself: node shapes, colours and edges still tell apart
-    READABLE_ZOOM = 0.3
+    #: the smallest zoom the window picks by itself: node names can still be read
+    READABLE_ZOOM = 0.55
 
     def fit(self) -> None:
         """Show every node shown at the cursor (View > Fit to window)."""
@@ -956,16 +956,18 @@ class GraphView(QGraphicsView):
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: the whole graph if
-        it fits at a zoom where nodes can still be told apart, else that zoom around the newest
-        node (where the run is; the overview in the corner shows the rest)."""
+        it fits at a zoom where node names can be read, else that zoom around the newest node
+        (where the run is; the overview in the corner shows the rest, F fits it all)."""
         self.fit()
         if self.transform().m11() >= self.READABLE_ZOOM:
             return
         visible = [i for i in self.scene().node_items.values() if i.isVisible()]
         self.resetTransform()
         self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
-        if visible:
-            self.centerOn(max(visible, key=lambda i: i.node.born).pos())
+        if visible:  # the newest node in the lower part of the view, what led to it above
+            newest = max(visible, key=lambda i: i.node.born).pos()
+            height = self.viewport().height() / self.READABLE_ZOOM
+            self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
 
     def zoom_to_selection(self) -> None:
         items = self.scene().selectedItems()

@@ -309,7 +309,7 @@ class MainWindow(QMainWindow):
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
-        self.statusBar().addPermanentWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room
 
     # ------------------------------------------------------------------ actions
     def _build_actions(self) -> None:

@@ -488,10 +488,8 @@ class MemoryChart(pg.PlotWidget):
         self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
         # top right, away from where runs start; an opaque box keeps it readable over the curves
-        # in rows of three along the top, where the y range leaves room for it (see _headroom)
-        legend = self.addLegend(offset=(-10, 2), brush=pg.mkBrush("#ffffff"), pen=pg.mkPen("#d0d5dd"),
-                                labelTextColor="#374151", colCount=3)
-        legend.setZValue(50)  # above the cursor line
+        # the legend is a line of the title, above the plot: it can never cover the curves
+        self._overlay_labels: list[tuple[str, str]] = []
         self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
         self.addItem(self.cursor_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
@@ -521,7 +519,7 @@ class MemoryChart(pg.PlotWidget):
             if curve is None:
                 # steps, not ramps: the bytes after event i hold until event i + 1
                 curve = self.plot(x, y, name=label, pen=pg.mkPen(QColor(self.COLORS[kind]), width=1), fillLevel=0,
-                                  brush=QColor(self.FILLS[kind]), stepMode="left")
+                                  brush=QColor(self.FILLS[kind]), stepMode="right")
                 self.curves[kind] = curve
             else:
                 curve.setData(x, y)
@@ -543,19 +541,29 @@ class MemoryChart(pg.PlotWidget):
         if len(total) and total[peak_x] > 0:
             peak_value = int(total[peak_x])
             self.peak.setData([peak_x], [peak_value])
-            self.setTitle(f"<span style='color:#c62828'>● peak {human_bytes(peak_value)} at event {peak_x}</span>"
-                          f" <span style='color:#6b7280'>(saved tensors on {device})</span>", size="9pt")
+            self._title(f"<span style='color:#c62828'>● peak {human_bytes(peak_value)} at event {peak_x}</span>"
+                        f" <span style='color:#6b7280'>(saved tensors on {device})</span>")
         else:
             self.peak.setData([], [])
-            self.setTitle(f"<span style='color:#6b7280'>no saved tensors on {device}</span>", size="9pt")
+            self._title(f"<span style='color:#6b7280'>no saved tensors on {device}</span>")
         self._headroom(int(total.max()) if len(total) else 0)
 
+    def _title(self, headline: str) -> None:
+        keys = [(self.COLORS["activation"], "■", "activations"), (self.COLORS["param"], "■", "parameters (leaves that require grad)"),
+                (self.COLORS["input"], "■", "inputs and constants")]
+        if self._cache.get("has_alloc") if getattr(self, "_cache", None) else False:
+            keys.append(("#6b7280", "┅", "CUDA allocated"))
+        keys += [(color, "┅", label) for label, color in self._overlay_labels]
+        legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
+                                      f"<span style='color:#374151'> {html.escape(label)}</span>" for color, mark, label in keys)
+        self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+
     def _headroom(self, peak: int) -> None:
-        """Fix the y range half again above the highest curve (this run's or an earlier run's), so
-        the legend along the top never covers data."""
+        """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
+        range would follow only part of them and jump while a run streams)."""
         top = max([peak] + self._overlay_peaks)
         self.enableAutoRange(axis="y", enable=False)
-        self.setYRange(0, max(top, 1) * 1.5, padding=0)
+        self.setYRange(0, max(top, 1) * 1.12, padding=0)
 
     def _arrays(self, run: Run, device: str, series: dict) -> dict[str, np.ndarray]:
         """The series as numpy arrays, extended by only what is new since the last call."""
@@ -585,6 +593,7 @@ class MemoryChart(pg.PlotWidget):
         x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
         curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
+        self._overlay_labels.append((label, color))
         self._overlay_peaks.append(int(y.max()) if len(y) else 0)
 
     def clear_overlays(self) -> None:
@@ -592,6 +601,7 @@ class MemoryChart(pg.PlotWidget):
             self.removeItem(curve)
         self.overlays.clear()
         self._overlay_peaks.clear()
+        self._overlay_labels.clear()
 
     def set_cursor(self, index: int) -> None:
         self.cursor_line.setValue(index)

@@ -29,3 +29,4 @@ def test_detach_toggle_removes_the_first_layer(record):
 def test_same_run_same_graph(record):
     run = record(model("mlp_optimizer"), steps=2)
     assert not diff(run, step_index(run, 1), run, step_index(run, 2)).changed
+

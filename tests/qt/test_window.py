@@ -99,6 +99,20 @@ def test_memory_chart_plots_the_recorded_series(window, record):
     assert max(expected) > 0
     window.set_cursor(10)
     assert window.memory.cursor_line.value() == 10
+    # the bytes after event i are drawn from i to i + 1 (they hold until the next event)
+    first = next(i for i, v in enumerate(expected) if v > 0)
+    path = window.memory.curves["activation"].curve.getPath()
+    polygon = path.toFillPolygon()
+    points = [(polygon.at(k).x(), polygon.at(k).y()) for k in range(polygon.size())]
+
+    def drawn_at(x):
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            if y0 == y1 and min(x0, x1) <= x <= max(x0, x1):
+                return y0
+        return None
+
+    assert drawn_at(first - 0.5) == 0
+    assert drawn_at(first + 0.5) == expected[first]
 
 
 def test_retain_graph_keeps_bytes_after_backward_and_no_grad_is_zero(window, record):
