@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import io
 import os
+import warnings
 import platform
 import sys
 import traceback
@@ -175,6 +176,35 @@ def _grad_mode_context(mode: str):
     return contextlib.nullcontext()
 
 
+_GRAPHVIEW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_TORCH_DISPATCH = (os.sep + os.path.join("torch", "overrides.py"), os.sep + os.path.join("torch", "_tensor.py"))
+
+
+@contextlib.contextmanager
+def _warnings_point_at_the_script():
+    """A warning torch raises inside a recorded op names the frame that called the op, which is
+    now the recorder's: show it at the script's line instead, as plain Python would."""
+    original = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if filename.startswith(_GRAPHVIEW_DIR) or filename.endswith(_TORCH_DISPATCH):
+            frame = sys._getframe(1)
+            while frame is not None:
+                name = frame.f_code.co_filename
+                if not (name.startswith(_GRAPHVIEW_DIR) or name.endswith(_TORCH_DISPATCH)
+                        or name == warnings.__file__):
+                    filename, lineno, line = name, frame.f_lineno, None
+                    break
+                frame = frame.f_back
+        original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
+
+
 def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | None = None,
                keep_globals: dict | None = None) -> dict:
     """Run ``path`` under recording, sending every event to ``emit``. Returns the ``run_end`` event.
@@ -223,7 +253,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     try:
         if options.device:
             torch.set_default_device(options.device)
-        with recorder, _grad_mode_context(options.grad_mode):
+        with recorder, _grad_mode_context(options.grad_mode), _warnings_point_at_the_script():
             try:
                 if step_mode:
                     sys.modules[module.__name__] = module

@@ -311,7 +311,10 @@ def _nan_grad(run: Run):
                 if _non_finite(g):
                     op = run.op_nodes.get(vid)
                     name = op.name if op else f"node {vid}"
-                    index = op.executed[0][1] if op and op.executed else call.start
+                    # the moment the bad gradient leaves the node (its bw_node_done in this call)
+                    index = next((i for i in range(call.start, len(run.events))
+                                  if run.events[i].get("ev") == "bw_node_done" and run.events[i].get("vid") == vid
+                                  and run.events[i].get("bid") == call.bid), call.start)
                     yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
                                   op.line if op else call.line,
                                   f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "

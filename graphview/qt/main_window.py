@@ -454,6 +454,9 @@ class MainWindow(QMainWindow):
         self.inspector.show_empty()
         self.scene.set_run(self.run)
         self.view.set_message("")
+        self.search.clear()
+        if self.bottom_tabs.currentWidget() is self.console:  # brought forward by an earlier failure
+            self.bottom_tabs.setCurrentWidget(self.memory)
         self.memory.clear_overlays()
         for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
             self.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])

@@ -338,3 +338,12 @@ def test_missing_file_is_reported_before_the_display(tmp_path):
     assert result.stderr.strip() == f"graphview: no such file: {tmp_path / 'nonexistent.py'}"
     result = graphview(tmp_path, unset=no_display)
     assert result.returncode == 2 and "folder" in result.stderr and "display" not in result.stderr
+
+
+def test_a_torch_warning_names_the_script_line_not_graphview(tmp_path):
+    script = tmp_path / "warns.py"
+    script.write_text("import torch\nx = torch.ones(3, requires_grad=True)\ny = (x * 2).sum()\nprint(float(y))\n")
+    result = graphview("record", script, "-o", tmp_path / "warns.gvtrace")
+    assert result.returncode == 0, result.stderr
+    assert f"{script}:4: UserWarning" in result.stderr
+    assert "recorder.py" not in result.stderr

@@ -271,3 +271,4 @@ def test_histograms_of_parameters_and_grads_equal_torch_histc(record, write_scri
     assert summary["hist"] == [int(c) for c in torch.histc(sample, bins=HIST_BINS, min=summary["min"], max=summary["max"])]
     # activations stay cheap: no histogram
     assert not any("hist" in (ev.get("stats") or {}) for ev in run.events if ev["ev"] == "tensor" and ev["kind"] == "activation")
+

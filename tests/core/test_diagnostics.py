@@ -67,6 +67,10 @@ def test_nan_points_at_the_node_that_made_it_not_the_leaf(record):
     finding = next(f for f in diagnose(run) if f.code == "nan-grad")
     # backward meets root * 0.0 first (gradient 0, fine), then sqrt: 0 * 1/(2*sqrt(0)) = nan
     assert "SqrtBackward0" in finding.title and finding.line == 6
+    # its moment is when the NaN leaves that node, so jumping there shows it in "grad out"
+    ev = run.events[finding.index]
+    assert ev["ev"] == "bw_node_done" and f"op{ev['vid']}" == finding.node
+    assert any(g and g.get("values") and "nan" in g["values"] for g in ev["grads_out"])
 
 
 ALARM_FREE = [p for p in sorted(LESSONS.glob("*.py")) if not p.name.startswith("error_")] + sorted(MODELS.glob("*.py"))
