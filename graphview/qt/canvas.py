@@ -94,7 +94,7 @@ class NodeItem(QGraphicsItem):
         self.setToolTip("<br>".join(p for p in parts if p))
 
     def boundingRect(self) -> QRectF:
-        return QRectF(-NODE_W / 2 - 6, -NODE_H / 2 - 14, NODE_W + 12, NODE_H + 34)
+        return QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 22, NODE_H + 34)
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
@@ -145,10 +145,12 @@ class NodeItem(QGraphicsItem):
             painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
             pen = QPen(QColor("#c62828"), 3)
         if self.isSelected():
-            painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor(11, 87, 208, 60))
-            painter.drawRoundedRect(rect.adjusted(-6, -6, 6, 6), 13, 13)
-            pen = QPen(QColor("#0b57d0"), 3)
+            # a blue ring outside; a running or failing node keeps its own border inside it
+            painter.setPen(QPen(QColor("#0b57d0"), 2.5))
+            painter.setBrush(Qt.NoBrush if self.state in ("running", "error") else QColor(11, 87, 208, 60))
+            painter.drawRoundedRect(rect.adjusted(-9, -9, 9, 9), 15, 15)
+            if self.state not in ("running", "error"):
+                pen = QPen(QColor("#0b57d0"), 3)
         painter.setPen(pen)
         painter.setBrush(self.fill_color())
         radius = NODE_H / 2 if self.kind in TENSOR_KINDS else 8
@@ -791,6 +793,7 @@ class Overview(QWidget):
         super().__init__(view)
         self.view = view
         self.setFixedSize(170, 120)
+        self.enabled = True  # View > Overview in the corner
         self.pixmap: QPixmap | None = None
         self.source = QRectF()
         self.setCursor(Qt.PointingHandCursor)
@@ -805,7 +808,7 @@ class Overview(QWidget):
 
     def sync(self) -> None:
         """Shown only while part of the graph is out of view; then the marked area follows the view."""
-        if self.pixmap is None:
+        if self.pixmap is None or not self.enabled:
             self.setVisible(False)
             return
         visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
@@ -899,6 +902,10 @@ class GraphView(QGraphicsView):
             action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
             action.triggered.connect(slot)
             self.addAction(action)
+
+    def set_overview_enabled(self, enabled: bool) -> None:
+        self.overview.enabled = enabled
+        self.overview.sync()
 
     def set_message(self, text: str) -> None:
         """A note drawn in the middle of an empty canvas (a run that failed before any op)."""

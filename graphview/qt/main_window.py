@@ -379,6 +379,10 @@ class MainWindow(QMainWindow):
                                      ("Zoom out", "Ctrl+-", lambda: self.view.zoom(0.8)),
                                      ("Find node", "Ctrl+F", lambda: self.search.setFocus())):
             self._action(view_menu, text, QKeySequence(shortcut), slot)
+        overview = self._action(view_menu, "Overview in the corner", None,
+                                lambda on: self.view.set_overview_enabled(on))
+        overview.setCheckable(True)
+        overview.setChecked(True)
         view_menu.addSeparator()  # panels closed with their × come back from here
         view_menu.addAction(self.toggles_dock.toggleViewAction())
         view_menu.addAction(self.bottom_dock.toggleViewAction())
