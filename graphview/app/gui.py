@@ -107,6 +107,9 @@ class App:
         from graphview.qt.main_window import MainWindow
 
         self.qt = qt_app()
+        # the thread reading a runner's events shares the interpreter lock with the GUI thread:
+        # hand it over every 1 ms rather than 5 ms, so a burst of parsing never holds the GUI up
+        sys.setswitchinterval(0.001)
         self.window = MainWindow(samples=bundled_samples())
         self.live: LiveRun | None = None
         self.window.sigOpenRequested.connect(self.open)
@@ -223,6 +226,7 @@ class App:
         deadline = time.monotonic() + timeout
         window = self.window
         while time.monotonic() < deadline and (self.live is not None or window.live_refresh.isActive()
+                                               or window.slices_pending > 0
                                                or (window.run is not None and window.run.end is not None
                                                    and not window._finished)):
             self.qt.processEvents()

@@ -221,6 +221,7 @@ class MainWindow(QMainWindow):
         self.options = RunOptions()
         self.cursor = -1
         self._chart_turn = 0
+        self.slices_pending = 0  # slices of a live refresh scheduled and not yet run
         self.follow_live = True
         self.earlier_runs: list[tuple[str, Run]] = []
         self.comparison = ""
@@ -504,17 +505,19 @@ class MainWindow(QMainWindow):
         self._chart_turn = (self._chart_turn + 1) % 5
 
         def cursor_slice() -> None:
+            self.slices_pending -= 1
             if self.run is run and self.follow_live and not self.play_timer.isActive():
                 self.set_cursor(len(run.events) - 1)
             if self._chart_turn == 0 or not more:
-                QTimer.singleShot(0, chart_slice)
+                self._later(chart_slice)
 
         def chart_slice() -> None:
+            self.slices_pending -= 1
             if self.run is run:
                 self.memory.show_run(run, self._device())
                 self.memory.set_cursor(self.cursor)
 
-        QTimer.singleShot(0, cursor_slice)
+        self._later(cursor_slice)
         if more:
             if not self.live_refresh.isActive():
                 self.live_refresh.start()
@@ -522,6 +525,12 @@ class MainWindow(QMainWindow):
             self._finished = True
             self.follow_live = False
             QTimer.singleShot(0, lambda: self._finish_run(move=following))
+
+    def _later(self, work) -> None:
+        """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
+        ms out, not a zero-delay call, which Qt runs before anything else that is waiting."""
+        self.slices_pending += 1
+        QTimer.singleShot(4, work)
 
     def _finish_run(self, move: bool = True) -> None:
         """The run is over and drawn: its chart, diagnostics and (if the user was following it)
