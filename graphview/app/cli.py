@@ -23,6 +23,7 @@ import tempfile
 
 from graphview.core.events import summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
+from graphview.core.export import check_writable as export_check_writable
 from graphview.core.options import GRAD_MODES, RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
@@ -194,24 +195,10 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
 
 def check_writable(path: str) -> None:
     """Fail early, before recording or drawing, on an output that cannot be written (the OS's reason)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.exists(folder):
-        raise UserError(f"cannot write {path}: folder {folder} does not exist")
-    if not os.path.isdir(folder):
-        raise UserError(f"cannot write {path}: {folder} is not a folder")
-    if os.path.isdir(path):
-        raise UserError(f"cannot write {path}: it is a folder")
-    existed = os.path.lexists(path)
     try:
-        with open(path, "ab" if existed else "xb"):  # neither truncates an existing file
-            pass
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if not existed:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+        export_check_writable(path)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
 
 
 def read_run(path: str) -> tuple[Run, list[str], dict]:

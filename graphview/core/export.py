@@ -24,6 +24,31 @@ class ExportError(Exception):
     """An export that cannot be written. The message is meant for the user."""
 
 
+def check_writable(path: str) -> None:
+    """Raise :class:`ExportError` with the OS's reason if ``path`` cannot be written.
+
+    Opens the file for writing (without truncating one that exists; a file made only for the test
+    is removed again), so that Qt is never handed a path it would fail on with a burst of warnings."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
+    if not os.path.isdir(folder):
+        raise ExportError(f"cannot write {path}: {folder} is not a folder")
+    if os.path.isdir(path):
+        raise ExportError(f"cannot write {path}: it is a folder")
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "ab" if existed else "xb"):
+            pass
+    except OSError as exc:
+        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 def graph_data(run: Run, at: int | None = None) -> dict:
     """Nodes and edges of the run's autograd graph, as plain data."""
     if at is not None and not 0 <= at < len(run.events):

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdf
 from PySide6.QtSvg import QSvgGenerator
 
 from graphview.core import timeline
-from graphview.core.export import ExportError
+from graphview.core.export import ExportError, check_writable
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, NodeItem
 
@@ -25,31 +25,6 @@ def _content_rect(scene: GraphScene) -> QRectF:
     if rect.isNull():
         rect = QRectF(0, 0, 200, 100)
     return rect.adjusted(-30, -30, 30, 30)
-
-
-def check_writable(path: str) -> None:
-    """Raise :class:`ExportError` with the OS's reason if ``path`` cannot be written.
-
-    Opens the file for writing (without truncating one that exists; a file made only for the test
-    is removed again), so that Qt is never handed a path it would fail on with a burst of warnings."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.exists(folder):
-        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
-    if not os.path.isdir(folder):
-        raise ExportError(f"cannot write {path}: {folder} is not a folder")
-    if os.path.isdir(path):
-        raise ExportError(f"cannot write {path}: it is a folder")
-    existed = os.path.lexists(path)
-    try:
-        with open(path, "ab" if existed else "xb"):
-            pass
-    except OSError as exc:
-        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if not existed:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
 
 
 def png_scale(source: QRectF, scale: float) -> float:
