@@ -371,7 +371,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     for tid, entries in sorted(run.grads.items()):
         name = run.tensor_name(tid)
         if name and entries:
-            print(f"grad {name}: " + " -> ".join(summary_text(e.value) for e in entries))
+            print(f"grad {name}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
     if info["errors"]:
         for err in info["errors"]:
             where = f"line {err['line']}: " if err.get("line") else ""

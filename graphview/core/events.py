@@ -87,7 +87,7 @@ EVENT_KINDS = frozenset(
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})
 
 
-def summary_text(summary: object) -> str:
+def summary_text(summary: object, limit: int | None = None) -> str:
     """A short human-readable form of a value summary.
 
     A summary is ``None`` (no tensor) or a dict with ``shape`` and either ``values`` (the flat
@@ -105,6 +105,8 @@ def summary_text(summary: object) -> str:
             vals = [_Complex(v) for v in vals]
         if not summary.get("shape"):
             return _num(vals[0]) if vals else "[]"
+        if limit is not None and len(vals) > limit:  # at most ``limit`` values, then how many more
+            return "[" + ", ".join(_num(v) for v in vals[:limit]) + f", … {len(vals) - limit} more]"
         return "[" + ", ".join(_num(v) for v in vals) + "]"
     stats = summary.get("stats") or {}
     parts = [f"{k}={_num(stats[k])}" for k in ("min", "max", "mean", "norm") if stats.get(k) is not None]

@@ -274,11 +274,7 @@ def _grads(grads) -> str:
 
 def _capped(summary, limit: int = 8) -> str:
     """A value summary for a panel: at most ``limit`` values, then how many more."""
-    if isinstance(summary, dict) and len(summary.get("values") or ()) > limit:
-        values = summary["values"]
-        shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values[:limit])
-        return f"[{shown}, … {len(values) - limit} more]"
-    return summary_text(summary)
+    return summary_text(summary, limit)
 
 
 # ---------------------------------------------------------------------- console
