@@ -685,6 +685,7 @@ class GraphScene(QGraphicsScene):
         if derived:
             touched.update(self.drawing.derived)
         return touched
+
     def module_of(self, item: NodeItem) -> str | None:
         return item.node.module
 
@@ -699,10 +700,16 @@ class GraphScene(QGraphicsScene):
             while path:
                 members.setdefault(path, []).append(item)
                 path = path.rpartition(".")[0]
+        # a module whose nodes are all its only child's (encoder > layers > 0) would draw the same
+        # box again a few pixels out: the child's box, whose name holds the whole path, stands for it
+        same_as_child = {path.rpartition(".")[0] for path in members
+                         if "." in path and len(members.get(path.rpartition(".")[0], ())) == len(members[path])}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
         used: set[str] = set()
         for path in sorted(members, key=lambda p: p.count(".")):
+            if path in same_as_child and path not in self.collapsed:
+                continue
             inside_collapsed = any(path.startswith(c + ".") for c in self.collapsed)
             for number, items in enumerate(_calls(members[path])):
                 if len(items) < 2:

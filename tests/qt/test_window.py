@@ -417,3 +417,14 @@ def test_stepping_keeps_the_current_node_in_view(window, record):
     item = window.scene.item_at_event(window.cursor)
     shown = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
     assert shown.contains(item.sceneBoundingRect().center())
+
+
+def test_a_module_that_only_wraps_another_draws_no_second_box(window, record):
+    run = record(model("transformer_block"))
+    show(window, run)
+    window.set_cursor(min(call.start for call in run.backwards.values()))
+    boxes = [g for g in window.scene.groups.values() if g.isVisible()]
+    paths = {g.path for g in boxes}
+    # encoder and encoder.layers hold exactly the nodes of encoder.layers.0
+    assert "encoder.layers.0" in paths and "encoder" not in paths and "encoder.layers" not in paths
+    assert len({(g.rect.x(), g.rect.y(), g.members) for g in boxes}) == len(boxes)
