@@ -804,6 +804,8 @@ class GraphScene(QGraphicsScene):
         selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
         if selected:
             self.sigNodeSelected.emit(selected[0].node.id)
+        else:
+            self.sigNodeSelected.emit("")  # a click on empty canvas: nothing is selected
 
 
 class Overview(QWidget):
@@ -914,15 +916,8 @@ class GraphView(QGraphicsView):
         self.setMinimumSize(300, 200)
         self.message = ""
         self.overview = Overview(self)
-        for text, keys, slot in (("Zoom in", QKeySequence.ZoomIn, lambda: self.zoom(1.25)),
-                                 ("Zoom out", QKeySequence.ZoomOut, lambda: self.zoom(0.8)),
-                                 ("Fit to window", QKeySequence("F"), self.fit),
-                                 ("Zoom to selection", QKeySequence("Z"), self.zoom_to_selection)):
-            action = QAction(text, self)
-            action.setShortcut(keys)
-            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
+        # the zoom and fit keys (F, Z, Ctrl +/-) belong to the window's View menu: the same keys
+        # here as well would make Qt refuse both as ambiguous
 
     def set_overview_enabled(self, enabled: bool) -> None:
         self.overview.enabled = enabled

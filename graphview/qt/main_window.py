@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLayout,
+from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlider, QAbstractSpinBox, QApplication,
+                               QComboBox, QDockWidget, QFileDialog, QGridLayout, QHBoxLayout, QLabel, QLayout,
                                QLineEdit, QListWidget, QListWidgetItem, QMainWindow, QMessageBox, QPushButton,
                                QSizePolicy, QSlider, QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout,
                                QWidget)
@@ -203,6 +204,22 @@ class StartPage(QWidget):
             self.sigOpen.emit(path)
 
 
+class _FormKeys(QObject):
+    """The timeline's bare-key shortcuts (Space, arrows, Home, End) stand back while a form control
+    has the focus: Space ticks the checkbox, Down opens the combo box, Right moves the slider."""
+
+    KEYS = {Qt.Key_Space, Qt.Key_Left, Qt.Key_Right, Qt.Key_Up, Qt.Key_Down, Qt.Key_Home, Qt.Key_End,
+            Qt.Key_PageUp, Qt.Key_PageDown}
+    CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QAbstractSlider, QLineEdit, QAbstractItemView)
+
+    def eventFilter(self, obj, event) -> bool:
+        if (event.type() == QEvent.ShortcutOverride and isinstance(obj, self.CONTROLS)
+                and event.key() in self.KEYS and not (event.modifiers() & ~Qt.KeypadModifier)):
+            event.accept()  # the focused control takes the key; no shortcut fires
+            return True
+        return False
+
+
 class MainWindow(QMainWindow):
     """One window; one current run plus earlier runs kept for comparison."""
 
@@ -293,6 +310,8 @@ class MainWindow(QMainWindow):
         self.resizeDocks([dock], [250], Qt.Vertical)
 
         self._build_actions()
+        self._form_keys = _FormKeys(self)
+        QApplication.instance().installEventFilter(self._form_keys)
         self.play_timer = QTimer(self)
         self.play_timer.timeout.connect(self._play_tick)
         # while a runner streams, the views catch up at most ten times a second
@@ -379,7 +398,9 @@ class MainWindow(QMainWindow):
                                      ("Zoom in", "Ctrl++", lambda: self.view.zoom(1.25)),
                                      ("Zoom out", "Ctrl+-", lambda: self.view.zoom(0.8)),
                                      ("Find node", "Ctrl+F", lambda: self.search.setFocus())):
-            self._action(view_menu, text, QKeySequence(shortcut), slot)
+            action = self._action(view_menu, text, QKeySequence(shortcut), slot)
+            if text == "Zoom in":
+                action.setShortcuts([QKeySequence("Ctrl++"), QKeySequence("Ctrl+=")])
         overview = self._action(view_menu, "Overview in the corner", None,
                                 lambda on: self.view.set_overview_enabled(on))
         overview.setCheckable(True)
@@ -780,6 +801,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ selection and search
     def _on_node_selected(self, node_id: str) -> None:
+        if not node_id:
+            self.selected_node = None
+            self.inspector.show_empty()
+            return
         self.selected_node = node_id
         if self.run is not None:
             self.inspector.show_node(self.run, node_id, self.cursor)

@@ -428,3 +428,35 @@ def test_a_module_that_only_wraps_another_draws_no_second_box(window, record):
     # encoder and encoder.layers hold exactly the nodes of encoder.layers.0
     assert "encoder.layers.0" in paths and "encoder" not in paths and "encoder.layers" not in paths
     assert len({(g.rect.x(), g.rect.y(), g.members) for g in boxes}) == len(boxes)
+
+
+def test_keys_go_to_the_focused_form_control_not_the_timeline(window, record, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    run = record(lesson("chain_rule"))
+    show(window, run)
+    window.set_cursor(5)
+    box = window.toggles.retain
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus)
+    QTest.keyClick(box, Qt.Key_Space)
+    assert box.isChecked() and window.cursor == 5  # ticked, and the timeline did not move
+    window.view.setFocus()
+    qtbot.waitUntil(window.view.hasFocus)
+    QTest.keyClick(window.view, Qt.Key_Right)
+    assert window.cursor > 5  # on the canvas, → steps
+
+
+def test_fit_key_works_on_the_canvas(window, record, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    run = record(model("transformer_block"))
+    show(window, run)
+    window.view.resetTransform()
+    window.view.scale(1.2, 1.2)
+    window.view.setFocus()
+    qtbot.waitUntil(window.view.hasFocus)
+    QTest.keyClick(window.view, Qt.Key_F)
+    assert window.view.transform().m11() < 1.0
