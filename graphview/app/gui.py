@@ -127,7 +127,7 @@ class App:
     def open(self, path: str) -> bool:
         from graphview.app.cli import UserError, check_script, is_trace
         from graphview.core.run import Run, bulk_load
-        from graphview.core.trace import TraceError, read_trace
+        from graphview.core.trace import SUFFIX, TraceError, read_trace
 
         if not path:
             return False
@@ -158,6 +158,10 @@ class App:
                     self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
                                              f"readable is shown.\n\n{note}")
             return True
+        if not path.endswith(".py"):
+            self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script (.py) nor a "
+                                   f"graphview trace ({SUFFIX}): graphview runs scripts and opens traces")
+            return False
         try:
             check_script(path)
         except UserError as exc:

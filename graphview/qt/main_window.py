@@ -7,6 +7,7 @@ runner processes is the app's business (``graphview.app.gui``), reached through 
 from __future__ import annotations
 
 import os
+import re
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -472,6 +473,10 @@ class MainWindow(QMainWindow):
         self.script_path = script_path
         self.options = options
         self.toggles.set_options(options)
+        # a trace is a recording: running it again with other options needs its script
+        self.toggles.setEnabled(bool(script_path))
+        self.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
+                                "with other options")
         self.cursor = -1
         self.follow_live = True
         self._finished = False
@@ -520,8 +525,10 @@ class MainWindow(QMainWindow):
         run = self.run
         if run is None:
             return
-        more = self._grew(budget=40, chart=False)
         ended = run.end is not None
+        # while the runner streams, small rounds keep the window responsive; once it has ended,
+        # nothing competes and the backlog is worked off in larger ones
+        more = self._grew(budget=200 if ended else 40, chart=False)
         following = self.follow_live
         self._chart_turn = (self._chart_turn + 1) % 5
 
@@ -591,7 +598,9 @@ class MainWindow(QMainWindow):
                                     f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
         self.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
                                   f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
-        if run.failed:
+        if run.status == "stopped":  # the user pressed Stop: not an error
+            self.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
+        elif run.failed:
             self._report_failure(run)
 
     def _report_failure(self, run: Run) -> None:
@@ -838,7 +847,12 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ export
     def _ask_path(self, title: str, pattern: str) -> str | None:
-        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
+        path, chosen = QFileDialog.getSaveFileName(self, title, "", pattern)
+        if path and not os.path.splitext(path)[1]:
+            # a name typed without a suffix gets the one of the file type chosen in the dialog
+            match = re.search(r"\(\*(\.[\w.]+)\)", chosen or pattern)
+            if match:
+                path += match.group(1)
         return path or None
 
     def export_image(self, path: str | None = None) -> None:

@@ -58,6 +58,9 @@ def test_an_endless_script_can_be_watched_and_stopped_within_a_second(app, write
     assert app.wait_idle(60)  # and the window has everything it recorded
     assert app.window.run.status == "stopped"
     assert len(app.window.run.ops) > 20  # everything recorded is kept
+    # the user stopped it: said so, not reported as a failure with a traceback
+    assert "stopped: everything recorded until then is kept" in app.window.statusBar().currentMessage()
+    assert app.window.bottom_tabs.currentWidget() is not app.window.console
 
 
 def test_bad_files_get_a_message_and_the_app_keeps_working(app, tmp_path):
@@ -70,6 +73,10 @@ def test_bad_files_get_a_message_and_the_app_keeps_working(app, tmp_path):
     assert not app.open(str(latin))
     assert "UTF-8" in app.window.statusBar().currentMessage()
     assert not app.open(str(tmp_path / "nope.py"))
+    chart = tmp_path / "chart.csv"
+    chart.write_text("event,activation_bytes\n0,0\n")
+    assert not app.open(str(chart))  # not run as Python
+    assert "neither a Python script" in app.window.statusBar().currentMessage()
     assert app.open(lesson("prediction")) and app.wait_idle(90)
 
 

@@ -460,3 +460,11 @@ def test_fit_key_works_on_the_canvas(window, record, qtbot):
     qtbot.waitUntil(window.view.hasFocus)
     QTest.keyClick(window.view, Qt.Key_F)
     assert window.view.transform().m11() < 1.0
+
+
+def test_a_trace_cannot_be_run_again_and_says_so(window, record):
+    run = record(lesson("chain_rule"))
+    window.begin_run(None, RunOptions(), run)  # as a trace opens: no script to run
+    assert not window.toggles.isEnabled() and "open its script" in window.toggles.toolTip()
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert window.toggles.isEnabled()
