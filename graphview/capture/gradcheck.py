@@ -1,7 +1,8 @@
 """Gradient check: autograd's gradient of a leaf against central finite differences, in float64.
 
-The script (a plain script) runs in float64 up to its first backward call; the quantity checked is
-what that backward differentiates, ``sum(seed * root)`` (the loss itself when it is a scalar).
+The script runs in float64 up to its first backward call (a step script: its first ``step()``,
+and backward on what it returns unless it called backward itself); the quantity checked is what
+that backward differentiates, ``sum(seed * root)`` (the loss itself when it is a scalar).
 
 1. A reference run finds the leaf by the name the script gave it (``x``, ``fc1.weight``), notes
    the first torch call that reads it, and takes autograd's gradient at the first backward.
@@ -117,6 +118,11 @@ def _run(path: str, code, name: str, perturb: tuple | None = None) -> tuple[_Rea
     try:
         with watch:
             exec(code, scope)
+            step = scope.get("step")
+            if callable(step):  # a step script: graphview's first step, as its runner does it
+                result = step()
+                if isinstance(result, torch.Tensor) and result.grad_fn is not None:
+                    torch.autograd.backward(result)
     except _Reached as reached:
         return reached, watch
     finally:

@@ -38,3 +38,16 @@ def test_unknown_tensor_and_no_backward(write_script):
         gradient_check(lesson("chain_rule"), "nope")
     with pytest.raises(StopRun, match="never calls backward"):
         gradient_check(write_script("import torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\n"), "x")
+
+
+@pytest.mark.parametrize("name, tensor", [("mlp_optimizer", "2.weight"), ("custom_function", "x")])
+def test_step_scripts_are_checked_at_their_first_step(name, tensor):
+    """A step script's backward is graphview's: the check calls step() and differentiates what
+    it returns, and autograd agrees with finite differences."""
+    from graphview.capture.gradcheck import gradient_check
+    from tests.conftest import model
+
+    result = gradient_check(model(name), tensor)
+    assert result["tensor"] == tensor
+    assert len(result["autograd"]) == len(result["numeric"]) > 0
+    assert result["max_rel_error"] < 1e-5
