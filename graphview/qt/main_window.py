@@ -22,7 +22,7 @@ from graphview.core.export import ExportError, export_graph
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, write_trace
-from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, short_value
+from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, human_bytes, short_value
 from graphview.qt.export import render_scene
 from graphview.core.diagnostics import diagnose
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
@@ -203,6 +203,17 @@ class StartPage(QWidget):
         path, _ = QFileDialog.getOpenFileName(self, "Open", "", pattern + ";;All files (*)")
         if path:
             self.sigOpen.emit(path)
+
+
+def _nodes_per_step(run: Run) -> list[int]:
+    """How many autograd nodes each step made (the whole run, for a plain script)."""
+    if not run.steps:
+        return [len(run.op_nodes)]
+    counts = []
+    for step in run.steps:
+        end = step["end"] if step["end"] is not None else len(run.events)
+        counts.append(sum(1 for op in run.op_nodes.values() if step["start"] <= op.born <= end))
+    return counts
 
 
 class _FormKeys(QObject):
@@ -602,6 +613,24 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
         elif run.failed:
             self._report_failure(run)
+        else:
+            self._report_ineffective_options(run)
+
+    def _report_ineffective_options(self, run: Run) -> None:
+        """Options that changed nothing, or that left nothing to differentiate, say so."""
+        notes = []
+        options = RunOptions.from_dict((run.start or {}).get("options") or {})
+        forced = [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
+        for spec in options.detach_at:
+            if not forced:
+                notes.append(f"detach at {spec!r} matched nothing in this run")
+        if run.mode == "step" and not run.backwards:
+            notes.append("no backward ran: step() returned a tensor without grad_fn "
+                         f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
+        if notes:
+            text = "; ".join(notes)
+            self.comparison = f"{self.comparison}; {text}" if self.comparison else text
+            self.statusBar().showMessage(self.comparison, 30000)
 
     def _report_failure(self, run: Run) -> None:
         """A failed run says so where a user looks: the console comes to the front, the status bar
@@ -629,12 +658,20 @@ class MainWindow(QMainWindow):
         result = diff(earlier, None, self.run, None)
         removed = sorted(result.removed.items(), key=lambda kv: -kv[1])
         added = sorted(result.added.items(), key=lambda kv: -kv[1])
-        parts = [f"compared with the earlier run ({label} options): {sum(result.removed.values())} nodes gone"]
+        parts = [f"compared with the earlier run ({label} options), last graph: {sum(result.removed.values())} nodes gone"]
         if removed:
             parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
         parts.append(f"{sum(result.added.values())} new")
         if added:
             parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
+        # the whole run too: a toggle may change one step only (detach at a node of step 1)
+        before, now = _nodes_per_step(earlier), _nodes_per_step(self.run)
+        if before != now:
+            parts.append(f"autograd nodes per step {', '.join(map(str, before))} → {', '.join(map(str, now))}")
+        peak_before = max(earlier.peak_saved_bytes().values(), default=0)
+        peak_now = max(self.run.peak_saved_bytes().values(), default=0)
+        if peak_before != peak_now:
+            parts.append(f"peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}")
         self.comparison = "; ".join(parts)
         self.statusBar().showMessage(self.comparison, 30000)
 

@@ -468,3 +468,16 @@ def test_a_trace_cannot_be_run_again_and_says_so(window, record):
     assert not window.toggles.isEnabled() and "open its script" in window.toggles.toolTip()
     window.begin_run(run.start["script"], RunOptions(), run)
     assert window.toggles.isEnabled()
+
+
+def test_a_rerun_reports_per_step_changes_and_options_that_did_nothing(window, record):
+    first = record(model("mlp_optimizer"))
+    show(window, first)
+    cut = record(model("mlp_optimizer"), grad_mode="no_grad")
+    window.begin_run(first.start["script"], RunOptions(grad_mode="no_grad"), cut)
+    message = window.statusBar().currentMessage()
+    assert "autograd nodes per step" in message and "peak saved" in message
+    assert "no backward ran" in message
+    nothing = record(model("mlp_optimizer"), detach_at=["nosuchmodule"])
+    window.begin_run(first.start["script"], RunOptions(detach_at=["nosuchmodule"]), nothing)
+    assert "detach at 'nosuchmodule' matched nothing" in window.statusBar().currentMessage()
