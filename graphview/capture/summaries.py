@@ -49,7 +49,7 @@ def _histogram(t: torch.Tensor, stats: dict) -> tuple[list[int], int] | None:
     """Counts in HIST_BINS equal bins over [min, max], and how many values were binned (all, or
     every k-th of a large tensor)."""
     lo, hi = stats["min"], stats["max"]
-    if not (isinstance(lo, float) or isinstance(lo, int)) or not (isinstance(hi, float) or isinstance(hi, int)):
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return None  # NaN or Inf somewhere: no finite range to bin
     if t.is_complex() or t.layout != torch.strided or t.device.type == "meta":
         return None

@@ -434,6 +434,16 @@ class Drawing:
             self._deaths[node.id] = death
         return death
 
+    def derived_changing(self, low: int, high: int) -> list[str]:
+        """Derived tensors that may appear or disappear between events ``low`` and ``high``: those
+        whose end falls in that span, and those whose end is not known yet."""
+        changing = []
+        for node_id in self.derived:
+            death = self._derived_death(self.nodes[node_id])
+            if death is None or low <= death <= high:
+                changing.append(node_id)
+        return changing
+
     def _step_end(self, index: int) -> int | None:
         steps = self.run.steps
         at = bisect_right(steps, index, key=lambda step: step["start"]) - 1

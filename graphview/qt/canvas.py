@@ -652,12 +652,12 @@ class GraphScene(QGraphicsScene):
             if tid is not None:
                 touched.update(n.id for n in run._tensor_nodes_of.get(tid, ()))
 
-        derived = False
+        ends = False
         for i in range(max(previous, 0), min(index, len(events) - 1) + 1):
             ev = events[i]
             kind = ev.get("ev")
             if kind in ("node_dead", "step_end"):
-                derived = True  # a derived no-grad tensor goes with what it feeds, or its step
+                ends = True  # a derived no-grad tensor goes with what it feeds, or its step
             if kind in ("bw_node", "bw_node_done", "node", "node_dead", "error"):
                 op(ev.get("vid"))
             if kind == "error" and ev.get("bid") in run.backwards:
@@ -682,8 +682,8 @@ class GraphScene(QGraphicsScene):
             elif kind == "op":
                 for tid, _ in list(ev.get("outputs") or ()) + list(ev.get("inputs") or ()):
                     tensor(tid)
-        if derived:
-            touched.update(self.drawing.derived)
+        if ends:
+            touched.update(self.drawing.derived_changing(previous, index))
         return touched
 
     def module_of(self, item: NodeItem) -> str | None:
@@ -847,8 +847,8 @@ class Overview(QWidget):
     def redraw(self) -> None:
         scene = self.view.scene()
         rect = QRectF()
-        for item in scene.items():
-            if isinstance(item, NodeItem) and item.isVisible():
+        for item in scene.node_items.values():
+            if item.isVisible():
                 rect = rect.united(item.sceneBoundingRect())
         self.source = rect.adjusted(-40, -40, 40, 40)
         if rect.isNull():
@@ -967,7 +967,7 @@ class GraphView(QGraphicsView):
     def fit(self) -> None:
         """Show every node shown at the cursor (View > Fit to window)."""
         scene = self.scene()
-        visible = [i for i in scene.items() if isinstance(i, NodeItem) and i.isVisible()]
+        visible = [i for i in scene.node_items.values() if i.isVisible()]
         rect = visible[0].sceneBoundingRect() if visible else scene.sceneRect()
         for item in visible[1:]:
             rect = rect.united(item.sceneBoundingRect())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_right
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -209,10 +210,13 @@ def _nodes_per_step(run: Run) -> list[int]:
     """How many autograd nodes each step made (the whole run, for a plain script)."""
     if not run.steps:
         return [len(run.op_nodes)]
-    counts = []
-    for step in run.steps:
-        end = step["end"] if step["end"] is not None else len(run.events)
-        counts.append(sum(1 for op in run.op_nodes.values() if step["start"] <= op.born <= end))
+    starts = [step["start"] for step in run.steps]
+    counts = [0] * len(starts)
+    for op in run.op_nodes.values():  # one pass: each node to the step it was born in
+        at = bisect_right(starts, op.born) - 1
+        end = run.steps[at]["end"] if at >= 0 else None
+        if at >= 0 and (end is None or op.born <= end):
+            counts[at] += 1
     return counts
 
 

@@ -411,6 +411,7 @@ class GradLedger(QTreeWidget):
         self.setHeaderLabels(["tensor / change", ".grad after"])
         self.setColumnWidth(0, 420)
         self.setRootIsDecorated(True)
+        self._pending: tuple | None = None  # (run, index) to show once this tab is in front
 
     def show_run(self, run: Run, index: int) -> None:
         if not self.isVisible():  # another tab is in front: rebuild when this one is shown
@@ -444,9 +445,8 @@ class GradLedger(QTreeWidget):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        pending = getattr(self, "_pending", None)
-        if pending is not None:
-            self.show_run(*pending)
+        if self._pending is not None:
+            self.show_run(*self._pending)
 
 
 # ---------------------------------------------------------------------- memory chart
@@ -491,6 +491,7 @@ class MemoryChart(pg.PlotWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
         self._overlay_peaks: list[int] = []
+        self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
         self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
@@ -547,7 +548,7 @@ class MemoryChart(pg.PlotWidget):
     def _title(self, headline: str) -> None:
         keys = [(self.COLORS["activation"], "■", "activations"), (self.COLORS["param"], "■", "parameters (leaves that require grad)"),
                 (self.COLORS["input"], "■", "inputs and constants")]
-        if self._cache.get("has_alloc") if getattr(self, "_cache", None) else False:
+        if self._cache is not None and self._cache["has_alloc"]:
             keys.append(("#6b7280", "┅", "CUDA allocated"))
         keys += [(color, "┅", label) for label, color in self._overlay_labels]
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
@@ -563,7 +564,7 @@ class MemoryChart(pg.PlotWidget):
 
     def _arrays(self, run: Run, device: str, series: dict) -> dict[str, np.ndarray]:
         """The series as numpy arrays, extended by only what is new since the last call."""
-        cache = getattr(self, "_cache", None)
+        cache = self._cache
         n = len(series["total"])
         if cache is None or cache["run"] is not run or cache["device"] != device or cache["n"] > n:
             cache = self._cache = {"run": run, "device": device, "n": 0, "has_alloc": False,
