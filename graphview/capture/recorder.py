@@ -88,6 +88,15 @@ class _Life:
     __slots__ = ("__weakref__",)
 
 
+class _Stale:
+    """A view's node that torch would rebuild if read (see ``Recorder.grad_fn_of``): not read."""
+
+    __slots__ = ("vid",)
+
+    def __init__(self, vid):
+        self.vid = vid
+
+
 class _OpMode(TorchFunctionMode):
     def __init__(self, recorder: "Recorder") -> None:
         super().__init__()
@@ -120,7 +129,8 @@ class Recorder:
         self._oids = itertools.count(1)
         self._bids = itertools.count(1)
         self._tokens = itertools.count(1)
-        self._tensors: dict[int, list] = {}  # id(t) -> [ref, tid, version, grad_fn vid, requires_grad]
+        # id(t) -> [ref, tid, version, grad_fn vid, requires_grad, version when grad_fn was last read]
+        self._tensors: dict[int, list] = {}
         self._pending_names: list[list] = []  # [ref, tid, tries]
         self._names: dict[int, str] = {}  # module/param id -> qualified name (+ refs below)
         self._name_refs: dict[int, weakref.ref] = {}
@@ -309,7 +319,7 @@ class Recorder:
             self._pending_names = keep
 
     # ------------------------------------------------------------------ tensors and nodes
-    def _kind(self, t: torch.Tensor) -> str:
+    def _kind(self, t: torch.Tensor, is_leaf: bool) -> str:
         if id(t) in self._buffers:
             return "buffer"
         grad_of = self._grad_of.get(id(t))
@@ -317,25 +327,50 @@ class Recorder:
             return "grad"  # some leaf's .grad, read by the script
         if isinstance(t, torch.nn.Parameter):
             return "param"
-        return "input" if t.is_leaf else "activation"
+        return "input" if is_leaf else "activation"
+
+    def grad_fn_of(self, t: torch.Tensor):
+        """``t.grad_fn``, read only where reading it cannot change or break ``t``.
+
+        Reading ``grad_fn`` of a view whose base was modified in place since the view's node was
+        made rebuilds that node, and raises for a view made under no_grad (torch forbids it). Plain
+        Python reads it only where autograd needs it, in grad mode; under no_grad a changed view's
+        node is left as torch holds it (the one last seen).
+        """
+        if not t._is_view() or torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+            return t.grad_fn
+        entry = self._tensors.get(id(t))
+        known = entry is not None and entry[0]() is t
+        if known and entry[5] == _version(t):
+            return t.grad_fn  # nothing changed since the view's node was last read
+        if not t.requires_grad:
+            return None
+        return _Stale(entry[3] if known else None)
 
     def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True) -> list:
         """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed."""
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)
-        gf = t.grad_fn
-        gvid = self.node_vid(gf, line) if gf is not None else None
+        gf = self.grad_fn_of(t)
+        if isinstance(gf, _Stale):
+            gvid, is_leaf, synced = gf.vid, gf.vid is None, None
+        else:
+            gvid = self.node_vid(gf, line) if gf is not None else None
+            is_leaf, synced = gf is None, version
         requires_grad = t.requires_grad
         if entry is not None and entry[0]() is t:
+            if synced is None:
+                synced = entry[5]
             if entry[2] == version and entry[3] == gvid and entry[4] == requires_grad:
+                entry[5] = synced
                 return [entry[1], version]
-            entry[2:] = [version, gvid, requires_grad]
+            entry[2:] = [version, gvid, requires_grad, synced]
             tid = entry[1]
             new = False
         else:
             tid = next(self._tids)
-            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad]
+            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad, synced]
             new = True
         base = t._base
         base_tid = None
@@ -345,9 +380,9 @@ class Recorder:
                 base_tid = base_entry[1]
         name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
         event = {
-            "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t),
+            "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": str(t.device),
-            "requires_grad": requires_grad, "is_leaf": t.is_leaf, "grad_fn": gvid, "base": base_tid,
+            "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
             "line": line, "new": new,
         }
         leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
@@ -561,7 +596,9 @@ class Recorder:
         out_refs = [self.tensor_ref(t, line) for t in outputs]
         grad_fn = None
         for t in outputs:
-            gf = t.grad_fn
+            gf = self.grad_fn_of(t)
+            if isinstance(gf, _Stale):
+                continue
             if gf is not None:
                 grad_fn = gf.metadata.get(VID_KEY)
                 break

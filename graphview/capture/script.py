@@ -2,10 +2,7 @@
 
 A *plain script* runs top to bottom as ``__main__``. A *step script* defines a top-level
 ``step()``: it is imported (its ``if __name__ == "__main__":`` block does not run) and
-``step()`` is called once per training step. If ``step()`` returns a tensor with a grad_fn and
-did not call backward itself, backward is called on it; if the script defines ``optimizer``, it
-is stepped after backward and its grads are zeroed before the next step unless the run
-accumulates.
+``step()`` is called once per training step by the protocol in :mod:`graphview.capture.steps`.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from typing import Callable
 import torch
 
 from graphview.capture.recorder import Recorder
+from graphview.capture.steps import StepLog, run_steps
 from graphview.capture.summaries import summarize
 from graphview.core.options import RunOptions
 
@@ -206,11 +204,15 @@ def _warnings_point_at_the_script():
 
 
 def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | None = None,
-               keep_globals: dict | None = None) -> dict:
+               keep_globals: dict | None = None, record: bool = True,
+               on_step_result: Callable[[int, object], None] | None = None) -> dict:
     """Run ``path`` under recording, sending every event to ``emit``. Returns the ``run_end`` event.
 
     Never raises for problems of the script itself: they become ``error`` events. If
     ``keep_globals`` is a dict, the script's module globals are copied into it (in-process use).
+    ``record=False`` runs the script the same way without the recorder (the reference a
+    fidelity check compares with); ``on_step_result(step, result)`` sees what each ``step()``
+    returned.
     """
     options = options or RunOptions()
     script = os.path.abspath(path)
@@ -247,24 +249,26 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     module.__file__ = script
     module.__builtins__ = builtins
     status, exit_code, message = "ok", 0, ""
-    recorder = Recorder(emit, script, options)
-    recorder.extra_scopes.append(module.__dict__)
+    recorder = Recorder(emit, script, options) if record else None
+    if recorder is not None:
+        recorder.extra_scopes.append(module.__dict__)
     previous_main = sys.modules.get("__main__")
     try:
         if options.device:
             torch.set_default_device(options.device)
-        with recorder, _grad_mode_context(options.grad_mode), _warnings_point_at_the_script():
+        with recorder or contextlib.nullcontext(), _grad_mode_context(options.grad_mode), _warnings_point_at_the_script():
             try:
                 if step_mode:
                     sys.modules[module.__name__] = module
                     exec(code, module.__dict__)
-                    _run_steps(module, options, recorder, emit, _returned_name(tree))
+                    _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result)
                 else:
                     sys.modules["__main__"] = module
                     exec(code, module.__dict__)
             finally:
-                recorder.flush_names()
-                _final_names(recorder, module.__dict__, emit)
+                if recorder is not None:
+                    recorder.flush_names()
+                    _final_names(recorder, module.__dict__, emit)
                 if keep_globals is not None:
                     keep_globals.update(module.__dict__)
     except SystemExit as exc:
@@ -293,7 +297,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
             torch.set_default_device(None)
         stdout.close_report()
         stderr.close_report()
-        if recorder.options.detach_at and recorder.detach_hits == 0:
+        if recorder is not None and options.detach_at and recorder.detach_hits == 0:
             emit({"ev": "stderr", "text": f"graphview: --detach-at {', '.join(recorder.options.detach_at)} "
                                           "matched nothing in this run\n"})
     return _end(emit, status, exit_code, message)
@@ -331,30 +335,19 @@ def _returned_name(tree: ast.Module) -> str:
     return "step()"
 
 
-def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder, emit, result_name: str) -> None:
-    step_fn = module.__dict__["step"]
-    optimizer = module.__dict__.get("optimizer")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        optimizer = None
-    for number in range(1, options.steps + 1):
-        emit({"ev": "step_start", "step": number})
-        if number > 1 and optimizer is not None and not options.accumulate:
-            optimizer.zero_grad()
-        backwards_before = recorder.backward_count
-        optimizer_steps_before = recorder.optimizer_step_count
-        result = step_fn()
+def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder | None, emit, result_name: str,
+               on_step_result: Callable[[int, object], None] | None = None) -> None:
+    def name_result(number: int, result) -> None:
+        if on_step_result is not None:
+            on_step_result(number, result)
+        if recorder is None:
+            return
         recorder.flush_names()
         if isinstance(result, torch.Tensor):
             tid = recorder.tid_of(result)
             if tid is not None and any(e[1] == tid for e in recorder._pending_names):
                 emit({"ev": "name", "tid": tid, "name": result_name})
                 recorder._pending_names = [e for e in recorder._pending_names if e[1] != tid]
-        called_backward = recorder.backward_count > backwards_before
-        if isinstance(result, torch.Tensor) and result.grad_fn is not None and not called_backward:
-            result.backward()
-        stepped = recorder.optimizer_step_count > optimizer_steps_before
-        if optimizer is not None and recorder.backward_count > backwards_before and not stepped:
-            optimizer.step()
-        returned = summarize(result) if isinstance(result, torch.Tensor) else None
-        del result
-        emit({"ev": "step_end", "step": number, "result": returned})
+
+    with StepLog().installed() as log:
+        run_steps(module, options, log, emit, on_result=name_result, summarize=summarize)

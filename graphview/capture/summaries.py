@@ -100,6 +100,12 @@ _NUMPY_FLOATS = (torch.float32, torch.float64)
 
 
 def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dict:
+    # an overflow in graphview's own sums (uninitialised torch.empty memory) is not the script's warning
+    with np.errstate(all="ignore"):
+        return _numpy_stats_unchecked(a, numel, light, with_norm)
+
+
+def _numpy_stats_unchecked(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dict:
     flat = a.reshape(-1)
     if light:
         norm = float(np.sqrt(np.dot(flat, flat)))

@@ -478,6 +478,30 @@ class Run:
                 return tid
         return None
 
+    def reachable(self, roots: Iterable[int | None]) -> set[int]:
+        """Vids of the nodes a backward from ``roots`` can run: a walk of the recorded ``next`` edges."""
+        found: set[int] = set()
+        stack = [vid for vid in roots if vid is not None]
+        while stack:
+            vid = stack.pop()
+            if vid in found:
+                continue
+            found.add(vid)
+            node = self.op_nodes.get(vid)
+            if node is not None:
+                stack.extend(child for child, _ in node.next if child is not None and child not in found)
+        return found
+
+    def saved_bytes_held_by(self, vids: set[int], index: int) -> int:
+        """Bytes of the saved tensors live after event ``index`` whose owner is in ``vids``,
+        each storage counted once."""
+        storages: dict[tuple, int] = {}
+        for vid in vids:
+            for saved in self.saved_by_owner.get(vid, ()):
+                if saved.born <= index and (saved.released is None or saved.released > index):
+                    storages[(saved.device, saved.storage)] = saved.bytes
+        return sum(storages.values())
+
     def live_saved_bytes(self, index: int | None = None, device: str | None = None) -> dict:
         """Live saved bytes by kind (deduplicated by storage) after event ``index``."""
         result = {"activation": 0, "param": 0, "input": 0}
