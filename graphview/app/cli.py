@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -104,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source")
     chk.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    chk.add_argument("--fidelity", action="store_true",
+                     help="instead: run the script plainly and recorded, and check that the recording changed "
+                          "nothing (results, parameters, grads bit-identical) and that its graphs and saved "
+                          "bytes are torch's own (exit 1 on any difference)")
     _add_run_options(chk)
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
     dif.add_argument("source")
@@ -395,6 +400,8 @@ def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
 def cmd_check(args: argparse.Namespace) -> int:
     from graphview.core.diagnostics import diagnose
 
+    if args.fidelity:
+        return _fidelity_check(args)
     run, warnings = _run_from(args)
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
@@ -413,6 +420,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     if run.failed:
         print(f"graphview: {failure_headline(run)}; checked what was recorded {_up_to(run)}", file=sys.stderr)
     return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
+
+
+def _fidelity_check(args: argparse.Namespace) -> int:
+    if is_trace(args.source):
+        raise UserError("--fidelity runs the script twice: give a script, not a trace")
+    check_script(args.source)
+    command = [sys.executable, "-m", "graphview.capture.fidelity", args.source, "--steps", str(args.steps)]
+    return EXIT_OK if subprocess.call(command) == 0 else EXIT_SCRIPT_FAILED
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
