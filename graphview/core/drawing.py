@@ -460,7 +460,8 @@ class Drawing:
         return dead is None or dead > index
 
     def op_state(self, vid: int, index: int) -> str:
-        """``live`` | ``running`` (executing at this event) | ``done`` | ``freed``."""
+        """``live`` | ``running`` (executing at this event) | ``done`` | ``freed`` | ``error`` |
+        ``unreachable`` (alive, but on no path from the next backward's roots)."""
         op = self.run.op_nodes.get(vid)
         if op is None:
             return "live"
@@ -473,6 +474,8 @@ class Drawing:
             return "freed"  # AccumulateGrad holds nothing: the next graph reuses it
         if any(i <= index for _, i in op.executed):
             return "done"
+        if self.run.unreachable_reason(vid, index) is not None:
+            return "unreachable"
         return "live"
 
     def failed_roots(self, index: int) -> set[int]:

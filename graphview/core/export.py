@@ -55,6 +55,7 @@ def graph_data(run: Run, at: int | None = None) -> dict:
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     limit = len(run.events) if at is None else at + 1
     nodes: list[dict] = []
+    reach_at = limit - 1
     present: set[str] = set()
 
     for tnode in run.tensor_nodes.values():
@@ -105,6 +106,14 @@ def graph_data(run: Run, at: int | None = None) -> dict:
             "executed": sum(1 for _, i in op.executed if i < limit),
             "born": op.born,
         }
+        # with --at: can the backward running then, or the next one, reach this node?
+        call = run.backward_around(reach_at) if at is not None else None
+        if call is not None and op.born < call.start and not freed and not dead:
+            node["reachable"] = op.vid in run.reachable_by_call(call)
+            if not node["reachable"]:
+                node["unreachable_reason"] = run.unreachable_reason(op.vid, reach_at)
+        else:
+            node["reachable"] = None
         if op.leaf is not None:
             node["variable"] = _tensor_node_id(run, op.leaf, limit)
         nodes.append(node)

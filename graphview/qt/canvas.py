@@ -75,7 +75,7 @@ class NodeItem(QGraphicsItem):
     def __init__(self, node: DrawNode) -> None:
         super().__init__()
         self.node = node
-        self.state = "live"  # live | running | done | freed
+        self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
         self.grad: str | None = None
@@ -127,6 +127,8 @@ class NodeItem(QGraphicsItem):
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        if self.state == "unreachable":  # alive, but backward will never run it: dimmed
+            painter.setOpacity(0.38)
         rect = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
         border = BORDER.get(self.kind, QColor("#555"))
         pen = QPen(border, 1.4)
@@ -613,7 +615,7 @@ class GraphScene(QGraphicsScene):
             edge.rerouted = True
         else:
             edge.default_route()
-        edge.set_freed(edge.target.state == "freed" or edge.source.state == "freed")
+        edge.set_freed(not {"freed", "unreachable"}.isdisjoint((edge.target.state, edge.source.state)))
 
     def item_at_event(self, index: int) -> NodeItem | None:
         """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the

@@ -184,6 +184,9 @@ class Inspector(QTextBrowser):
                 rows.append(("state", f"<b style='color:#c2410c'>running now</b> (backward); executed {len(runs) - 1}× before"))
             else:
                 rows.append(("state", f"{state}; executed {len(runs)}×"))
+            unreachable = run.unreachable_reason(op.vid, index)
+            if unreachable is not None:
+                rows.append(("backward", f"<i>will not run</i>: {html.escape(unreachable)}"))
             saved = [s for s in run.saved.values() if s.owner == op.vid and s.born <= index]
             lines = []
             for s in saved:
