@@ -43,6 +43,8 @@ VID_KEY = "graphview_vid"
 TOKEN_KEY = "graphview_token"
 LIFE_KEY = "graphview_life"
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of ops a checkpoint recomputes in backward
+_REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
 
 # torch calls that say nothing about the graph: answered without recording
 _IGNORED = frozenset(
@@ -145,6 +147,10 @@ class Recorder:
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []
         self._unhooked: dict[int, list[int]] = {}  # vid -> sids of saved tensors torch kept without hooks
+        # nodes whose saved values other saved-tensor hooks manage (non-reentrant checkpoint): their
+        # backward unpacks them, which recomputes the checkpointed forward
+        self._foreign_saved: set[int] = set()
+        self._recompute: list[int] = []  # bids of the backward calls whose checkpoint recompute is running
         self._handles: list[Any] = []
         self._detach_ops: set[int] = set()
         self._detach_lines: set[int] = set()
@@ -413,7 +419,7 @@ class Recorder:
         vid = fn.metadata.get(VID_KEY)
         if vid is not None:
             return vid
-        module = self._module_stack[-1] if self._module_stack else None
+        module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
         stack = [(fn, False)]
         while stack:
             node, expanded = stack.pop()
@@ -454,7 +460,10 @@ class Recorder:
             else:  # torch saves wrapped Python numbers without calling hooks: account for them here
                 sid = next(self._sids)
                 self._unhooked.setdefault(vid, []).append(sid)
-                self._emit_fn(self._saved_event(sid, packed, owner=vid, attr=attr))
+                event = self._saved_event(sid, packed, owner=vid, attr=attr)
+                if self._recompute:
+                    event["recompute"] = self._recompute[-1]
+                self._emit_fn(event)
 
     def _node_died(self, vid: int) -> None:
         if not self._active:
@@ -484,6 +493,8 @@ class Recorder:
                 data = getattr(item, "data", None) if item is not None else None
                 if isinstance(data, (_Packed, torch.Tensor)):
                     yield (attr if len(items) == 1 and not isinstance(raw, (tuple, list)) else f"{attr}[{i}]"), data
+                elif data is not None:
+                    self._foreign_saved.add(node.metadata[VID_KEY])
 
     # ------------------------------------------------------------------ grad mode
     @staticmethod
@@ -602,11 +613,14 @@ class Recorder:
             if gf is not None:
                 grad_fn = gf.metadata.get(VID_KEY)
                 break
-        module = self._module_stack[-1] if self._module_stack else None
-        self.emit({
+        module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
+        event = {
             "ev": "op", "oid": oid, "op": name, "line": line, "module": module,
             "inputs": in_refs, "outputs": out_refs, "grad_fn": grad_fn, "mode": mode, "inplace": inplace,
-        })
+        }
+        if self._recompute:
+            event["recompute"] = self._recompute[-1]
+        self.emit(event)
         if name in ("detach", "detach_", "data") and inputs and outputs:
             self._emit_fn({"ev": "detach", "src": in_refs[0][0], "dst": out_refs[0][0], "line": line, "forced": False})
         elif name == "retain_grad" and inputs:
@@ -705,7 +719,10 @@ class Recorder:
         key = id(module)
         ref = self._name_refs.get(key)
         if ref is not None and ref() is module:
-            return self._names[key]
+            name = self._names[key]
+            if self._recompute:
+                return f"{RECOMPUTE_MODULE}.{name}" if name else RECOMPUTE_MODULE
+            return name
         parent = self._module_stack[-1] if self._module_stack else ""
         return f"{parent}.{type(module).__name__}" if parent else type(module).__name__
 
@@ -815,6 +832,8 @@ class Recorder:
         with self._lock:
             sid = next(self._sids)
             event = self._saved_event(sid, t, op_inputs=self._op_inputs)
+            if self._recompute:
+                event["recompute"] = self._recompute[-1]
             gf = t.grad_fn
             token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
             packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
@@ -972,6 +991,8 @@ class Recorder:
                         self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
                 else:
                     handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph, sent)))
+                if vid in self._foreign_saved or node.name() == _REENTRANT_CHECKPOINT:
+                    handles.extend(self._watch_recompute(node, bid))
             del nodes, stack
         self._bw_current.append(None)
         ok = False
@@ -1003,6 +1024,30 @@ class Recorder:
                                 self._retained_state[tid] = state
                                 self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad, hist=True)})
                 self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
+
+    def _watch_recompute(self, node, bid: int) -> list:
+        """Record the ops a checkpoint's recompute runs inside this node's backward.
+
+        torch runs backward with no torch function mode active, so the recompute (reentrant: in
+        the checkpoint node's own backward; non-reentrant: when a node unpacks the saved values
+        checkpoint manages) is invisible to the recording mode: push it for the node's run."""
+        recorder = self
+        entered: list = []
+
+        def enter(grad_outputs):
+            mode = _OpMode(recorder)
+            mode.__enter__()
+            entered.append(mode)
+            recorder._recompute.append(bid)
+            return None
+
+        def leave(grad_inputs, grad_outputs):
+            if entered:
+                entered.pop().__exit__(None, None, None)
+                recorder._recompute.pop()
+            return None
+
+        return [node.register_prehook(enter), node.register_hook(leave)]
 
     def _make_prehook(self, bid: int, vid: int, from_edge: list | None, sent: dict):
         recorder = self

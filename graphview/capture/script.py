@@ -31,8 +31,9 @@ OBSERVER_NOTES = [
     "Recording uses a TorchFunctionMode, which turns off the fused fast path of "
     "nn.MultiheadAttention / nn.TransformerEncoderLayer (used only in eval mode without grad); "
     "their outputs may differ in the last bits from an unrecorded run.",
-    "Code inside torch.utils.checkpoint recomputation and custom autograd.Function.backward "
-    "runs inside backward and is not recorded op by op.",
+    "Ops a torch.utils.checkpoint recompute runs inside backward are recorded and marked as the "
+    "'checkpoint recompute' module; other code inside backward (a custom autograd.Function's "
+    "backward) is not recorded op by op.",
     "A script that installs its own saved_tensors_hooks (save_on_cpu, checkpoint) manages those "
     "saved tensors itself: they are not counted while its hooks are active.",
     "Ops run in threads other than the script's main thread are not recorded (backward calls are).",

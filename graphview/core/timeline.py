@@ -142,7 +142,11 @@ def _describe(run: Run, ev: dict) -> str:
     if kind == "op":
         outs = ", ".join(tensor(t) for t, _ in ev.get("outputs") or ())
         made = f" → {node(ev['grad_fn'])}" if ev.get("grad_fn") is not None else " (no graph)"
-        return f"line {ev.get('line')}: {ev['op']}{' → ' + outs if outs else ''}{made}"
+        where = f"line {ev['line']}: " if ev.get("line") is not None else ""
+        text = f"{where}{ev['op']}{' → ' + outs if outs else ''}{made}"
+        if ev.get("recompute") is not None:
+            return f"checkpoint recomputes, inside backward #{ev['recompute']}: {text}"
+        return text
     if kind == "backward_start":
         flags = [f for f in ("retain_graph", "create_graph") if ev.get(f)]
         what = f"{ev.get('api')}() #{ev.get('bid')} starts" + (f" ({', '.join(flags)})" if flags else "")
@@ -165,6 +169,8 @@ def _describe(run: Run, ev: dict) -> str:
         saved = run.saved.get(ev["sid"])
         return f"saved tensor released ({saved.bytes} bytes)" if saved else "saved tensor released"
     if kind == "saved":
+        if ev.get("recompute") is not None:
+            return f"the checkpoint recompute saves a tensor for backward #{ev['recompute']} ({ev['bytes']} bytes)"
         return f"autograd saves a tensor for backward ({ev['bytes']} bytes)"
     if kind == "grad_reset":
         names = ", ".join(tensor(t) for t in ev.get("tids") or ()) or "no grads"

@@ -65,3 +65,27 @@ def test_gradient_penalty_step_runs_the_returned_loss_backward():
     assert [g["api"] for g in recorded["graphs"]] == ["grad", "backward"]
     optimizer_steps = [e for e in recorded["events"] if e["ev"] == "optimizer_step"]
     assert len(optimizer_steps) == 1
+
+
+@pytest.mark.parametrize("script,recomputed,forward", [
+    # reentrant: the block's forward runs inside CheckpointFunction.apply, recorded as that one op
+    ("checkpoint_reentrant.py", ["detach", "linear", "relu"], ["linear", "CheckpointFunction.apply", "linear"]),
+    ("checkpoint_nonreentrant.py", ["linear"], ["linear", "linear", "linear"]),
+])
+def test_checkpoint_recompute_is_recorded_inside_backward_and_marked(script, recomputed, forward):
+    """Both variants recompute in backward; the ops are recorded there, marked, in their own box.
+
+    Non-reentrant checkpoint stops recomputing once it has every tensor backward needs (here the
+    second Linear's input and weight: the ReLU after it is not run again)."""
+    recorded = run_once(str(ZOO / script), RunOptions(), record=True)
+    events = recorded["events"]
+    start = next(i for i, e in enumerate(events) if e["ev"] == "backward_start")
+    ops = [e for e in events if e["ev"] == "op" and e.get("recompute") is not None]
+    assert [e["op"] for e in ops] == recomputed
+    assert all(events.index(e) > start and e["recompute"] == 1 for e in ops)
+    assert all(e["module"].startswith("checkpoint recompute") for e in ops)
+    assert [e["op"] for e in events[:start] if e["ev"] == "op" and e["op"] in ("linear", "CheckpointFunction.apply")] \
+        == forward
+    # what the recompute saves for backward (the second Linear's input 16x32 and weight.t() 32x32, float32)
+    saved = {e["bytes"] for e in events if e["ev"] == "saved" and e.get("recompute") == 1}
+    assert {16 * 32 * 4, 32 * 32 * 4} <= saved
