@@ -33,6 +33,7 @@ from typing import Iterable
 
 import torch
 
+from graphview.capture.recorder import tracing
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 
@@ -102,6 +103,8 @@ class GraphProbe:
         probe = self
 
         def engine_run_backward(t_outputs, *args, **kwargs):
+            if tracing():  # torch.compile tracing its backward with fake tensors: not a real call
+                return original(t_outputs, *args, **kwargs)
             roots = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
             walk = walk_graph(roots)
             del roots

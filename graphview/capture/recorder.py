@@ -108,6 +108,11 @@ class _OpMode(TorchFunctionMode):
         return self.recorder._on_torch_function(func, args, kwargs or {})
 
 
+_RECORDING_TORCH_FUNCTION = _OpMode.__torch_function__
+
+
+
+
 class Recorder:
     """Record everything autograd does while active (use as a context manager).
 
@@ -152,6 +157,8 @@ class Recorder:
         self._foreign_saved: set[int] = set()
         self._recompute: list[int] = []  # bids of the backward calls whose checkpoint recompute is running
         self._handles: list[Any] = []
+        self._module_hooks: list[Any] = []
+        self._compile_noted = False  # said once per run that torch.compile'd code runs op by op
         self._detach_ops: set[int] = set()
         self._detach_lines: set[int] = set()
         self._detach_modules: set[str] = set()
@@ -225,8 +232,8 @@ class Recorder:
         torch.autograd.graph._engine_run_backward = self._engine_run_backward
         torch.autograd._engine_run_backward = self._engine_run_backward
         mm = torch.nn.modules.module
-        self._handles.append(mm.register_module_forward_pre_hook(self._module_pre))
-        self._handles.append(mm.register_module_forward_hook(self._module_post, always_call=True))
+        self._module_hooks = [mm.register_module_forward_pre_hook(self._module_pre),
+                              mm.register_module_forward_hook(self._module_post, always_call=True)]
         self._handles.append(register_optimizer_step_pre_hook(self._optimizer_pre))
         self._handles.append(register_optimizer_step_post_hook(self._optimizer_post))
         self._orig_opt_zero = torch.optim.Optimizer.zero_grad
@@ -235,6 +242,10 @@ class Recorder:
         torch.nn.Module.zero_grad = self._wrap_zero_grad(self._orig_mod_zero, "module")
         self._orig_module_train = torch.nn.Module.train
         torch.nn.Module.train = self._wrap_train(self._orig_module_train)
+        if "torch._dynamo" in sys.modules:  # something may have compiled code before the recording began
+            self._compile_safe()
+        self._orig_compile = torch.compile
+        torch.compile = self._wrap_compile(self._orig_compile)
         self._orig_function_apply = torch.autograd.Function.__dict__["apply"]
         torch.autograd.Function.apply = classmethod(self._wrap_function_apply(self._orig_function_apply.__func__))
         self._active = True
@@ -244,12 +255,15 @@ class Recorder:
             return
         self._active = False
         self.flush_names()
-        for handle in self._handles:
+        for handle in self._handles + self._module_hooks:
             handle.remove()
         self._handles.clear()
+        self._module_hooks.clear()
         torch.optim.Optimizer.zero_grad = self._orig_opt_zero
         torch.nn.Module.zero_grad = self._orig_mod_zero
         torch.autograd.Function.apply = self._orig_function_apply
+        torch.compile = self._orig_compile
+        _OpMode.__torch_function__ = _RECORDING_TORCH_FUNCTION
         torch.nn.Module.train = self._orig_module_train
         torch.autograd.graph._engine_run_backward = self._orig_engine
         torch.autograd._engine_run_backward = self._orig_engine
@@ -519,7 +533,7 @@ class Recorder:
             return func(*args, **kwargs)
         if name == "__get__" or name == "__set__":
             return self._on_descriptor(func, name, args, kwargs)
-        if name in _BACKWARD_CALLS:
+        if name in _BACKWARD_CALLS or tracing():
             return func(*args, **kwargs)
         frame, internal = self.user_frame(3)
         if internal:
@@ -806,6 +820,38 @@ class Recorder:
         train.__wrapped__ = original
         return train
 
+    def _compile_safe(self) -> None:
+        """Once a script uses torch.compile: Dynamo must run the recorder's code, not trace into it
+        (it cannot trace sys._getframe, and fails). Not done up front: importing Dynamo takes
+        seconds and its wrapper costs about 0.7 µs a call."""
+        if _OpMode.__torch_function__ is not _RECORDING_TORCH_FUNCTION:
+            return
+        _OpMode.__torch_function__ = torch.compiler.disable(_RECORDING_TORCH_FUNCTION)
+        for handle in self._module_hooks:
+            handle.remove()
+        mm = torch.nn.modules.module
+        self._module_hooks = [mm.register_module_forward_pre_hook(torch.compiler.disable(self._module_pre)),
+                              mm.register_module_forward_hook(torch.compiler.disable(self._module_post), always_call=True)]
+
+    def _wrap_compile(self, original):
+        recorder = self
+
+        def compile(*args, **kwargs):
+            if not recorder._compile_noted:
+                recorder._compile_noted = True
+                frame, _ = recorder.user_frame(2)
+                where = f"line {frame.f_lineno}: " if frame is not None else ""
+                recorder._emit_fn({"ev": "stderr", "text": (
+                    f"graphview: {where}torch.compile'd code runs op by op while graphview records it "
+                    "(Dynamo cannot trace the recorder): the graph shows its ops one by one, not the "
+                    "CompiledFunctionBackward node a plain run can have; values and gradients are eager mode's\n")})
+            recorder._compile_safe()
+            return original(*args, **kwargs)
+
+        compile.__wrapped__ = original
+        compile.__doc__ = original.__doc__
+        return compile
+
     def _wrap_function_apply(self, original):
         """Custom ``autograd.Function.apply`` is invisible to the mode: record it as one op."""
         recorder = self
@@ -829,6 +875,8 @@ class Recorder:
 
     # ------------------------------------------------------------------ saved tensors
     def _pack(self, t: torch.Tensor):
+        if tracing():
+            return t.detach()  # a fake tensor of a compile trace: nothing to count
         with self._lock:
             sid = next(self._sids)
             event = self._saved_event(sid, t, op_inputs=self._op_inputs)
@@ -919,7 +967,7 @@ class Recorder:
     # ------------------------------------------------------------------ backward
     def _engine_run_backward(self, t_outputs, *args, **kwargs):
         original = self._orig_engine
-        if self._suspend or not self._active:
+        if self._suspend or not self._active or tracing():
             return original(t_outputs, *args, **kwargs)
         args = list(args)
         while len(args) < 4:
@@ -1113,6 +1161,17 @@ class Recorder:
             return None
 
         return hook
+
+
+_FAKE = torch._C._TorchDispatchModeKey.FAKE
+_PROXY = torch._C._TorchDispatchModeKey.PROXY
+
+
+def tracing() -> bool:
+    """Whether torch.compile (AOT autograd, make_fx) is tracing with fake tensors, or a torch.func
+    transform runs, right now: its tensors are wrappers with no data of their own to read."""
+    return (torch._C._get_dispatch_mode(_FAKE) is not None or torch._C._get_dispatch_mode(_PROXY) is not None
+            or torch._C._functorch.peek_interpreter_stack() is not None)
 
 
 def _tensor_ids(args, kwargs) -> set:

@@ -150,6 +150,19 @@ class _BinaryOutput(io.RawIOBase):
         return len(data)
 
 
+# errors torch raises only because graphview records (a mode or hook it needs is refused): what to
+# tell the user instead of a bare torch message
+RECORDING_LIMITS = [
+    ("don't yet support saved tensor hooks",
+     "graphview cannot record this: torch.func transforms (grad, vjp, jacrev, hessian) refuse the "
+     "saved-tensor hooks graphview counts saved tensors with"),
+]
+
+
+def recording_limit(message: str) -> str | None:
+    return next((text for pattern, text in RECORDING_LIMITS if pattern in message), None)
+
+
 def error_event(exc: BaseException, script: str) -> dict:
     """An ``error`` event: exact message, and the traceback frames that are in the script."""
     frames = []
@@ -161,9 +174,13 @@ def error_event(exc: BaseException, script: str) -> dict:
         line = exc.lineno
         frames.append({"file": exc.filename, "line": exc.lineno, "func": "<module>", "text": (exc.text or "").strip()})
     message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    limit = recording_limit(message)
+    if limit is not None:
+        message = f"{limit}. torch says: {message}"
     return {
         "ev": "error", "type": type(exc).__name__, "message": message, "traceback": frames, "line": line,
         "vid": getattr(exc, "_graphview_vid", None), "bid": getattr(exc, "_graphview_bid", None),
+        "limit": limit is not None,
     }
 
 
@@ -179,6 +196,9 @@ _GRAPHVIEW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + o
 _TORCH_DISPATCH = (os.sep + os.path.join("torch", "overrides.py"), os.sep + os.path.join("torch", "_tensor.py"))
 
 
+_GRAPHVIEWS_OWN_HOOKS = "when there are global hooks on modules"
+
+
 @contextlib.contextmanager
 def _warnings_point_at_the_script():
     """A warning torch raises inside a recorded op names the frame that called the op, which is
@@ -186,6 +206,8 @@ def _warnings_point_at_the_script():
     original = warnings.showwarning
 
     def showwarning(message, category, filename, lineno, file=None, line=None):
+        if _GRAPHVIEWS_OWN_HOOKS in str(message):
+            return  # torch.compile(module) warns of the global module hooks: graphview's, not the script's
         if filename.startswith(_GRAPHVIEW_DIR) or filename.endswith(_TORCH_DISPATCH):
             frame = sys._getframe(1)
             while frame is not None:

@@ -25,6 +25,7 @@ from typing import Callable
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from graphview.capture.recorder import tracing
 from graphview.core.options import RunOptions
 
 _ROOT_KEY = "graphview_backward_root"
@@ -44,7 +45,7 @@ class StepLog:
         log = self
 
         def engine_run_backward(t_outputs, *args, **kwargs):
-            if kwargs.get("accumulate_grad", True):
+            if kwargs.get("accumulate_grad", True) and not tracing():
                 log.backward_calls += 1
                 for t in t_outputs:
                     node = t.grad_fn if isinstance(t, torch.Tensor) else t.node

@@ -33,9 +33,11 @@ tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activat
 name           tid, name                  (the script bound the tensor to a variable)
 value          tid, version, values | stats, reason   (new values after an update)
 op             oid, op, line, module, module_type, inputs [[tid, version]...],
-               outputs [[tid, version]...], grad_fn (vid | None), mode, inplace
+               outputs [[tid, version]...], grad_fn (vid | None), mode, inplace,
+               recompute (bid, only for ops a checkpoint recomputes inside that backward)
 node           vid, name, next [[vid | None, input_nr]...], seq, leaf (tid | None), custom
-saved          sid, bytes, storage, device, kind, shape, dtype, owner (vid | None), attr
+saved          sid, bytes, storage, device, kind, shape, dtype, owner (vid | None), attr,
+               recompute (bid, only for tensors a checkpoint recompute saves)
 own            sid, owner (vid), attr     (the node that holds a saved tensor became known)
 node_dead      vid                        (autograd destroyed the node: nothing references it)
 release        sid                        (autograd dropped the saved tensor)
@@ -59,7 +61,8 @@ backward_end   bid, ok, freed (saved tensors released, i.e. no retain_graph)
 grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign"), line, source
 optimizer_step optimizer, tids, line
 alloc          device, bytes              (CUDA allocator's ``memory_allocated``, on change)
-error          type, message, traceback [{file, line, func, text}...], line, vid, bid
+error          type, message, traceback [{file, line, func, text}...], line, vid, bid,
+               limit (bool: torch refused something graphview needs to record; message says what)
 gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_rel_error, eps
                (a gradient check run: central differences in float64)
 """
