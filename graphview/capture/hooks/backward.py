@@ -1,0 +1,237 @@
+"""Backward: a wrapper around ``torch.autograd._engine_run_backward``, the one function both
+``Tensor.backward`` and ``torch.autograd.grad`` go through.
+
+For the duration of one call it puts a pre-hook and a hook on every node of the graph, so the
+engine's real execution order, the gradients in and out of every node and every accumulation
+into a leaf's ``.grad`` are recorded. A checkpoint's recompute inside backward is recorded too:
+the ops mechanism's mode is pushed while the node that recomputes runs.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import ExitStack
+from typing import Any
+
+import torch
+
+from graphview.capture.hooks.ops import _OpMode
+from graphview.capture.identity import TensorIdentity
+from graphview.capture.state import ACCUMULATE_GRAD, _identity, tracing
+from graphview.capture.summaries import summarize
+
+_REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
+
+
+class BackwardHooks(TensorIdentity):
+    """The backward mechanism."""
+
+    def install_backward(self, stack: ExitStack) -> None:
+        self._orig_engine = torch.autograd.graph._engine_run_backward
+        self.patch(stack, torch.autograd.graph, "_engine_run_backward", self._engine_run_backward)
+        self.patch(stack, torch.autograd, "_engine_run_backward", self._engine_run_backward)
+
+    def _engine_run_backward(self, t_outputs, *args, **kwargs):
+        original = self._orig_engine
+        if self._suspend or not self._active or tracing():
+            return original(t_outputs, *args, **kwargs)
+        args = list(args)
+        while len(args) < 4:
+            args.append(None)
+        forced = []
+        if self.options.create_graph and not args[2]:
+            args[2] = True
+            forced.append("create_graph")
+        if self.options.retain_graph and not args[1]:
+            args[1] = True
+            forced.append("retain_graph")
+        api = "backward" if kwargs.get("accumulate_grad", True) else "grad"
+        bid = next(self._bids)
+        self.backward_count += 1
+        with self._lock, self.quiet():
+            input_tids, line = self._backward_started(bid, api, t_outputs, args, forced)
+            handles = self._hook_graph(bid, t_outputs, line, retain_graph=bool(args[1]))
+        self._bw_current.append(None)
+        ok, result = False, None
+        try:
+            result = original(t_outputs, *args, **kwargs)
+            ok = True
+            return result
+        except BaseException as exc:
+            setattr(exc, "_graphview_vid", self._bw_current[-1])
+            setattr(exc, "_graphview_bid", bid)
+            raise
+        finally:
+            self._bw_current.pop()
+            for handle in handles:
+                handle.remove()
+            with self._lock, self.quiet():
+                self._backward_finished(bid, api, ok, result, input_tids, retain_graph=bool(args[1]))
+
+    def _backward_started(self, bid: int, api: str, t_outputs, args: list, forced: list) -> tuple[list, int | None]:
+        """The ``backward_start`` event: roots, seeds, inputs, options. Returns (input tids, line)."""
+        grad_tensors, retain_graph, create_graph, inputs = args[:4]
+        frame, _ = self.user_frame(3)
+        line = frame.f_lineno if frame else None
+        self.flush_names(frame)
+        self._check_mode(line)
+        roots, root_tids = [], []
+        for t in t_outputs:
+            if isinstance(t, torch.Tensor):
+                root_tids.append(self.tensor_ref(t, line)[0])
+                fn = t.grad_fn
+            else:  # GradientEdge
+                fn = t.node
+            roots.append(self.node_vid(fn, line) if fn is not None else None)
+        seeds = [summarize(g) for g in (grad_tensors or ())]
+        input_tids = [self.tensor_ref(t, line)[0] for t in (inputs or ()) if isinstance(t, torch.Tensor)]
+        self._emit_fn({
+            "ev": "backward_start", "bid": bid, "api": api, "roots": roots, "root_tensors": root_tids,
+            "seeds": seeds, "retain_graph": bool(retain_graph), "create_graph": bool(create_graph),
+            "inputs": input_tids, "forced": forced, "line": line,
+        })
+        return input_tids, line
+
+    def _hook_graph(self, bid: int, t_outputs, line: int | None, retain_graph: bool) -> list:
+        """Walk the graph once: every node gets a pre-hook and a hook for this call. A node fed by
+        exactly one edge receives exactly what that edge sent: its incoming gradient is not
+        summarized twice (the event names the edge instead)."""
+        nodes: dict[int, Any] = {}
+        feeders: dict[int, list] = {}
+        stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
+        root_vids = {self.node_vid(node, line) for node in stack if node is not None}
+        while stack:
+            node = stack.pop()
+            if node is None:
+                continue
+            vid = self.node_vid(node, line)
+            if vid in nodes:
+                continue
+            nodes[vid] = node
+            for index, (child, _) in enumerate(node.next_functions):
+                if child is not None:
+                    feeders.setdefault(self.node_vid(child, line), []).append([vid, index])
+                    stack.append(child)
+        handles = []
+        sent: dict[tuple, tuple] = {}  # (consumer vid, index) -> (data_ptr, version) of the grad it sent
+        for vid, node in nodes.items():
+            fed = feeders.get(vid, [])
+            from_edge = fed[0] if len(fed) == 1 and vid not in root_vids else None
+            handles.append(node.register_prehook(self._make_prehook(bid, vid, from_edge, sent)))
+            if node.name() == ACCUMULATE_GRAD:
+                leaf = node.variable
+                state = {"was_none": True}
+                handles.append(node.register_prehook(self._make_accumulate_prehook(weakref.ref(leaf), state)))
+                handles.append(node.register_hook(
+                    self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
+            else:
+                handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph, sent)))
+            if vid in self._foreign_saved or node.name() == _REENTRANT_CHECKPOINT:
+                handles.extend(self._watch_recompute(node, bid))
+        return handles
+
+    def _backward_finished(self, bid: int, api: str, ok: bool, result, input_tids: list, retain_graph: bool) -> None:
+        """``grad_result`` for ``autograd.grad``, ``tensor_grad`` for retained grads it changed, ``backward_end``."""
+        if ok and api == "grad":
+            for tid, g in zip(input_tids, result):
+                self._emit_fn({"ev": "grad_result", "bid": bid, "tid": tid, "grad": summarize(g, hist=True)})
+        if ok:
+            for tid, ref in list(self._retained.items()):
+                t = ref()
+                if t is None:
+                    del self._retained[tid]
+                elif t.grad is not None:
+                    state = _identity(t.grad)
+                    if self._retained_state.get(tid) != state:  # this backward changed it
+                        self._retained_state[tid] = state
+                        self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad, hist=True)})
+        self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
+
+    def _watch_recompute(self, node, bid: int) -> list:
+        """Record the ops a checkpoint's recompute runs inside this node's backward.
+
+        torch runs backward with no torch function mode active, so the recompute (reentrant: in
+        the checkpoint node's own backward; non-reentrant: when a node unpacks the saved values
+        checkpoint manages) is invisible to the recording mode: push it for the node's run."""
+        recorder = self
+        entered: list = []
+
+        def enter(grad_outputs):
+            mode = _OpMode(recorder)
+            mode.__enter__()
+            entered.append(mode)
+            recorder._recompute.append(bid)
+            return None
+
+        def leave(grad_inputs, grad_outputs):
+            if entered:
+                entered.pop().__exit__(None, None, None)
+                recorder._recompute.pop()
+            return None
+
+        return [node.register_prehook(enter), node.register_hook(leave)]
+
+    def _make_prehook(self, bid: int, vid: int, from_edge: list | None, sent: dict):
+        recorder = self
+        edge_key = tuple(from_edge) if from_edge is not None else None
+
+        def prehook(grad_outputs):
+            with recorder._lock, recorder.quiet():
+                if recorder._bw_current:
+                    recorder._bw_current[-1] = vid
+                event = {"ev": "bw_node", "bid": bid, "vid": vid}
+                # the gradient arriving is the very tensor the single feeding edge sent, unchanged
+                # (a user's tensor hook may have replaced or modified it: then summarize it again)
+                if (edge_key is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
+                        and sent.get(edge_key) == _identity(grad_outputs[0])):
+                    event["grads_in"] = None
+                    event["from_edge"] = from_edge  # [consumer vid, index]: its grads_out[index]
+                else:
+                    event["grads_in"] = [summarize(g, light=True) for g in grad_outputs]
+                recorder._emit_fn(event)
+            return None
+
+        return prehook
+
+    def _make_hook(self, bid: int, vid: int, releases: bool, sent: dict):
+        recorder = self
+
+        def hook(grad_inputs, grad_outputs):
+            with recorder._lock, recorder.quiet():
+                for index, g in enumerate(grad_inputs):
+                    if g is not None:
+                        sent[(vid, index)] = _identity(g)
+                if releases:  # the engine releases the node's saved variables right after it runs
+                    recorder._release_unhooked(vid)
+                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g, light=True) for g in grad_inputs]})
+            return None
+
+        return hook
+
+    def _make_accumulate_prehook(self, leaf_ref, state: dict):
+        recorder = self
+
+        def prehook(grad_outputs):
+            with recorder.quiet():
+                leaf = leaf_ref()
+                state["was_none"] = leaf is None or leaf.grad is None
+            return None
+
+        return prehook
+
+    def _make_accumulate_hook(self, bid: int, vid: int, leaf_ref, tid: int, state: dict):
+        recorder = self
+
+        def hook(grad_inputs, grad_outputs):
+            with recorder._lock, recorder.quiet():
+                leaf = leaf_ref()
+                increment = summarize(grad_outputs[0], light=True) if grad_outputs else None
+                grad = leaf.grad if leaf is not None else None
+                if grad is not None:
+                    recorder._note_grad(grad, tid)
+                recorder._emit_fn({"ev": "accumulate", "bid": bid, "tid": tid, "vid": vid, "increment": increment,
+                                   "grad": summarize(grad, hist=True), "first": state["was_none"]})
+                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": []})
+            return None
+
+        return hook

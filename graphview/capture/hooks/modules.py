@@ -1,0 +1,201 @@
+"""Modules and optimizers: global hooks give module paths and parameter names, optimizer
+steps, ``zero_grad`` and ``train()``/``eval()`` calls.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from contextlib import ExitStack
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from graphview.capture.identity import TensorIdentity
+from graphview.capture.state import RECOMPUTE_MODULE, _version
+from graphview.capture.summaries import summarize
+
+
+class ModuleHooks(TensorIdentity):
+    """The modules-and-optimizers mechanism."""
+
+    def install_modules(self, stack: ExitStack) -> None:
+        # each undo is on the stack before what it undoes is installed
+        stack.callback(self._remove_module_hooks)
+        if self._compile_safe_on:
+            self.module_hooks_compile_safe()
+        else:
+            self._module_hooks = self._register_module_hooks(self._module_pre, self._module_post)
+        optimizer_hooks: list = []
+        stack.callback(lambda: [handle.remove() for handle in optimizer_hooks])
+        optimizer_hooks += [register_optimizer_step_pre_hook(self._optimizer_pre),
+                            register_optimizer_step_post_hook(self._optimizer_post)]
+        self.patch(stack, torch.optim.Optimizer, "zero_grad",
+                   self._wrap_zero_grad(torch.optim.Optimizer.zero_grad, "optimizer"))
+        self.patch(stack, torch.nn.Module, "zero_grad", self._wrap_zero_grad(torch.nn.Module.zero_grad, "module"))
+        self.patch(stack, torch.nn.Module, "train", self._wrap_train(torch.nn.Module.train))
+
+    @staticmethod
+    def _register_module_hooks(pre, post) -> list:
+        mm = torch.nn.modules.module
+        return [mm.register_module_forward_pre_hook(pre), mm.register_module_forward_hook(post, always_call=True)]
+
+    def _remove_module_hooks(self) -> None:
+        for handle in self._module_hooks:
+            handle.remove()
+        self._module_hooks = []
+
+    def module_hooks_compile_safe(self) -> None:
+        """The module hooks run, not traced, under torch.compile (see ``OpHooks._compile_safe``)."""
+        self._remove_module_hooks()
+        self._module_hooks = self._register_module_hooks(torch.compiler.disable(self._module_pre),
+                                                         torch.compiler.disable(self._module_post))
+
+    def _register_root(self, root: torch.nn.Module) -> None:
+        key = id(root)
+        ref = self._roots.get(key)
+        if ref is not None and ref() is root:
+            return
+        self._roots[key] = weakref.ref(root)
+        # a bare layer used as a model (fc1 = nn.Linear(...)): name its parameters fc1.weight, not weight
+        prefix = ""
+        if next(root.children(), None) is None:
+            variable = self._variable_holding(root)
+            prefix = f"{variable}." if variable else ""
+        for qual, m in root.named_modules():
+            self._name_once(m, qual)
+        new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
+        for qual, b in root.named_buffers():
+            if self._name_once(b, prefix + qual):
+                self._buffers.add(id(b))
+                new_tensors.append(b)
+        frame, _ = self.user_frame(3)
+        line = frame.f_lineno if frame else None
+        for t in new_tensors:
+            self.tensor_ref(t, line, pending=False)
+
+    def _name_once(self, obj, name: str) -> bool:
+        """Give ``obj`` its qualified name unless it has one already (the first root wins)."""
+        ref = self._name_refs.get(id(obj))
+        if ref is not None and ref() is obj:
+            return False
+        self._names[id(obj)] = name
+        self._name_refs[id(obj)] = weakref.ref(obj)
+        return True
+
+    def _variable_holding(self, obj) -> str | None:
+        """The script variable bound to ``obj`` (its frames, outermost first, then its module)."""
+        scopes = list(self.extra_scopes)
+        f = sys._getframe(1)
+        frames = []
+        while f is not None:
+            if f.f_code.co_filename == self.script:
+                frames.append(f)
+            f = f.f_back
+        for frame in reversed(frames):
+            try:
+                scopes.append(frame.f_locals)
+            except Exception:  # noqa: BLE001 - exotic frames
+                pass
+        direct = None
+        for scope in scopes:
+            for name, value in list(scope.items()):
+                if name.startswith("_"):
+                    continue
+                if isinstance(value, (list, tuple)) and len(value) < 10000:
+                    for i, item in enumerate(value):
+                        if item is obj:  # layers = [nn.Linear(...) ...]: layers[3], not the loop variable
+                            return f"{name}[{i}]"
+                if value is obj and direct is None:
+                    direct = name
+        return direct
+
+    def _module_path(self, module: torch.nn.Module) -> str:
+        key = id(module)
+        ref = self._name_refs.get(key)
+        if ref is not None and ref() is module:
+            name = self._names[key]
+            if self._recompute:
+                return f"{RECOMPUTE_MODULE}.{name}" if name else RECOMPUTE_MODULE
+            return name
+        parent = self._module_stack[-1] if self._module_stack else ""
+        return f"{parent}.{type(module).__name__}" if parent else type(module).__name__
+
+    def _module_pre(self, module, args):
+        if self._suspend or not self._active:
+            return None
+        with self._lock, self.quiet():
+            if not self._module_stack:
+                self._register_root(module)
+            path = self._module_path(module)
+            self._module_stack.append(path)
+            self._emit_fn({"ev": "module_enter", "path": path, "type": type(module).__name__})
+        return None
+
+    def _module_post(self, module, args, output):
+        if self._suspend or not self._active or not self._module_stack:
+            return None
+        with self._lock, self.quiet():
+            path = self._module_stack.pop()
+            self._emit_fn({"ev": "module_exit", "path": path})
+            if path in self._detach_modules:
+                frame, _ = self.user_frame(3)
+                return self._force_detach(output, frame.f_lineno if frame else None)
+        return None
+
+    def _optimizer_pre(self, optimizer, args, kwargs):
+        return None  # ops inside step() are skipped by user_frame (torch/optim frames)
+
+    def _optimizer_post(self, optimizer, args, kwargs):
+        self.optimizer_step_count += 1
+        if self._suspend or not self._active:
+            return
+        with self._lock, self.quiet():
+            frame, _ = self.user_frame(3)
+            line = frame.f_lineno if frame else None
+            tids = []
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    ref = self.tensor_ref(p, line, pending=False)
+                    tids.append(ref[0])
+                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p, hist=True) or {})})
+            self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
+
+    def _wrap_zero_grad(self, original, source):
+        recorder = self
+
+        def zero_grad(obj, *args, **kwargs):
+            if recorder._suspend or not recorder._active:
+                return original(obj, *args, **kwargs)
+            set_to_none = kwargs.get("set_to_none", args[0] if args else True)
+            with recorder._lock, recorder.quiet():
+                params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
+                tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
+                result = original(obj, *args, **kwargs)
+                frame, _ = recorder.user_frame(2)
+                recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
+                                   "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
+            return result
+
+        zero_grad.__wrapped__ = original
+        zero_grad.__doc__ = original.__doc__
+        return zero_grad
+
+    def _wrap_train(self, original):
+        """``model.train()`` / ``model.eval()``: recorded, since eval() is often mistaken for no_grad."""
+        recorder = self
+
+        def train(module, mode=True):
+            result = original(module, mode)
+            if recorder._active and not recorder._suspend:
+                frame, internal = recorder.user_frame(2)
+                if frame is not None and not internal:
+                    with recorder._lock, recorder.quiet():
+                        recorder._emit_fn({"ev": "module_mode", "type": type(module).__name__, "training": bool(mode),
+                                           "line": frame.f_lineno})
+            return result
+
+        train.__wrapped__ = original
+        return train

@@ -1,0 +1,258 @@
+"""Ops: a ``TorchFunctionMode`` sees every user-level torch call.
+
+Each call becomes an ``op`` event (name, source line, module path, inputs, outputs and the
+``grad_fn`` the output got). ``autograd.Function.apply`` is invisible to the mode and is wrapped
+instead; ``torch.compile`` is wrapped so that Dynamo runs the recorder rather than tracing it.
+The ``--detach-at`` toggle hands the script a detached result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import weakref
+from contextlib import ExitStack
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from graphview.capture.identity import TensorIdentity, _Stale
+from graphview.capture.state import RECOMPUTE_MODULE, VID_KEY, _flatten_tensors, _tensor_ids, tracing
+from graphview.capture.summaries import summarize
+
+# torch calls that say nothing about the graph: answered without recording
+_IGNORED = frozenset(
+    {
+        "dim", "size", "stride", "numel", "nelement", "is_contiguous", "__len__", "__format__",
+        "__repr__", "__str__", "data_ptr", "untyped_storage", "storage", "element_size",
+        "__hash__", "is_floating_point", "is_complex", "__reduce_ex__", "__deepcopy__",
+        "__array__", "__iter__", "get_device", "storage_offset", "__index__", "__int__",
+        "__float__", "__bool__", "has_names", "_is_view", "is_set_to", "__dlpack__",
+        "_set_grad_enabled", "is_grad_enabled", "is_inference", "register_hook",
+        "register_post_accumulate_grad_hook", "_backward_hooks", "__setstate__", "__contains__",
+    }
+)
+# tensor properties whose ``__get__`` is a real op worth a node
+_PROPERTY_OPS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+# calls with no tensor output that still matter (they cut the graph)
+_NOTABLE_NON_TENSOR = frozenset({"item", "tolist", "numpy"})
+_BACKWARD_CALLS = frozenset({"backward", "grad"})
+
+
+class _OpMode(TorchFunctionMode):
+    def __init__(self, recorder: "OpHooks") -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.recorder._on_torch_function(func, args, kwargs or {})
+
+
+_RECORDING_TORCH_FUNCTION = _OpMode.__torch_function__
+
+
+class OpHooks(TensorIdentity):
+    """The ops mechanism."""
+
+    def install_ops(self, stack: ExitStack) -> None:
+        stack.enter_context(_OpMode(self))
+        stack.callback(setattr, _OpMode, "__torch_function__", _RECORDING_TORCH_FUNCTION)
+        if "torch._dynamo" in sys.modules:  # something may have compiled code before the recording began
+            self._compile_safe()
+        self.patch(stack, torch, "compile", self._wrap_compile(torch.compile))
+        original_apply = torch.autograd.Function.__dict__["apply"]
+        self.patch(stack, torch.autograd.Function, "apply",
+                   classmethod(self._wrap_function_apply(original_apply.__func__)))
+
+    def _on_torch_function(self, func, args, kwargs):
+        if self._suspend:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", None) or type(func).__name__
+        if name in _IGNORED:
+            return func(*args, **kwargs)
+        if name == "__get__" or name == "__set__":
+            return self._on_descriptor(func, name, args, kwargs)
+        if name in _BACKWARD_CALLS or tracing():
+            return func(*args, **kwargs)
+        frame, internal = self.user_frame(3)
+        if internal:
+            return func(*args, **kwargs)
+        with self._lock:
+            self._suspend += 1
+            try:
+                self.flush_names(frame)
+            finally:
+                self._suspend -= 1
+        self._op_inputs = _tensor_ids(args, kwargs)
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self._op_inputs = None
+        with self._lock:
+            self._suspend += 1
+            try:
+                return self._record_op(name, args, kwargs, out, frame)
+            finally:
+                self._suspend -= 1
+
+    def _on_descriptor(self, func, name, args, kwargs):
+        owner = getattr(func, "__self__", None)
+        attr = getattr(owner, "__name__", "")
+        out = func(*args, **kwargs)
+        if attr == "grad" and args and isinstance(args[0], torch.Tensor):
+            frame, internal = self.user_frame(3)
+            if internal:
+                return out
+            with self._lock, self.quiet():
+                line = frame.f_lineno if frame else None
+                tid = self.tensor_ref(args[0], line)[0]
+                if name == "__get__":
+                    self._emit_fn({"ev": "grad_read", "tid": tid, "none": out is None, "line": line})
+                else:
+                    value = args[1] if len(args) > 1 else None
+                    if value is None:
+                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign_none", "line": line, "source": "assign"})
+                    else:
+                        self._note_grad(value, tid)
+                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign", "line": line,
+                                       "source": "assign", "value": summarize(value)})
+            return out
+        if name == "__get__" and attr in _PROPERTY_OPS and isinstance(out, torch.Tensor):
+            frame, internal = self.user_frame(3)
+            if internal:
+                return out
+            with self._lock, self.quiet():
+                return self._record_op(attr, args[:1], {}, out, frame)
+        if name == "__set__" and attr in ("requires_grad", "data") and args and isinstance(args[0], torch.Tensor):
+            with self._lock, self.quiet():
+                frame, _ = self.user_frame(3)
+                self.tensor_ref(args[0], frame.f_lineno if frame else None)
+        return out
+
+    def _record_op(self, name, args, kwargs, out, frame):
+        line = frame.f_lineno if frame is not None else None
+        mode = self._check_mode(line)
+        inputs = []
+        for a in itertools.chain(args, kwargs.values()):
+            if isinstance(a, torch.Tensor):
+                inputs.append(a)
+            elif isinstance(a, (list, tuple)):
+                inputs.extend(x for x in a if isinstance(x, torch.Tensor))
+        outputs = _flatten_tensors(out)
+        if not outputs and name not in _NOTABLE_NON_TENSOR and name != "retain_grad":
+            return out
+        oid = next(self._oids)
+        self.op_count = oid
+        inplace = name.endswith("_") and not name.startswith("_") or name.startswith("__i")
+        # a grad buffer changed in place (``p.grad.zero_()``): that is a grad reset
+        if inplace and inputs:
+            g = self._grad_of.get(id(inputs[0]))
+            if g is not None and g[0]() is inputs[0]:
+                how = "zero" if name == "zero_" else "assign"
+                event = {"ev": "grad_reset", "tids": [g[1]], "how": how, "line": line, "source": name}
+                if how == "assign":
+                    event["value"] = summarize(inputs[0])
+                self._emit_fn(event)
+        in_refs = [self.tensor_ref(t, line) for t in inputs]
+        out_refs = [self.tensor_ref(t, line) for t in outputs]
+        grad_fn = None
+        for t in outputs:
+            gf = self.grad_fn_of(t)
+            if isinstance(gf, _Stale):
+                continue
+            if gf is not None:
+                grad_fn = gf.metadata.get(VID_KEY)
+                break
+        module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
+        event = {
+            "ev": "op", "oid": oid, "op": name, "line": line, "module": module,
+            "inputs": in_refs, "outputs": out_refs, "grad_fn": grad_fn, "mode": mode, "inplace": inplace,
+        }
+        if self._recompute:
+            event["recompute"] = self._recompute[-1]
+        self.emit(event)
+        if name in ("detach", "detach_", "data") and inputs and outputs:
+            self._emit_fn({"ev": "detach", "src": in_refs[0][0], "dst": out_refs[0][0], "line": line, "forced": False})
+        elif name == "retain_grad" and inputs:
+            self._retained[in_refs[0][0]] = weakref.ref(inputs[0])
+            self._emit_fn({"ev": "retain_grad", "tid": in_refs[0][0], "line": line})
+        if oid in self._detach_ops or (line is not None and line in self._detach_lines):
+            out = self._force_detach(out, line)
+        return out
+
+    def _force_detach(self, out, line):
+        """The ``--detach-at`` toggle: hand the script a detached result instead."""
+        self.detach_hits += 1
+
+        def detach_one(t):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                d = t.detach()
+                src = self.tensor_ref(t, line)[0]
+                dst = self.tensor_ref(d, line)[0]
+                self._emit_fn({"ev": "detach", "src": src, "dst": dst, "line": line, "forced": True})
+                return d
+            return t
+        if isinstance(out, torch.Tensor):
+            return detach_one(out)
+        if isinstance(out, tuple):
+            items = [detach_one(t) for t in out]
+            if hasattr(out, "_fields"):  # a namedtuple
+                return type(out)(*items)
+            if type(out) is not tuple:  # torch.return_types (a structseq)
+                return type(out)(items)
+            return tuple(items)
+        if isinstance(out, list):
+            return [detach_one(t) for t in out]
+        return out
+
+    def _compile_safe(self) -> None:
+        """Once a script uses torch.compile: Dynamo must run the recorder's code, not trace into it
+        (it cannot trace sys._getframe, and fails). Not done up front: importing Dynamo takes
+        seconds and its wrapper costs about 0.7 µs a call."""
+        if self._compile_safe_on:
+            return
+        self._compile_safe_on = True
+        if _OpMode.__torch_function__ is _RECORDING_TORCH_FUNCTION:
+            _OpMode.__torch_function__ = torch.compiler.disable(_RECORDING_TORCH_FUNCTION)
+        if self._module_hooks:  # the modules mechanism is installed already: its hooks too
+            self.module_hooks_compile_safe()
+
+    def _wrap_compile(self, original):
+        recorder = self
+
+        def compile(*args, **kwargs):
+            if not recorder._compile_noted:
+                recorder._compile_noted = True
+                frame, _ = recorder.user_frame(2)
+                where = f"line {frame.f_lineno}: " if frame is not None else ""
+                recorder._emit_fn({"ev": "stderr", "text": (
+                    f"graphview: {where}torch.compile'd code runs op by op while graphview records it "
+                    "(Dynamo cannot trace the recorder): the graph shows its ops one by one, not the "
+                    "CompiledFunctionBackward node a plain run can have; values and gradients are eager mode's\n")})
+            recorder._compile_safe()
+            return original(*args, **kwargs)
+
+        compile.__wrapped__ = original
+        compile.__doc__ = original.__doc__
+        return compile
+
+    def _wrap_function_apply(self, original):
+        """Custom ``autograd.Function.apply`` is invisible to the mode: record it as one op."""
+        recorder = self
+
+        def apply(cls, *args, **kwargs):
+            if recorder._suspend or not recorder._active:
+                return original(cls, *args, **kwargs)
+            frame, _ = recorder.user_frame(2)
+            with recorder._lock, recorder.quiet():
+                recorder.flush_names(frame)
+            recorder._op_inputs = _tensor_ids(args, kwargs)
+            try:
+                with recorder.quiet():
+                    out = original(cls, *args, **kwargs)
+            finally:
+                recorder._op_inputs = None
+            with recorder._lock, recorder.quiet():
+                return recorder._record_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
+
+        return apply

@@ -1,0 +1,90 @@
+"""Saved tensors: ``saved_tensors_hooks`` see every tensor autograd saves for backward.
+
+The pack hook keeps ``t.detach()`` (keeping ``t`` would leak saved outputs through a C++ cycle)
+in a handle whose ``weakref.finalize`` reports the moment autograd drops it. The unpack hook
+re-implements torch's in-place version check, which torch skips when hooks are installed, with
+torch's exact message.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from contextlib import ExitStack
+
+import torch
+import torch.autograd.graph as autograd_graph
+
+from graphview.capture.identity import TensorIdentity
+from graphview.capture.state import TOKEN_KEY, _Packed, tracing
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+class SavedTensorHooks(TensorIdentity):
+    """The saved-tensor mechanism."""
+
+    def install_saved(self, stack: ExitStack) -> None:
+        stack.enter_context(autograd_graph.saved_tensors_hooks(self._pack, self._unpack))
+
+    def _pack(self, t: torch.Tensor):
+        if tracing():
+            return t.detach()  # a fake tensor of a compile trace: nothing to count
+        with self._lock:
+            sid = next(self._sids)
+            event = self._saved_event(sid, t, op_inputs=self._op_inputs)
+            if self._recompute:
+                event["recompute"] = self._recompute[-1]
+            gf = t.grad_fn
+            token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
+            packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
+                             gf.name() if gf is not None else None, weakref.ref(t))
+            finalizer = weakref.finalize(packed, self._release, sid)
+            finalizer.atexit = False
+            self._emit_fn(event)
+            return packed
+
+    def _release(self, sid: int) -> None:
+        if self._active:  # after the run, the script's leftovers die with its module: not events
+            with self._lock:
+                self.emit({"ev": "release", "sid": sid})
+
+    def _unpack(self, packed):
+        if not isinstance(packed, _Packed):  # packed before the recorder started
+            return packed
+        current = packed.t._version
+        if current != packed.version:
+            raise RuntimeError(self._version_message(packed, current))
+        return packed.t
+
+    @staticmethod
+    def _version_message(packed: _Packed, current: int) -> str:
+        """torch's own message for a saved tensor modified in place (torch skips the check under hooks)."""
+        t = packed.t
+        node = torch._C._current_autograd_node()
+        is_output = node is not None and packed.token is not None and node.metadata.get(TOKEN_KEY) == packed.token
+        gf_name, output_nr = None, packed.output_nr
+        if is_output:
+            gf_name = packed.gf_name
+        else:
+            source = packed.source()
+            if source is not None:
+                gf = source.grad_fn
+                gf_name = gf.name() if gf is not None else None
+                output_nr = source.output_nr
+            else:
+                gf_name = packed.gf_name
+        message = (
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{t.type()} {list(t.shape)}]"
+        )
+        if gf_name:
+            message += f", which is output {output_nr} of {_BACKWARD_SUFFIX.sub('', gf_name)},"
+        message += f" is at version {current}; expected version {packed.version} instead."
+        if torch.is_anomaly_enabled():
+            message += (" Hint: the backtrace further above shows the operation that failed to compute "
+                        "its gradient. The variable in question was changed in there or anywhere later. Good luck!")
+        else:
+            message += (" Hint: enable anomaly detection to find the operation that failed to compute its "
+                        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return message

@@ -1,0 +1,259 @@
+"""Tensor and node identity: ids for tensors and autograd nodes, names for tensors.
+
+Tensors are tracked through weak references only and get an id (``tid``) the first time a
+recorded op touches them; autograd nodes get an id (``vid``) stamped into ``node.metadata``,
+with a sentinel whose finalizer reports when autograd destroys the node. Names come from the
+script's frames (the variable a tensor was bound to) and from root modules (parameters).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState, _Packed,
+                                     _version)
+from graphview.capture.summaries import dtype_name, summarize
+
+
+class _Life:
+    """Put in a node's ``metadata``: its finalizer fires when autograd destroys the node."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _Stale:
+    """A view's node that torch would rebuild if read (see ``TensorIdentity.grad_fn_of``): not read."""
+
+    __slots__ = ("vid",)
+
+    def __init__(self, vid):
+        self.vid = vid
+
+
+
+class TensorIdentity(RecorderState):
+    """Ids and events for tensors and nodes; names for tensors."""
+
+    def _register_pending(self, t: torch.Tensor, tid: int) -> None:
+        self._pending_names.append([weakref.ref(t), tid, 0])
+        if len(self._pending_names) > 256:
+            del self._pending_names[:64]
+
+    def flush_names(self, frame=None) -> None:
+        """Give pending tensors the names the script bound them to, looking at script frames."""
+        if not self._pending_names:
+            return
+        with self.quiet():
+            if frame is None:
+                frame, _ = self.user_frame(2)
+            wanted = {}
+            for entry in self._pending_names:
+                t = entry[0]()
+                if t is not None:
+                    wanted[id(t)] = entry
+            found: set[int] = set()
+            scopes = []
+            f, depth = frame, 0
+            while f is not None and depth < 16:
+                if f.f_code.co_filename == self.script:
+                    try:
+                        scopes.append(f.f_locals)
+                    except Exception:  # noqa: BLE001 - exotic frames
+                        pass
+                f = f.f_back
+                depth += 1
+            # outermost first: the caller's variable (`inp`) wins over a callee's parameter (`t`)
+            scopes.reverse()
+            scopes = list(self.extra_scopes) + scopes
+            for scope in scopes:
+                if not wanted:
+                    break
+                for name, value in list(scope.items()):
+                    if isinstance(value, torch.Tensor) and not name.startswith("__"):
+                        entry = wanted.get(id(value))
+                        if entry is not None and entry[0]() is value and entry[1] not in found:
+                            found.add(entry[1])
+                            self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
+                            del wanted[id(value)]
+            keep = []
+            for entry in self._pending_names:
+                entry[2] += 1
+                if entry[1] not in found and entry[2] < 12 and entry[0]() is not None:
+                    keep.append(entry)
+            self._pending_names = keep
+
+    def _kind(self, t: torch.Tensor, is_leaf: bool) -> str:
+        if id(t) in self._buffers:
+            return "buffer"
+        grad_of = self._grad_of.get(id(t))
+        if grad_of is not None and grad_of[0]() is t:
+            return "grad"  # some leaf's .grad, read by the script
+        if isinstance(t, torch.nn.Parameter):
+            return "param"
+        return "input" if is_leaf else "activation"
+
+    def grad_fn_of(self, t: torch.Tensor):
+        """``t.grad_fn``, read only where reading it cannot change or break ``t``.
+
+        Reading ``grad_fn`` of a view whose base was modified in place since the view's node was
+        made rebuilds that node, and raises for a view made under no_grad (torch forbids it). Plain
+        Python reads it only where autograd needs it, in grad mode; under no_grad a changed view's
+        node is left as torch holds it (the one last seen).
+        """
+        if not t._is_view() or torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+            return t.grad_fn
+        entry = self._tensors.get(id(t))
+        known = entry is not None and entry[0]() is t
+        if known and entry[5] == _version(t):
+            return t.grad_fn  # nothing changed since the view's node was last read
+        if not t.requires_grad:
+            return None
+        return _Stale(entry[3] if known else None)
+
+    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True) -> list:
+        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed."""
+        key = id(t)
+        entry = self._tensors.get(key)
+        version = _version(t)
+        gf = self.grad_fn_of(t)
+        if isinstance(gf, _Stale):
+            gvid, is_leaf, synced = gf.vid, gf.vid is None, None
+        else:
+            gvid = self.node_vid(gf, line) if gf is not None else None
+            is_leaf, synced = gf is None, version
+        requires_grad = t.requires_grad
+        if entry is not None and entry[0]() is t:
+            if synced is None:
+                synced = entry[5]
+            if entry[2] == version and entry[3] == gvid and entry[4] == requires_grad:
+                entry[5] = synced
+                return [entry[1], version]
+            entry[2:] = [version, gvid, requires_grad, synced]
+            tid = entry[1]
+            new = False
+        else:
+            tid = next(self._tids)
+            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad, synced]
+            new = True
+        base = t._base
+        base_tid = None
+        if base is not None:
+            base_entry = self._tensors.get(id(base))
+            if base_entry is not None and base_entry[0]() is base:
+                base_tid = base_entry[1]
+        name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
+        event = {
+            "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": str(t.device),
+            "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
+            "line": line, "new": new,
+        }
+        leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
+        event.update(summarize(t, norm=leafish, hist=leafish) or {})
+        self._emit_fn(event)
+        if new and name is None and pending:
+            self._register_pending(t, tid)
+        return [tid, version]
+
+    def _forget_tensor(self, key: int, tid: int):
+        tensors = self._tensors
+
+        def forget(_ref):
+            entry = tensors.get(key)
+            if entry is not None and entry[1] == tid:
+                del tensors[key]
+
+        return forget
+
+    def tid_of(self, t: torch.Tensor) -> int | None:
+        entry = self._tensors.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        return None
+
+    def node_vid(self, fn, line: int | None = None) -> int:
+        """The id of autograd node ``fn``; discovers (and emits) it and unknown ancestors."""
+        vid = fn.metadata.get(VID_KEY)
+        if vid is not None:
+            return vid
+        module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
+        stack = [(fn, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                self._emit_node(node, line, module)
+                continue
+            md = node.metadata
+            if VID_KEY in md:
+                continue
+            vid = md[VID_KEY] = next(self._vids)
+            life = md[LIFE_KEY] = _Life()
+            weakref.finalize(life, self._node_died, vid).atexit = False
+            stack.append((node, True))
+            for child, _ in node.next_functions:
+                if child is not None and VID_KEY not in child.metadata:
+                    stack.append((child, False))
+        return fn.metadata[VID_KEY]
+
+    def _emit_node(self, node, line, module) -> None:
+        vid = node.metadata[VID_KEY]
+        name = node.name()
+        leaf = None
+        seq = None
+        if name == ACCUMULATE_GRAD:
+            var = node.variable
+            leaf = self.tensor_ref(var, line)[0]
+        else:
+            seq = node._sequence_nr()
+        nxt = [[c.metadata[VID_KEY] if c is not None else None, nr] for c, nr in node.next_functions]
+        self._emit_fn({
+            "ev": "node", "vid": vid, "name": name, "next": nxt, "seq": seq, "leaf": leaf,
+            "custom": isinstance(node, torch.autograd.function.BackwardCFunction),
+            "line": line, "module": module,
+        })
+        for attr, packed in self._saved_of(node):
+            if isinstance(packed, _Packed):
+                self._emit_fn({"ev": "own", "sid": packed.sid, "owner": vid, "attr": attr})
+            else:  # torch saves wrapped Python numbers without calling hooks: account for them here
+                sid = next(self._sids)
+                self._unhooked.setdefault(vid, []).append(sid)
+                event = self._saved_event(sid, packed, owner=vid, attr=attr)
+                if self._recompute:
+                    event["recompute"] = self._recompute[-1]
+                self._emit_fn(event)
+
+    def _node_died(self, vid: int) -> None:
+        if not self._active:
+            return
+        with self._lock:
+            for sid in self._unhooked.pop(vid, ()):
+                self.emit({"ev": "release", "sid": sid})
+            self._emit_fn({"ev": "node_dead", "vid": vid})
+
+    def _release_unhooked(self, vid: int) -> None:
+        for sid in self._unhooked.pop(vid, ()):
+            self.emit({"ev": "release", "sid": sid})
+
+    def _saved_of(self, node):
+        cls = type(node)
+        attrs = self._saved_attr_cache.get(cls)
+        if attrs is None:
+            attrs = tuple(a[len("_raw_saved_"):] for a in dir(node) if a.startswith("_raw_saved_"))
+            self._saved_attr_cache[cls] = attrs
+        for attr in attrs:
+            try:
+                raw = getattr(node, "_raw_saved_" + attr)
+            except Exception:  # noqa: BLE001 - undefined optional saved values
+                continue
+            items = raw if isinstance(raw, (tuple, list)) else (raw,)
+            for i, item in enumerate(items):
+                data = getattr(item, "data", None) if item is not None else None
+                if isinstance(data, (_Packed, torch.Tensor)):
+                    yield (attr if len(items) == 1 and not isinstance(raw, (tuple, list)) else f"{attr}[{i}]"), data
+                elif data is not None:
+                    self._foreign_saved.add(node.metadata[VID_KEY])
+
+    def _note_grad(self, grad: torch.Tensor, leaf_tid: int) -> None:
+        self._grad_of[id(grad)] = (weakref.ref(grad), leaf_tid)

@@ -1,0 +1,256 @@
+"""The state every recording mechanism shares, and the plumbing they all use.
+
+A :class:`~graphview.capture.recorder.Recorder` is one object built from the mechanisms in
+``graphview/capture/hooks/`` (ops, saved tensors, backward, modules) over this state and the
+tensor and node identities of :mod:`graphview.capture.identity`. Everything a mechanism keeps
+between calls is set in :meth:`RecorderState.__init__`, with what it holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from graphview.capture.summaries import dtype_name
+from graphview.core.options import RunOptions, parse_detach_spec
+
+VID_KEY = "graphview_vid"
+TOKEN_KEY = "graphview_token"
+LIFE_KEY = "graphview_life"
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of ops a checkpoint recomputes in backward
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TORCH_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
+_INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
+_FAKE = torch._C._TorchDispatchModeKey.FAKE
+_PROXY = torch._C._TorchDispatchModeKey.PROXY
+
+
+class _Packed:
+    """What autograd holds instead of a saved tensor while the recorder is on."""
+
+    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "__weakref__")
+
+    def __init__(self, t, sid, version, token, output_nr, gf_name, source):
+        self.t = t
+        self.sid = sid
+        self.version = version
+        self.token = token
+        self.output_nr = output_nr
+        self.gf_name = gf_name
+        self.source = source  # weakref to the tensor autograd passed in
+
+
+
+def tracing() -> bool:
+    """Whether torch.compile (AOT autograd, make_fx) is tracing with fake tensors, or a torch.func
+    transform runs, right now: its tensors are wrappers with no data of their own to read."""
+    return (torch._C._get_dispatch_mode(_FAKE) is not None or torch._C._get_dispatch_mode(_PROXY) is not None
+            or torch._C._functorch.peek_interpreter_stack() is not None)
+
+
+class RecorderState:
+    """What the recording mechanisms share: ids, the tensors and nodes seen, the module stack,
+    the backward calls running, and the plumbing (``emit``, ``quiet``, ``user_frame``)."""
+
+    def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
+                 sample_cuda: bool | None = None) -> None:
+        self._emit_fn = emit
+        self.script = os.path.abspath(script)
+        self.options = options or RunOptions()
+        self._lock = threading.RLock()
+        self._tls = threading.local()  # per thread: is the recorder itself at work (ignore torch calls)?
+        self._tids = itertools.count(1)
+        self._vids = itertools.count(1)
+        self._sids = itertools.count(1)
+        self._oids = itertools.count(1)
+        self._bids = itertools.count(1)
+        self._tokens = itertools.count(1)
+        # id(t) -> [ref, tid, version, grad_fn vid, requires_grad, version when grad_fn was last read]
+        self._tensors: dict[int, list] = {}
+        self._pending_names: list[list] = []  # [ref, tid, tries]
+        self._names: dict[int, str] = {}  # module/param id -> qualified name (+ refs below)
+        self._name_refs: dict[int, weakref.ref] = {}
+        self._buffers: set[int] = set()
+        self._roots: dict[int, weakref.ref] = {}
+        self._module_stack: list[str] = []
+        self._mode_state = "grad"
+        self._retained: dict[int, weakref.ref] = {}
+        self._retained_state: dict[int, tuple] = {}
+        self._op_inputs: set | None = None  # ids of the tensors passed to the op running now
+        self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
+        self._saved_attr_cache: dict[type, tuple] = {}
+        self._bw_current: list[int | None] = []
+        self._unhooked: dict[int, list[int]] = {}  # vid -> sids of saved tensors torch kept without hooks
+        # nodes whose saved values other saved-tensor hooks manage (non-reentrant checkpoint): their
+        # backward unpacks them, which recomputes the checkpointed forward
+        self._foreign_saved: set[int] = set()
+        self._recompute: list[int] = []  # bids of the backward calls whose checkpoint recompute is running
+        self._module_hooks: list[Any] = []  # the global module hooks' handles (replaced under torch.compile)
+        self._compile_safe_on = False  # torch.compile is in use: hooks run under Dynamo, not traced
+        self._compile_noted = False  # said once per run that torch.compile'd code runs op by op
+        self._detach_ops: set[int] = set()
+        self._detach_lines: set[int] = set()
+        self._detach_modules: set[str] = set()
+        for spec in self.options.detach_at:
+            kind, value = parse_detach_spec(spec)
+            {"op": self._detach_ops, "line": self._detach_lines, "module": self._detach_modules}[kind].add(value)
+        self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
+        self._alloc_last: int | None = None
+        self._active = False
+        self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
+        self.op_count = 0
+        self.backward_count = 0
+        self.detach_hits = 0
+        self.optimizer_step_count = 0
+
+    @property
+    def _suspend(self) -> int:
+        return getattr(self._tls, "depth", 0)
+
+    @_suspend.setter
+    def _suspend(self, value: int) -> None:
+        self._tls.depth = value
+
+    @staticmethod
+    def patch(stack, owner, name: str, value) -> None:
+        """Set ``owner.name`` to ``value`` until ``stack`` closes (a class attribute as its descriptor)."""
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        stack.callback(setattr, owner, name, original)  # the undo first: it holds whatever fails next
+        setattr(owner, name, value)
+
+    def emit(self, event: dict) -> None:
+        with self._lock:
+            self._emit_fn(event)
+            if self._cuda and event["ev"] in ("op", "bw_node_done", "backward_end", "release"):
+                self._sample_cuda()
+
+    def _sample_cuda(self) -> None:
+        try:
+            device = torch.cuda.current_device()
+            allocated = torch.cuda.memory_allocated(device)
+        except Exception:  # noqa: BLE001 - a broken CUDA context must not break the run
+            self._cuda = False
+            return
+        if allocated != self._alloc_last:
+            self._alloc_last = allocated
+            self._emit_fn({"ev": "alloc", "device": f"cuda:{device}", "bytes": allocated})
+
+    class _Quiet:
+        __slots__ = ("rec",)
+
+        def __init__(self, rec):
+            self.rec = rec
+
+        def __enter__(self):
+            self.rec._suspend += 1
+
+        def __exit__(self, *exc):
+            self.rec._suspend -= 1
+
+    def quiet(self) -> "_Quiet":
+        """Inside this block the recorder ignores torch calls (its own work, optimizer internals)."""
+        return RecorderState._Quiet(self)
+
+    def user_frame(self, start: int = 2):
+        """The innermost frame of the user's script, and whether the call is torch-internal.
+
+        Internal: module construction (parameter initialisation) and optimizer steps, which
+        run torch calls of their own that are not the script's computation.
+        """
+        f = sys._getframe(start)
+        script = self.script
+        while f is not None:
+            code = f.f_code
+            filename = code.co_filename
+            if filename == script:
+                return f, False
+            if filename.startswith(_TORCH_DIR) and (
+                    code.co_name in _INTERNAL_FUNCTIONS or filename.startswith(_TORCH_OPTIM_DIR)):
+                return None, True
+            f = f.f_back
+        return None, False
+
+    @staticmethod
+    def current_mode() -> str:
+        if torch.is_inference_mode_enabled():
+            return "inference_mode"
+        return "grad" if torch.is_grad_enabled() else "no_grad"
+
+    def _check_mode(self, line: int | None) -> str:
+        mode = self.current_mode()
+        if mode != self._mode_state:
+            self._mode_state = mode
+            self._emit_fn({"ev": "mode", "mode": mode, "line": line})
+        return mode
+
+    @staticmethod
+    def _saved_event(sid: int, t: torch.Tensor, owner: int | None = None, attr: str | None = None,
+                     op_inputs: set | None = None) -> dict:
+        try:
+            if t.layout == torch.sparse_coo:  # values and indices are two storages
+                values, indices = t._values(), t._indices()
+                nbytes = values.untyped_storage().nbytes() + indices.untyped_storage().nbytes()
+                key = f"{values.untyped_storage().data_ptr():x}"
+            else:
+                storage = t.untyped_storage()
+                nbytes = storage.nbytes()
+                key = f"{storage.data_ptr():x}"
+        except (RuntimeError, NotImplementedError):  # other storage-less tensors
+            nbytes = t.numel() * t.element_size()
+            key = f"sid{sid}"
+        base = t._base
+        if t.is_leaf or (base is not None and base.is_leaf):
+            kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
+            # a result the op made for itself (BatchNorm's batch statistics, max-pool indices)
+            if kind == "input" and op_inputs is not None and id(t) not in op_inputs and (base is None or id(base) not in op_inputs):
+                kind = "activation"
+        else:
+            kind = "activation"
+        return {
+            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": str(t.device), "kind": kind,
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
+        }
+
+
+def _tensor_ids(args, kwargs) -> set:
+    ids = set()
+    for a in itertools.chain(args, kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            ids.add(id(a))
+        elif isinstance(a, (list, tuple)):
+            ids.update(id(x) for x in a if isinstance(x, torch.Tensor))
+    return ids
+
+
+def _identity(t: torch.Tensor) -> tuple:
+    """Which buffer, in which state: equal for the same unmodified gradient tensor."""
+    try:
+        return (t.data_ptr(), t._version, tuple(t.shape))
+    except RuntimeError:
+        return (id(t), -1, ())
+
+
+def _version(t: torch.Tensor) -> int:
+    """``t._version``; inference tensors have no version counter (0)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return 0
+
+
+def _flatten_tensors(out, depth: int = 0) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if depth < 3 and isinstance(out, (tuple, list)):
+        result = []
+        for item in out:
+            result.extend(_flatten_tensors(item, depth + 1))
+        return result
+    return []

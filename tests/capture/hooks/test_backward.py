@@ -1,0 +1,39 @@
+"""The backward mechanism alone: the engine's own order, gradients, accumulation."""
+
+import torch
+
+from graphview.capture.hooks.backward import BackwardHooks
+
+
+def _graph():
+    torch.manual_seed(0)
+    x = torch.tensor(2.0, requires_grad=True)
+    w = torch.tensor(3.0, requires_grad=True)
+    b = x * 2 + 1
+    return x, w, b ** 2 + w * b
+
+
+def test_backward_order_is_the_engines(alone):
+    x, w, y = _graph()
+    order = []
+    stack = [y.grad_fn]
+    seen = set()
+    while stack:  # torch's own order: a pre-hook on every node, as plain code would
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        node.register_prehook(lambda g, n=node: order.append(n.name()))
+        stack.extend(c for c, _ in node.next_functions)
+    y.backward()
+    plain_grads = (x.grad.item(), w.grad.item())
+
+    x, w, y = _graph()
+    with alone(BackwardHooks, "install_backward", __file__) as events:
+        y.backward()
+    names = {e["vid"]: e["name"] for e in events if e["ev"] == "node"}
+    recorded = [names[e["vid"]] for e in events if e["ev"] == "bw_node"]
+    assert recorded == order
+    accumulated = {e["tid"]: e["grad"]["values"][0] for e in events if e["ev"] == "accumulate"}
+    assert sorted(accumulated.values()) == sorted(plain_grads) == sorted([x.grad.item(), w.grad.item()])
+    assert [e["ev"] for e in events if e["ev"].startswith("backward")] == ["backward_start", "backward_end"]

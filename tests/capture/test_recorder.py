@@ -1,0 +1,82 @@
+"""The recorder installs on one ExitStack: whatever fails, nothing of graphview's stays in torch."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+import pytest
+import torch
+
+import graphview.capture.recorder as recorder_module
+from graphview.capture.recorder import Recorder
+
+
+def torch_hook_state() -> tuple:
+    """Everything the recorder installs into torch, as torch holds it now."""
+    mm = torch.nn.modules.module
+    opt = importlib.import_module("torch.optim.optimizer")
+    return (
+        torch.autograd._engine_run_backward, torch.autograd.graph._engine_run_backward, torch.compile,
+        torch.optim.Optimizer.__dict__["zero_grad"], torch.nn.Module.__dict__["zero_grad"],
+        torch.nn.Module.__dict__["train"], torch.autograd.Function.__dict__["apply"],
+        len(mm._global_forward_pre_hooks), len(mm._global_forward_hooks),
+        len(opt._global_optimizer_pre_hooks), len(opt._global_optimizer_post_hooks),
+        torch._C._len_torch_function_stack(), torch._C._autograd._top_saved_tensors_default_hooks(True),
+    )
+
+
+class FailingStack(contextlib.ExitStack):
+    """An ExitStack whose ``fail_at``-th install action raises before it happens."""
+
+    fail_at = -1
+    actions = 0
+
+    def _count(self):
+        FailingStack.actions += 1
+        if FailingStack.actions == FailingStack.fail_at:
+            raise RuntimeError("injected install failure")
+
+    def enter_context(self, cm):
+        self._count()
+        return super().enter_context(cm)
+
+    def callback(self, *args, **kwargs):
+        self._count()
+        return super().callback(*args, **kwargs)
+
+
+def test_a_failure_at_any_install_step_leaves_torch_as_it_was(monkeypatch):
+    before = torch_hook_state()
+    monkeypatch.setattr(recorder_module, "ExitStack", FailingStack)
+    FailingStack.fail_at, FailingStack.actions = -1, 0
+    with Recorder(lambda e: None, __file__):
+        assert torch_hook_state() != before
+    steps = FailingStack.actions
+    assert steps >= 10  # mode, saved hooks, engine (2), compile, apply, module and optimizer hooks, 3 patches
+    assert torch_hook_state() == before
+    for fail_at in range(1, steps + 1):
+        FailingStack.fail_at, FailingStack.actions = fail_at, 0
+        with pytest.raises(RuntimeError, match="injected"):
+            with Recorder(lambda e: None, __file__):
+                pass
+        assert torch_hook_state() == before, f"left installed after a failure at install step {fail_at}"
+
+
+def test_an_error_inside_the_recording_unwinds_everything():
+    before = torch_hook_state()
+    with pytest.raises(ZeroDivisionError):
+        with Recorder(lambda e: None, __file__):
+            (torch.ones(2, requires_grad=True) * 2).sum().backward()
+            1 / 0
+    assert torch_hook_state() == before
+
+
+def test_recording_a_compiled_script_leaves_no_module_hooks_behind():
+    import torch._dynamo  # noqa: F401 - as after any torch.compile: the recorder starts compile-safe
+
+    before = torch_hook_state()
+    for _ in range(3):
+        with Recorder(lambda e: None, __file__):
+            torch.nn.Linear(2, 2)(torch.ones(1, 2))
+        assert torch_hook_state() == before
