@@ -95,7 +95,7 @@ class LiveRun:
 
     @property
     def process_ended(self) -> bool:
-        return self.runner is not None and self.runner._proc.poll() is not None
+        return self.runner is not None and self.runner.exited
 
 
 class App:

@@ -72,6 +72,9 @@ from __future__ import annotations
 #: Version of the event vocabulary and of the trace file layout.
 SCHEMA_VERSION = 1
 
+#: Characters of each of the script's output streams a run keeps (``output_capped`` says how many more came).
+OUTPUT_CAP = 1 << 20
+
 #: Tensors with at most this many elements carry their full values.
 FULL_VALUES_MAX = 64
 

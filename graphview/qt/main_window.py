@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlid
                                QWidget)
 
 from graphview.core import timeline
-from graphview.core.export import ExportError, export_graph
+from graphview.core.export import ExportError, export_graph, save
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, write_trace
 from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, human_bytes, short_value
-from graphview.qt.export import render_scene
+from graphview.qt.export import render_scene, save_png
 from graphview.core.diagnostics import diagnose
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 
@@ -909,21 +909,12 @@ class MainWindow(QMainWindow):
     def export_chart_png(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export memory chart", "PNG (*.png)")
         if path:
-            def save():
-                if not self.memory.grab().save(path, "PNG"):
-                    raise ExportError(f"cannot write {path}")
-            self._guard(save, path)
+            self._guard(lambda: save_png(self.memory.grab(), path), path)
 
     def export_chart_csv(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export memory series", "CSV (*.csv)")
         if path:
-            def save():
-                try:
-                    with open(path, "w", encoding="utf-8") as f:
-                        f.write(self.memory.to_csv())
-                except OSError as exc:
-                    raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
-            self._guard(save, path)
+            self._guard(lambda: save(path, self.memory.to_csv()), path)
 
     def export_trace(self, path: str | None = None) -> None:
         path = path or self._ask_path("Save run as trace", f"graphview trace (*{SUFFIX})")
