@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
-from graphview.core.events import SCHEMA_VERSION
+from graphview.core.events import SCHEMA_VERSION, EventChecker, SchemaError, is_options
 from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
                                   os_reason)
 
@@ -172,33 +172,40 @@ def read_trace(path: str | os.PathLike) -> Trace:
 
 
 def parse_trace(data: bytes, name: str = "trace") -> Trace:
+    """Parse a trace; every event is checked against the schema (:class:`EventChecker`).
+
+    A line that is not JSON (damage, a cut-off last line) ends the trace there, with a warning.
+    An event that is JSON but breaks the schema (a wrong type, a missing field, an id no earlier
+    event introduced, nesting beyond the limits) is no recording graphview made: the whole file
+    is refused with a :class:`TraceError` naming the line and the fault."""
     if not data.strip():
         raise TraceError(f"{name} is empty, not a graphview trace")
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise TraceError(f"{name} is not a graphview trace (its first line is not a trace header)") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise TraceError(f"{name} is not a graphview trace (no '{FORMAT_NAME}' header)")
     version = header.get("version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
+    if type(version) is not int or version > SCHEMA_VERSION or version < 1:
         raise TraceError(
             f"{name} is a graphview trace of version {version!r}; this graphview reads version "
             f"{SCHEMA_VERSION} and older (upgrade graphview to open it)"
         )
+    if not is_options(header.get("options", {})) or not isinstance(header.get("script", ""), (str, type(None))):
+        raise TraceError(f"{name} is not a valid graphview trace: its header has a bad 'options' or 'script' field")
     events: list[dict] = []
     warnings: list[str] = []
     complete = data.endswith(b"\n")
     body = lines[1:]
     if body and body[-1] == b"":
         body = body[:-1]
+    checker = EventChecker()
     for number, raw in enumerate(body, start=2):
         last = number == len(body) + 1
         try:
             event = json.loads(raw.decode("utf-8"))
-            if not isinstance(event, dict) or not isinstance(event.get("ev"), str):
-                raise ValueError("not an event")
         except (UnicodeDecodeError, ValueError):
             if last and not complete:
                 warnings.append(
@@ -210,6 +217,12 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
                     f"{name} is damaged at line {number}; opened the {len(events)} events before it"
                 )
             break
+        except RecursionError:
+            raise TraceError(f"{name} is not a valid graphview trace: line {number} nests deeper than any event") from None
+        try:
+            checker.check(event)
+        except SchemaError as exc:
+            raise TraceError(f"{name} is not a valid graphview trace: line {number}: {exc}") from None
         events.append(event)
     if events and events[-1].get("ev") != "run_end" and not warnings:
         warnings.append(f"{name} has no end-of-run event: the recording stopped before the script ended")
