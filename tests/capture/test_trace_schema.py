@@ -1,4 +1,5 @@
-"""Every event the recorder writes passes the schema the trace reader enforces."""
+"""Every event the recorder writes passes the schema the trace reader enforces (a new kind or
+field of the recorder goes into ``graphview.core.events.SCHEMA``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import json
 import pytest
 
 from graphview.core.events import EventChecker
-from tests.conftest import SAMPLES
+from tests.conftest import ROOT, SAMPLES
 
-SCRIPTS = sorted(SAMPLES.glob("*/*.py"))
+# the bundled samples and the real-model zoo
+SCRIPTS = sorted(SAMPLES.glob("*/*.py")) + sorted(p for p in (ROOT / "tests" / "zoo").glob("*.py")
+                                                  if not p.name.startswith(("_", "test")))
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=[f"{p.parent.name}/{p.stem}" for p in SCRIPTS])
