@@ -231,11 +231,18 @@ class RunnerProcess:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line:
-                        self._deliver(line)
+                buffer = self._deliver_lines(buffer + chunk)
+            elif self._exited():
+                # the runner is gone, but a process the script forked may hold the pipe open: take
+                # what is already there and stop reading
+                for _ in range(1024):
+                    if not selector.select(0):
+                        break
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    buffer = self._deliver_lines(buffer + chunk)
+                break
             if self._native_pending:
                 self._deliver_native()
             if poll is not None:
@@ -260,6 +267,14 @@ class RunnerProcess:
         if self.end_event is None:
             self.end_event = self._synthesize_end(code, crash_text)
         return self.end_event
+
+    def _deliver_lines(self, data: bytes) -> bytes:
+        """Deliver the complete lines of ``data``; returns the incomplete rest."""
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            if line:
+                self._deliver(line)
+        return rest
 
     def native_output(self) -> str:
         return b"".join(self._native_out).decode("utf-8", "replace")

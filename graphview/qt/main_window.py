@@ -485,6 +485,7 @@ class MainWindow(QMainWindow):
             label = RunOptions.from_dict((self.run.start or {}).get("options", {})).label()
             self.earlier_runs.append((label, self.run))
         self.run = run if run is not None else Run()
+        self.statusBar().clearMessage()  # what the last run ended with is not this run's news
         self.script_path = script_path
         self.options = options
         self.toggles.set_options(options)
@@ -644,7 +645,9 @@ class MainWindow(QMainWindow):
             or run.status
         line = error.get("line")
         where = f" at line {line}" if line else ""
-        self.statusBar().showMessage(f"the script {run.status if run.status != 'error' else 'failed'}{where}: "
+        ended = {"error": "failed", "exit": f"exited with code {(run.end or {}).get('exit_code')}",
+                 "timeout": "was stopped at its time limit"}.get(run.status, run.status)
+        self.statusBar().showMessage(f"the script {ended}{where}: "
                                      f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
         self.bottom_tabs.setCurrentWidget(self.console)
         if not self.scene.node_items:

@@ -276,3 +276,17 @@ def test_closing_the_window_ends_the_run_and_the_scripts_children(qtbot, tmp_pat
     finally:
         app.stop()
         app.timer.stop()
+
+
+def test_a_forked_child_holding_the_event_pipe_does_not_hold_up_the_end(tmp_path):
+    marker = f"4242.{uuid.uuid4().int % 10**6:06d}"
+    script = tmp_path / "forks.py"
+    script.write_text(f"import os, torch\nif os.fork() == 0:\n    os.execvp('sleep', ['sleep', '{marker}'])\n"
+                      "x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\nprint('parent done')\n")
+    target = tmp_path / "run.gvtrace"
+    proc = start_cli("record", script, "-o", target)
+    _, err = proc.communicate(timeout=30)  # the child would sleep for over an hour
+    assert proc.returncode == 0, err
+    assert gone(marker, within=0.5)
+    trace = read_trace(target)
+    assert trace.warnings == [] and trace.events[-1]["status"] == "ok"
