@@ -1,4 +1,4 @@
-"""The runner process: ``python -m graphview.capture.runner``.
+"""The runner process, started by :mod:`graphview.app.runner_client` (``python -P -c BOOTSTRAP``).
 
 Runs one script under recording and writes its events, one JSON object per line, to the file
 descriptor given by ``--events-fd``. It is started by :mod:`graphview.app.runner_client`; a

@@ -154,6 +154,9 @@ def test_the_window_opens_or_refuses_a_mutated_trace(live_app, tmp_path, data):
     if live_app.open(str(path)):
         window = live_app.window
         window.set_cursor(len(window.run.events) - 1)
+        for item in list(window.scene.node_items.values())[:4]:  # the inspector on a few nodes
+            window.scene.clearSelection()
+            item.setSelected(True)
         window.set_cursor(0)
     else:
         assert live_app.window.run is before  # refused: what the window showed stays

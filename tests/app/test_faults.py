@@ -141,11 +141,17 @@ def test_full_disk_ends_record_with_exit_1_and_keeps_the_partial_recording(tiny_
     assert any("partial" in w for w in partial.warnings)
 
 
-@pytest.mark.parametrize("suffix", [".json", ".png", ".svg"])
-def test_full_disk_export_writes_nothing_and_exits_1(tiny_disk, tmp_path, suffix):
-    trace = tmp_path / "run.gvtrace"
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    trace = tmp_path_factory.mktemp("recorded") / "run.gvtrace"
     assert subprocess.run([sys.executable, "-m", "graphview.app.cli", "record", lesson("numpy_mlp_comparison"), "-q",
                            "-o", trace], env=dict(os.environ, PYTHONPATH=str(ROOT))).returncode == 0
+    return trace
+
+
+@pytest.mark.parametrize("suffix", [".json", ".graphml", ".png", ".svg", ".pdf"])
+def test_full_disk_export_writes_nothing_and_exits_1(tiny_disk, recorded, suffix):
+    trace = recorded
     folder, _ = tiny_disk
     target = folder / f"graph{suffix}"
     code, err = full_disk_cli(tiny_disk, "export", trace, "-o", target, *(["--scale", "4"] if suffix == ".png" else []))
@@ -290,3 +296,19 @@ def test_a_forked_child_holding_the_event_pipe_does_not_hold_up_the_end(tmp_path
     assert gone(marker, within=0.5)
     trace = read_trace(target)
     assert trace.warnings == [] and trace.events[-1]["status"] == "ok"
+
+
+def test_a_second_ctrl_c_kills_at_once_and_the_trace_is_still_finished(tmp_path):
+    script, marker = stubborn_script(tmp_path)
+    target = tmp_path / "run.gvtrace"
+    proc = start_cli("record", script, "-o", target)
+    wait_for_line(proc, "recorded")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=10)
+    assert proc.returncode == 130 and gone(marker)
+    trace = read_trace(target)
+    assert trace.warnings == [] and trace.events[-1]["status"] == "stopped"
+    assert trace.events[-1]["message"] == "killed: graphview received SIGINT"
+    assert sum(e["ev"] == "backward_end" for e in trace.events) == 1
