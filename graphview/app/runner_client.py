@@ -72,6 +72,7 @@ class RunnerProcess:
         self._saw_start = False
         self._last_line: int | None = None
         self._reaped = False
+        self._kill_timer: threading.Timer | None = None
         self._deadline: float | None = None
         self._held_end: dict | None = None
         self._native_out: list[bytes] = []
@@ -146,9 +147,9 @@ class RunnerProcess:
             self._proc.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             return
-        timer = threading.Timer(grace, self.kill)
-        timer.daemon = False
-        timer.start()
+        self._kill_timer = threading.Timer(grace, self.kill)
+        self._kill_timer.daemon = False
+        self._kill_timer.start()
 
     def kill(self) -> None:
         """SIGKILL the runner and every process of its group (the script's children)."""
@@ -174,6 +175,8 @@ class RunnerProcess:
         self.kill()
         code = self._proc.wait()
         self._reaped = True
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()  # nothing left to kill: do not keep this process waiting
         _LIVE.discard(self)
         try:
             os.close(self._lifeline)
