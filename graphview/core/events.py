@@ -284,7 +284,7 @@ SCHEMA: dict[str, dict] = {
     "optimizer_step": {"optimizer": _STR, "tids": _INTS, "line": _OINT},
     "alloc": {"device": _STR, "bytes": _INT},
     "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OINT, "vid": _OINT,
-              "bid": _OINT},
+              "bid": _OINT, "limit?": _BOOL},
     "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
                   "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
 }
