@@ -1,7 +1,7 @@
 """The ``graphview`` command line.
 
     graphview [SCRIPT_OR_TRACE]                        open the desktop app
-    graphview record SCRIPT -o run.gvtrace [options]   record a script headless
+    graphview record SCRIPT -o run.gvtrace [options] [-- ARGS]   record a script headless
     graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT]
     graphview info TRACE [--json]                      what a trace holds
     graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
@@ -22,9 +22,11 @@ import subprocess
 import sys
 import tempfile
 
-from graphview.core.events import summary_text
+from graphview.app.runner_client import Interrupted
+from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.export import check_writable as export_check_writable
+from graphview.core.files import WriteError
 from graphview.core.options import GRAD_MODES, RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
@@ -167,15 +169,18 @@ def is_trace(path: str) -> bool:
     return head.lstrip().startswith(b'{"format"')
 
 
-def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool) -> tuple[Run, dict]:
-    """Record ``script`` in a runner process into trace ``output``; returns the run and its end."""
+def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool,
+              script_args: list[str] | None = None) -> tuple[Run, dict]:
+    """Record ``script`` in a runner process into trace ``output``; returns the run and its end.
+
+    The trace is written safely (:class:`TraceWriter`): on a write error the runner is stopped,
+    what was written stays in ``output.partial`` and :class:`~graphview.core.files.WriteError`
+    is raised; on a signal the trace is finished first, then
+    :class:`~graphview.app.runner_client.Interrupted` is raised."""
     from graphview.app.runner_client import record
 
     check_script(script)
-    try:
-        writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict()))
-    except TraceError as exc:
-        raise UserError(str(exc)) from None
+    writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict()))
     run = Run()
 
     def on_event(event: dict) -> None:
@@ -185,16 +190,20 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
             stream = sys.stdout if event["ev"] == "stdout" else sys.stderr
             stream.write(event["text"])
             stream.flush()
+        elif echo and event["ev"] == "output_capped":
+            print(f"\ngraphview: note: the script wrote {event['bytes']} more characters to {event['stream']} than "
+                  f"graphview keeps ({OUTPUT_CAP}); they were neither shown nor recorded", file=sys.stderr)
 
     try:
-        end = record(script, options, on_event, timeout=timeout)
-    except TraceError as exc:
-        raise UserError(str(exc)) from None
-    finally:
-        try:
-            writer.close()
-        except TraceError:
-            pass
+        end = record(script, options, on_event, timeout=timeout, poll=writer.tick, script_args=script_args)
+    except Interrupted as exc:
+        writer.close()
+        exc.detail = f"recorded {writer.count} events up to then to {output}"
+        raise
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
     return run, end
 
 
@@ -263,7 +272,8 @@ def describe_failure(run: Run, end: dict) -> str:
 
 def cmd_record(args: argparse.Namespace) -> int:
     options = options_from_args(args)
-    run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet)
+    run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet,
+                         script_args=args.script_args)
     info = run.info()
     summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
                f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
@@ -393,7 +403,8 @@ def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
         return load_run(args.source)
     options = options_from_args(args)
     with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-        run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False)
+        run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False,
+                           script_args=getattr(args, "script_args", None))
     return run, []
 
 
@@ -494,14 +505,26 @@ def main(argv: list[str] | None = None) -> int:
         from graphview.app.gui import main as gui_main
 
         return gui_main(argv[0] if argv else None)
+    script_args: list[str] = []
+    if "--" in argv:  # what follows goes to the script's sys.argv, as after ``python script.py``
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.script_args = script_args
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,
                "gradcheck": cmd_gradcheck}[args.command]
     try:
         return handler(args)
+    except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases
+        print(f"graphview: {exc}", file=sys.stderr)
+        return EXIT_SCRIPT_FAILED
     except (UserError, TraceError, ExportError) as exc:
         print(f"graphview: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Interrupted as exc:
+        what = exc.detail or "nothing was written"
+        print(f"graphview: interrupted ({exc}): the script was stopped; {what}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("graphview: interrupted", file=sys.stderr)
         return 130

@@ -95,7 +95,7 @@ class LiveRun:
 
     @property
     def process_ended(self) -> bool:
-        return self.runner is not None and self.runner._proc.poll() is not None
+        return self.runner is not None and self.runner.exited
 
 
 class App:
@@ -136,14 +136,18 @@ class App:
             return False
         if is_trace(path):
             with bulk_load():
-                try:
+                try:  # read and checked in full before the running script, if any, is touched
                     trace = read_trace(path)
+                    run = Run(trace.events)
                 except TraceError as exc:
                     self.window.show_error("Cannot open trace", str(exc))
                     return False
+                if not run.events:
+                    note = "; ".join(trace.warnings) or "the recording stopped before the script started"
+                    self.window.show_error("Damaged trace", f"{path} holds no readable events: {note}")
+                    return False
                 self.stop()
                 options = RunOptions.from_dict((trace.header.get("options") or {}))
-                run = Run(trace.events)
                 script = (run.start or {}).get("script") or trace.header.get("script")
                 self.window.begin_run(None, options, run)
             self.window.script_path = None
@@ -152,11 +156,8 @@ class App:
             if trace.warnings:
                 note = "; ".join(trace.warnings)
                 self.window.statusBar().showMessage(f"warning: {note}", 60000)
-                if not run.events:
-                    self.window.show_error("Damaged trace", f"{path} holds no readable events: {note}")
-                else:
-                    self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
-                                             f"readable is shown.\n\n{note}")
+                self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
+                                         f"readable is shown.\n\n{note}")
             return True
         if not path.endswith(".py"):
             self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script (.py) nor a "

@@ -4,10 +4,16 @@ The runner (``graphview.capture.runner``) writes events to a pipe; this side rea
 hands each to a callback (the trace writer, the GUI's model) and, when the runner dies without
 saying goodbye (a segfault, ``os.abort()``, a kill), adds the ``run_end`` it could not write,
 with what the runner printed on its way down. Nothing the runner sent is ever lost.
+
+The runner and everything the script starts are one process group, owned by this side: Stop, a
+timeout, SIGINT / SIGTERM / SIGHUP while recording, and this process's exit (:mod:`atexit`) end
+the whole group, and a watchdog forked by the runner ends it when this process dies without
+cleaning up (``kill -9``), because the lifeline pipe it reads closes then.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -22,6 +28,29 @@ from typing import Callable
 from graphview.core.options import RunOptions
 
 STDERR_KEEP = 64 * 1024
+STOP_GRACE = 0.5  # seconds a runner has to write its run_end after SIGTERM before its group is killed
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# ``python -c`` puts the cwd first on sys.path (``-P`` does not): drop it before anything is imported,
+# so that a json.py where the user stands is never run; graphview itself is found from its own root,
+# which leaves sys.path again before the script runs.
+_BOOT = ("import sys\n"
+         "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
+         "sys.path.insert(0, {root!r})\n"
+         "from graphview.capture.runner import main\n"
+         "sys.path.remove({root!r})\n"
+         "sys.exit(main())\n")
+_LIVE: set["RunnerProcess"] = set()  # runners whose process group may still be alive
+
+
+class Interrupted(Exception):
+    """The recording was ended by a signal to this process (Ctrl-C, SIGTERM); the run's events up to
+    then were delivered, ending with its ``run_end``."""
+
+    def __init__(self, signum: int, end: dict) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.end = end
+        self.detail = ""
 _FAULT_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
@@ -29,42 +58,58 @@ class RunnerProcess:
     """One script running in its own interpreter, streaming events to ``on_event``."""
 
     def __init__(self, script: str, options: RunOptions, on_event: Callable[[dict], None],
-                 python: str | None = None, extra_args: list[str] | None = None) -> None:
+                 python: str | None = None, extra_args: list[str] | None = None,
+                 script_args: list[str] | None = None) -> None:
+        """``script`` as the user typed it becomes the script's ``sys.argv[0]``, followed by
+        ``script_args``, as ``python script ARGS`` would set them."""
         self.script = os.path.abspath(script)
         self.options = options
         self.on_event = on_event
-        read_fd, write_fd = os.pipe()
-        env = dict(os.environ)
-        env["PYTHONUNBUFFERED"] = "1"
-        env["PYTHONFAULTHANDLER"] = "1"
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        cmd = [python or sys.executable, "-m", "graphview.capture.runner", self.script,
-               "--events-fd", str(write_fd), "--options", json.dumps(options.to_dict())] + list(extra_args or [])
-        self._proc = subprocess.Popen(
-            cmd, pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, start_new_session=True,
-        )
-        os.close(write_fd)
-        self._events = os.fdopen(read_fd, "rb")
+        self.ended = False
+        self.end_event: dict | None = None
+        self.stop_reason: str | None = None
+        self.signal_received: int | None = None
+        self._saw_start = False
+        self._last_line: int | None = None
+        self._reaped = False
+        self._kill_timer: threading.Timer | None = None
+        self._deadline: float | None = None
+        self._held_end: dict | None = None
         self._native_out: list[bytes] = []
         self._native_size = 0
         self._native_lock = threading.Lock()
         self._native_pending: list[tuple[str, bytes]] = []
         self._partial: dict[str, bytes] = {}
+        read_fd, write_fd = os.pipe()
+        life_read, self._lifeline = os.pipe()
+        python = python or sys.executable
+        safe_path = ["-P"] if python == sys.executable and sys.version_info >= (3, 11) else []
+        cmd = [python, *safe_path, "-c", _BOOT.format(root=PACKAGE_ROOT), self.script,
+               "--events-fd", str(write_fd), "--lifeline-fd", str(life_read),
+               "--options", json.dumps(options.to_dict()),
+               "--argv", json.dumps([script, *(script_args or [])])] + list(extra_args or [])
+        try:
+            self._proc = subprocess.Popen(
+                cmd, pass_fds=(write_fd, life_read), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True,
+            )
+            _LIVE.add(self)
+        finally:
+            os.close(life_read)
+            os.close(write_fd)
+        self._events = os.fdopen(read_fd, "rb")
         self._drainers = [threading.Thread(target=self._drain, args=(s, name), daemon=True)
                           for s, name in ((self._proc.stdout, "stdout"), (self._proc.stderr, "stderr"))]
         for t in self._drainers:
             t.start()
-        self.ended = False
-        self.end_event: dict | None = None
-        self.stop_reason: str | None = None
-        self._saw_start = False
-        self._last_line: int | None = None
 
     @property
     def pid(self) -> int:
         return self._proc.pid
+
+    @property
+    def exited(self) -> bool:
+        return self._reaped or self._exited()
 
     def _drain(self, stream, name: str) -> None:
         """Output written straight to the runner's descriptors (C code, child processes)."""
@@ -92,25 +137,64 @@ class RunnerProcess:
             if text:
                 self.on_event({"ev": name, "text": text, "native": True})
 
-    def stop(self, reason: str = "stopped", grace: float = 1.0) -> None:
-        """Ask the runner to stop (SIGTERM); kill it if it has not ended after ``grace`` seconds."""
-        if self._proc.poll() is not None:
+    def stop(self, reason: str = "stopped", grace: float = STOP_GRACE) -> None:
+        """Ask the runner to stop (SIGTERM); kill its process group if it has not ended after
+        ``grace`` seconds (a timer that is not a daemon: it fires even while this process exits)."""
+        if self._reaped or self.stop_reason is not None:
             return
         self.stop_reason = reason
         try:
             self._proc.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             return
-        timer = threading.Timer(grace, self._kill)
-        timer.daemon = True
-        timer.start()
+        self._kill_timer = threading.Timer(grace, self.kill)
+        self._kill_timer.daemon = False
+        self._kill_timer.start()
 
-    def _kill(self) -> None:
-        if self._proc.poll() is None:
+    def kill(self) -> None:
+        """SIGKILL the runner and every process of its group (the script's children)."""
+        if not self._reaped:
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                self._proc.kill()
+                pass
+
+    def _exited(self) -> bool:
+        """Whether the runner has exited, without reaping it (its pid, the group's id, stays ours)."""
+        try:
+            return os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and self.stop_reason is None and time.monotonic() >= self._deadline:
+            self.stop("timeout")
+
+    def _reap(self) -> int:
+        """The runner has exited: kill what is left of its group, close the lifeline, collect it."""
+        self.kill()
+        code = self._proc.wait()
+        self._reaped = True
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()  # nothing left to kill: do not keep this process waiting
+        _LIVE.discard(self)
+        try:
+            os.close(self._lifeline)
+        except OSError:
+            pass
+        return code
+
+    def terminate(self, reason: str = "stopped", grace: float = STOP_GRACE) -> None:
+        """Stop the runner and its group now, waiting at most ``grace`` seconds (and a little more
+        for the kill); no more events are delivered."""
+        if self._reaped:
+            return
+        self.stop(reason, grace)
+        limit = time.monotonic() + grace
+        while not self._exited() and time.monotonic() < limit:
+            time.sleep(0.01)
+        self.kill()
+        self._reap()
 
     def _deliver(self, line: bytes) -> None:
         try:
@@ -123,50 +207,77 @@ class RunnerProcess:
             if self.stop_reason == "timeout" and event.get("status") == "stopped":
                 event["status"] = "timeout"
                 event["message"] = "stopped: the script ran past its time limit"
-            self.end_event = event
+            elif self.signal_received is not None and event.get("status") == "stopped":
+                event["message"] = f"stopped: graphview received {signal.Signals(self.signal_received).name}"
+            self.end_event = self._held_end = event  # delivered after the native output still on its way
+            return
         line_no = event.get("line")
         if isinstance(line_no, int):
             self._last_line = line_no
         self.on_event(event)
 
     def wait(self, timeout: float | None = None, poll: Callable[[], None] | None = None) -> dict:
-        """Read events until the runner ends; returns the ``run_end`` event (real or synthesized)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        """Read events until the runner ends; returns the ``run_end`` event (real or synthesized).
+
+        The runner's ``run_end`` is delivered last, after everything it wrote to its descriptors."""
+        self._deadline = None if timeout is None else time.monotonic() + timeout
         selector = selectors.DefaultSelector()
         selector.register(self._events, selectors.EVENT_READ)
         buffer = b""
         fd = self._events.fileno()
         while True:
+            self._check_deadline()
             wait_for = 0.1
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 and self.stop_reason is None:
-                    self.stop("timeout")
-                wait_for = max(0.0, min(wait_for, left)) if left > 0 else 0.1
+            if self._deadline is not None and self.stop_reason is None:
+                wait_for = max(0.0, min(wait_for, self._deadline - time.monotonic()))
             if selector.select(wait_for):
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line:
-                        self._deliver(line)
+                buffer = self._deliver_lines(buffer + chunk)
+            elif self._exited():
+                # the runner is gone, but a process the script forked may hold the pipe open: take
+                # what is already there and stop reading
+                for _ in range(1024):
+                    if not selector.select(0):
+                        break
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    buffer = self._deliver_lines(buffer + chunk)
+                break
             if self._native_pending:
                 self._deliver_native()
             if poll is not None:
                 poll()
         selector.close()
         self._events.close()
-        code = self._proc.wait()
+        while not self._exited():  # e.g. a thread of the script still running after its end
+            self._check_deadline()
+            if poll is not None:
+                poll()
+            time.sleep(0.02)
+        code = self._reap()
+        limit = time.monotonic() + STOP_GRACE
         for t in self._drainers:
-            t.join(timeout=2)
+            t.join(timeout=max(0.0, limit - time.monotonic()))
         self.ended = True
         crash_text = self.native_output()
         self._deliver_native(final=True)
+        if self._held_end is not None:
+            self.on_event(self._held_end)
+            self._held_end = None
         if self.end_event is None:
             self.end_event = self._synthesize_end(code, crash_text)
         return self.end_event
+
+    def _deliver_lines(self, data: bytes) -> bytes:
+        """Deliver the complete lines of ``data``; returns the incomplete rest."""
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            if line:
+                self._deliver(line)
+        return rest
 
     def native_output(self) -> str:
         return b"".join(self._native_out).decode("utf-8", "replace")
@@ -179,6 +290,8 @@ class RunnerProcess:
                            "source": None})
         if self.stop_reason == "timeout":
             status, message = "timeout", "killed: the script ran past its time limit"
+        elif self.signal_received is not None:
+            status, message = "stopped", f"killed: graphview received {signal.Signals(self.signal_received).name}"
         elif self.stop_reason:
             status, message = "stopped", "killed by the user"
         else:
@@ -220,18 +333,72 @@ class RunnerProcess:
 def gradient_check(script: str, tensor: str, eps: float = 1e-6, timeout: float | None = 300) -> tuple[dict | None, dict]:
     """Run a gradient check in a runner process: (the ``gradcheck`` event or None, ``run_end``)."""
     events: list[dict] = []
-    runner = RunnerProcess(script, RunOptions(), events.append, extra_args=["--gradcheck", tensor, "--eps", str(eps)])
-    end = runner.wait(timeout=timeout)
+    end = _own(lambda: RunnerProcess(script, RunOptions(), events.append,
+                                     extra_args=["--gradcheck", tensor, "--eps", str(eps)]), timeout, None)
     result = next((e for e in events if e.get("ev") == "gradcheck"), None)
     return result, end
 
 
 def record(script: str, options: RunOptions, on_event: Callable[[dict], None],
-           timeout: float | None = None) -> dict:
-    """Run ``script`` in a runner process; every event goes to ``on_event``. Returns ``run_end``."""
-    runner = RunnerProcess(script, options, on_event)
-    try:
-        return runner.wait(timeout=timeout)
-    except BaseException:
-        runner.stop("stopped", grace=0.2)
-        raise
+           timeout: float | None = None, poll: Callable[[], None] | None = None,
+           script_args: list[str] | None = None) -> dict:
+    """Run ``script`` in a runner process; every event goes to ``on_event``. Returns ``run_end``.
+
+    Called on the main thread, a SIGINT, SIGTERM or SIGHUP stops the script (its run_end still
+    comes) and then raises :class:`Interrupted`; a second one kills it at once."""
+    return _own(lambda: RunnerProcess(script, options, on_event, script_args=script_args), timeout, poll)
+
+
+def _own(start: Callable[[], RunnerProcess], timeout: float | None, poll: Callable[[], None] | None) -> dict:
+    with _SignalsStop() as signals:
+        runner = signals.runner = start()
+        if signals.pending is not None:
+            signals.stop(signals.pending)
+        try:
+            end = runner.wait(timeout=timeout, poll=poll)
+        except BaseException:
+            runner.terminate()
+            raise
+    if runner.signal_received is not None:
+        raise Interrupted(runner.signal_received, end)
+    return end
+
+
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _SignalsStop:
+    """While a runner is started and waited for on the main thread, a stop signal stops it
+    (instead of killing this process mid-write); the signal is reported afterwards."""
+
+    def __init__(self) -> None:
+        self.runner: RunnerProcess | None = None
+        self.pending: int | None = None
+        self.previous: dict = {}
+
+    def stop(self, signum: int) -> None:
+        runner = self.runner
+        if runner is None:  # still starting: stopped as soon as it exists
+            self.pending = signum
+        elif runner.signal_received is None:
+            runner.signal_received = signum
+            runner.stop("interrupted")
+        else:  # a second signal: no more waiting
+            runner.kill()
+
+    def __enter__(self) -> "_SignalsStop":
+        if threading.current_thread() is threading.main_thread():
+            for sig in _STOP_SIGNALS:
+                self.previous[sig] = signal.signal(sig, lambda signum, frame: self.stop(signum))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+@atexit.register
+def _end_all() -> None:
+    """This process is exiting: no runner or process of the script outlives it."""
+    for runner in list(_LIVE):
+        runner.terminate(grace=0.2)

@@ -1,4 +1,4 @@
-"""The runner process: ``python -m graphview.capture.runner``.
+"""The runner process, started by :mod:`graphview.app.runner_client` (``python -P -c BOOTSTRAP``).
 
 Runs one script under recording and writes its events, one JSON object per line, to the file
 descriptor given by ``--events-fd``. It is started by :mod:`graphview.app.runner_client`; a
@@ -6,12 +6,15 @@ clean interpreter per run keeps the script's state (default dtype, monkeypatches
 context) out of graphview, and a crash of the script out of the app.
 
 SIGTERM stops the script at the next Python bytecode (``StopRun``), so its ``run_end`` event
-is still written; a script stuck in native code is killed by the parent instead.
+is still written; a script stuck in native code is killed by the parent instead. The runner
+leads its own process group; a forked watchdog kills the whole group when the parent's end of
+the ``--lifeline-fd`` pipe closes (the parent ended the run, exited or was killed).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import faulthandler
 import gc
 import json
@@ -23,16 +26,23 @@ from graphview.core.options import RunOptions
 
 
 class EventPipe:
-    """Writes events to the parent. Each line is flushed at once so that a crash loses nothing."""
+    """Writes events to the parent. Each line is flushed at once so that a crash loses nothing.
+
+    Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
+    parent has the script's native output before it learns that the run ended. A process forked
+    by the script writes nothing here."""
 
     def __init__(self, fd: int) -> None:
         self._file = os.fdopen(fd, "wb", buffering=1 << 16)
         self._dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
         self.broken = False
+        self._pid = os.getpid()
 
     def __call__(self, event: dict) -> None:
-        if self.broken or self._file.closed:
+        if self.broken or self._file.closed or os.getpid() != self._pid:
             return
+        if event.get("ev") == "run_end":
+            flush_native_output()
         try:
             self._file.write(self._dumps(event).encode("ascii") + b"\n")
             self._file.flush()
@@ -46,14 +56,73 @@ class EventPipe:
             pass
 
 
+def flush_native_output() -> None:
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to ask (not a POSIX system)
+        pass
+
+
+def watch_lifeline(fd: int) -> None:
+    """Fork a watchdog that kills this process group once ``fd`` reads end-of-file."""
+    if not hasattr(os, "fork"):
+        return
+    if os.fork() != 0:
+        os.close(fd)
+        return
+    try:  # the watchdog: holds no descriptor but its lifeline, so it keeps no pipe of the run open
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.closerange(3, fd)
+        os.closerange(fd + 1, 1 << 16)
+        while os.read(fd, 1):
+            pass
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _report_os_exit(pipe: EventPipe, script: str) -> None:
+    """``os._exit(n)`` skips every ``finally``: say where the script called it before it happens."""
+    real_exit = os._exit
+    runner_pid = os.getpid()
+
+    def _exit(code: int) -> None:
+        if os.getpid() == runner_pid:
+            frame, line = sys._getframe(1), None
+            while frame is not None:
+                if os.path.abspath(frame.f_code.co_filename) == script:
+                    line = frame.f_lineno
+                    break
+                frame = frame.f_back
+            where = f" at line {line}" if line else ""
+            pipe({"ev": "run_end", "status": "ok" if code == 0 else "exit", "exit_code": code,
+                  "message": f"the script called os._exit({code}){where}"})
+        real_exit(code)
+
+    os._exit = _exit
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphview-runner")
     parser.add_argument("script")
     parser.add_argument("--events-fd", type=int, required=True)
+    parser.add_argument("--lifeline-fd", type=int, default=None)
     parser.add_argument("--options", default="{}", help="RunOptions as JSON")
+    parser.add_argument("--argv", default=None, help="the script's sys.argv as JSON (argv[0] as the user typed it)")
     parser.add_argument("--gradcheck", metavar="TENSOR", help="check this leaf's gradient instead of recording")
     parser.add_argument("--eps", type=float, default=1e-6)
     args = parser.parse_args(argv)
+    if args.lifeline_fd is not None:
+        watch_lifeline(args.lifeline_fd)
     faulthandler.enable(file=sys.__stderr__, all_threads=False)
     pipe = EventPipe(args.events_fd)
 
@@ -68,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         raise StopRun("stopped by graphview")
 
     signal.signal(signal.SIGTERM, on_term)
+    _report_os_exit(pipe, os.path.abspath(args.script))
     options = RunOptions.from_dict(json.loads(args.options))
     if args.gradcheck:
         end = _gradcheck(args, pipe)
     else:
-        end = run_script(args.script, pipe, options)
+        end = run_script(args.script, pipe, options, argv=json.loads(args.argv) if args.argv else None)
     pipe.close()
     return 0 if end["status"] == "ok" else 1
 

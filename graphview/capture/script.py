@@ -24,9 +24,9 @@ import torch
 from graphview.capture.recorder import Recorder
 from graphview.capture.steps import StepLog, run_steps
 from graphview.capture.summaries import summarize
+from graphview.core.events import OUTPUT_CAP
 from graphview.core.options import RunOptions
 
-OUTPUT_CAP = 1 << 20  # bytes of script output kept per stream and run
 OBSERVER_NOTES = [
     "Recording uses a TorchFunctionMode, which turns off the fused fast path of "
     "nn.MultiheadAttention / nn.TransformerEncoderLayer (used only in eval mode without grad); "
@@ -77,9 +77,10 @@ def load_source(path: str) -> str:
     except OSError as exc:
         raise ScriptError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark, as Python itself accepts it
     except UnicodeDecodeError as exc:
         raise ScriptError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # Windows (and old Mac) line ends
 
 
 def is_step_script(tree: ast.Module) -> bool:
@@ -226,16 +227,35 @@ def _warnings_point_at_the_script():
         warnings.showwarning = original
 
 
+class _NoInput(io.TextIOBase):
+    """``sys.stdin`` while the script runs: graphview gives scripts no input, and says so."""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> str:
+        raise EOFError("EOF when reading a line: graphview runs scripts without standard input; "
+                       "give the values in the script or as arguments after --")
+
+    readline = read
+
+    def isatty(self) -> bool:
+        return False
+
+
 def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | None = None,
                keep_globals: dict | None = None, record: bool = True,
-               on_step_result: Callable[[int, object], None] | None = None) -> dict:
+               on_step_result: Callable[[int, object], None] | None = None,
+               argv: list[str] | None = None) -> dict:
     """Run ``path`` under recording, sending every event to ``emit``. Returns the ``run_end`` event.
 
     Never raises for problems of the script itself: they become ``error`` events. If
     ``keep_globals`` is a dict, the script's module globals are copied into it (in-process use).
     ``record=False`` runs the script the same way without the recorder (the reference a
     fidelity check compares with); ``on_step_result(step, result)`` sees what each ``step()``
-    returned.
+    returned. The script sees what ``python ARGV...`` gives it (``argv[0]`` the path as typed,
+    default ``path``): that ``sys.argv``, ``__file__``, and its own folder (symlinks resolved)
+    first on ``sys.path``.
     """
     options = options or RunOptions()
     script = os.path.abspath(path)
@@ -264,12 +284,12 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
 
     stdout = _Output("stdout", emit, real=sys.__stdout__)
     stderr = _Output("stderr", emit, real=sys.__stderr__)
-    saved_state = (sys.argv, list(sys.path), sys.stdout, sys.stderr)
-    sys.argv = [script]
-    sys.path.insert(0, os.path.dirname(script))
-    sys.stdout, sys.stderr = stdout, stderr
+    saved_state = (sys.argv, list(sys.path), sys.stdout, sys.stderr, sys.stdin)
+    sys.argv = list(argv) if argv else [path]
+    sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
+    sys.stdout, sys.stderr, sys.stdin = stdout, stderr, _NoInput()
     module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
-    module.__file__ = script
+    module.__file__ = os.path.join(os.getcwd(), sys.argv[0])
     module.__builtins__ = builtins
     status, exit_code, message = "ok", 0, ""
     recorder = Recorder(emit, script, options) if record else None
@@ -312,7 +332,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
         where = f" at line {event['line']}" if event["line"] else ""
         status, exit_code, message = "error", 1, f"{type(exc).__name__}{where}: {exc}"
     finally:
-        sys.argv, sys.path[:], sys.stdout, sys.stderr = saved_state[0], saved_state[1], saved_state[2], saved_state[3]
+        sys.argv, sys.path[:], sys.stdout, sys.stderr, sys.stdin = saved_state
         if previous_main is not None:
             sys.modules["__main__"] = previous_main
         sys.modules.pop("graphview_step_script", None)

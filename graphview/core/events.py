@@ -72,19 +72,11 @@ from __future__ import annotations
 #: Version of the event vocabulary and of the trace file layout.
 SCHEMA_VERSION = 1
 
+#: Characters of each of the script's output streams a run keeps (``output_capped`` says how many more came).
+OUTPUT_CAP = 1 << 20
+
 #: Tensors with at most this many elements carry their full values.
 FULL_VALUES_MAX = 64
-
-#: Every kind of event, for validation and documentation.
-EVENT_KINDS = frozenset(
-    {
-        "run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
-        "tensor", "name", "value", "op", "node", "node_dead", "saved", "own", "release", "module_enter",
-        "module_exit", "module_mode", "mode", "detach", "retain_grad", "grad_read", "backward_start",
-        "bw_node", "bw_node_done", "accumulate", "tensor_grad", "grad_result", "backward_end",
-        "grad_reset", "optimizer_step", "alloc", "error", "gradcheck",
-    }
-)
 
 #: Statuses of ``run_end`` that mean the script did not finish normally.
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})
@@ -142,3 +134,249 @@ class _Complex:
         if isinstance(re_, float) and isinstance(im, float):
             return f"{re_:.6g}{im:+.6g}j"
         return f"{re_}+{im}j"
+
+
+# --------------------------------------------------------------------------- the schema
+# Every kind's fields and their types, as the runner writes them. A trace reader checks each
+# event against this table (:func:`check_event`) before any view sees it, so views may rely on
+# it: a new kind or field of the recorder goes here too (a test records every sample and checks
+# it). Fields not listed are allowed and passed on; listed fields with ``?`` may be missing.
+
+#: How deeply a free-form value (``options``, a ``result``) may nest.
+MAX_DEPTH = 16
+#: Dimensions of a shape, and the largest size of one.
+MAX_DIMS = 64
+
+
+class SchemaError(ValueError):
+    """An event that breaks the schema; the message names the field and what is wrong."""
+
+
+def _is_int(v: object) -> bool:
+    return type(v) is int
+
+
+def _is_num(v: object) -> bool:
+    return type(v) in (int, float) or v in ("nan", "inf", "-inf")
+
+
+def _is_value(v: object) -> bool:  # one tensor element: a number, a bool, or a [real, imag] pair
+    return _is_num(v) or type(v) is bool or (type(v) is list and len(v) == 2 and all(map(_is_num, v)))
+
+
+def _depth_ok(v: object, depth: int = 0) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _depth_ok(x, depth + 1) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_depth_ok(x, depth + 1) for x in v)
+    return v is None or isinstance(v, (str, int, float))
+
+
+def _list_of(check):
+    return lambda v: type(v) is list and all(check(x) for x in v)
+
+
+def _maybe(check):
+    return lambda v: v is None or check(v)
+
+
+def _is_shape(v: object) -> bool:
+    return type(v) is list and len(v) <= MAX_DIMS and all(_is_int(d) and 0 <= d < 1 << 48 for d in v)
+
+
+_STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_int,
+                 "nan": _is_int, "inf": _is_int, "hist": _list_of(_is_int), "hist_of": _is_int,
+                 "of": lambda v: isinstance(v, str)}
+
+
+def _values_problem(holder: dict) -> str | None:
+    """What is wrong with the ``shape`` / ``values`` / ``stats`` of a summary or tensor event."""
+    if not _is_shape(holder.get("shape")):
+        return "shape is not a list of sizes"
+    if "values" in holder:
+        values = holder["values"]
+        if type(values) is not list or len(values) > FULL_VALUES_MAX or not all(map(_is_value, values)):
+            return f"values is not a list of at most {FULL_VALUES_MAX} numbers"
+        numel = 1
+        for d in holder["shape"]:
+            numel *= d
+        if numel != len(values):
+            return f"values holds {len(values)} numbers for a shape of {numel}"
+    elif "stats" in holder:
+        stats = holder["stats"]
+        if type(stats) is not dict:
+            return "stats is not an object"
+        for key, check in _STATS_FIELDS.items():
+            if key in stats and stats[key] is not None and not check(stats[key]):
+                return f"stats.{key} has the wrong type"
+    return None
+
+
+def _is_summary(v: object) -> bool:
+    return v is None or (type(v) is dict and _values_problem(v) is None)
+
+
+_INT, _STR, _BOOL = _is_int, (lambda v: isinstance(v, str)), (lambda v: type(v) is bool)
+_OINT, _OSTR = _maybe(_is_int), _maybe(lambda v: isinstance(v, str))
+_INTS = _list_of(_is_int)
+_REF = lambda v: type(v) is list and len(v) == 2 and all(map(_is_int, v))  # noqa: E731 - [tid, version]
+_FRAME = lambda v: (type(v) is dict and type(v.get("file")) is str and _is_int(v.get("line"))  # noqa: E731
+                    and type(v.get("func")) is str and _OSTR(v.get("text")))
+_ANY = _depth_ok
+
+_OPTION_FIELDS = {"retain_graph": _BOOL, "create_graph": _BOOL, "detach_at": _list_of(_STR), "grad_mode": _STR,
+                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT}
+
+
+def is_options(v: object) -> bool:
+    """A dict of run options (``RunOptions.to_dict()``) whose known fields have their types."""
+    return (type(v) is dict and _depth_ok(v)
+            and all(check(v[key]) for key, check in _OPTION_FIELDS.items() if key in v))
+
+
+#: kind -> {field: check}; a field name ending in ``?`` may be missing.
+SCHEMA: dict[str, dict] = {
+    "run_start": {"script": _OSTR, "mode": _STR, "torch": _OSTR, "python": _OSTR, "devices": _list_of(_STR),
+                  "options": is_options, "notes": _list_of(_STR), "source?": _OSTR},
+    "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
+    "step_start": {"step": _INT},
+    "step_end": {"step": _INT, "result": _is_summary},
+    "stdout": {"text": _STR, "native?": _BOOL},
+    "stderr": {"text": _STR, "native?": _BOOL},
+    "output_capped": {"stream": _STR, "bytes": _INT},
+    "tensor": {"tid": _INT, "version": _INT, "name": _OSTR, "kind": _STR, "shape": _is_shape, "dtype": _STR,
+               "device": _STR, "requires_grad": _BOOL, "is_leaf": _BOOL, "grad_fn": _OINT, "base": _OINT,
+               "line": _OINT, "new?": _BOOL},
+    "name": {"tid": _INT, "name": _STR},
+    "value": {"tid": _INT, "version?": _INT, "reason?": _STR, "shape": _is_shape},
+    "op": {"oid": _INT, "op": _STR, "line": _OINT, "module": _OSTR, "module_type?": _OSTR,
+           "inputs": _list_of(_REF), "outputs": _list_of(_REF), "grad_fn": _OINT, "mode": _STR, "inplace": _BOOL,
+           "recompute?": _OINT},
+    "node": {"vid": _INT, "name": _STR, "seq": _OINT, "leaf": _OINT, "custom": _BOOL, "line?": _OINT,
+             "module?": _OSTR,
+             "next": _list_of(lambda v: type(v) is list and len(v) == 2 and _OINT(v[0]) and _is_int(v[1]))},
+    "saved": {"sid": _INT, "bytes": _INT, "storage": _STR, "device": _STR, "kind": _STR, "shape": _is_shape,
+              "dtype": _STR, "owner": _OINT, "attr": _OSTR, "recompute?": _OINT},
+    "own": {"sid": _INT, "owner": _INT, "attr": _OSTR},
+    "node_dead": {"vid": _INT},
+    "release": {"sid": _INT},
+    "module_enter": {"path": _STR, "type": _STR},
+    "module_exit": {"path": _STR},
+    "module_mode": {"type": _STR, "training": _BOOL, "line": _OINT},
+    "mode": {"mode": _STR, "line": _OINT},
+    "detach": {"src": _INT, "dst": _INT, "line": _OINT, "forced": _BOOL},
+    "retain_grad": {"tid": _INT, "line": _OINT},
+    "grad_read": {"tid": _INT, "none": _BOOL, "line": _OINT},
+    "backward_start": {"bid": _INT, "api": _STR, "roots": _list_of(_OINT), "root_tensors": _INTS,
+                       "seeds": _list_of(_is_summary), "retain_graph": _BOOL, "create_graph": _BOOL,
+                       "inputs": _INTS, "forced": _list_of(_STR), "line": _OINT},
+    "bw_node": {"bid": _INT, "vid": _INT, "grads_in": _maybe(_list_of(_is_summary)),
+                "from_edge?": lambda v: type(v) is list and len(v) == 2 and all(_is_int(x) and x >= 0 for x in v)},
+    "bw_node_done": {"bid": _INT, "vid": _INT, "grads_out": _list_of(_is_summary)},
+    "accumulate": {"bid": _OINT, "tid": _INT, "vid": _OINT, "increment": _is_summary, "grad": _is_summary,
+                   "first?": _BOOL},
+    "tensor_grad": {"bid": _OINT, "tid": _INT, "grad": _is_summary},
+    "grad_result": {"bid": _INT, "tid": _INT, "grad": _is_summary},
+    "backward_end": {"bid": _INT, "ok": _BOOL, "freed?": _BOOL},
+    "grad_reset": {"tids": _INTS, "how": _STR, "line": _OINT, "source?": _OSTR, "value?": _is_summary},
+    "optimizer_step": {"optimizer": _STR, "tids": _INTS, "line": _OINT},
+    "alloc": {"device": _STR, "bytes": _INT},
+    "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OINT, "vid": _OINT,
+              "bid": _OINT, "limit?": _BOOL},
+    "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
+                  "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
+}
+
+#: Every kind of event, for validation and documentation.
+EVENT_KINDS = frozenset(SCHEMA)
+
+#: kind -> {field: (what it refers to, how)}: ids an event names, which an earlier event must have
+#: introduced ("one" a single id or null, "list" a list of them, "refs" [id, version] pairs,
+#: "next" a node's [vid or null, input_nr] edges, "edge" bw_node's [consumer vid, i]).
+REFERENCES: dict[str, dict] = {
+    "tensor": {"grad_fn": ("vid", "one"), "base": ("tid", "one")},
+    "name": {"tid": ("tid", "one")},
+    "value": {"tid": ("tid", "one")},
+    "op": {"inputs": ("tid", "refs"), "outputs": ("tid", "refs"), "grad_fn": ("vid", "one"),
+           "recompute": ("bid", "one")},
+    "node": {"next": ("vid", "next"), "leaf": ("tid", "one")},
+    "saved": {"owner": ("vid", "one"), "recompute": ("bid", "one")},
+    "own": {"sid": ("sid", "one"), "owner": ("vid", "one")},
+    "release": {"sid": ("sid", "one")},
+    "node_dead": {"vid": ("vid", "one")},
+    "detach": {"src": ("tid", "one"), "dst": ("tid", "one")},
+    "retain_grad": {"tid": ("tid", "one")},
+    "grad_read": {"tid": ("tid", "one")},
+    "backward_start": {"roots": ("vid", "list"), "root_tensors": ("tid", "list"), "inputs": ("tid", "list")},
+    "bw_node": {"bid": ("bid", "one"), "vid": ("vid", "one"), "from_edge": ("vid", "edge")},
+    "bw_node_done": {"bid": ("bid", "one"), "vid": ("vid", "one")},
+    "accumulate": {"bid": ("bid", "one"), "tid": ("tid", "one"), "vid": ("vid", "one")},
+    "tensor_grad": {"bid": ("bid", "one"), "tid": ("tid", "one")},
+    "grad_result": {"bid": ("bid", "one"), "tid": ("tid", "one")},
+    "backward_end": {"bid": ("bid", "one")},
+    "grad_reset": {"tids": ("tid", "list")},
+    "optimizer_step": {"tids": ("tid", "list")},
+    "error": {"vid": ("vid", "one"), "bid": ("bid", "one")},
+}
+
+
+def _ids(value: object, how: str) -> list:
+    if how == "one":
+        return [value]
+    if how == "refs" or how == "next":
+        return [item[0] for item in value]
+    if how == "edge":
+        return [value[0]] if value else []
+    return list(value)
+
+
+#: kind -> (id kind, field): the ids an event introduces.
+INTRODUCES = {"tensor": ("tid", "tid"), "node": ("vid", "vid"), "saved": ("sid", "sid"),
+              "backward_start": ("bid", "bid")}
+
+
+class EventChecker:
+    """Checks events in stream order: schema and references to earlier events."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, set] = {"tid": set(), "vid": set(), "sid": set(), "bid": set()}
+
+    def check(self, event: object) -> None:
+        """Raise :class:`SchemaError` naming what is wrong with ``event``."""
+        if type(event) is not dict:
+            raise SchemaError("not an event (a JSON object)")
+        kind = event.get("ev")
+        if type(kind) is not str:
+            raise SchemaError("no 'ev' naming its kind")
+        fields = SCHEMA.get(kind)
+        if fields is None:
+            raise SchemaError(f"unknown kind of event {kind[:40]!r}")
+        for name, check in fields.items():
+            optional = name.endswith("?")
+            name = name.rstrip("?")
+            if name not in event:
+                if optional:
+                    continue
+                raise SchemaError(f"{kind} event without its '{name}' field")
+            if not check(event[name]):
+                raise SchemaError(f"{kind} event with a bad '{name}' field ({_short(event[name])})")
+        if kind in ("tensor", "value"):
+            problem = _values_problem(event) if ("values" in event or "stats" in event) else None
+            if problem:
+                raise SchemaError(f"{kind} event: {problem}")
+        for name, (what, how) in REFERENCES.get(kind, {}).items():
+            if name not in event:
+                continue
+            for ident in _ids(event[name], how):
+                if ident is not None and ident not in self.known[what]:
+                    raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
+        introduced = INTRODUCES.get(kind)
+        if introduced is not None:
+            self.known[introduced[0]].add(event[introduced[1]])
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -13,6 +13,7 @@ import os
 import networkx as nx
 
 from graphview.core.events import summary_text
+from graphview.core.files import OutputError, WriteError, check_folder, write_file
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 GRAPH_SCHEMA = "graphview-graph"
@@ -24,18 +25,19 @@ class ExportError(Exception):
     """An export that cannot be written. The message is meant for the user."""
 
 
+class ExportWriteError(ExportError, WriteError):
+    """An export that failed while being written (a full disk): nothing was written to it."""
+
+
 def check_writable(path: str) -> None:
     """Raise :class:`ExportError` with the OS's reason if ``path`` cannot be written.
 
     Opens the file for writing (without truncating one that exists; a file made only for the test
-    is removed again), so that Qt is never handed a path it would fail on with a burst of warnings."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.exists(folder):
-        raise ExportError(f"cannot write {path}: folder {folder} does not exist")
-    if not os.path.isdir(folder):
-        raise ExportError(f"cannot write {path}: {folder} is not a folder")
-    if os.path.isdir(path):
-        raise ExportError(f"cannot write {path}: it is a folder")
+    is removed again), so that a bad path is refused before anything is recorded or drawn."""
+    try:
+        check_folder(path)
+    except OutputError as exc:
+        raise ExportError(str(exc)) from None
     existed = os.path.lexists(path)
     try:
         with open(path, "ab" if existed else "xb"):
@@ -47,6 +49,16 @@ def check_writable(path: str) -> None:
             os.remove(path)
         except OSError:
             pass
+
+
+def save(path: str, data: bytes | str) -> None:
+    """Write an export safely (:func:`graphview.core.files.write_file`); ``ExportError`` on failure."""
+    try:
+        write_file(path, data)
+    except WriteError as exc:
+        raise ExportWriteError(str(exc)) from None
+    except OutputError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def graph_data(run: Run, at: int | None = None) -> dict:
@@ -254,14 +266,5 @@ def export_graph(run: Run, path: str | os.PathLike, at: int | None = None) -> st
     data = graph_data(run, at)
     text = {"json": lambda: json.dumps(data, indent=1) + "\n", "dot": lambda: to_dot(data),
             "graphml": lambda: to_graphml(data)}[fmt]()
-    write_text(path, text)
+    save(path, text)
     return fmt
-
-
-def write_text(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
-

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
-from graphview.core.events import SCHEMA_VERSION
+from graphview.core.events import SCHEMA_VERSION, EventChecker, SchemaError, is_options
+from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
+                                  os_reason)
 
 FORMAT_NAME = "graphview-trace"
 SUFFIX = ".gvtrace"
@@ -39,54 +42,113 @@ def make_header(**extra: object) -> dict:
     return header
 
 
+class TraceWriteError(TraceError, WriteError):
+    """The trace could not be written completely (a full disk, an I/O error)."""
+
+
 class TraceWriter:
-    """Appends events to a trace file, flushing so that a crash loses at most the last line."""
+    """Writes a trace safely (see :mod:`graphview.core.files`).
+
+    Events go to ``<path>.partial`` beside the target, flushed to the OS at every step end and
+    at least once a second (:meth:`tick`), so that a killed recorder loses at most the last
+    second. :meth:`close` fsyncs it and renames it onto ``path``; :meth:`abandon` leaves it as a
+    partial recording (its name says so, and reading it says so too). Raises
+    :class:`TraceError` when the file cannot be started and :class:`TraceWriteError` when a
+    write fails; after a failed write every later call is a no-op.
+    """
+
+    FLUSH_SECONDS = 1.0
+    FLUSH_AT = frozenset({"step_end", "run_end", "error"})
 
     def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
         self.path = os.fspath(path)
+        self.partial = self.path + PARTIAL_SUFFIX
         try:
-            self._file: IO[str] = open(self.path, "w", encoding="utf-8", newline="\n")
-        except OSError as exc:
-            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
-        self._write_line(json.dumps(header or make_header(), separators=(",", ":")))
+            self._file: IO[str] = open_partial(self.path)
+        except OutputError as exc:
+            raise TraceError(str(exc)) from None
         self.count = 0
+        self.failed: TraceWriteError | None = None
+        self._dirty = False
+        self._write_line(json.dumps(header or make_header(), separators=(",", ":")))
+        self.flush()
+
+    def _fail(self, exc: OSError) -> TraceWriteError:
+        self.failed = TraceWriteError(
+            f"cannot write {self.path}: {os_reason(exc)}; what was written before the error is kept "
+            f"in {self.partial} (a partial recording)")
+        close_quietly(self._file)
+        return self.failed
 
     def _write_line(self, line: str) -> None:
+        if self.failed is not None:
+            raise self.failed
         try:
             self._file.write(line + "\n")
         except OSError as exc:
-            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+            raise self._fail(exc) from None
+        if not self._dirty:
+            self._dirty = True
+            self._dirty_since = time.monotonic()
 
     def write_raw(self, line: str) -> None:
         """Write one already-serialized event line (no trailing newline)."""
         self._write_line(line)
         self.count += 1
+        self.tick()
 
     def write(self, event: dict) -> None:
         self.write_raw(json.dumps(event, separators=(",", ":")))
+        if event.get("ev") in self.FLUSH_AT:
+            self.flush()
 
     def write_all(self, events: Iterable[dict]) -> None:
         for event in events:
             self.write(event)
 
+    def tick(self) -> None:
+        """Flush if what is buffered has waited a second (call it when no event comes, too)."""
+        if self._dirty and time.monotonic() - self._dirty_since >= self.FLUSH_SECONDS:
+            self.flush()
+
     def flush(self) -> None:
+        if self.failed is not None:
+            raise self.failed
         try:
             self._file.flush()
         except OSError as exc:
-            raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+            raise self._fail(exc) from None
+        self._dirty = False
 
     def close(self) -> None:
-        if not self._file.closed:
+        """Finish the trace: fsync it and rename it into place."""
+        if self.failed is not None:
+            raise self.failed
+        if self._file.closed:
+            return
+        try:
+            commit_partial(self._file, self.path)
+        except WriteError as exc:
+            self.failed = TraceWriteError(f"{exc}; what was written is kept in {self.partial} (a partial recording)")
+            raise self.failed from None
+
+    def abandon(self) -> None:
+        """Stop writing and keep what was written as ``<path>.partial``."""
+        if self.failed is None and not self._file.closed:
             try:
-                self._file.close()
-            except OSError as exc:
-                raise TraceError(f"cannot write trace file {self.path}: {exc.strerror or exc}") from exc
+                self._file.flush()
+            except OSError:
+                pass
+        close_quietly(self._file)
 
     def __enter__(self) -> "TraceWriter":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
 
 
 def write_trace(path: str | os.PathLike, events: Iterable[dict], header: dict | None = None) -> None:
@@ -110,33 +172,40 @@ def read_trace(path: str | os.PathLike) -> Trace:
 
 
 def parse_trace(data: bytes, name: str = "trace") -> Trace:
+    """Parse a trace; every event is checked against the schema (:class:`EventChecker`).
+
+    A line that is not JSON (damage, a cut-off last line) ends the trace there, with a warning.
+    An event that is JSON but breaks the schema (a wrong type, a missing field, an id no earlier
+    event introduced, nesting beyond the limits) is no recording graphview made: the whole file
+    is refused with a :class:`TraceError` naming the line and the fault."""
     if not data.strip():
         raise TraceError(f"{name} is empty, not a graphview trace")
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise TraceError(f"{name} is not a graphview trace (its first line is not a trace header)") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise TraceError(f"{name} is not a graphview trace (no '{FORMAT_NAME}' header)")
     version = header.get("version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
+    if type(version) is not int or version > SCHEMA_VERSION or version < 1:
         raise TraceError(
             f"{name} is a graphview trace of version {version!r}; this graphview reads version "
             f"{SCHEMA_VERSION} and older (upgrade graphview to open it)"
         )
+    if not is_options(header.get("options", {})) or not isinstance(header.get("script", ""), (str, type(None))):
+        raise TraceError(f"{name} is not a valid graphview trace: its header has a bad 'options' or 'script' field")
     events: list[dict] = []
     warnings: list[str] = []
     complete = data.endswith(b"\n")
     body = lines[1:]
     if body and body[-1] == b"":
         body = body[:-1]
+    checker = EventChecker()
     for number, raw in enumerate(body, start=2):
         last = number == len(body) + 1
         try:
             event = json.loads(raw.decode("utf-8"))
-            if not isinstance(event, dict) or not isinstance(event.get("ev"), str):
-                raise ValueError("not an event")
         except (UnicodeDecodeError, ValueError):
             if last and not complete:
                 warnings.append(
@@ -148,7 +217,16 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
                     f"{name} is damaged at line {number}; opened the {len(events)} events before it"
                 )
             break
+        except RecursionError:
+            raise TraceError(f"{name} is not a valid graphview trace: line {number} nests deeper than any event") from None
+        try:
+            checker.check(event)
+        except SchemaError as exc:
+            raise TraceError(f"{name} is not a valid graphview trace: line {number}: {exc}") from None
         events.append(event)
     if events and events[-1].get("ev") != "run_end" and not warnings:
         warnings.append(f"{name} has no end-of-run event: the recording stopped before the script ended")
+    if name.endswith(PARTIAL_SUFFIX):
+        warnings.append(f"{name} is a partial recording: graphview could not finish writing it (it was killed, "
+                        "or its disk was full)")
     return Trace(header=header, events=events, warnings=warnings)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QMarginsF, QRectF, QSize, QSizeF, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
 from graphview.core import timeline
-from graphview.core.export import ExportError, check_writable
+from graphview.core.export import ExportError, check_writable, save
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, NodeItem
 
@@ -52,6 +52,11 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> float | No
     source = _content_rect(scene)
     selected = scene.selectedItems()
     scene.clearSelection()
+    # drawn into memory, then written by graphview: a full disk is reported with the OS's reason,
+    # and the file appears complete or not at all
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.WriteOnly)
     try:
         if suffix == ".png":
             factor = used = png_scale(source, scale)
@@ -62,11 +67,11 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> float | No
             painter.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
             scene.render(painter, QRectF(image.rect()), source, Qt.KeepAspectRatio)
             painter.end()
-            if not image.save(path, "PNG"):
-                raise ExportError(f"cannot write {path}")
+            if not image.save(buffer, "PNG"):
+                raise ExportError(f"cannot write {path}: the image could not be encoded")
         elif suffix == ".svg":
             generator = QSvgGenerator()
-            generator.setFileName(path)
+            generator.setOutputDevice(buffer)
             generator.setSize(QSize(int(source.width()), int(source.height())))
             generator.setViewBox(QRectF(0, 0, source.width(), source.height()))
             generator.setTitle("graphview autograd graph")
@@ -75,7 +80,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> float | No
             scene.render(painter, QRectF(0, 0, source.width(), source.height()), source)
             painter.end()
         else:
-            writer = QPdfWriter(path)
+            writer = QPdfWriter(buffer)
             writer.setTitle("graphview autograd graph")
             writer.setPageSize(QPageSize(QSizeF(source.width(), source.height()), QPageSize.Point))
             writer.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout.Point)
@@ -83,11 +88,14 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0) -> float | No
             _begin(painter, path)
             scene.render(painter, QRectF(0, 0, painter.device().width(), painter.device().height()), source)
             painter.end()
+            del painter, writer  # the PDF is complete once its writer is gone
     finally:
         for item in selected:
             item.setSelected(True)
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        raise ExportError(f"cannot write {path}")
+    buffer.close()
+    if data.isEmpty():
+        raise ExportError(f"cannot write {path}: nothing was drawn")
+    save(path, bytes(data))
     return used
 
 
@@ -104,3 +112,15 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0) -
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
     return render_scene(scene, path, scale)
+
+
+def save_png(pixmap, path: str) -> None:
+    """Write a widget's picture (``QWidget.grab()``) as a PNG, safely."""
+    check_writable(path)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.WriteOnly)
+    if not pixmap.save(buffer, "PNG"):
+        raise ExportError(f"cannot write {path}: the image could not be encoded")
+    buffer.close()
+    save(path, bytes(data))

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlid
                                QWidget)
 
 from graphview.core import timeline
-from graphview.core.export import ExportError, export_graph
+from graphview.core.export import ExportError, export_graph, save
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, write_trace
 from graphview.qt.canvas import BORDER, FILL, GraphScene, GraphView, NodeItem, human_bytes, short_value
-from graphview.qt.export import render_scene
+from graphview.qt.export import render_scene, save_png
 from graphview.core.diagnostics import diagnose
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 
@@ -485,6 +485,7 @@ class MainWindow(QMainWindow):
             label = RunOptions.from_dict((self.run.start or {}).get("options", {})).label()
             self.earlier_runs.append((label, self.run))
         self.run = run if run is not None else Run()
+        self.statusBar().clearMessage()  # what the last run ended with is not this run's news
         self.script_path = script_path
         self.options = options
         self.toggles.set_options(options)
@@ -644,7 +645,9 @@ class MainWindow(QMainWindow):
             or run.status
         line = error.get("line")
         where = f" at line {line}" if line else ""
-        self.statusBar().showMessage(f"the script {run.status if run.status != 'error' else 'failed'}{where}: "
+        ended = {"error": "failed", "exit": f"exited with code {(run.end or {}).get('exit_code')}",
+                 "timeout": "was stopped at its time limit"}.get(run.status, run.status)
+        self.statusBar().showMessage(f"the script {ended}{where}: "
                                      f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
         self.bottom_tabs.setCurrentWidget(self.console)
         if not self.scene.node_items:
@@ -909,21 +912,12 @@ class MainWindow(QMainWindow):
     def export_chart_png(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export memory chart", "PNG (*.png)")
         if path:
-            def save():
-                if not self.memory.grab().save(path, "PNG"):
-                    raise ExportError(f"cannot write {path}")
-            self._guard(save, path)
+            self._guard(lambda: save_png(self.memory.grab(), path), path)
 
     def export_chart_csv(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export memory series", "CSV (*.csv)")
         if path:
-            def save():
-                try:
-                    with open(path, "w", encoding="utf-8") as f:
-                        f.write(self.memory.to_csv())
-                except OSError as exc:
-                    raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
-            self._guard(save, path)
+            self._guard(lambda: save(path, self.memory.to_csv()), path)
 
     def export_trace(self, path: str | None = None) -> None:
         path = path or self._ask_path("Save run as trace", f"graphview trace (*{SUFFIX})")
