@@ -437,7 +437,8 @@ def _fidelity_check(args: argparse.Namespace) -> int:
     if is_trace(args.source):
         raise UserError("--fidelity runs the script twice: give a script, not a trace")
     check_script(args.source)
-    command = [sys.executable, "-m", "graphview.capture.fidelity", args.source, "--steps", str(args.steps)]
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # nothing from the cwd on sys.path
+    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source, "--steps", str(args.steps)]
     return EXIT_OK if subprocess.call(command) == 0 else EXIT_SCRIPT_FAILED
 
 

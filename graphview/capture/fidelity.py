@@ -200,11 +200,15 @@ def run_once(script: str, options: RunOptions, record: bool) -> dict:
     return outcome
 
 
+# the script sees the sys.path `python script.py` gives it: nothing from the folder graphview runs in
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+
+
 def reference_in_fresh_process(script: str, options: RunOptions, timeout: float = 600) -> subprocess.Popen:
     """Start the unrecorded reference run in a new interpreter; :func:`collect` reads its outcome."""
     fd, out = tempfile.mkstemp(suffix=".pt", prefix="graphview-reference-")
     os.close(fd)
-    command = [sys.executable, "-m", "graphview.capture.fidelity", "--reference", script, "--out", out,
+    command = [sys.executable, *SAFE_PATH, "-m", "graphview.capture.fidelity", "--reference", script, "--out", out,
                "--options", json.dumps(options.to_dict())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     process.graphview_out = out  # type: ignore[attr-defined]
