@@ -22,10 +22,10 @@ import subprocess
 import sys
 import tempfile
 
+from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
-from graphview.core.export import check_writable as export_check_writable
 from graphview.core.files import WriteError
 from graphview.core.options import GRAD_MODES, RunOptions
 from graphview.core.run import Run
@@ -34,10 +34,6 @@ from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, r
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
 DEFAULT_SCALE = 2.0
-
-
-class UserError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -141,34 +137,6 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     return options
 
 
-def check_script(path: str) -> None:
-    """Fail early, before starting a runner, on a script that cannot be run at all."""
-    if not os.path.exists(path):
-        raise UserError(f"no such file: {path}")
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a folder, not a Python script")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-
-
-def is_trace(path: str) -> bool:
-    if path.endswith(SUFFIX):
-        return True
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
-        return False
-    return head.lstrip().startswith(b'{"format"')
-
-
 def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool,
               script_args: list[str] | None = None) -> tuple[Run, dict]:
     """Record ``script`` in a runner process into trace ``output``; returns the run and its end.
@@ -205,14 +173,6 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
         raise
     writer.close()
     return run, end
-
-
-def check_writable(path: str) -> None:
-    """Fail early, before recording or drawing, on an output that cannot be written (the OS's reason)."""
-    try:
-        export_check_writable(path)
-    except ExportError as exc:
-        raise UserError(str(exc)) from None
 
 
 def read_run(path: str) -> tuple[Run, list[str], dict]:

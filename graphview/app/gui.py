@@ -125,7 +125,7 @@ class App:
         gc.freeze()
 
     def open(self, path: str) -> bool:
-        from graphview.app.cli import UserError, check_script, is_trace
+        from graphview.app.inputs import UserError, check_script, is_trace
         from graphview.core.run import Run, bulk_load
         from graphview.core.trace import SUFFIX, TraceError, read_trace
 
