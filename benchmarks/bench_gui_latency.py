@@ -55,10 +55,10 @@ def time_slices(log: list[tuple[str, float]]) -> None:
     import pyqtgraph as pg
 
     from graphview.app.gui import App
-    from graphview.qt import canvas, main_window, panels
+    from graphview.qt import canvas, main_window, panels, run_controller
 
-    targets = [(App, "_pump"), (main_window.MainWindow, "_refresh_live"), (main_window.MainWindow, "set_cursor"),
-               (main_window.MainWindow, "_finish_run"), (panels.MemoryChart, "show_run"),
+    targets = [(App, "_pump"), (run_controller.RunController, "_refresh_live"), (main_window.MainWindow, "set_cursor"),
+               (run_controller.RunController, "finish"), (panels.MemoryChart, "show_run"),
                (canvas.GraphView, "paintEvent"), (pg.PlotWidget, "paintEvent")]
     for cls, name in targets:
         original = getattr(cls, name)

@@ -230,10 +230,7 @@ class App:
 
         deadline = time.monotonic() + timeout
         window = self.window
-        while time.monotonic() < deadline and (self.live is not None or window.live_refresh.isActive()
-                                               or window.slices_pending > 0
-                                               or (window.run is not None and window.run.end is not None
-                                                   and not window._finished)):
+        while time.monotonic() < deadline and (self.live is not None or not window.runs.settled):
             self.qt.processEvents()
             time.sleep(0.01)
             self._pump()

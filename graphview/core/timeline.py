@@ -27,6 +27,14 @@ def _find(run: Run, start: int, kinds: frozenset | set, step: int = 1) -> int | 
     return None
 
 
+def error_line(run: Run, index: int) -> int | None:
+    """The source line of the run's first error, once the cursor ``index`` has reached it."""
+    for at, ev in run.errors:
+        if at <= index:
+            return ev.get("line")
+    return None
+
+
 def last(run: Run) -> int:
     return max(0, len(run.events) - 1)
 

@@ -1,0 +1,178 @@
+"""Every command of the window in one table: menus, the toolbar and the shortcut sheet are built from it.
+
+A command is an :class:`ActionSpec`. :func:`build_actions` turns the table into ``QAction`` s on
+a window: each goes into its menu (``"&File/&Export"`` is the Export submenu of File, made the
+first time a spec names it), onto the stepping toolbar when it has toolbar text, and into the
+window itself so its shortcut works wherever the focus is. :func:`shortcut_sheet` writes the
+Help menu's list of keys from the same table, so it cannot drift from what the keys do.
+
+Adding a command is one row here, with a handler that takes the window.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Union
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu, QToolBar
+
+from graphview.core import timeline
+
+if TYPE_CHECKING:
+    from graphview.qt.main_window import MainWindow
+
+Shortcut = Union[str, QKeySequence.StandardKey]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One command of the window.
+
+    Attributes
+    ----------
+    id : str
+        The key of the action in ``MainWindow.actions`` (``"step"``, ``"export_image"``).
+    text : str
+        The menu text (``&`` marks the mnemonic).
+    menu : str
+        The menu it is in, submenus after a ``/``: ``"&Run"``, ``"&File/&Export"``.
+    handler : callable
+        Called with the window (and, for a checkable action, whether it is now checked).
+    shortcuts : tuple
+        Key sequences, portable text (``"Shift+Right"``) or a ``QKeySequence.StandardKey``;
+        the first is the one menus and the shortcut sheet show.
+    toolbar : str
+        Short text for the stepping toolbar; ``""`` keeps the action off it.
+    enabled_when : callable or None
+        Called with the window whenever the run changes; the action is greyed while it is false.
+    checkable, checked : bool
+        A toggle, and whether it starts on.
+    separator_before : bool
+        A separator line above it in its menu.
+    """
+
+    id: str
+    text: str
+    menu: str
+    handler: Callable
+    shortcuts: tuple[Shortcut, ...] = ()
+    toolbar: str = ""
+    enabled_when: Callable[[MainWindow], bool] | None = None
+    checkable: bool = False
+    checked: bool = False
+    separator_before: bool = False
+
+
+def _has_run(window: MainWindow) -> bool:
+    return window.run is not None
+
+
+def _has_script(window: MainWindow) -> bool:
+    return bool(window.script_path)
+
+
+def _move(step: Callable) -> Callable[[MainWindow], None]:
+    return lambda window: window.move(step)
+
+
+RUN, VIEW, FILE, EXPORT, HELP = "&Run", "&View", "&File", "&File/&Export", "&Help"
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("open", "&Open…", FILE, lambda w: w.open_dialog(), (QKeySequence.Open,)),
+    ActionSpec("export_image", "Graph as PNG / SVG / PDF…", EXPORT, lambda w: w.export_image(), ("Ctrl+E",),
+               enabled_when=_has_run),
+    ActionSpec("export_data", "Graph data as JSON / DOT / GraphML…", EXPORT, lambda w: w.export_data(),
+               enabled_when=_has_run),
+    ActionSpec("export_chart_png", "Memory chart as PNG…", EXPORT, lambda w: w.export_chart_png(),
+               enabled_when=_has_run),
+    ActionSpec("export_chart_csv", "Memory chart as CSV…", EXPORT, lambda w: w.export_chart_csv(),
+               enabled_when=_has_run),
+    ActionSpec("export_trace", "Run as trace file…", EXPORT, lambda w: w.export_trace(), (QKeySequence.Save,),
+               enabled_when=_has_run),
+    ActionSpec("quit", "&Quit", FILE, lambda w: w.close(), (QKeySequence.Quit,), separator_before=True),
+    ActionSpec("back", "Step back", RUN, _move(timeline.step_back), ("Left",), "◀ Back", _has_run),
+    ActionSpec("step", "Step", RUN, _move(timeline.step_forward), ("Right",), "Step ▶", _has_run),
+    ActionSpec("over", "Step over module call", RUN, _move(timeline.step_over_module), ("Down",), "Over module",
+               _has_run),
+    ActionSpec("to_backward", "Run to next backward", RUN, _move(timeline.next_backward), ("B",), "To backward",
+               _has_run),
+    ActionSpec("bw_node", "Step one backward node", RUN, _move(timeline.next_backward_node), ("N",),
+               "Backward node", _has_run),
+    ActionSpec("end_step", "Run to end of step", RUN, _move(timeline.end_of_step), ("E",), "End of step", _has_run),
+    ActionSpec("next_step", "Next step", RUN, _move(timeline.next_step), ("Shift+Right",), "Next step", _has_run),
+    ActionSpec("to_start", "Go to start", RUN, _move(lambda run, cursor: 0), ("Home",), "Start", _has_run),
+    ActionSpec("to_end", "Run to end", RUN, _move(lambda run, cursor: timeline.last(run)), ("End",), "To end",
+               _has_run),
+    ActionSpec("play", "Play / pause", RUN, lambda w: w.player.toggle(), ("Space",), "Play/pause", _has_run),
+    ActionSpec("restart", "Restart", RUN, lambda w: w.restart(), ("Ctrl+R",), "Restart", _has_script),
+    ActionSpec("stop", "Stop", RUN, lambda w: w.sigStopRequested.emit(), ("Escape",), "Stop ■"),
+    ActionSpec("fit", "Fit to window", VIEW, lambda w: w.view.fit(), ("F",)),
+    ActionSpec("zoom_selection", "Zoom to selection", VIEW, lambda w: w.view.zoom_to_selection(), ("Z",)),
+    ActionSpec("zoom_in", "Zoom in", VIEW, lambda w: w.view.zoom(1.25), ("Ctrl++", "Ctrl+=")),
+    ActionSpec("zoom_out", "Zoom out", VIEW, lambda w: w.view.zoom(0.8), ("Ctrl+-",)),
+    ActionSpec("find", "Find node", VIEW, lambda w: w.search.setFocus(), ("Ctrl+F",)),
+    ActionSpec("overview", "Overview in the corner", VIEW, lambda w, on: w.view.set_overview_enabled(on),
+               checkable=True, checked=True),
+    ActionSpec("shortcuts", "&Keyboard shortcuts", HELP, lambda w: w.show_shortcuts(), ("F1",)),
+)
+
+
+def key_text(shortcut: Shortcut) -> str:
+    """A shortcut as the user reads it (``Ctrl+O``, ``Shift+Right``)."""
+    return QKeySequence(shortcut).toString(QKeySequence.NativeText)
+
+
+def build_actions(window: MainWindow, toolbar: QToolBar, specs: tuple[ActionSpec, ...] = ACTIONS
+                  ) -> tuple[dict[str, QAction], dict[str, QMenu]]:
+    """The window's ``QAction`` s by id, and its menus by path (``"&File/&Export"``)."""
+    actions: dict[str, QAction] = {}
+    menus: dict[str, QMenu] = {}
+    for spec in specs:
+        menu = _menu(window, menus, spec.menu)
+        if spec.separator_before:
+            menu.addSeparator()
+        action = QAction(spec.text, window)
+        action.setShortcuts([QKeySequence(s) for s in spec.shortcuts])
+        action.setCheckable(spec.checkable)
+        action.setChecked(spec.checked)
+        if spec.checkable:
+            action.toggled.connect(lambda on, spec=spec: spec.handler(window, on))
+        else:
+            action.triggered.connect(lambda _=False, spec=spec: spec.handler(window))
+        menu.addAction(action)
+        window.addAction(action)
+        if spec.toolbar:
+            action.setIconText(spec.toolbar)
+            action.setToolTip(f"{spec.text} ({key_text(spec.shortcuts[0])})" if spec.shortcuts else spec.text)
+            toolbar.addAction(action)
+        actions[spec.id] = action
+    return actions, menus
+
+
+def _menu(window: MainWindow, menus: dict[str, QMenu], path: str) -> QMenu:
+    if path not in menus:
+        parent, _, name = path.rpartition("/")
+        menus[path] = (_menu(window, menus, parent) if parent else window.menuBar()).addMenu(name)
+    return menus[path]
+
+
+def update_enabled(window: MainWindow, actions: dict[str, QAction], specs: tuple[ActionSpec, ...] = ACTIONS) -> None:
+    """Grey the actions whose ``enabled_when`` is false for the window as it is now."""
+    for spec in specs:
+        if spec.enabled_when is not None:
+            actions[spec.id].setEnabled(bool(spec.enabled_when(window)))
+
+
+def shortcut_sheet(specs: tuple[ActionSpec, ...] = ACTIONS) -> str:
+    """Every command with a key, grouped by menu, as an HTML table."""
+    rows = []
+    for spec in specs:
+        if spec.shortcuts:
+            menu = spec.menu.replace("&", "").replace("/", " › ")
+            keys = " or ".join(key_text(s) for s in spec.shortcuts)
+            rows.append(f"<tr><td style='padding-right:12px'><b>{html.escape(keys)}</b></td>"
+                        f"<td>{html.escape(spec.text.replace('&', ''))}</td>"
+                        f"<td style='color:#6b7280;padding-left:12px'>{html.escape(menu)}</td></tr>")
+    return f"<table>{''.join(rows)}</table>"

@@ -1,0 +1,156 @@
+"""NodeItem: one drawn node (a box for autograd nodes, a pill for tensors) with its badges."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
+
+from graphview.core.drawing import NODE_KINDS, DrawNode
+from graphview.qt.canvas.style import BORDER, FILL, FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING, TENSOR_KINDS
+from graphview.qt.formatting import human_bytes, short_value
+
+
+class NodeItem(QGraphicsItem):
+    """One drawn node: a box for autograd nodes, a pill for tensors."""
+
+    def __init__(self, node: DrawNode) -> None:
+        super().__init__()
+        self.node = node
+        self.state = "live"  # live | running | done | freed | error | unreachable
+        self.kind = node.kind
+        self.saved = 0
+        self.grad: str | None = None
+        self.setPos(node.x, node.y)
+        self.setFlag(QGraphicsItem.ItemIsSelectable, True)
+        self.setAcceptHoverEvents(True)
+        self.setCursor(Qt.PointingHandCursor)
+        self.setZValue(2)
+        self._tooltip()
+
+    def _tooltip(self) -> None:
+        n = self.node
+        parts = [f"<b>{n.title}</b>", n.subtitle, NODE_KINDS.get(self.kind, self.kind)]
+        if n.module:
+            parts.append(f"module {n.module}")
+        self.setToolTip("<br>".join(p for p in parts if p))
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 22, NODE_H + 34)
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRoundedRect(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H), 8, 8)
+        return path
+
+    def set_value(self, summary) -> None:
+        """Tensors: show the value the tensor had at the cursor (parameters change every step)."""
+        if summary is None:
+            return
+        shape = summary.get("shape") or []
+        dims = "×".join(str(d) for d in shape) if shape else "scalar"
+        values = summary.get("values")
+        text = f"{dims} = {short_value(summary)}" if values is not None and len(values) == 1 else self.node.subtitle
+        if text != self.node.subtitle:
+            self.node.subtitle = text
+            self.update()
+
+    def set_state(self, state: str, kind: str, saved: int, grad: str | None) -> None:
+        if (state, kind, saved, grad) != (self.state, self.kind, self.saved, self.grad):
+            self.state, self.kind, self.saved, self.grad = state, kind, saved, grad
+            self.update()
+
+    def fill_color(self) -> QColor:
+        if self.state == "freed":
+            return FREED_FILL
+        if self.state == "running":
+            return QColor("#ffd59e")
+        return FILL.get(self.kind, QColor("white"))
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        if self.state == "unreachable":  # alive, but backward will never run it: dimmed
+            painter.setOpacity(0.38)
+        rect = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
+        self._paint_box(painter, rect)
+        if lod < 0.35:
+            return
+        self._paint_text(painter)
+        if self.saved > 0:
+            self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(NODE_W / 2 - 4, -NODE_H / 2 - 2),
+                        QColor("#fff1c4"), QColor("#b8860b"))
+        if self.grad is not None and self.kind in TENSOR_KINDS:
+            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), QColor("#e8f5e9"),
+                        QColor("#2e7d32"), centered=True)
+
+    def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
+        """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""
+        border = BORDER.get(self.kind, QColor("#555"))
+        pen = QPen(border, 1.4)
+        if self.kind in ("detached",):
+            pen.setStyle(Qt.DashLine)
+        if self.state == "freed":
+            pen = QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine)
+        if self.state == "running":
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(255, 140, 0, 90))
+            painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
+            pen = QPen(RUNNING, 3)
+        if self.state == "error":
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(198, 40, 40, 70))
+            painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
+            pen = QPen(QColor("#c62828"), 3)
+        if self.isSelected():
+            # a blue ring outside; a running or failing node keeps its own border inside it
+            painter.setPen(QPen(QColor("#0b57d0"), 2.5))
+            painter.setBrush(Qt.NoBrush if self.state in ("running", "error") else QColor(11, 87, 208, 60))
+            painter.drawRoundedRect(rect.adjusted(-9, -9, 9, 9), 15, 15)
+            if self.state not in ("running", "error"):
+                pen = QPen(QColor("#0b57d0"), 3)
+        painter.setPen(pen)
+        painter.setBrush(self.fill_color())
+        radius = NODE_H / 2 if self.kind in TENSOR_KINDS else 8
+        painter.drawRoundedRect(rect, radius, radius)
+
+    def _paint_text(self, painter: QPainter) -> None:
+        """The title and subtitle, shrunk or elided to fit the box."""
+        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#1b1b1b"))
+        title_font = QFont("DejaVu Sans", 9)
+        title_font.setBold(True)
+        painter.setFont(title_font)
+        fm = QFontMetricsF(title_font)
+        title = self.node.title
+        if fm.horizontalAdvance(title) > NODE_W - 14:  # long names: a smaller font before eliding
+            title_font.setPointSizeF(7.5)
+            painter.setFont(title_font)
+            fm = QFontMetricsF(title_font)
+        # a dotted name differs at its end (…layers.0.linear1.weight), an op name at both ends
+        title = fm.elidedText(title, Qt.ElideLeft if "." in title else Qt.ElideMiddle, NODE_W - 14)
+        painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
+        sub_font = QFont("DejaVu Sans", 8)
+        painter.setFont(sub_font)
+        fm = QFontMetricsF(sub_font)
+        sub = self.node.subtitle
+        if sub.startswith("into "):  # into encoder.layers.0.linear1.weight.grad: keep the end
+            sub = "into " + fm.elidedText(sub[5:], Qt.ElideLeft, NODE_W - 14 - fm.horizontalAdvance("into "))
+        else:
+            sub = fm.elidedText(sub, Qt.ElideMiddle, NODE_W - 14)
+        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#454b54"))
+        painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
+
+    @staticmethod
+    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, centered: bool = False) -> None:
+        font = QFont("DejaVu Sans", 7)
+        font.setBold(True)
+        painter.setFont(font)
+        fm = QFontMetricsF(font)
+        text = fm.elidedText(text, Qt.ElideRight, NODE_W + 20)
+        w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+        left = anchor.x() - w / 2 if centered else anchor.x() - w
+        rect = QRectF(left, anchor.y() - h / 2, w, h)
+        painter.setPen(QPen(edge, 1))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(rect, h / 2, h / 2)
+        painter.setPen(edge.darker(130))
+        painter.drawText(rect, Qt.AlignCenter, text)

@@ -1,0 +1,103 @@
+"""Overview: the minimap in the canvas's corner, the visible area marked; click to move there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QWidget
+
+if TYPE_CHECKING:
+    from graphview.qt.canvas.view import GraphView
+
+
+class Overview(QWidget):
+    """A minimap of the whole graph (a picture redrawn when the graph changes) with the main
+    view's visible area marked; click or drag to move there."""
+
+    def __init__(self, view: "GraphView") -> None:
+        super().__init__(view)
+        self.view = view
+        self.setFixedSize(170, 120)
+        self.enabled = True  # View > Overview in the corner
+        self.pixmap: QPixmap | None = None
+        self.source = QRectF()
+        self.setCursor(Qt.PointingHandCursor)
+        self.setToolTip("overview: click to move the view")
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(300)
+        self._timer.timeout.connect(self.redraw)
+        for bar in (view.horizontalScrollBar(), view.verticalScrollBar()):
+            bar.valueChanged.connect(self.sync)
+            bar.rangeChanged.connect(self.sync)
+
+    def sync(self) -> None:
+        """Shown only while part of the graph is out of view; then the marked area follows the view."""
+        if self.pixmap is None or not self.enabled:
+            self.setVisible(False)
+            return
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        self.setVisible(not visible.contains(self.source.adjusted(30, 30, -30, -30)))
+        self.update()
+
+    def schedule(self) -> None:
+        if self.pixmap is None:
+            self.redraw()  # the first picture at once; later ones when changes settle
+        else:
+            self._timer.start()
+
+    def redraw(self) -> None:
+        scene = self.view.scene()
+        rect = QRectF()
+        for item in scene.node_items.values():
+            if item.isVisible():
+                rect = rect.united(item.sceneBoundingRect())
+        self.source = rect.adjusted(-40, -40, 40, 40)
+        if rect.isNull():
+            self.pixmap = None
+            self.sync()
+            return
+        pixmap = QPixmap(self.size())
+        pixmap.fill(QColor("#ffffff"))
+        painter = QPainter(pixmap)
+        s, ox, oy = self._scale()  # the same mapping the marked area and clicks use
+        scene.render(painter, QRectF(ox, oy, self.source.width() * s, self.source.height() * s), self.source,
+                     Qt.IgnoreAspectRatio)
+        painter.end()
+        self.pixmap = pixmap
+        self.sync()
+
+    def _scale(self) -> tuple[float, float, float]:
+        s = min(self.width() / max(1.0, self.source.width()), self.height() / max(1.0, self.source.height()))
+        ox = (self.width() - self.source.width() * s) / 2
+        oy = (self.height() - self.source.height() * s) / 2
+        return s, ox, oy
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(255, 255, 255, 230))
+        painter.setPen(QPen(QColor("#9ca3af"), 1))
+        painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        if self.pixmap is None:
+            return
+        painter.drawPixmap(0, 0, self.pixmap)
+        s, ox, oy = self._scale()
+        visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        r = QRectF(ox + (visible.left() - self.source.left()) * s, oy + (visible.top() - self.source.top()) * s,
+                   visible.width() * s, visible.height() * s)
+        painter.setPen(QPen(QColor("#c62828"), 1.5))
+        painter.setBrush(QColor(198, 40, 40, 30))
+        painter.drawRect(r.intersected(QRectF(self.rect())))
+
+    def _jump(self, pos) -> None:
+        s, ox, oy = self._scale()
+        if s > 0:
+            self.view.centerOn(QPointF(self.source.left() + (pos.x() - ox) / s, self.source.top() + (pos.y() - oy) / s))
+
+    def mousePressEvent(self, event) -> None:
+        self._jump(event.position())
+
+    def mouseMoveEvent(self, event) -> None:
+        self._jump(event.position())

@@ -1,0 +1,151 @@
+"""GraphView: zoom, pan, fit, the empty-canvas message and the node context menu."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtWidgets import QGraphicsView, QMenu
+
+from graphview.core.run import Run
+from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.overview import Overview
+from graphview.qt.canvas.scene import GraphScene
+
+
+class GraphView(QGraphicsView):
+    """Zoom (wheel, +/-), pan (drag), fit (F), zoom to selection (Z), context menu."""
+
+    sigDetachRequested = Signal(str)
+    sigGradcheckRequested = Signal(str)
+
+    def __init__(self, scene: GraphScene, parent=None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
+        self.setCacheMode(QGraphicsView.CacheBackground)
+        self.setOptimizationFlag(QGraphicsView.DontSavePainterState, True)
+        self.setMinimumSize(300, 200)
+        self.message = ""
+        self.overview = Overview(self)
+        # the zoom and fit keys (F, Z, Ctrl +/-) belong to the window's View menu: the same keys
+        # here as well would make Qt refuse both as ambiguous
+
+    # the SessionView protocol: the view itself only keeps its message and minimap current
+    def set_run(self, run: Run) -> None:
+        self.set_message("")
+
+    def set_cursor(self, index: int) -> None:
+        self.overview.schedule()
+
+    def set_overview_enabled(self, enabled: bool) -> None:
+        self.overview.enabled = enabled
+        self.overview.sync()
+
+    def set_message(self, text: str) -> None:
+        """A note drawn in the middle of an empty canvas (a run that failed before any op)."""
+        self.message = text
+        self.viewport().update()
+
+    def drawForeground(self, painter, rect) -> None:
+        super().drawForeground(painter, rect)
+        if not self.message or any(item.isVisible() for item in self.scene().node_items.values()):
+            return
+        painter.save()
+        painter.resetTransform()
+        area = QRectF(self.viewport().rect()).adjusted(40, 40, -40, -40)
+        painter.setPen(QColor("#7f1d1d"))
+        painter.setFont(QFont("DejaVu Sans", 11))
+        painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.message)
+        painter.restore()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        # a fifth of the canvas at most: on a small window the overview must not hide the graph
+        width = int(max(90, min(170, self.viewport().width() * 0.2)))
+        if width != self.overview.width():
+            self.overview.setFixedSize(width, int(width * 0.7))
+            self.overview.pixmap = None
+            self.overview.schedule()
+        self.overview.move(self.viewport().width() - self.overview.width() - 8,
+                           self.viewport().height() - self.overview.height() - 8)
+        self.overview.sync()
+
+    def wheelEvent(self, event) -> None:
+        factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
+        self.zoom(factor)
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11() * factor
+        if 0.02 <= scale <= 6:
+            self.scale(factor, factor)
+
+    #: the smallest zoom the window picks by itself: node names can still be read
+    READABLE_ZOOM = 0.55
+
+    def fit(self) -> None:
+        """Show every node shown at the cursor (View > Fit to window)."""
+        scene = self.scene()
+        visible = [i for i in scene.node_items.values() if i.isVisible()]
+        rect = visible[0].sceneBoundingRect() if visible else scene.sceneRect()
+        for item in visible[1:]:
+            rect = rect.united(item.sceneBoundingRect())
+        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
+            self.resetTransform()
+            self.scale(1.4, 1.4)
+            self.centerOn(rect.center())
+
+    def fit_readable(self) -> None:
+        """What the window shows by itself after opening or finishing a run: the whole graph if
+        it fits at a zoom where node names can be read, else that zoom around the newest node
+        (where the run is; the overview in the corner shows the rest, F fits it all)."""
+        self.fit()
+        if self.transform().m11() >= self.READABLE_ZOOM:
+            return
+        visible = [i for i in self.scene().node_items.values() if i.isVisible()]
+        self.resetTransform()
+        self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
+        if visible:  # the newest node in the lower part of the view, what led to it above
+            newest = max(visible, key=lambda i: i.node.born).pos()
+            height = self.viewport().height() / self.READABLE_ZOOM
+            self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
+
+    def zoom_to_selection(self) -> None:
+        items = self.scene().selectedItems()
+        if items:
+            rect = items[0].sceneBoundingRect()
+            for item in items[1:]:
+                rect = rect.united(item.sceneBoundingRect())
+            self.fitInView(rect.adjusted(-200, -150, 200, 150), Qt.KeepAspectRatio)
+
+    def center_on_node(self, node_id: str) -> None:
+        item = self.scene().node_items.get(node_id)
+        if item is not None:
+            self.centerOn(item)
+
+    def contextMenuEvent(self, event) -> None:
+        item = self.itemAt(event.pos())
+        if not isinstance(item, NodeItem):
+            return
+        node = item.node
+        menu = QMenu(self)
+        specs = []
+        run = self.scene().run
+        if node.kind == "op" and run is not None:
+            oid = next((op["oid"] for _, op in run.ops if op.get("grad_fn") == node.ref), None)
+            if oid is not None:
+                specs.append((f"Detach here (op {oid}: {node.title})", f"op:{oid}"))
+        if node.module:
+            specs.append((f"Detach output of module {node.module}", node.module))
+        if node.line is not None:
+            specs.append((f"Detach every result of line {node.line}", f"line:{node.line}"))
+        for text, spec in specs:
+            menu.addAction(text, lambda s=spec: self.sigDetachRequested.emit(s))
+        if node.kind in ("param", "input_grad") and run is not None and run.tensor_name(node.ref):
+            name = run.tensor_name(node.ref)
+            menu.addAction(f"Check the gradient of {name} (finite differences, float64)",
+                           lambda n=name: self.sigGradcheckRequested.emit(n))
+        if not menu.isEmpty():
+            menu.exec(event.globalPos())

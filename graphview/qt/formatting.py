@@ -1,0 +1,36 @@
+"""Numbers and value summaries in a few words, for badges, panels and the status bar."""
+
+from __future__ import annotations
+
+from graphview.core.events import summary_text
+
+
+def short_value(summary) -> str:
+    """A badge-sized form of a value summary: the value of a scalar, else a norm."""
+    if not isinstance(summary, dict):
+        return "None" if summary is None else str(summary)
+    values = summary.get("values")
+    if values is not None:
+        shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values[:3]]
+        if len(values) == 1:
+            return shown[0]
+        return "[" + ", ".join(shown) + (", …]" if len(values) > 3 else "]")
+    stats = summary.get("stats") or {}
+    if stats.get("nan") or stats.get("inf"):
+        return f"{stats.get('nan', 0)} NaN, {stats.get('inf', 0)} Inf"
+    norm = stats.get("norm")
+    return f"norm {norm:.4g}" if isinstance(norm, float) else f"{stats.get('numel', '?')} values"
+
+
+def human_bytes(n: float) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def capped(summary, limit: int = 8) -> str:
+    """A value summary for a panel: at most ``limit`` values, then how many more."""
+    return summary_text(summary, limit)

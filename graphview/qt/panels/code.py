@@ -1,0 +1,110 @@
+"""The code pane: the script's source with line numbers, the cursor's line and the error line marked."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+
+from graphview.core import timeline
+from graphview.core.run import Run
+from graphview.qt.widgets.fonts import MONO
+
+
+class _LineNumbers(QWidget):
+    def __init__(self, editor: "CodeView") -> None:
+        super().__init__(editor)
+        self.editor = editor
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.editor.number_width(), 0)
+
+    def paintEvent(self, event) -> None:
+        self.editor.paint_numbers(event)
+
+
+class CodeView(QPlainTextEdit):
+    """The script's source, the line at the cursor highlighted; a click selects what it created."""
+
+    sigLineClicked = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setFont(MONO)
+        self.setMinimumWidth(300)
+        self.setLineWrapMode(QPlainTextEdit.WidgetWidth)  # long docstring lines stay readable
+        self._numbers = _LineNumbers(self)
+        self.blockCountChanged.connect(lambda _: self.setViewportMargins(self.number_width(), 0, 0, 0))
+        self.updateRequest.connect(self._scroll_numbers)
+        self._run: Run | None = None
+        self.current_line: int | None = None
+        self.error_line: int | None = None
+        self.setViewportMargins(self.number_width(), 0, 0, 0)
+
+    def number_width(self) -> int:
+        digits = len(str(max(1, self.blockCount())))
+        return 14 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
+
+    def _scroll_numbers(self, rect, dy) -> None:
+        if dy:
+            self._numbers.scroll(0, dy)
+        else:
+            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self._numbers.setGeometry(QRect(cr.left(), cr.top(), self.number_width(), cr.height()))
+
+    def paint_numbers(self, event) -> None:
+        painter = QPainter(self._numbers)
+        painter.fillRect(event.rect(), QColor("#f3f4f6"))
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        bottom = top + round(self.blockBoundingRect(block).height())
+        while block.isValid() and top <= event.rect().bottom():
+            number = block.blockNumber() + 1
+            if block.isVisible() and bottom >= event.rect().top():
+                painter.setPen(QColor("#c62828") if number == self.error_line else
+                               QColor("#111827") if number == self.current_line else QColor("#9ca3af"))
+                painter.drawText(0, top, self._numbers.width() - 6, self.fontMetrics().height(),
+                                 Qt.AlignRight, str(number))
+            block = block.next()
+            top = bottom
+            bottom = top + round(self.blockBoundingRect(block).height())
+
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    def set_cursor(self, index: int) -> None:
+        """Mark the line of the event at ``index`` and the line of an error raised by then."""
+        self.highlight(timeline.line_at(self._run, index), timeline.error_line(self._run, index))
+
+    def set_source(self, text: str) -> None:
+        self.setPlainText(text)
+        self.current_line = None
+        self.error_line = None
+
+    def highlight(self, line: int | None, error_line: int | None = None) -> None:
+        self.current_line, self.error_line = line, error_line
+        selections = []
+        for number, color in ((error_line, QColor("#fde2e2")), (line, QColor("#fff3c4"))):
+            if number is None or number < 1 or number > self.blockCount():
+                continue
+            sel = QTextEdit.ExtraSelection()
+            sel.format.setBackground(color)
+            sel.format.setProperty(QTextFormat.FullWidthSelection, True)
+            sel.cursor = QTextCursor(self.document().findBlockByNumber(number - 1))
+            selections.append(sel)
+        self.setExtraSelections(selections)
+        if line is not None and 1 <= line <= self.blockCount():
+            cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
+            self.setTextCursor(cursor)
+            self.ensureCursorVisible()
+        self._numbers.update()
+
+    def mouseReleaseEvent(self, event) -> None:
+        super().mouseReleaseEvent(event)
+        line = self.cursorForPosition(event.position().toPoint()).blockNumber() + 1
+        self.sigLineClicked.emit(line)

@@ -1,0 +1,81 @@
+"""The console: the script's output and errors up to the cursor; traceback lines link into the code."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QTextBrowser
+
+from graphview.core.events import summary_text
+from graphview.core.run import Run
+from graphview.qt.widgets.fonts import MONO
+
+
+class Console(QTextBrowser):
+    """The script's output and errors; traceback lines are links into the code pane."""
+
+    sigLineLink = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setFont(MONO)
+        self._run: Run | None = None
+        self.anchorClicked.connect(lambda url: self.sigLineLink.emit(int(url.toString()[5:]))
+                                   if url.toString().startswith("line:") else None)
+
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    def set_cursor(self, index: int) -> None:
+        self.show_run(self._run, index)
+
+    def show_run(self, run: Run, index: int) -> None:
+        """Output up to event ``index``; rebuilt only when that text changes."""
+        pieces = self._pieces(run)
+        shown = sum(1 for at, _ in pieces if at <= index)
+        key = (id(run), shown)
+        if key == getattr(self, "_shown_key", None):
+            return
+        self._shown_key = key
+        self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(p for _, p in pieces[:shown]) + "</pre>")
+        self.moveCursor(QTextCursor.End)
+
+    def _pieces(self, run: Run) -> list[tuple[int, str]]:
+        cache = getattr(self, "_cache", None)
+        if cache is None or cache[0] is not run:
+            cache = self._cache = (run, [], [0])
+        _, pieces, scanned = cache
+        events = run.events
+        for i in range(scanned[0], len(events)):
+            ev = events[i]
+            kind = ev.get("ev")
+            if kind == "stdout":
+                pieces.append((i, html.escape(ev["text"])))
+            elif kind == "stderr":
+                pieces.append((i, f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>"))
+            elif kind == "step_end" and ev.get("result"):
+                pieces.append((i, f"<span style='color:#6b7280'>── step {ev['step']}: step() returned "
+                                  f"{html.escape(summary_text(ev['result']))} ──</span>\n"))
+            elif kind == "output_capped":
+                pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
+            elif kind == "error":
+                pieces.append((i, _error_html(ev)))
+            elif kind == "run_end":
+                status = ev.get("status")
+                color = "#2e7d32" if status == "ok" else "#c62828"
+                pieces.append((i, f"<span style='color:{color}'>── run {html.escape(status)}"
+                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n"))
+        scanned[0] = len(events)
+        return pieces
+
+
+def _error_html(ev: dict) -> str:
+    lines = ["<span style='color:#c62828'>Traceback (in your script):</span>"]
+    for frame in ev.get("traceback") or ():
+        lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
+                     f"{html.escape(frame['text'])}")
+    lines.append(f"<b style='color:#c62828'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,221 @@
+"""The inspector: everything recorded about the selected node at the cursor, with histograms."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QRectF, Qt, QUrl, Signal
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtWidgets import QTextBrowser
+
+from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
+from graphview.qt.formatting import capped, human_bytes
+
+
+class Inspector(QTextBrowser):
+    """Everything recorded about the selected node, at the cursor."""
+
+    sigLineLink = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._images: dict[str, QImage] = {}
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_link)
+        self.setMinimumWidth(240)
+        self._run: Run | None = None
+        self._cursor = -1
+        self._selection = ""
+        self.show_empty()
+
+    def show_empty(self) -> None:
+        self.setHtml("<p style='color:#6b7280'>Click a node in the graph to see everything recorded about it.</p>")
+
+    def _on_link(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("line:"):
+            self.sigLineLink.emit(int(text[5:]))
+
+    def _histogram(self, name: str, summary) -> str:
+        """An inline picture of ``summary``'s value histogram (when it has one), as HTML."""
+        stats = summary.get("stats") if isinstance(summary, dict) else None
+        counts = stats.get("hist") if isinstance(stats, dict) else None
+        if not counts:
+            return ""
+        # as wide as the value column can be without a horizontal scroll bar
+        width = max(120, min(320, self.viewport().width() - 118))
+        self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
+        sampled = stats.get("hist_of")
+        note = (f"<br><span style='color:#6b7280;font-size:small'>histogram of {sampled:,} evenly spaced values "
+                f"of {stats.get('numel', 0):,}</span>" if sampled else "")
+        return f"<br><img src='hist:{name}'>{note}"
+
+    def loadResource(self, kind: int, url: QUrl):
+        if url.scheme() == "hist" and url.path() in self._images:
+            return self._images[url.path()]
+        return super().loadResource(kind, url)
+
+    # the SessionView protocol: the inspector follows the cursor and the selection
+    def set_run(self, run: Run) -> None:
+        self._run, self._cursor, self._selection = run, -1, ""
+        self.show_empty()
+
+    def set_cursor(self, index: int) -> None:
+        self._cursor = index
+        if self._selection:
+            self.show_node(self._run, self._selection, index)
+
+    def set_selection(self, node_id: str) -> None:
+        self._selection = node_id
+        if not node_id:
+            self.show_empty()
+        elif self._run is not None:
+            self.show_node(self._run, node_id, self._cursor)
+
+    def show_node(self, run: Run, node_id: str, index: int) -> None:
+        self._images = {}
+        if node_id.startswith("op"):
+            op = run.op_nodes.get(int(node_id[2:]))
+            if op is None:
+                return self.show_empty()
+            title = "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name
+            rows = self._op_rows(run, op, index) + self._backward_rows(run, op, index)
+        else:
+            tnode = run.tensor_nodes.get(node_id)
+            if tnode is None:
+                return self.show_empty()
+            title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
+            rows = self._tensor_rows(run, tnode, index)
+        body = "".join(f"<tr><td nowrap style='color:#6b7280;padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
+                       for k, v in rows)
+        self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>")
+
+    def show_gradcheck(self, result: dict) -> None:
+        """A gradient check's table: autograd against finite differences, element by element."""
+        worst = result["max_rel_error"]
+        verdict = "agree" if worst <= 1e-4 else "disagree"
+        rows = "".join(f"<tr><td>{i}</td><td>{a:.8g}</td><td>{n:.8g}</td></tr>"
+                       for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])))
+        color = "#2e7d32" if worst <= 1e-4 else "#c62828"
+        self.setHtml(
+            f"<h3>Gradient check: {result['tensor']}</h3><p>d(first backward's loss)/d{result['tensor']} in float64,"
+            f" central differences with eps={result['eps']:g}.</p><table><tr><th>element</th><th>autograd</th>"
+            f"<th>finite differences</th></tr>{rows}</table>"
+            f"<p style='color:{color}'>largest relative error {worst:.3g}: {verdict}</p>")
+
+    def _op_rows(self, run: Run, op: OpNode, index: int) -> list[tuple[str, str]]:
+        """An autograd node: what made it, where it points, whether it ran, what it saved."""
+        rows = [("kind", "AccumulateGrad (writes a leaf's .grad)" if op.name == ACCUMULATE_GRAD else "grad_fn node")]
+        if op.leaf is not None:
+            rows.append(("leaf", html.escape(run.tensor_name(op.leaf) or f"tensor {op.leaf}")))
+        if op.op:
+            rows.append(("created by", html.escape(op.op)))
+        if op.module:
+            rows.append(("module", html.escape(op.module)))
+        if op.line is not None:
+            rows.append(("source line", f"<a href='line:{op.line}'>line {op.line}</a>"))
+        if op.seq is not None:
+            rows.append(("sequence nr", str(op.seq)))
+        nexts = []
+        for child, nr in op.next:
+            name = run.op_nodes[child].name if child in run.op_nodes else "None (no grad needed)"
+            nexts.append(html.escape(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
+        rows.append(("next_functions", "<br>".join(nexts) or "none"))
+        state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
+        runs = [i for _, i in op.executed if i <= index]
+        if runs and not any(ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid
+                            for ev in run.events[runs[-1]:index + 1]):
+            rows.append(("state", f"<b style='color:#c2410c'>running now</b> (backward); executed {len(runs) - 1}× before"))
+        else:
+            rows.append(("state", f"{state}; executed {len(runs)}×"))
+        unreachable = run.unreachable_reason(op.vid, index)
+        if unreachable is not None:
+            rows.append(("backward", f"<i>will not run</i>: {html.escape(unreachable)}"))
+        saved = [s for s in run.saved.values() if s.owner == op.vid and s.born <= index]
+        lines = []
+        for s in saved:
+            released = s.released is not None and s.released <= index
+            shape = "×".join(map(str, s.shape)) or "scalar"
+            kind = {"param": "leaf that requires grad", "input": "input or constant"}.get(s.kind, s.kind)
+            lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({kind})"
+                         + (" <i>released</i>" if released else ""))
+        rows.append(("saved tensors", "<br>".join(lines) or "none"))
+        return rows
+
+    def _backward_rows(self, run: Run, op: OpNode, index: int) -> list[tuple[str, str]]:
+        """The gradients into and out of ``op`` in each backward call that reached it by ``index``."""
+        rows: list[tuple[str, str]] = []
+        started = {bid: i for bid, i in op.executed}
+        for call in run.backwards.values():
+            if started.get(call.bid, index + 1) <= index:  # only what has happened by the cursor
+                rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
+                done = next((i for i, ev in enumerate(run.events[started[call.bid]:index + 1], started[call.bid])
+                             if ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid), None)
+                if done is not None and op.vid in call.grads_out:
+                    outs = call.grads_out.get(op.vid) or []
+                    labels = []
+                    for (child, _), g in zip(op.next, outs):
+                        if child not in run.op_nodes:  # an input that needs no gradient
+                            labels.append("→ <span style='color:#6b7280'>(no grad needed)</span>")
+                            continue
+                        target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
+                        labels.append(f"→ {html.escape(target)}: {html.escape(capped(g, 6))}")
+                    rows.append((f"grad out (backward {call.bid})", "<br>".join(labels) or "none"))
+        return rows
+
+    def _tensor_rows(self, run: Run, tnode: TensorNode, index: int) -> list[tuple[str, str]]:
+        """A tensor: its kind, shape, dtype, version, value and ``.grad`` at ``index``."""
+        info = tnode.info
+        roots = [c.bid for c in run.backwards.values() if tnode.tid in c.roots_tensors and c.start <= index]
+        kind_text = f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})"
+        if roots:
+            kind_text = f"output / loss: root of backward {', '.join(map(str, roots))}"
+        rows = [
+            ("kind", kind_text),
+            ("shape", "×".join(map(str, info.get("shape") or [])) or "scalar"),
+            ("dtype", str(info.get("dtype"))), ("device", str(info.get("device"))),
+            ("requires_grad", str(info.get("requires_grad"))), ("is_leaf", str(info.get("is_leaf"))),
+            ("version", str(tnode.version)),
+        ]
+        if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
+            rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
+        if info.get("line") is not None:
+            rows.append(("first seen at", f"<a href='line:{info['line']}'>line {info['line']}</a>"))
+        value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
+            {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
+        value = run.value_at(tnode.tid, index) or value
+        rows.append(("value", html.escape(capped(value)) + self._histogram("value", value)))
+        entry = run.grad_at(tnode.tid, index)
+        rows.append((".grad", html.escape(capped(entry.value)) + self._histogram("grad", entry.value)
+                     if entry else "None"))
+        return rows
+
+
+def histogram_image(counts: list[int], lo: float, hi: float, width: int = 232, height: int = 74) -> QImage:
+    """Bars of ``counts`` over equal bins from ``lo`` to ``hi``, with the range written below."""
+    image = QImage(width, height, QImage.Format_ARGB32)
+    image.fill(QColor("#ffffff"))
+    painter = QPainter(image)
+    font = QFont("DejaVu Sans", 7)
+    painter.setFont(font)
+    plot_h = height - 16
+    top = max(counts) or 1
+    bar_w = (width - 2) / len(counts)
+    painter.setPen(Qt.NoPen)
+    painter.setBrush(QColor("#4c8bf5"))
+    for i, count in enumerate(counts):
+        h = 0 if count == 0 else max(1.0, (plot_h - 2) * count / top)
+        painter.drawRect(QRectF(1 + i * bar_w, plot_h - h, max(1.0, bar_w - 1), h))
+    painter.setPen(QColor("#9ca3af"))
+    painter.drawLine(0, plot_h, width, plot_h)
+    painter.setPen(QColor("#4b5563"))
+    painter.drawText(QRectF(0, plot_h + 1, width / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, f"{lo:.4g}")
+    painter.drawText(QRectF(width / 2, plot_h + 1, width / 2, 14), Qt.AlignRight | Qt.AlignVCenter, f"{hi:.4g}")
+    painter.end()
+    return image
+
+
+def _grads(grads) -> str:
+    if not grads:
+        return "none"
+    return "<br>".join(html.escape(capped(g)) for g in grads)

@@ -1,0 +1,62 @@
+"""The gradient ledger: every change of every ``.grad``, up to the cursor."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+
+from graphview.core.run import Run
+from graphview.qt.formatting import capped
+
+
+class GradLedger(QTreeWidget):
+    """Per leaf, every change of its ``.grad``: +(-8) → -8, +(-8) → -16, zero_grad → None."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setHeaderLabels(["tensor / change", ".grad after"])
+        self.setColumnWidth(0, 420)
+        self.setRootIsDecorated(True)
+        self._run: Run | None = None
+        self._pending: tuple | None = None  # (run, index) to show once this tab is in front
+
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    def set_cursor(self, index: int) -> None:
+        self.show_run(self._run, index)
+
+    def show_run(self, run: Run, index: int) -> None:
+        if not self.isVisible():  # another tab is in front: rebuild when this one is shown
+            self._pending = (run, index)
+            return
+        self._pending = None
+        key = (id(run), sum(1 for entries in run.grads.values() for e in entries if e.index <= index),
+               sum(len(entries) for entries in run.grads.values()))
+        if key == getattr(self, "_shown_key", None):
+            return  # nothing to redraw
+        self._shown_key = key
+        self.clear()
+        for tid, entries in run.grads.items():
+            name = run.tensor_name(tid) or f"tensor {tid}"
+            shown = [e for e in entries if e.index <= index]
+            top = QTreeWidgetItem([name, capped(shown[-1].value) if shown else "None"])
+            self.addTopLevelItem(top)
+            for e in entries:
+                step = f"step {e.step}: " if e.step is not None else (f"backward {e.bid}: " if e.bid else "")
+                if e.how in ("accumulate", "retained"):
+                    what = (f"{step}.grad += {capped(e.increment, 4)}" if e.increment is not None
+                            else f"{step}.grad kept (retain_grad)")
+                else:
+                    what = f"{step}{e.how.replace('_', ' ')}"
+                child = QTreeWidgetItem([what, capped(e.value)])
+                if e.index > index:
+                    for col in (0, 1):
+                        child.setForeground(col, QColor("#b0b0b0"))
+                top.addChild(child)
+            top.setExpanded(True)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._pending is not None:
+            self.show_run(*self._pending)

@@ -1,0 +1,204 @@
+"""The memory chart: saved-tensor bytes over the run, stacked by kind, earlier runs as overlays."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+
+from graphview.core.run import Run
+from graphview.qt.formatting import human_bytes
+
+
+class BytesAxis(pg.AxisItem):
+    """Byte axis with ticks at round binary sizes (1 KiB, 2 KiB, ... not 1000 B)."""
+
+    def tickSpacing(self, minVal, maxVal, size):
+        span = max(1.0, maxVal - minVal)
+        unit = 1.0
+        while unit * 1024 <= span:
+            unit *= 1024
+        for mult in (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+            step = unit * mult
+            if span / step <= 5 and step >= 1:
+                return [(step, 0)]
+        return [(unit * 512, 0)]
+
+    def tickStrings(self, values, scale, spacing):
+        return [human_bytes(v) for v in values]
+
+
+class MemoryChart(pg.PlotWidget):
+    """Live saved-tensor bytes over the timeline, stacked by kind; a cursor; click to jump."""
+
+    sigJump = Signal(int)
+    MAX_POINTS = 1500  # filled curves cost paint time per point: long runs are drawn binned (peaks kept)
+    COLORS = {"activation": "#4c8bf5", "param": "#34a853", "input": "#fbbc04"}
+    FILLS = {"activation": "#b3cdfb", "param": "#a9dcb8", "input": "#fde6a0"}  # opaque: blending is slow
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
+        self.setBackground("w")
+        self.getAxis("left").setWidth(72)  # fixed: labels of changing width would re-layout forever
+        # no grid: in software rendering its translucent lines cost more than everything else
+        self.setLabel("bottom", "event")
+        self.setMouseEnabled(x=True, y=False)
+        # top right, away from where runs start; an opaque box keeps it readable over the curves
+        # the legend is a line of the title, above the plot: it can never cover the curves
+        self._overlay_labels: list[tuple[str, str]] = []
+        self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
+        self.addItem(self.cursor_line)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        self.overlays: list[pg.PlotDataItem] = []
+        self._overlay_peaks: list[int] = []
+        self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
+        self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
+        self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
+        self.scene().sigMouseClicked.connect(self._clicked)
+        self.series: dict[str, list] = {}
+        self.device = "cpu"
+
+    def show_run(self, run: Run, device: str) -> None:
+        """Plot ``run``'s series on ``device``. A live run calls this as it grows: only the new
+        events are converted, and binning, stacking and the peak run in numpy, so a refresh
+        costs about the same at event 1,000 as at event 1,000,000."""
+        self.device = device
+        series = run.memory_series(device)
+        self.series = series
+        arrays = self._arrays(run, device, series)
+        stack = np.zeros(len(arrays["total"]), dtype=np.int64)
+        for kind in ("input", "param", "activation"):
+            top = stack + arrays[kind]
+            label = {"activation": "activations", "param": "leaves that require grad (parameters)",
+                     "input": "inputs and constants"}[kind]
+            x, y = _peak_decimate(top, self.MAX_POINTS)
+            curve = self.curves.get(kind)
+            if curve is None:
+                # steps, not ramps: the bytes after event i hold until event i + 1
+                curve = self.plot(x, y, name=label, pen=pg.mkPen(QColor(self.COLORS[kind]), width=1), fillLevel=0,
+                                  brush=QColor(self.FILLS[kind]), stepMode="right")
+                self.curves[kind] = curve
+            else:
+                curve.setData(x, y)
+            stack = top
+        if self._cache["has_alloc"]:
+            x, values = _peak_decimate(arrays["allocated"], self.MAX_POINTS)
+            if "allocated" not in self.curves:
+                self.curves["allocated"] = self.plot(x, values, name="CUDA allocated", pen=pg.mkPen("#6b7280", style=Qt.DashLine))
+            else:
+                self.curves["allocated"].setData(x, values)
+        elif "allocated" in self.curves:
+            self.curves["allocated"].setData([], [])  # an earlier run's allocator line
+        # opaque stacked areas: the tallest (activations, the total) at the back, inputs in front
+        for z, kind in enumerate(("activation", "param", "input", "allocated")):
+            if kind in self.curves:
+                self.curves[kind].setZValue(-10 + z)
+        total = arrays["total"]
+        peak_x = int(np.argmax(total)) if len(total) else 0
+        if len(total) and total[peak_x] > 0:
+            peak_value = int(total[peak_x])
+            self.peak.setData([peak_x], [peak_value])
+            self._title(f"<span style='color:#c62828'>● peak {human_bytes(peak_value)} at event {peak_x}</span>"
+                        f" <span style='color:#6b7280'>(saved tensors on {device})</span>")
+        else:
+            self.peak.setData([], [])
+            self._title(f"<span style='color:#6b7280'>no saved tensors on {device}</span>")
+        self._headroom(int(total.max()) if len(total) else 0)
+
+    def _title(self, headline: str) -> None:
+        keys = [(self.COLORS["activation"], "■", "activations"), (self.COLORS["param"], "■", "parameters (leaves that require grad)"),
+                (self.COLORS["input"], "■", "inputs and constants")]
+        if self._cache is not None and self._cache["has_alloc"]:
+            keys.append(("#6b7280", "┅", "CUDA allocated"))
+        keys += [(color, "┅", label) for label, color in self._overlay_labels]
+        legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
+                                      f"<span style='color:#374151'> {html.escape(label)}</span>" for color, mark, label in keys)
+        self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+
+    def _headroom(self, peak: int) -> None:
+        """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
+        range would follow only part of them and jump while a run streams)."""
+        top = max([peak] + self._overlay_peaks)
+        self.enableAutoRange(axis="y", enable=False)
+        self.setYRange(0, max(top, 1) * 1.12, padding=0)
+
+    def _arrays(self, run: Run, device: str, series: dict) -> dict[str, np.ndarray]:
+        """The series as numpy arrays, extended by only what is new since the last call."""
+        cache = self._cache
+        n = len(series["total"])
+        if cache is None or cache["run"] is not run or cache["device"] != device or cache["n"] > n:
+            cache = self._cache = {"run": run, "device": device, "n": 0, "has_alloc": False,
+                                   "buffers": {k: np.zeros(1024, dtype=np.float64 if k == "allocated" else np.int64)
+                                               for k in ("activation", "param", "input", "total", "allocated")}}
+        old = cache["n"]
+        if n > old:
+            for kind, buffer in cache["buffers"].items():
+                if len(buffer) < n:
+                    grown = np.zeros(max(n, 2 * len(buffer)), dtype=buffer.dtype)
+                    grown[:old] = buffer[:old]
+                    cache["buffers"][kind] = buffer = grown
+                tail = series[kind][old:n]
+                if kind == "allocated":
+                    if any(v is not None for v in tail):
+                        cache["has_alloc"] = True
+                    tail = [np.nan if v is None else v for v in tail]
+                buffer[old:n] = tail
+            cache["n"] = n
+        return {kind: buffer[:n] for kind, buffer in cache["buffers"].items()}
+
+    def add_overlay(self, run: Run, label: str, color: str) -> None:
+        x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
+        curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
+        self.overlays.append(curve)
+        self._overlay_labels.append((label, color))
+        self._overlay_peaks.append(int(y.max()) if len(y) else 0)
+
+    def clear_overlays(self) -> None:
+        for curve in self.overlays:
+            self.removeItem(curve)
+        self.overlays.clear()
+        self._overlay_peaks.clear()
+        self._overlay_labels.clear()
+
+    def set_run(self, run: Run) -> None:
+        """A new run: the earlier runs' overlays go (the window adds back those it compares with)."""
+        self.clear_overlays()
+
+    def set_cursor(self, index: int) -> None:
+        self.cursor_line.setValue(index)
+
+    def _clicked(self, event) -> None:
+        point = self.plotItem.vb.mapSceneToView(event.scenePos())
+        if self.series.get("total"):
+            index = int(round(point.x()))
+            self.sigJump.emit(max(0, min(index, len(self.series["total"]) - 1)))
+
+    def to_csv(self) -> str:
+        rows = ["event,activation_bytes,param_bytes,input_bytes,total_bytes,cuda_allocated_bytes"]
+        s = self.series
+        for i in range(len(s.get("total", []))):
+            alloc = s["allocated"][i]
+            rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
+                        f"{'' if alloc is None else alloc}")
+        return "\n".join(rows) + "\n"
+
+
+def _peak_decimate(values, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``limit`` points: each bin of events keeps its highest value (peaks survive)."""
+    values = np.asarray(values)
+    n = len(values)
+    if n <= limit:
+        return np.arange(n), values
+    width = -(-n // limit)
+    bins = -(-n // width)
+    padded = np.full(bins * width, -np.inf if values.dtype.kind == "f" else np.iinfo(np.int64).min, dtype=values.dtype)
+    padded[:n] = values
+    rows = padded.reshape(bins, width)
+    if values.dtype.kind == "f":
+        rows = np.where(np.isnan(rows), -np.inf, rows)
+    offsets = np.argmax(rows, axis=1)
+    xs = np.arange(bins) * width + offsets
+    return xs, values[xs]

@@ -1,0 +1,73 @@
+"""The run options (retain_graph, grad mode, detach at, ...) and "Run again"."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QPushButton, QSpinBox, QVBoxLayout, QWidget
+
+from graphview.core.options import GRAD_MODES, RunOptions
+
+
+class TogglesPanel(QWidget):
+    """The run options; "Run again" starts a new run, earlier runs stay on the memory chart."""
+
+    sigRunRequested = Signal(object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        form = QFormLayout()
+        self.retain = QCheckBox("retain_graph")
+        self.retain.setToolTip("pass retain_graph=True to every backward: the graph and its saved tensors stay")
+        self.create = QCheckBox("create_graph")
+        self.create.setToolTip("pass create_graph=True to every backward: gradients get graphs of their own")
+        self.mode = QComboBox()
+        self.mode.addItems(list(GRAD_MODES))
+        self.accumulate = QCheckBox("skip zero_grad")
+        self.accumulate.setToolTip("accumulate gradients across steps: zero_grad calls do nothing")
+        self.device = QComboBox()
+        self.device.addItem("script's choice", None)
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 1000)
+        self.steps.setValue(3)
+        self.detach = QComboBox()
+        self.detach.setEditable(True)
+        self.detach.addItem("")
+        self.detach.setToolTip("op:N, line:N or a module path; right-click a node for suggestions")
+        form.addRow(self.retain)
+        form.addRow(self.create)
+        form.addRow("grad mode", self.mode)
+        form.addRow(self.accumulate)
+        form.addRow("device", self.device)
+        form.addRow("steps", self.steps)
+        self.steps.setToolTip("how many times a step script's step() is called")
+        form.addRow("detach at", self.detach)
+        self.run_button = QPushButton("Run again with these options")
+        self.run_button.clicked.connect(lambda: self.sigRunRequested.emit(self.options()))
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.run_button)
+        layout.addStretch(1)
+
+    def set_devices(self, devices: list[str]) -> None:
+        current = {self.device.itemData(i) for i in range(self.device.count())}
+        for device in devices:
+            if device not in current:
+                self.device.addItem(device, device)
+
+    def set_options(self, options: RunOptions) -> None:
+        self.retain.setChecked(options.retain_graph)
+        self.create.setChecked(options.create_graph)
+        self.mode.setCurrentText(options.grad_mode)
+        self.accumulate.setChecked(options.accumulate)
+        self.steps.setValue(options.steps)
+        self.detach.setCurrentText(", ".join(options.detach_at))
+
+    def options(self) -> RunOptions:
+        detach = [s.strip() for s in self.detach.currentText().split(",") if s.strip()]
+        return RunOptions(retain_graph=self.retain.isChecked(), create_graph=self.create.isChecked(),
+                          grad_mode=self.mode.currentText(), accumulate=self.accumulate.isChecked(),
+                          device=self.device.currentData(), steps=self.steps.value(), detach_at=detach)
+
+    def request_detach(self, spec: str) -> None:
+        self.detach.setCurrentText(spec)
+        self.sigRunRequested.emit(self.options())

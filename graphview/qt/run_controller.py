@@ -1,0 +1,323 @@
+"""RunController: the lifecycle of the run the window shows (begin, grow, finish, summarise).
+
+A run begins empty (a live runner is starting) or whole (a trace, a test's recording). A live
+run grows in short event-loop slices while the runner streams, so the window keeps answering;
+when it ends, it is finished (chart, diagnostics, the view of its last complete graph) and
+summarised in words. Earlier runs of the same script are kept for the chart's overlays and for
+saying what a re-run with other options changed.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer
+
+from graphview.core import timeline
+from graphview.core.diagnostics import diagnose
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from graphview.qt.formatting import human_bytes
+
+if TYPE_CHECKING:
+    from graphview.qt.main_window import MainWindow
+
+OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
+
+
+def nodes_per_step(run: Run) -> list[int]:
+    """How many autograd nodes each step made (the whole run, for a plain script)."""
+    if not run.steps:
+        return [len(run.op_nodes)]
+    starts = [step["start"] for step in run.steps]
+    counts = [0] * len(starts)
+    for op in run.op_nodes.values():  # one pass: each node to the step it was born in
+        at = bisect_right(starts, op.born) - 1
+        end = run.steps[at]["end"] if at >= 0 else None
+        if at >= 0 and (end is None or op.born <= end):
+            counts[at] += 1
+    return counts
+
+
+class RunController(QObject):
+    """Begins, grows, finishes and summarises the window's run.
+
+    Attributes
+    ----------
+    earlier_runs : list of (label, Run)
+        Earlier runs of the current script, oldest first, drawn as overlays on the memory chart.
+    comparison : str
+        What the last finished run changed against the one before it, in words ("" if nothing).
+    live_refresh : QTimer
+        The next round of catching up with a streaming run; idle when there is nothing to do.
+    slices_pending : int
+        Event-loop slices of a live round scheduled and not yet run.
+    """
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.earlier_runs: list[tuple[str, Run]] = []
+        self.comparison = ""
+        self.slices_pending = 0
+        self._finished = False
+        self._chart_turn = 0
+        # while a runner streams, the views catch up at most ten times a second
+        self.live_refresh = QTimer(self)
+        self.live_refresh.setSingleShot(True)
+        self.live_refresh.setInterval(60)
+        self.live_refresh.timeout.connect(self._refresh_live)
+
+    @property
+    def settled(self) -> bool:
+        """Nothing of the run is waiting to be drawn or summarised."""
+        run = self.window.run
+        return not (self.live_refresh.isActive() or self.slices_pending > 0
+                    or (run is not None and run.end is not None and not self._finished))
+
+    def overview_index(self) -> int:
+        """Where a finished run opens: its last graph complete, just before backward consumes it.
+
+        At the very end of a run most graphs are gone (autograd frees them), so the end is a poor
+        first view; the user steps or scrubs from there, or goes to the start (Home).
+        """
+        return timeline.overview(self.window.run)
+
+    def begin(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
+        """Show a (new) run; the previous one stays as an overlay on the memory chart."""
+        w = self.window
+        if script_path is None or script_path != w.script_path:
+            self.earlier_runs.clear()  # another script: nothing to compare with
+        elif w.run is not None and len(w.run.events) > 1:
+            label = RunOptions.from_dict((w.run.start or {}).get("options", {})).label()
+            self.earlier_runs.append((label, w.run))
+        run = run if run is not None else Run()
+        w.statusBar().clearMessage()  # what the last run ended with is not this run's news
+        w.script_path = script_path
+        w.options = options
+        w.toggles.set_options(options)
+        # a trace is a recording: running it again with other options needs its script
+        w.toggles.setEnabled(bool(script_path))
+        w.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
+                             "with other options")
+        self._finished = False
+        self._chart_turn = 0
+        w.session.set_run(run)  # every view: the scene, the chart, the panels, the timeline bar
+        w.search.clear()
+        if w.bottom_tabs.currentWidget() is w.console:  # brought forward by an earlier failure
+            w.bottom_tabs.setCurrentWidget(w.memory)
+        for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
+            w.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
+        w.show_workspace()
+        name = os.path.basename(script_path) if script_path else "run"
+        w.setWindowTitle(f"graphview — {name} [{options.label()}]")
+        self.refresh_source()
+        if run.events:  # a trace: all of it at once
+            self.grow()
+            w.set_cursor(self.overview_index())
+            w.view.fit_readable()
+
+    def append_events(self, events: list[dict]) -> None:
+        """Live: the runner sent more events."""
+        w = self.window
+        if w.run is None or not events:
+            return
+        first = len(w.run.events) == 0
+        w.run.extend(events)
+        if first:
+            self.refresh_source()
+            self._refresh_live()
+            w.view.fit_readable()
+        elif not self.live_refresh.isActive():
+            self.live_refresh.start()
+
+    def _refresh_live(self) -> None:
+        """One round of catching up with a streaming run, in short event-loop slices (new items;
+        then the cursor and its panels; then, every fifth round, the chart), so the window
+        repaints and answers input between them. Reschedules itself while work is left."""
+        w = self.window
+        run = w.run
+        if run is None:
+            return
+        ended = run.end is not None
+        # while the runner streams, small rounds keep the window responsive; once it has ended,
+        # nothing competes and the backlog is worked off in larger ones
+        more = self.grow(budget=200 if ended else 40, chart=False)
+        following = w.session.follow_live
+        self._chart_turn = (self._chart_turn + 1) % 5
+
+        def cursor_slice() -> None:
+            self.slices_pending -= 1
+            if w.run is run and w.session.follow_live and not w.player.playing:
+                w.set_cursor(len(run.events) - 1)
+            if self._chart_turn == 0 or not more:
+                self._later(chart_slice)
+
+        def chart_slice() -> None:
+            self.slices_pending -= 1
+            if w.run is run:
+                w.memory.show_run(run, self._device())
+                w.memory.set_cursor(w.cursor)
+
+        self._later(cursor_slice)
+        if more:
+            if not self.live_refresh.isActive():
+                self.live_refresh.start()
+        elif ended and not self._finished:
+            self._finished = True
+            w.session.follow_live = False
+            QTimer.singleShot(0, lambda: self.finish(move=following))
+
+    def _later(self, work) -> None:
+        """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
+        ms out, not a zero-delay call, which Qt runs before anything else that is waiting."""
+        self.slices_pending += 1
+        QTimer.singleShot(4, work)
+
+    def finish(self, move: bool = True) -> None:
+        """The run is over and drawn: its chart, diagnostics and (if the user was following it)
+        the view of its last complete graph, in an event-loop slice of its own."""
+        w = self.window
+        if w.run is None or w.run.end is None:
+            return
+        w.memory.show_run(w.run, self._device())
+        self.summarise()
+        if move:
+            w.set_cursor(self.overview_index())
+            w.view.fit_readable()
+        else:
+            w.set_cursor(w.cursor)
+
+    def grow(self, budget: int | None = None, chart: bool = True) -> bool:
+        """Take in what the run gained; returns True while canvas items are still waiting."""
+        w = self.window
+        run = w.run
+        w.scene.live = run.end is None
+        more = w.scene.grow(budget=budget)
+        w.timeline_bar.set_length(len(run.events))
+        if run.start:
+            w.toggles.set_devices(run.start.get("devices") or [])
+        if chart:
+            w.memory.show_run(run, self._device())
+        if budget is None and run.end is not None:
+            self.summarise()
+        return more
+
+    def summarise(self) -> None:
+        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure."""
+        w = self.window
+        run = w.run
+        self._compare_with_earlier()
+        findings = diagnose(run)
+        w.diagnostics.show_findings(findings)
+        w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
+                                 f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
+        w.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
+                               f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
+        if run.status == "stopped":  # the user pressed Stop: not an error
+            w.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
+        elif run.failed:
+            self._report_failure(run)
+        else:
+            self._report_ineffective_options(run)
+
+    def _report_ineffective_options(self, run: Run) -> None:
+        """Options that changed nothing, or that left nothing to differentiate, say so."""
+        w = self.window
+        notes = []
+        options = RunOptions.from_dict((run.start or {}).get("options") or {})
+        forced = [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
+        for spec in options.detach_at:
+            if not forced:
+                notes.append(f"detach at {spec!r} matched nothing in this run")
+        if run.mode == "step" and not run.backwards:
+            notes.append("no backward ran: step() returned a tensor without grad_fn "
+                         f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
+        if notes:
+            text = "; ".join(notes)
+            self.comparison = f"{self.comparison}; {text}" if self.comparison else text
+            w.statusBar().showMessage(self.comparison, 30000)
+
+    def _report_failure(self, run: Run) -> None:
+        """A failed run says so where a user looks: the console comes to the front, the status bar
+        names the error and its line, and an empty canvas explains itself."""
+        w = self.window
+        error = run.errors[0][1] if run.errors else {}
+        what = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ") or (run.end or {}).get("message") \
+            or run.status
+        line = error.get("line")
+        where = f" at line {line}" if line else ""
+        ended = {"error": "failed", "exit": f"exited with code {(run.end or {}).get('exit_code')}",
+                 "timeout": "was stopped at its time limit"}.get(run.status, run.status)
+        w.statusBar().showMessage(f"the script {ended}{where}: "
+                                  f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
+        w.bottom_tabs.setCurrentWidget(w.console)
+        if not w.scene.node_items:
+            w.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
+                               "The Console tab below has the traceback; fix the script and open it again.")
+
+    def _compare_with_earlier(self) -> None:
+        """After a re-run with other options: what the toggle removed from (or added to) the graph."""
+        w = self.window
+        if not self.earlier_runs:
+            self.comparison = ""
+            return
+        from graphview.core.diff import describe, diff
+
+        label, earlier = self.earlier_runs[-1]
+        result = diff(earlier, None, w.run, None)
+        removed = sorted(result.removed.items(), key=lambda kv: -kv[1])
+        added = sorted(result.added.items(), key=lambda kv: -kv[1])
+        parts = [f"compared with the earlier run ({label} options), last graph: {sum(result.removed.values())} nodes gone"]
+        if removed:
+            parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
+        parts.append(f"{sum(result.added.values())} new")
+        if added:
+            parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
+        # the whole run too: a toggle may change one step only (detach at a node of step 1)
+        before, now = nodes_per_step(earlier), nodes_per_step(w.run)
+        if before != now:
+            parts.append(f"autograd nodes per step {', '.join(map(str, before))} → {', '.join(map(str, now))}")
+        peak_before = max(earlier.peak_saved_bytes().values(), default=0)
+        peak_now = max(w.run.peak_saved_bytes().values(), default=0)
+        if peak_before != peak_now:
+            parts.append(f"peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}")
+        self.comparison = "; ".join(parts)
+        w.statusBar().showMessage(self.comparison, 30000)
+
+    def _device(self) -> str:
+        w = self.window
+        if w.options.device:
+            return w.options.device
+        run = w.run
+        if run is not None:
+            used = [d for d in run.devices if d.startswith("cuda")]
+            if used and any(p[1] == used[0] for p in run.memory_points):
+                return used[0]
+        return "cpu"
+
+    def refresh_source(self) -> None:
+        """The code pane shows the run's source (or the script's file) and, for a step script, how
+        graphview runs it."""
+        w = self.window
+        source = (w.run.start or {}).get("source") if w.run else None
+        if source is None and w.script_path and os.path.exists(w.script_path):
+            try:
+                with open(w.script_path, encoding="utf-8") as f:
+                    source = f.read()
+            except (OSError, UnicodeDecodeError):
+                source = ""
+        w.code.set_source(source or "")
+        start = w.run.start if w.run else None
+        if start and start.get("mode") == "step":
+            steps = (start.get("options") or {}).get("steps") or w.options.steps
+            w.code_note.setText(f"Step script: graphview calls <b>step()</b> {steps}× (Run options → steps) and runs "
+                                "backward and the optimizer on what it returns; the <code>__main__</code> block "
+                                "is not run.")
+            w.code_note.show()
+        else:
+            w.code_note.hide()
+        # the number of steps means something only for a step script
+        w.toggles.steps.setEnabled(bool(start) and start.get("mode") == "step")

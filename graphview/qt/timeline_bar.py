@@ -1,0 +1,56 @@
+"""TimelineBar: the toolbar with the timeline's slider and the words for the event at the cursor."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QSlider, QToolBar
+
+from graphview.core import timeline
+from graphview.core.run import Run
+
+
+class TimelineBar(QToolBar):
+    """Every recorded event on a slider; drag to scrub. A :class:`graphview.qt.session.SessionView`.
+
+    Signals
+    -------
+    scrubbed(int)
+        The user moved the slider to an event.
+    """
+
+    scrubbed = Signal(int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__("Timeline", parent)
+        self.setObjectName("timeline")
+        self.run: Run | None = None
+        self.addWidget(QLabel(" timeline "))
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setMinimumWidth(300)
+        self.slider.setToolTip("the timeline: every recorded event; drag to scrub")
+        self.slider.valueChanged.connect(self.scrubbed)
+        self.addWidget(self.slider)
+        self.position_label = QLabel("")
+        self.position_label.setFixedWidth(560)  # fixed: a long text must not push it out of the bar
+        self.addWidget(self.position_label)
+
+    def set_run(self, run: Run) -> None:
+        self.run = run
+        self.set_length(len(run.events))
+
+    def set_length(self, events: int) -> None:
+        """The run has ``events`` events (a live run grows)."""
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, max(0, events - 1))
+        self.slider.blockSignals(False)
+
+    def set_cursor(self, index: int) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setValue(index)
+        self.slider.blockSignals(False)
+        words = timeline.describe(self.run, index)
+        metrics = self.position_label.fontMetrics()
+        self.position_label.setText(metrics.elidedText(f" {index} / {len(self.run.events) - 1}   {words}",
+                                                       Qt.ElideRight, self.position_label.width() - 8))
+        self.position_label.setToolTip(words)
