@@ -1,1 +1,18 @@
-"""Qt widgets (PySide6, pyqtgraph). Never imports torch or graphview.capture."""
+"""The window (PySide6, pyqtgraph). Never imports torch or graphview.capture.
+
+Where things are:
+
+- ``main_window``: MainWindow, the layout and the wiring, nothing else;
+- ``session``: Session, what every view shows (run, cursor, selection, follow-live), and the
+  SessionView protocol (``set_run``, ``set_cursor``) the views implement;
+- ``actions``: the table of commands; menus, the toolbar and the shortcut sheet are built from it;
+- ``run_controller``: RunController, a run's lifecycle (begin, grow while live, finish, summarise);
+- ``player``: play / pause and the gradient pulses; ``timeline_bar``: the slider and the event's words;
+- ``canvas/``: the graph (items, scene, view, minimap); ``panels/``: one module per panel;
+- ``widgets/``: small widgets not tied to a run; ``start_page``; ``export_dialogs``: File > Export;
+- ``export``: drawing a run or a scene into PNG / SVG / PDF (also used by the command line);
+- ``formatting``: bytes and value summaries in a few words.
+
+A new timeline panel is one module in ``panels/`` implementing SessionView, and one line in
+``MainWindow._build_docks`` that adds it as a tab and attaches it to the session.
+"""

@@ -4,8 +4,9 @@ The window knows runs only through :class:`graphview.core.run.Run`; starting and
 runner processes is the app's business (``graphview.app.gui``), reached through signals.
 
 What every view shows lives in the window's :class:`~graphview.qt.session.Session`; each view
-is attached to it once, in :meth:`MainWindow._attach_views`. The commands are the table in
+is attached to it once (:meth:`MainWindow._attach_views`, :meth:`MainWindow.add_timeline_tab`). The commands are the table in
 :mod:`graphview.qt.actions`; the run's lifecycle is :class:`~graphview.qt.run_controller.RunController`.
+A new timeline panel is a module in ``qt/panels/`` and one entry in :meth:`MainWindow._build_docks`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
 from graphview.qt.actions import build_actions, shortcut_sheet, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
-from graphview.qt.exporter import Exporter
+from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.player import Player
 from graphview.qt.run_controller import RunController
@@ -51,7 +52,7 @@ class MainWindow(QMainWindow):
         self.session = Session(self)
         self.runs = RunController(self)
         self.player = Player(self)
-        self.exporter = Exporter(self)
+        self.exports = ExportDialogs(self)
 
         self.scene = GraphScene(self)
         self.view = GraphView(self.scene)
@@ -108,11 +109,17 @@ class MainWindow(QMainWindow):
         self.bottom_tabs = QTabWidget()
         for panel, title in ((self.memory, "Memory (saved tensors)"), (self.console, "Console"),
                              (self.ledger, "Gradient ledger"), (self.diagnostics, "Diagnostics")):
-            self.bottom_tabs.addTab(panel, title)
+            self.add_timeline_tab(panel, title)
         self.bottom_dock = self._dock("Timeline views", "bottom", self.bottom_tabs, Qt.BottomDockWidgetArea)
         self.bottom_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
         self.toggles_dock = self._dock("Run options", "toggles", self.toggles, Qt.RightDockWidgetArea)
         self.resizeDocks([self.bottom_dock], [250], Qt.Vertical)
+
+    def add_timeline_tab(self, panel: QWidget, title: str) -> None:
+        """A panel in the tabs below the canvas that follows the session (a SessionView): the one
+        line of wiring a new timeline panel needs is its entry in :meth:`_build_docks`."""
+        self.bottom_tabs.addTab(panel, title)
+        self.session.attach(panel)
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -152,9 +159,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ wiring
     def _attach_views(self) -> None:
-        """Every view of the timeline, in the order they are brought to a new cursor."""
-        views: tuple[SessionView, ...] = (self.timeline_bar, self.scene, self.view, self.memory, self.code,
-                                          self.console, self.ledger, self.inspector, self.diagnostics)
+        """The views around the tabs (those attach in :meth:`add_timeline_tab`); the scene before
+        the view, whose minimap pictures what the scene shows."""
+        views: tuple[SessionView, ...] = (self.timeline_bar, self.scene, self.view, self.code, self.inspector)
         for view in views:
             self.session.attach(view)
 
@@ -372,19 +379,19 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ export (File > Export)
     def export_image(self, path: str | None = None) -> None:
-        self.exporter.image(path)
+        self.exports.image(path)
 
     def export_data(self, path: str | None = None) -> None:
-        self.exporter.data(path)
+        self.exports.data(path)
 
     def export_chart_png(self, path: str | None = None) -> None:
-        self.exporter.chart_png(path)
+        self.exports.chart_png(path)
 
     def export_chart_csv(self, path: str | None = None) -> None:
-        self.exporter.chart_csv(path)
+        self.exports.chart_csv(path)
 
     def export_trace(self, path: str | None = None) -> None:
-        self.exporter.trace(path)
+        self.exports.trace(path)
 
     def node_item(self, node_id: str) -> NodeItem | None:
         return self.scene.node_items.get(node_id)

@@ -107,7 +107,8 @@ class EventCountPanel(QLabel):
 
 def test_a_new_panel_follows_the_window_with_one_line_of_wiring(window, record):
     panel = EventCountPanel()
-    window.session.attach(panel)  # the one line
+    window.add_timeline_tab(panel, "Events")  # the one line
+    assert window.bottom_tabs.tabText(window.bottom_tabs.indexOf(panel)) == "Events"
     run = record(lesson("chain_rule"))
     window.begin_run(None, RunOptions(), run)
     window.set_cursor(4)

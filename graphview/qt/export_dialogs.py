@@ -1,4 +1,4 @@
-"""Exporter: File > Export, from asking for a path to saying what was written or why not.
+"""ExportDialogs: File > Export, from asking for a path to saying what was written or why not.
 
 Drawing and writing are :mod:`graphview.qt.export` (the graph's image) and
 :mod:`graphview.core.export` (its data); this module is the dialogs around them.
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
 
 
-class Exporter(QObject):
+class ExportDialogs(QObject):
     """The window's exports; each takes a path, or asks for one when given none."""
 
     def __init__(self, window: MainWindow) -> None:
