@@ -168,13 +168,17 @@ class RunController(QObject):
         elif ended and not self._finished:
             self._finished = True
             w.session.follow_live = False
-            QTimer.singleShot(0, lambda: self.finish(move=following))
+            self._later(lambda: self._finish_slice(following))
 
     def _later(self, work) -> None:
         """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
         ms out, not a zero-delay call, which Qt runs before anything else that is waiting."""
         self.slices_pending += 1
         QTimer.singleShot(4, work)
+
+    def _finish_slice(self, move: bool) -> None:
+        self.slices_pending -= 1
+        self.finish(move=move)
 
     def finish(self, move: bool = True) -> None:
         """The run is over and drawn: its chart, diagnostics and (if the user was following it)

@@ -1,0 +1,66 @@
+"""The run's lifecycle: a run streamed in batches ends as the same picture as the run read whole."""
+
+from __future__ import annotations
+
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from tests.conftest import lesson, model
+
+
+def stream(window, qtbot, run: Run, script: str, batch: int = 25) -> None:
+    """Feed ``run``'s events as a runner would, then wait until the window has caught up."""
+    window.begin_run(script, RunOptions(steps=2))
+    for start in range(0, len(run.events), batch):
+        window.append_events(run.events[start:start + batch])
+        qtbot.wait(1)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+
+
+def picture(window):
+    """What the canvas shows: every node, and the state of those visible."""
+    return sorted((i, it.isVisible(), it.state if it.isVisible() else None, it.saved if it.isVisible() else None)
+                  for i, it in window.scene.node_items.items())
+
+
+def test_a_streamed_run_ends_like_the_run_read_whole(window, record, qtbot):
+    whole = record(model("mlp_optimizer"), steps=2)
+    script = whole.start["script"]
+    stream(window, qtbot, whole, script)
+    streamed = picture(window)
+    assert window.run.status == "ok" and len(window.run.events) == len(whole.events)
+    assert window.cursor == window.overview_index()  # it was following: it opens where a trace opens
+    assert window.status_label.text().startswith("run ok:")
+    assert len(window.memory.series["total"]) == len(whole.events)
+    window.begin_run(None, RunOptions(steps=2), whole)
+    assert picture(window) == streamed
+
+
+def test_moving_the_cursor_while_streaming_stops_following(window, record, qtbot):
+    whole = record(model("mlp_optimizer"), steps=2)
+    window.begin_run(whole.start["script"], RunOptions(steps=2))
+    window.append_events(whole.events[:60])
+    qtbot.waitUntil(lambda: window.cursor == 59, timeout=10000)  # following the newest event
+    window.set_cursor(10)
+    window.append_events(whole.events[60:])
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+    assert window.cursor == 10 and not window.follow_live
+
+
+def test_earlier_runs_of_the_same_script_are_kept_and_another_script_clears_them(window, record):
+    first = record(lesson("chain_rule"))
+    script = first.start["script"]
+    window.begin_run(script, RunOptions(), first)
+    window.begin_run(script, RunOptions(retain_graph=True), record(lesson("chain_rule"), retain_graph=True))
+    assert [label for label, _ in window.earlier_runs] == ["default"]
+    assert len(window.memory.overlays) == 1
+    other = record(lesson("prediction"))
+    window.begin_run(other.start["script"], RunOptions(), other)
+    assert window.earlier_runs == [] and window.memory.overlays == []
+
+
+def test_a_new_live_run_does_not_show_the_last_runs_pitfalls(window, record):
+    failed = record(lesson("error_backward_twice"))
+    window.begin_run(failed.start["script"], RunOptions(), failed)
+    assert window.diagnostics.findings
+    window.begin_run(failed.start["script"], RunOptions())  # a re-run starts: nothing recorded yet
+    assert window.diagnostics.findings == [] and window.diagnostics.topLevelItemCount() == 0
