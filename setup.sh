@@ -2,10 +2,15 @@
 # Set up graphview in ./.venv on a fresh machine (safe to re-run; fast when nothing changed).
 set -euo pipefail
 cd "$(dirname "$0")"
-# Qt needs a few system libraries even to draw offscreen; install them if this machine lacks them.
+# Qt needs a few system libraries even to draw offscreen, and the xcb ones to open a window on an
+# X display (Xvfb included); install them if this machine lacks them.
 missing=()
 for lib in libEGL.so.1:libegl1 libGL.so.1:libgl1 libxkbcommon.so.0:libxkbcommon0 libfontconfig.so.1:libfontconfig1 \
-           libglib-2.0.so.0:libglib2.0-0 libdbus-1.so.3:libdbus-1-3 libX11.so.6:libx11-6; do
+           libglib-2.0.so.0:libglib2.0-0 libdbus-1.so.3:libdbus-1-3 libX11.so.6:libx11-6 \
+           libX11-xcb.so.1:libx11-xcb1 libxcb-cursor.so.0:libxcb-cursor0 libxcb-icccm.so.4:libxcb-icccm4 \
+           libxcb-image.so.0:libxcb-image0 libxcb-keysyms.so.1:libxcb-keysyms1 libxcb-randr.so.0:libxcb-randr0 \
+           libxcb-render-util.so.0:libxcb-render-util0 libxcb-shape.so.0:libxcb-shape0 libxcb-xkb.so.1:libxcb-xkb1 \
+           libxcb-sync.so.1:libxcb-sync1 libxcb-xfixes.so.0:libxcb-xfixes0 libxkbcommon-x11.so.0:libxkbcommon-x11-0; do
   ldconfig -p 2>/dev/null | grep -q "${lib%%:*}" || missing+=("${lib##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -264,86 +264,103 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
         "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
         "notes": OBSERVER_NOTES, "source": None,
     }
+    loaded = _load(script, start, emit)
+    if isinstance(loaded, dict):
+        return loaded  # the run_end of a script that could not start
+    tree, code = loaded
+    step_mode = is_step_script(tree)
+    start["mode"] = "step" if step_mode else "plain"
+    emit(start)
+
+    stdout, stderr = _Output("stdout", emit, real=sys.__stdout__), _Output("stderr", emit, real=sys.__stderr__)
+    recorder = Recorder(emit, script, options) if record else None
+    status, exit_code, message = "ok", 0, ""
+    with _script_environment(path, script, argv, stdout, stderr, options.device):
+        module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
+        module.__file__ = os.path.join(os.getcwd(), sys.argv[0])
+        module.__builtins__ = builtins
+        if recorder is not None:
+            recorder.extra_scopes.append(module.__dict__)
+        try:
+            with recorder or contextlib.nullcontext(), _grad_mode_context(options.grad_mode), \
+                    _warnings_point_at_the_script():
+                try:
+                    sys.modules[module.__name__] = module
+                    exec(code, module.__dict__)
+                    if step_mode:
+                        _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result)
+                finally:
+                    if recorder is not None:
+                        recorder.flush_names()
+                        _final_names(recorder, module.__dict__, emit)
+                    if keep_globals is not None:
+                        keep_globals.update(module.__dict__)
+        except BaseException as exc:  # noqa: BLE001 - every failure of the script is an event
+            status, exit_code, message = _outcome(exc, script, emit)
+    stdout.close_report()
+    stderr.close_report()
+    if recorder is not None and options.detach_at and recorder.detach_hits == 0:
+        emit({"ev": "stderr", "text": f"graphview: --detach-at {', '.join(options.detach_at)} "
+                                      "matched nothing in this run\n"})
+    return _end(emit, status, exit_code, message)
+
+
+def _load(script: str, start: dict, emit) -> tuple | dict:
+    """(ast, code) of the script, or the ``run_end`` of one that cannot start (emitted, with
+    ``run_start`` and the error)."""
     try:
         source = load_source(script)
-        tree = ast.parse(source, filename=script)
-        code = compile(tree, script, "exec")
     except ScriptError as exc:
         emit(start)
         emit({"ev": "error", "type": "ScriptError", "message": str(exc), "traceback": [], "line": None, "vid": None, "bid": None})
         return _end(emit, "error", 1, str(exc))
+    start["source"] = source
+    try:
+        tree = ast.parse(source, filename=script)
+        return tree, compile(tree, script, "exec")
     except SyntaxError as exc:
-        start["source"] = source
         emit(start)
         emit(error_event(exc, script))
         return _end(emit, "error", 1, f"syntax error at line {exc.lineno}: {exc.msg}")
-    step_mode = is_step_script(tree)
-    start["mode"] = "step" if step_mode else "plain"
-    start["source"] = source
-    emit(start)
 
-    stdout = _Output("stdout", emit, real=sys.__stdout__)
-    stderr = _Output("stderr", emit, real=sys.__stderr__)
-    saved_state = (sys.argv, list(sys.path), sys.stdout, sys.stderr, sys.stdin)
+
+@contextlib.contextmanager
+def _script_environment(path: str, script: str, argv: list[str] | None, stdout, stderr, device: str | None):
+    """What ``python ARGV...`` gives the script (``sys.argv``, its folder first on ``sys.path``, no
+    stdin), its output captured, the default device set; all of it restored afterwards."""
+    saved = (sys.argv, list(sys.path), sys.stdout, sys.stderr, sys.stdin)
+    previous_main = sys.modules.get("__main__")
     sys.argv = list(argv) if argv else [path]
     sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
     sys.stdout, sys.stderr, sys.stdin = stdout, stderr, _NoInput()
-    module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
-    module.__file__ = os.path.join(os.getcwd(), sys.argv[0])
-    module.__builtins__ = builtins
-    status, exit_code, message = "ok", 0, ""
-    recorder = Recorder(emit, script, options) if record else None
-    if recorder is not None:
-        recorder.extra_scopes.append(module.__dict__)
-    previous_main = sys.modules.get("__main__")
     try:
-        if options.device:
-            torch.set_default_device(options.device)
-        with recorder or contextlib.nullcontext(), _grad_mode_context(options.grad_mode), _warnings_point_at_the_script():
-            try:
-                if step_mode:
-                    sys.modules[module.__name__] = module
-                    exec(code, module.__dict__)
-                    _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result)
-                else:
-                    sys.modules["__main__"] = module
-                    exec(code, module.__dict__)
-            finally:
-                if recorder is not None:
-                    recorder.flush_names()
-                    _final_names(recorder, module.__dict__, emit)
-                if keep_globals is not None:
-                    keep_globals.update(module.__dict__)
-    except SystemExit as exc:
-        code_ = exc.code
-        if code_ is None or code_ == 0:
-            status, exit_code, message = "ok", 0, "the script called sys.exit(0)"
-        else:
-            status = "exit"
-            exit_code = code_ if isinstance(code_, int) else 1
-            message = f"the script called sys.exit({code_!r})"
-    except StopRun as exc:
-        status, exit_code, message = "stopped", 1, str(exc) or "stopped"
-    except KeyboardInterrupt:
-        status, exit_code, message = "stopped", 1, "interrupted"
-    except BaseException as exc:  # noqa: BLE001 - every failure of the script is an event
-        event = error_event(exc, script)
-        emit(event)
-        where = f" at line {event['line']}" if event["line"] else ""
-        status, exit_code, message = "error", 1, f"{type(exc).__name__}{where}: {exc}"
+        if device:
+            torch.set_default_device(device)
+        yield
     finally:
-        sys.argv, sys.path[:], sys.stdout, sys.stderr, sys.stdin = saved_state
+        sys.argv, sys.path[:], sys.stdout, sys.stderr, sys.stdin = saved
         if previous_main is not None:
             sys.modules["__main__"] = previous_main
         sys.modules.pop("graphview_step_script", None)
-        if options.device:
+        if device:
             torch.set_default_device(None)
-        stdout.close_report()
-        stderr.close_report()
-        if recorder is not None and options.detach_at and recorder.detach_hits == 0:
-            emit({"ev": "stderr", "text": f"graphview: --detach-at {', '.join(recorder.options.detach_at)} "
-                                          "matched nothing in this run\n"})
-    return _end(emit, status, exit_code, message)
+
+
+def _outcome(exc: BaseException, script: str, emit) -> tuple[str, int, str]:
+    """(status, exit code, message) of a run the script ended with ``exc``; an ``error`` event for failures."""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None or code == 0:
+            return "ok", 0, "the script called sys.exit(0)"
+        return "exit", code if isinstance(code, int) else 1, f"the script called sys.exit({code!r})"
+    if isinstance(exc, StopRun):
+        return "stopped", 1, str(exc) or "stopped"
+    if isinstance(exc, KeyboardInterrupt):
+        return "stopped", 1, "interrupted"
+    event = error_event(exc, script)
+    emit(event)
+    where = f" at line {event['line']}" if event["line"] else ""
+    return "error", 1, f"{type(exc).__name__}{where}: {exc}"
 
 
 def _end(emit, status: str, exit_code: int, message: str) -> dict:

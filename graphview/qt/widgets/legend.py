@@ -36,6 +36,12 @@ class Legend(QWidget):
         freed.setFixedSize(14, 14)
         freed.setStyleSheet("background:#f1f1f1; border:1.5px dashed #bdbdbd; border-radius:2px")
         cells.append((freed, "freed by backward"))
+        unreachable = QLabel()
+        unreachable.setFixedSize(14, 14)
+        unreachable.setStyleSheet("background:rgba(219,234,254,0.4); border:1.5px solid rgba(37,99,235,0.4);"
+                                  "border-radius:2px")
+        unreachable.setToolTip("alive, but on no path from the loss: backward will not run it")
+        cells.append((unreachable, "kept alive, not on the loss's path"))
         badge = QLabel("saved")
         badge.setStyleSheet("background:#fff1c4; border:1px solid #b8860b; border-radius:6px; padding:0 3px;"
                             "font-size:9px")
