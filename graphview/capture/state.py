@@ -48,11 +48,10 @@ class _Packed:
 
 
 
-def tracing() -> bool:
+def tracing(_get_mode=torch._C._get_dispatch_mode, _functorch=torch._C._are_functorch_transforms_active) -> bool:
     """Whether torch.compile (AOT autograd, make_fx) is tracing with fake tensors, or a torch.func
     transform runs, right now: its tensors are wrappers with no data of their own to read."""
-    return (torch._C._get_dispatch_mode(_FAKE) is not None or torch._C._get_dispatch_mode(_PROXY) is not None
-            or torch._C._functorch.peek_interpreter_stack() is not None)
+    return _functorch() or _get_mode(_FAKE) is not None or _get_mode(_PROXY) is not None
 
 
 class RecorderState:
