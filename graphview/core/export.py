@@ -66,85 +66,8 @@ def graph_data(run: Run, at: int | None = None) -> dict:
     if at is not None and not 0 <= at < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     limit = len(run.events) if at is None else at + 1
-    nodes: list[dict] = []
-    reach_at = limit - 1
-    present: set[str] = set()
-
-    for tnode in run.tensor_nodes.values():
-        if tnode.born >= limit:
-            continue
-        info = tnode.info
-        name = run.tensor_name(tnode.tid)
-        is_leaf = tnode.grad_fn is None
-        node = {
-            "id": tnode.id,
-            "kind": "leaf" if is_leaf else "intermediate",
-            "tid": tnode.tid,
-            "version": tnode.version,
-            "name": name,
-            "tensor_kind": info.get("kind"),
-            "shape": info.get("shape"),
-            "dtype": info.get("dtype"),
-            "device": info.get("device"),
-            "requires_grad": info.get("requires_grad"),
-            "is_leaf": is_leaf,
-            "grad_fn": f"op{tnode.grad_fn}" if tnode.grad_fn is not None else None,
-            "line": info.get("line"),
-            "born": tnode.born,
-        }
-        _put_values(node, "value", info)
-        entry = run.grad_at(tnode.tid, None if at is None else at)
-        node["grad"] = entry.value if entry is not None else None
-        nodes.append(node)
-        present.add(tnode.id)
-
-    for op in run.op_nodes.values():
-        if op.born >= limit:
-            continue
-        freed = op.freed is not None and op.freed < limit
-        dead = op.dead is not None and op.dead < limit
-        node = {
-            "id": op.id,
-            "kind": "op",
-            "op": "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name,
-            "vid": op.vid,
-            "seq": op.seq,
-            "module": op.module,
-            "line": op.line,
-            "source_op": op.op,
-            "custom": op.custom,
-            "freed": freed,
-            "dead": dead,
-            "executed": sum(1 for _, i in op.executed if i < limit),
-            "born": op.born,
-        }
-        # with --at: can the backward running then, or the next one, reach this node?
-        call = run.backward_around(reach_at) if at is not None else None
-        if call is not None and op.born < call.start and not freed and not dead:
-            node["reachable"] = op.vid in run.reachable_by_call(call)
-            if not node["reachable"]:
-                node["unreachable_reason"] = run.unreachable_reason(op.vid, reach_at)
-        else:
-            node["reachable"] = None
-        if op.leaf is not None:
-            node["variable"] = _tensor_node_id(run, op.leaf, limit)
-        nodes.append(node)
-        present.add(op.id)
-
-    for saved in run.saved.values():
-        if saved.born >= limit:
-            continue
-        released = saved.released is not None and saved.released < limit
-        if at is not None and released:
-            continue
-        nodes.append({
-            "id": saved.id, "kind": "saved", "sid": saved.sid, "bytes": saved.bytes, "device": saved.device,
-            "saved_kind": saved.kind, "shape": saved.shape, "dtype": saved.dtype,
-            "owner": f"op{saved.owner}" if saved.owner is not None else None, "attr": saved.attr,
-            "storage": saved.storage, "released": released, "born": saved.born,
-        })
-        present.add(saved.id)
-
+    nodes = _tensor_nodes(run, at, limit) + _op_nodes(run, at, limit) + _saved_nodes(run, at, limit)
+    present = {node["id"] for node in nodes}
     edges = []
     for edge in run.edges:
         if edge.born >= limit or edge.source not in present or edge.target not in present:
@@ -164,6 +87,88 @@ def graph_data(run: Run, at: int | None = None) -> dict:
         "nodes": nodes,
         "edges": edges,
     }
+
+
+def _tensor_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
+    nodes = []
+    for tnode in run.tensor_nodes.values():
+        if tnode.born >= limit:
+            continue
+        info = tnode.info
+        is_leaf = tnode.grad_fn is None
+        node = {
+            "id": tnode.id,
+            "kind": "leaf" if is_leaf else "intermediate",
+            "tid": tnode.tid,
+            "version": tnode.version,
+            "name": run.tensor_name(tnode.tid),
+            "tensor_kind": info.get("kind"),
+            "shape": info.get("shape"),
+            "dtype": info.get("dtype"),
+            "device": info.get("device"),
+            "requires_grad": info.get("requires_grad"),
+            "is_leaf": is_leaf,
+            "grad_fn": f"op{tnode.grad_fn}" if tnode.grad_fn is not None else None,
+            "line": info.get("line"),
+            "born": tnode.born,
+        }
+        _put_values(node, "value", info)
+        entry = run.grad_at(tnode.tid, None if at is None else at)
+        node["grad"] = entry.value if entry is not None else None
+        nodes.append(node)
+    return nodes
+
+
+def _op_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
+    nodes = []
+    # with --at: can the backward running then, or the next one, reach each node?
+    call = run.backward_around(limit - 1) if at is not None else None
+    for op in run.op_nodes.values():
+        if op.born >= limit:
+            continue
+        freed = op.freed is not None and op.freed < limit
+        dead = op.dead is not None and op.dead < limit
+        node = {
+            "id": op.id,
+            "kind": "op",
+            "op": "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name,
+            "vid": op.vid,
+            "seq": op.seq,
+            "module": op.module,
+            "line": op.line,
+            "source_op": op.op,
+            "custom": op.custom,
+            "freed": freed,
+            "dead": dead,
+            "executed": sum(1 for _, i in op.executed if i < limit),
+            "born": op.born,
+            "reachable": None,
+        }
+        if call is not None and op.born < call.start and not freed and not dead:
+            node["reachable"] = op.vid in run.reachable_by_call(call)
+            if not node["reachable"]:
+                node["unreachable_reason"] = run.unreachable_reason(op.vid, limit - 1)
+        if op.leaf is not None:
+            node["variable"] = _tensor_node_id(run, op.leaf, limit)
+        nodes.append(node)
+    return nodes
+
+
+def _saved_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
+    nodes = []
+    for saved in run.saved.values():
+        if saved.born >= limit:
+            continue
+        released = saved.released is not None and saved.released < limit
+        if at is not None and released:
+            continue
+        nodes.append({
+            "id": saved.id, "kind": "saved", "sid": saved.sid, "bytes": saved.bytes, "device": saved.device,
+            "saved_kind": saved.kind, "shape": saved.shape, "dtype": saved.dtype,
+            "owner": f"op{saved.owner}" if saved.owner is not None else None, "attr": saved.attr,
+            "storage": saved.storage, "released": released, "born": saved.born,
+        })
+    return nodes
 
 
 def _tensor_node_id(run: Run, tid: int, limit: int) -> str | None:
