@@ -33,7 +33,7 @@ from typing import Iterable
 
 import torch
 
-from graphview.capture.recorder import tracing
+from graphview.capture.steps import watching_backward
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 
@@ -98,27 +98,13 @@ class GraphProbe:
 
     @contextlib.contextmanager
     def installed(self):
-        original = torch.autograd._engine_run_backward
-        graph_original = torch.autograd.graph._engine_run_backward
-        probe = self
+        def before_backward(t_outputs, accumulate_grad: bool) -> None:
+            walk = walk_graph([t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs])
+            walk["api"] = "backward" if accumulate_grad else "grad"
+            self.calls.append(walk)
 
-        def engine_run_backward(t_outputs, *args, **kwargs):
-            if tracing():  # torch.compile tracing its backward with fake tensors: not a real call
-                return original(t_outputs, *args, **kwargs)
-            roots = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
-            walk = walk_graph(roots)
-            del roots
-            walk["api"] = "backward" if kwargs.get("accumulate_grad", True) else "grad"
-            probe.calls.append(walk)
-            return original(t_outputs, *args, **kwargs)
-
-        torch.autograd._engine_run_backward = engine_run_backward
-        torch.autograd.graph._engine_run_backward = engine_run_backward
-        try:
+        with watching_backward(before_backward):
             yield self
-        finally:
-            torch.autograd._engine_run_backward = original
-            torch.autograd.graph._engine_run_backward = graph_original
 
 
 def recorded_graphs(run: Run) -> list[dict]:

@@ -31,6 +31,27 @@ from graphview.core.options import RunOptions
 _ROOT_KEY = "graphview_backward_root"
 
 
+@contextlib.contextmanager
+def watching_backward(before: Callable[[tuple, bool], None]):
+    """Call ``before(roots, accumulate_grad)`` at the start of every real backward call (not the
+    fake ones torch.compile traces), a plain observer around torch's one entry point."""
+    original = torch.autograd._engine_run_backward
+    graph_original = torch.autograd.graph._engine_run_backward
+
+    def engine_run_backward(t_outputs, *args, **kwargs):
+        if not tracing():
+            before(t_outputs, kwargs.get("accumulate_grad", True))
+        return original(t_outputs, *args, **kwargs)
+
+    torch.autograd._engine_run_backward = engine_run_backward
+    torch.autograd.graph._engine_run_backward = engine_run_backward
+    try:
+        yield
+    finally:
+        torch.autograd._engine_run_backward = original
+        torch.autograd.graph._engine_run_backward = graph_original
+
+
 class StepLog:
     """Counts ``backward()`` calls (not ``autograd.grad``) and optimizer steps while installed."""
 
@@ -40,30 +61,24 @@ class StepLog:
 
     @contextlib.contextmanager
     def installed(self):
-        original = torch.autograd._engine_run_backward
-        graph_original = torch.autograd.graph._engine_run_backward
         log = self
 
-        def engine_run_backward(t_outputs, *args, **kwargs):
-            if kwargs.get("accumulate_grad", True) and not tracing():
+        def before_backward(t_outputs, accumulate_grad: bool) -> None:
+            if accumulate_grad:
                 log.backward_calls += 1
                 for t in t_outputs:
                     node = t.grad_fn if isinstance(t, torch.Tensor) else t.node
                     if node is not None:
                         node.metadata[_ROOT_KEY] = log.backward_calls
-            return original(t_outputs, *args, **kwargs)
 
         def optimizer_stepped(optimizer, args, kwargs):
             log.optimizer_steps += 1
 
         handle = register_optimizer_step_post_hook(optimizer_stepped)
-        torch.autograd._engine_run_backward = engine_run_backward
-        torch.autograd.graph._engine_run_backward = engine_run_backward
         try:
-            yield self
+            with watching_backward(before_backward):
+                yield self
         finally:
-            torch.autograd._engine_run_backward = original
-            torch.autograd.graph._engine_run_backward = graph_original
             handle.remove()
 
     def backward_ran_on(self, t: torch.Tensor, since: int) -> bool:
