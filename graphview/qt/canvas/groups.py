@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.qt.canvas.style import NODE_H, NODE_W
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 
 class GroupItem(QGraphicsObject):
@@ -52,11 +52,12 @@ class GroupItem(QGraphicsObject):
         return self.rect.adjusted(-2, -self.LABEL_H / 2 - 2, 2, 2).united(self.label_rect().adjusted(-1, -1, 1, 1))
 
     def paint(self, painter, option, widget=None) -> None:
+        c = colors()
         if self.collapsed:
-            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
-            painter.setBrush(QColor("#e6ecf5"))
+            painter.setPen(QPen(c.q("collapsed_border"), 1.6))
+            painter.setBrush(c.q("collapsed_fill"))
             painter.drawRoundedRect(self.rect, 8, 8)
-            painter.setPen(QColor("#1f2937"))
+            painter.setPen(c.q("collapsed_text"))
             font = QFont("DejaVu Sans", 9)
             font.setBold(True)
             painter.setFont(font)
@@ -66,15 +67,15 @@ class GroupItem(QGraphicsObject):
             painter.drawText(self.rect.adjusted(6, self.rect.height() / 2, -6, -4), Qt.AlignCenter,
                              f"{self.members} nodes (collapsed)")
             return
-        painter.setPen(QPen(QColor(150, 160, 175), 1, Qt.DashLine))
+        painter.setPen(QPen(c.q("group_border"), 1, Qt.DashLine))
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
         painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             label = self.label_rect()
             painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor("#fbfbfc"))  # the scene's background: the border breaks for the name
+            painter.setBrush(c.q("background"))  # the scene's background: the border breaks for the name
             painter.drawRect(label)
-            painter.setPen(QColor("#5b6b82"))
+            painter.setPen(c.q("group_label"))
             painter.setFont(self.LABEL_FONT)
             painter.drawText(label, Qt.AlignCenter,
                              QFontMetricsF(self.LABEL_FONT).elidedText(self.path, Qt.ElideLeft, label.width() - 4))
