@@ -94,6 +94,7 @@ def test_a_wheel_ships_the_samples_and_resources_and_runs_them_installed(tmp_pat
     venv = _fresh_venv(tmp_path / "venv", wheel)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DISPLAY", "WAYLAND_DISPLAY")}
     env["QT_QPA_PLATFORM"] = "offscreen"
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # a new user's settings: no recent files
     work = tmp_path / "elsewhere"  # not the checkout: nothing is found from the working directory
     work.mkdir()
     graphview = str(venv / "bin" / "graphview")
