@@ -131,3 +131,21 @@ def test_a_search_hit_inside_a_shut_box_opens_it(canvas, record):
     assert "encoder.layers.0" not in scene.collapsed and "encoder.layers.0.linear1" not in scene.collapsed
     shown = view.mapToScene(view.viewport().rect()).boundingRect()
     assert shown.contains(hit.pos() + QPointF(0, 0))
+
+
+def test_the_view_menu_opens_and_shuts_a_level_at_a_time(canvas, record):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    boxes = scene.boxes.boxes
+    view.change_level(None)
+    assert scene.collapsed == set()
+    view.change_level(-1)
+    deepest = max(b.level for b in boxes)
+    assert scene.collapsed == collapsed_at_level(boxes, deepest)
+    for _ in range(deepest + 2):
+        view.change_level(-1)
+    assert scene.collapsed == collapsed_at_level(boxes, 0)
+    view.change_level(1)
+    assert scene.collapsed == collapsed_at_level(boxes, 1)
+    shown = {g.key for g in scene.groups.values() if g.isVisible() and g.collapsed}
+    assert "encoder.layers.0.self_attn" in shown and "encoder.layers.0" not in scene.collapsed

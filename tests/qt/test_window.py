@@ -283,9 +283,9 @@ def test_diagnostics_panel_lists_findings_and_jumps_to_them(window, record):
 def test_a_rerun_says_what_the_toggle_removed(window, record):
     first = record(model("mlp_optimizer"))
     show(window, first)
-    cut = record(model("mlp_optimizer"), detach_at=["1"])
-    window.begin_run(first.start["script"], RunOptions(detach_at=["1"]), cut)
-    assert "AccumulateGrad(0.weight)" in window.comparison and "nodes gone" in window.comparison
+    cut = record(model("mlp_optimizer"), detach_at=["model.1"])
+    window.begin_run(first.start["script"], RunOptions(detach_at=["model.1"]), cut)
+    assert "AccumulateGrad(model.0.weight)" in window.comparison and "nodes gone" in window.comparison
 
 
 def test_gradcheck_result_is_shown(window, record):
@@ -337,7 +337,7 @@ def test_incremental_cursor_moves_match_a_full_redraw(window, record):
 def test_inspector_draws_the_histogram_of_a_parameter(window, record):
     run = record(model("mlp_optimizer"))
     show(window, run)
-    tid = next(t for t, info in run.tensors.items() if info.get("name") == "0.weight")
+    tid = next(t for t, info in run.tensors.items() if info.get("name") == "model.0.weight")
     node_id = next(n.id for n in run.tensor_nodes.values() if n.tid == tid)
     end = len(run.events) - 1
     window.scene.select_node(node_id)

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.hierarchy import ModuleBox
-from graphview.qt.canvas.style import NODE_H, NODE_W, RUNNING
+from graphview.qt.canvas.style import FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING
 from graphview.qt.formatting import elided, human_bytes
 
 #: the size of a shut box: a node's cell, a little wider
@@ -34,16 +34,19 @@ class GroupItem(QGraphicsObject):
         self.ops = 0  # autograd nodes inside shown at the cursor
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
         self.running = False  # a node inside is executing at the cursor
+        self.freed = False  # backward freed every autograd node inside
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
 
-    def set_box(self, rect: QRectF, members: int, ops: int = 0, saved: int = 0, running: bool = False) -> None:
+    def set_box(self, rect: QRectF, members: int, ops: int = 0, saved: int = 0, running: bool = False,
+                freed: bool = False) -> None:
         box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - SHUT_H / 2, SHUT_W, SHUT_H) \
             if self.collapsed else rect
-        if (box, members, ops, saved, running) != (self.rect, self.members, self.ops, self.saved, self.running):
+        state = (box, members, ops, saved, running, freed)
+        if state != (self.rect, self.members, self.ops, self.saved, self.running, self.freed):
             self.prepareGeometryChange()
-            self.rect, self.members, self.ops, self.saved, self.running = box, members, ops, saved, running
+            self.rect, self.members, self.ops, self.saved, self.running, self.freed = state
             self.setZValue(3 if self.collapsed else -10 + self.box.level)
             self._tooltip()
             self.update()
@@ -95,8 +98,15 @@ class GroupItem(QGraphicsObject):
             painter.setPen(Qt.NoPen)
             painter.setBrush(QColor(255, 140, 0, 90))
             painter.drawRoundedRect(self.rect.adjusted(-7, -7, 7, 7), 14, 14)
-        painter.setPen(QPen(RUNNING, 3) if self.running else QPen(QColor("#5b6b82"), 1.6))
-        painter.setBrush(QColor("#ffd59e") if self.running else QColor("#e6ecf5"))
+        if self.running:
+            painter.setPen(QPen(RUNNING, 3))
+            painter.setBrush(QColor("#ffd59e"))
+        elif self.freed:  # backward ran through it and freed what it saved, as its nodes show
+            painter.setPen(QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine))
+            painter.setBrush(FREED_FILL)
+        else:
+            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
+            painter.setBrush(QColor("#e6ecf5"))
         painter.drawRoundedRect(self.rect, 8, 8)
         if option.levelOfDetailFromTransform(painter.worldTransform()) < 0.3:
             return
@@ -108,13 +118,13 @@ class GroupItem(QGraphicsObject):
         title = f"▸ {self.box.path}"
         if QFontMetricsF(font).horizontalAdvance(title) > inner.width():  # a smaller font before eliding
             font.setPointSizeF(7.5)
-        painter.setPen(QColor("#1f2937"))
+        painter.setPen(FREED_TEXT if self.freed else QColor("#1f2937"))
         painter.setFont(font)
         painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
                          elided(title, font, inner.width()))
         small = QFont("DejaVu Sans", 8)
         painter.setFont(small)
-        painter.setPen(QColor("#454b54"))
+        painter.setPen(FREED_TEXT if self.freed else QColor("#454b54"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
                          elided(self.box.type or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,

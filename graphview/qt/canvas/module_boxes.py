@@ -125,6 +125,22 @@ class ModuleBoxes(QObject):
             self.collapsed.discard(key)
         self._relaid(key, before, animate)
 
+    def level(self) -> int:
+        """How deep the hierarchy is open: the level of the outermost shut boxes (one past the
+        deepest box when none is shut)."""
+        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed]
+        return min(shut) if shut else max((b.level for b in self.boxes), default=-1) + 1
+
+    def change_level(self, delta: int | None) -> None:
+        """Open (``delta`` 1) or shut (-1) the hierarchy one level; None opens every box."""
+        self.refresh()
+        if delta is None:
+            self.set_all(set())
+            return
+        deepest = max((b.level for b in self.boxes), default=-1) + 1
+        level = max(0, min(deepest, self.level() + delta))
+        self.set_all({b.key for b in self.boxes if b.level >= level})
+
     def set_all(self, collapsed: set[str]) -> None:
         """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
         self.settle()
@@ -284,11 +300,13 @@ class ModuleBoxes(QObject):
         run = self.scene.run
         saved = run.saved_bytes_held_by({i.node.ref for i in ops}, index) if run is not None else 0
         running = any(i.state == "running" for i in ops)
+        grad_fns = [i for i in ops if i.node.kind == "op"]
+        freed = bool(grad_fns) and all(i.state == "freed" for i in grad_fns)
         for m in members:
             items[m].setVisible(False)
             hidden[m] = group
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
-                      sum(1 for i in ops if i.node.kind == "op"), saved, running)
+                      len(grad_fns), saved, running, freed)
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
         items = self.scene.node_items

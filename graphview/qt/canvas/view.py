@@ -146,6 +146,12 @@ class GraphView(QGraphicsView):
             height = self.viewport().height() / self.READABLE_ZOOM
             self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
 
+    def change_level(self, delta: int | None) -> None:
+        """View > Open / shut module boxes one level (``delta`` 1 / -1), or open every box (None); then fit."""
+        self.scene().boxes.change_level(delta)
+        self.fit()
+        self.overview.schedule()
+
     def _keep_box_in_place(self, key: str, before: QPointF, after: QPointF) -> None:
         """A box was opened or shut and the graph laid out again: scroll so that box stays
         where it was on screen, and the rest of the picture around it. The view may scroll past
