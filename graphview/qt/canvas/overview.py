@@ -46,7 +46,7 @@ class Overview(QWidget):
 
     def apply_theme(self) -> None:
         """The theme changed: picture the graph again in its colours."""
-        if self.pixmap is not None:
+        if self.pixmap is not None and self.view.scene() is not None:
             self.redraw()
         self.update()
 
