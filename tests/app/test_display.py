@@ -16,11 +16,13 @@ from tests.conftest import model
 pytestmark = pytest.mark.e2e
 
 # Runs under xvfb-run: starts the app as the README does, waits for its top-level window to be
-# mapped on the display, reads the window's name and size from the X server, then ends the app.
+# mapped on the display with the script's name in its title (the title names the script once it
+# is opened), reads the window's name and size from the X server, then ends the app.
 PROBE = r"""
-import json, shutil, subprocess, sys, time
+import json, os, shutil, subprocess, sys, time
 app = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-found, started = None, time.monotonic()
+script = os.path.basename(sys.argv[-1])
+found, seen, started = None, [], time.monotonic()
 while found is None and time.monotonic() - started < 60 and app.poll() is None:
     time.sleep(0.25)
     if shutil.which("xdotool"):
@@ -33,7 +35,8 @@ while found is None and time.monotonic() - started < 60 and app.poll() is None:
         info = subprocess.run(["xwininfo", "-id", wid], capture_output=True, text=True).stdout
         fields = dict(line.strip().split(": ", 1) for line in info.splitlines() if ": " in line)
         name = info.split('"', 2)[1] if '"' in info else ""
-        if fields.get("Map State") == "IsViewable" and int(fields.get("Width", 0)) > 200:
+        seen.append(name)
+        if fields.get("Map State") == "IsViewable" and int(fields.get("Width", 0)) > 200 and script in name:
             found = {"name": name, "width": int(fields["Width"]), "height": int(fields["Height"]),
                      "seconds": round(time.monotonic() - started, 1)}
             break
@@ -45,7 +48,8 @@ try:
 except subprocess.TimeoutExpired:
     app.kill()
     ended = False
-print(json.dumps({"window": found, "alive": alive, "ended": ended, "output": app.stdout.read()[-2000:]}))
+print(json.dumps({"window": found, "seen": sorted(set(seen)), "alive": alive, "ended": ended,
+                  "output": app.stdout.read()[-2000:]}))
 """
 
 
@@ -63,7 +67,8 @@ def test_the_readme_app_command_opens_its_window_under_xvfb(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     window = result["window"]
-    assert window is not None, f"no graphview window appeared on the display; the app said: {result['output']}"
+    assert window is not None, (f"no graphview window naming the script appeared (windows seen: {result['seen']}); "
+                                f"the app said: {result['output']}")
     assert window["name"].startswith("graphview") and "mlp_optimizer.py" in window["name"]
     assert window["width"] >= 640 and window["height"] >= 400
     assert result["alive"]  # it was still running when its window was seen
