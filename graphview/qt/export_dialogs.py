@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
+from graphview.core.captions import caption
 from graphview.core.export import ExportError, export_graph, save
 from graphview.core.trace import SUFFIX, TraceError, write_trace
 from graphview.qt.export import render_scene, save_png
@@ -42,7 +43,9 @@ class ExportDialogs(QObject):
     def image(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export graph image", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
         if path:
-            self._guard(lambda: render_scene(self.window.scene, path, scale=2.0), path)
+            run, cursor = self.window.run, self.window.cursor
+            text = caption(run, cursor) if run is not None and cursor >= 0 else ""
+            self._guard(lambda: render_scene(self.window.scene, path, scale=2.0, caption=text), path)
 
     def data(self, path: str | None = None) -> None:
         path = path or self._ask_path("Export graph data", "JSON (*.json);;DOT (*.dot);;GraphML (*.graphml)")
