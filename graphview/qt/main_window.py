@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphview.core.options import RunOptions
@@ -23,6 +23,7 @@ from graphview.core.trace import SUFFIX
 from graphview.qt.actions import build_actions, shortcut_sheet, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
+from graphview.qt.file_dialogs import Folders, ask_open
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.player import Player
 from graphview.qt.run_controller import RunController
@@ -49,6 +50,7 @@ class MainWindow(QMainWindow):
         self.script_path: str | None = None
         self.options = RunOptions()
         self.settings = QSettings("graphview", "graphview")
+        self.folders = Folders(self.settings)
         self.session = Session(self)
         self.runs = RunController(self)
         self.player = Player(self)
@@ -237,8 +239,8 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction(path, lambda p=path: self.sigOpenRequested.emit(p))
 
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a script or a trace", "",
-                                              f"Scripts and traces (*.py *{SUFFIX});;All files (*)")
+        path = ask_open(self, self.folders, "Open a script or a trace",
+                        f"Scripts and traces (*.py *{SUFFIX});;All files (*)")
         if path:
             self.sigOpenRequested.emit(path)
 
