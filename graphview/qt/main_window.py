@@ -20,10 +20,11 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMa
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
-from graphview.qt.actions import build_actions, shortcut_sheet, update_enabled
+from graphview.qt.actions import build_actions, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.file_dialogs import Folders, ask_open
+from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.player import Player
 from graphview.qt.run_controller import RunController
@@ -266,10 +267,18 @@ class MainWindow(QMainWindow):
         if self._interactive():
             QMessageBox.information(self, title, message)
 
-    def show_shortcuts(self) -> None:
+    def show_shortcuts(self) -> ShortcutSheet:
         """Help > Keyboard shortcuts: every key of the window, from the table of actions."""
-        if self._interactive():
-            QMessageBox.information(self, "Keyboard shortcuts", shortcut_sheet())
+        return self._show_help(ShortcutSheet(self))
+
+    def show_about(self) -> AboutDialog:
+        """Help > About graphview: the versions of graphview, torch, Qt, PySide6 and Python."""
+        return self._show_help(AboutDialog(self, self.run))
+
+    def _show_help(self, dialog):
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.show()  # not modal: the keys can be tried with the sheet open
+        return dialog
 
     # ------------------------------------------------------------------ runs
     def begin_run(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
