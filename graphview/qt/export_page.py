@@ -78,6 +78,8 @@ class ExportPage:
             painter.setFont(CAPTION_FONT)
             painter.setPen(QColor("#1f2937"))
             painter.drawText(self.caption_rect, Qt.TextWordWrap | Qt.AlignLeft | Qt.AlignTop, self.caption)
+        # the canvas's background across the whole band, also where the page is wider than the graph
+        painter.fillRect(QRectF(0, self.graph_rect.top(), self.width, self.graph_rect.height()), scene.backgroundBrush())
         scene.render(painter, self.graph_rect, self.source)
         if self.cells:
             painter.setPen(QPen(QColor("#e5e7eb"), 1))
