@@ -60,10 +60,14 @@ class ExportDialogs(QObject):
         start = self.window.folders.start(SAVE, self.suggested_name(suffix))
         dialog = ImageExportDialog(self.window, start, self._caption(), self._option("legend", True),
                                    self._option("caption", True))
-        dialog.accepted.connect(lambda: self._on_image_accepted(dialog))
-        dialog.finished.connect(lambda _: dialog.deleteLater())
+        dialog.finished.connect(lambda _: self._on_image_finished(dialog))
+        dialog.accepted.connect(lambda: self._on_image_accepted(dialog))  # after finished
         self.image_dialog = dialog
         dialog.open()
+
+    def _on_image_finished(self, dialog: ImageExportDialog) -> None:
+        self.image_dialog = None
+        dialog.deleteLater()
 
     def _on_image_accepted(self, dialog: ImageExportDialog) -> None:
         settings = self.window.settings
@@ -71,7 +75,6 @@ class ExportDialogs(QObject):
         settings.setValue("export/legend", dialog.with_legend())
         settings.setValue("export/caption", dialog.with_caption())
         settings.setValue("export/format", os.path.splitext(path)[1].lower())
-        self.image_dialog = None
         self._write_image(path, dialog.with_legend(), dialog.with_caption())
 
     def _caption(self) -> str:

@@ -139,3 +139,20 @@ def test_an_unwritable_choice_is_reported_and_not_remembered(window, record, tmp
     assert "does not exist" in window.statusBar().currentMessage()
     window.export_trace()
     assert dialog.calls[-1][1] == os.path.join(os.getcwd(), "prediction.gvtrace")
+
+
+def test_browse_starts_at_the_field_and_a_cancelled_dialog_writes_nothing(window, record, tmp_path, monkeypatch):
+    show(window, record(lesson("prediction")))
+    window.export_image()
+    dialog = window.exports.image_dialog
+    files = FakeDialog(monkeypatch, "getSaveFileName")
+    files.answer = str(tmp_path / "chosen.pdf")
+    suggested = dialog.path()
+    assert suggested.endswith(f"prediction-event{window.cursor}.png")
+    dialog.browse()
+    assert files.calls[-1][1] == suggested
+    assert dialog.file.text() == str(tmp_path / "chosen.pdf") and dialog.format.currentText() == "PDF"
+    dialog.file.setText(str(tmp_path / "typed"))  # no suffix: the format's is added
+    assert dialog.path() == str(tmp_path / "typed.pdf")
+    dialog.reject()
+    assert window.exports.image_dialog is None and list(tmp_path.iterdir()) == []
