@@ -27,7 +27,7 @@ from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
 from graphview.core.export import ExportError, check_writable, save
 from graphview.core.run import Run
-from graphview.qt.canvas import GraphScene, NodeItem
+from graphview.qt.canvas import GraphScene, GroupItem, NodeItem
 from graphview.qt.export_page import ExportPage
 
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
@@ -42,10 +42,11 @@ def font_dpi() -> float:
 
 
 def content_rect(scene: GraphScene) -> QRectF:
-    """The part of the scene an export shows: every visible node, with a margin."""
+    """The part of the scene an export shows: every visible node and module box (a shut box is
+    a card in place of its nodes), with a margin."""
     rect = QRectF()
     for item in scene.items():
-        if item.isVisible() and isinstance(item, NodeItem):
+        if item.isVisible() and isinstance(item, (NodeItem, GroupItem)):
             rect = rect.united(item.sceneBoundingRect())
     if rect.isNull():
         rect = QRectF(0, 0, 200, 100)
@@ -140,6 +141,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
     if not scale > 0:
         raise ExportError(f"the scale must be greater than 0, not {scale}")
     check_writable(path)
+    scene.boxes.settle()  # a box opening or shutting glides: the picture shows every node at its place
     selected = scene.selectedItems()
     scene.clearSelection()
     page = ExportPage(content_rect(scene), caption, legend)

@@ -58,8 +58,22 @@ def pdf_runs(path) -> list[tuple[str, float, float, float]]:
     return pieces
 
 
+def test_a_shut_module_box_is_exported_as_its_card(window, transformer, tmp_path):
+    show(window, transformer)
+    window.view.change_level(-1)  # shut the outermost boxes
+    shut = [g for g in window.scene.boxes.groups.values() if g.collapsed and g.isVisible()]
+    assert {g.path for g in shut} >= {"embed", "encoder.layers.0", "head"}
+    path = tmp_path / "shut.pdf"
+    window.export_image(str(path))
+    text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+    for group in shut:  # its path, type and what it holds, as on the canvas
+        assert f"{group.path} {group.box.type}" in text and group.summary() in text, group.path
+    assert all(content_rect(window.scene).contains(g.sceneBoundingRect()) for g in shut)  # inside the picture
+
+
 def test_pdf_labels_are_text_at_the_canvas_size_inside_their_boxes(window, transformer, tmp_path):
     show(window, transformer)
+    window.view.change_level(None)  # every module box open: every node drawn
     path = tmp_path / "graph.pdf"
     window.export_image(str(path))
     text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
