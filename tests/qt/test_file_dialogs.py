@@ -94,6 +94,7 @@ def test_the_image_dialog_suggests_a_name_exports_as_chosen_and_is_remembered(wi
     again = later.exports.image_dialog
     assert again.file.text() == str(folder / (name + ".svg"))
     assert not again.with_legend() and again.with_caption()
+    again.reject()
 
 
 def test_save_dialogs_suggest_a_name_and_remember_the_folder(window, record, tmp_path, monkeypatch, new_window):

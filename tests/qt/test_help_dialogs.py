@@ -19,12 +19,16 @@ def test_the_help_menu_has_the_shortcut_sheet_and_about(window):
     assert texts == ["&Keyboard shortcuts", "&About graphview"]
     window.actions["shortcuts"].trigger()
     window.actions["about"].trigger()
-    assert window.findChild(ShortcutSheet).isVisible()
-    assert window.findChild(AboutDialog).isVisible()
+    for kind in (ShortcutSheet, AboutDialog):
+        dialog = window.findChild(kind)
+        assert dialog.isVisible()
+        dialog.close()
 
 
 def test_every_shortcut_is_in_the_sheet_under_its_menu(window):
-    lines = [line.strip() for line in window.show_shortcuts().sheet.toPlainText().splitlines() if line.strip()]
+    sheet = window.show_shortcuts()
+    lines = [line.strip() for line in sheet.sheet.toPlainText().splitlines() if line.strip()]
+    sheet.close()
     with_keys = [(spec, " or ".join(t for t in map(key_text, spec.shortcuts) if t)) for spec in ACTIONS]
     with_keys = [(spec, keys) for spec, keys in with_keys if keys]
     assert len(with_keys) >= 20
@@ -39,12 +43,16 @@ def test_every_shortcut_is_in_the_sheet_under_its_menu(window):
 
 
 def test_about_shows_the_versions_installed(window, record):
-    text = window.show_about().text.text()
+    about = window.show_about()
+    text = about.text.text()
+    about.close()
     for name in ("graphview", "torch", "PySide6-Essentials"):
         assert metadata.version(name) in text, name
     assert qVersion() in text and PySide6.__version__ in text and platform.python_version() in text
     assert "recorded with" not in text  # no run yet
     run = record(lesson("chain_rule"))
     window.begin_run(None, RunOptions(), run)
-    text = window.show_about().text.text()
+    about = window.show_about()
+    text = about.text.text()
+    about.close()
     assert f"recorded with torch {run.start['torch']} on Python {run.start['python']}" in text
