@@ -29,6 +29,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TORCH_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
 _INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
+_DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
 
 
@@ -52,6 +53,17 @@ def tracing(_get_mode=torch._C._get_dispatch_mode, _functorch=torch._C._are_func
     """Whether torch.compile (AOT autograd, make_fx) is tracing with fake tensors, or a torch.func
     transform runs, right now: its tensors are wrappers with no data of their own to read."""
     return _functorch() or _get_mode(_FAKE) is not None or _get_mode(_PROXY) is not None
+
+
+# NOTE [The recorder's own torch calls]
+# Every torch call made while a TorchFunctionMode is on the stack enters it first, property reads
+# (``t.shape``, ``t.grad_fn``) included: about 2 µs each, more than most small ops cost. The
+# recorder's own reads (in module and optimizer hooks, backward hooks, value summaries) run under
+# ``torch._C.DisableTorchFunction`` (``RecorderState.at_work``): neither the recording mode nor a
+# script's own modes or tensor subclasses see them. Only reads go there: anything handed back to
+# torch or to the script (the detached tensor a pack hook keeps, a ``--detach-at`` result) and any
+# of the script's code the recorder runs (``zero_grad``, ``Function.apply``) keeps torch function
+# handling as it is, so a subclass keeps its type and a script's mode sees its calls.
 
 
 class RecorderState:
@@ -154,8 +166,28 @@ class RecorderState:
             self.rec._suspend -= 1
 
     def quiet(self) -> "_Quiet":
-        """Inside this block the recorder ignores torch calls (its own work, optimizer internals)."""
+        """Inside this block the recorder ignores torch calls (code of the script's it does not record)."""
         return RecorderState._Quiet(self)
+
+    class _AtWork:
+        __slots__ = ("rec", "off")
+
+        def __init__(self, rec):
+            self.rec = rec
+            self.off = _DisableTorchFunction()
+
+        def __enter__(self):
+            self.rec._suspend += 1
+            self.off.__enter__()
+
+        def __exit__(self, *exc):
+            self.off.__exit__(*exc)
+            self.rec._suspend -= 1
+
+    def at_work(self) -> "_AtWork":
+        """The recorder's own reads of tensors (attributes, value summaries): no torch function
+        handling at all inside (see NOTE [The recorder's own torch calls])."""
+        return RecorderState._AtWork(self)
 
     def user_frame(self, start: int = 2):
         """The innermost frame of the user's script, and whether the call is torch-internal.

@@ -1,6 +1,6 @@
 """Turn tensors into plain value summaries (lists of floats or statistics).
 
-Runs inside the recorder, with autograd off, and never keeps the tensor.
+Runs inside the recorder, on a detached view of the tensor, and never keeps the tensor.
 """
 
 from __future__ import annotations
@@ -39,33 +39,66 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
 
 #: bins of the value histograms the inspector draws
 HIST_BINS = 24
-#: larger tensors are binned from every k-th value, at most this many (torch.histc on CPU runs
-#: on one thread at ~5 ns a value: a full pass over every parameter each step would cost more
-#: than the rest of the recording)
+#: larger tensors are binned from every k-th value, at most this many
 HIST_SAMPLE_MAX = 1 << 14
 
 
 def _histogram(t: torch.Tensor, stats: dict) -> tuple[list[int], int] | None:
     """Counts in HIST_BINS equal bins over [min, max], and how many values were binned (all, or
-    every k-th of a large tensor)."""
+    every k-th of a large tensor).
+
+    On the CPU the counts are computed with NumPy on the tensor's own memory, by torch.histc's
+    own arithmetic (``int((x - min) * bins / (max - min))`` in the tensor's float type, the
+    maximum in the last bin): the same counts, without waiting on torch's intra-op threads,
+    which torch.histc always uses (3.7 ms a call instead of 0.03 ms while another process keeps
+    a core busy). Other devices use torch.histc itself.
+    """
     lo, hi = stats["min"], stats["max"]
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return None  # NaN or Inf somewhere: no finite range to bin
     if t.is_complex() or t.layout != torch.strided or t.device.type == "meta":
         return None
     try:
-        with torch.no_grad():
-            flat = _as_float(t.detach()).reshape(-1)
-            stride = -(-flat.numel() // HIST_SAMPLE_MAX)
-            if stride > 1:
-                flat = flat[::stride]
-            if flat.dtype != torch.float32 and flat.dtype != torch.float64:
-                flat = flat.float()
-            if hi == lo:
-                return [flat.numel()] + [0] * (HIST_BINS - 1), flat.numel()
-            counts = torch.histc(flat, bins=HIST_BINS, min=float(lo), max=float(hi)).tolist()
-            return [int(c) for c in counts], flat.numel()
+        t = t.detach()
+        stride = max(1, -(-t.numel() // HIST_SAMPLE_MAX))
+        if t.device.type == "cpu":
+            flat = _host_values(t)
+            if flat is not None:
+                flat = flat.reshape(-1)[::stride]
+            else:  # other dtypes: the sample, converted (at most HIST_SAMPLE_MAX values)
+                flat = _as_float(t.reshape(-1)[::stride]).numpy()
+            return _numpy_histogram(flat, lo, hi), flat.size
+        flat = _as_float(t).reshape(-1)
+        if stride > 1:
+            flat = flat[::stride]
+        if flat.dtype != torch.float32 and flat.dtype != torch.float64:
+            flat = flat.float()
+        if hi == lo:
+            return [flat.numel()] + [0] * (HIST_BINS - 1), flat.numel()
+        counts = torch.histc(flat, bins=HIST_BINS, min=float(lo), max=float(hi)).tolist()
+        return [int(c) for c in counts], flat.numel()
     except (RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _numpy_histogram(flat: np.ndarray, lo: float, hi: float) -> list[int]:
+    """torch.histc(flat, HIST_BINS, lo, hi) for values all within [lo, hi], as CPU torch computes it."""
+    if hi == lo:
+        return [int(flat.size)] + [0] * (HIST_BINS - 1)
+    real = flat.dtype.type
+    low = real(lo)
+    position = ((flat - low) * real(HIST_BINS) / (real(hi) - low)).astype(np.intp)
+    np.minimum(position, HIST_BINS - 1, out=position)  # the maximum itself: in the last bin
+    return np.bincount(position, minlength=HIST_BINS).tolist()
+
+
+def _host_values(t: torch.Tensor) -> np.ndarray | None:
+    """A detached CPU float32 / float64 tensor's values as a NumPy array on the same memory."""
+    if t.device.type != "cpu" or t.dtype not in _NUMPY_FLOATS:
+        return None
+    try:
+        return t.numpy()
+    except (RuntimeError, TypeError):  # a negative or conjugate view, a tensor subclass
         return None
 
 
@@ -74,21 +107,22 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -
         return None
     shape = list(t.shape)
     try:
-        with torch.no_grad():
-            if t.layout != torch.strided or t.device.type == "meta":
-                return {"shape": shape, "stats": {"numel": t.numel()}}
-            if t.is_complex():
-                return _complex_summary(t.detach(), shape, full_max)
-            numel = t.numel()
-            if numel <= full_max:
-                values = t.detach().reshape(-1).tolist()
-                if not t.is_floating_point() or all(map(math.isfinite, values)):
-                    return {"shape": shape, "values": values}
-                return {"shape": shape, "values": [_clean(v) for v in values]}
-            t = t.detach()
-            if numel <= SMALL_MAX and t.device.type == "cpu" and t.dtype in _NUMPY_FLOATS:
-                return {"shape": shape, "stats": _numpy_stats(t.numpy(), numel, light, norm)}
-            return {"shape": shape, "stats": _norm_only(t, numel) if light else _stats(t, numel, norm)}
+        t = t.detach()  # the recorder's reads make no graph
+        if t.layout != torch.strided or t.device.type == "meta":
+            return {"shape": shape, "stats": {"numel": t.numel()}}
+        if t.is_complex():
+            return _complex_summary(t, shape, full_max)
+        numel = t.numel()
+        if numel <= full_max:
+            values = t.reshape(-1).tolist()
+            if not t.is_floating_point() or all(map(math.isfinite, values)):
+                return {"shape": shape, "values": values}
+            return {"shape": shape, "values": [_clean(v) for v in values]}
+        if numel <= SMALL_MAX:
+            values = _host_values(t)
+            if values is not None:
+                return {"shape": shape, "stats": _numpy_stats(values, numel, light, norm)}
+        return {"shape": shape, "stats": _norm_only(t, numel) if light else _stats(t, numel, norm)}
     except (RuntimeError, TypeError, ValueError) as exc:  # e.g. an exotic tensor subclass
         return {"shape": shape, "stats": {"numel": t.numel()}, "note": str(exc)[:200]}
 
@@ -97,6 +131,7 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -
 # NumPy on the same memory (CPU tensors only, no copy) is several times faster.
 SMALL_MAX = 1 << 16
 _NUMPY_FLOATS = (torch.float32, torch.float64)
+_MIN, _MAX, _SUM = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 
 
 def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dict:
@@ -111,8 +146,8 @@ def _numpy_stats_unchecked(a: np.ndarray, numel: int, light: bool, with_norm: bo
         norm = float(np.sqrt(np.dot(flat, flat)))
         stats = {"norm": _clean(norm), "numel": numel}
         values = [norm]
-    else:
-        lo, hi, total = float(flat.min()), float(flat.max()), float(flat.sum())
+    else:  # the ufuncs' own reductions: what ndarray.min / max / sum call, less their wrappers
+        lo, hi, total = float(_MIN(flat)), float(_MAX(flat)), float(_SUM(flat))
         stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / numel), "numel": numel, "nan": 0, "inf": 0}
         values = [lo, hi, total]
         if with_norm:

@@ -48,7 +48,7 @@ class BackwardHooks(TensorIdentity):
         api = "backward" if kwargs.get("accumulate_grad", True) else "grad"
         bid = next(self._bids)
         self.backward_count += 1
-        with self._lock, self.quiet():
+        with self._lock, self.at_work():
             input_tids, line = self._backward_started(bid, api, t_outputs, args, forced)
             handles = self._hook_graph(bid, t_outputs, line, retain_graph=bool(args[1]))
         self._bw_current.append(None)
@@ -65,7 +65,7 @@ class BackwardHooks(TensorIdentity):
             self._bw_current.pop()
             for handle in handles:
                 handle.remove()
-            with self._lock, self.quiet():
+            with self._lock, self.at_work():
                 self._backward_finished(bid, api, ok, result, input_tids, retain_graph=bool(args[1]))
 
     def _backward_started(self, bid: int, api: str, t_outputs, args: list, forced: list) -> tuple[list, int | None]:
@@ -176,7 +176,7 @@ class BackwardHooks(TensorIdentity):
         edge_key = tuple(from_edge) if from_edge is not None else None
 
         def prehook(grad_outputs):
-            with recorder._lock, recorder.quiet():
+            with recorder._lock, recorder.at_work():
                 if recorder._bw_current:
                     recorder._bw_current[-1] = vid
                 event = {"ev": "bw_node", "bid": bid, "vid": vid}
@@ -197,7 +197,7 @@ class BackwardHooks(TensorIdentity):
         recorder = self
 
         def hook(grad_inputs, grad_outputs):
-            with recorder._lock, recorder.quiet():
+            with recorder._lock, recorder.at_work():
                 for index, g in enumerate(grad_inputs):
                     if g is not None:
                         sent[(vid, index)] = _identity(g)
@@ -212,7 +212,7 @@ class BackwardHooks(TensorIdentity):
         recorder = self
 
         def prehook(grad_outputs):
-            with recorder.quiet():
+            with recorder.at_work():
                 leaf = leaf_ref()
                 state["was_none"] = leaf is None or leaf.grad is None
             return None
@@ -223,7 +223,7 @@ class BackwardHooks(TensorIdentity):
         recorder = self
 
         def hook(grad_inputs, grad_outputs):
-            with recorder._lock, recorder.quiet():
+            with recorder._lock, recorder.at_work():
                 leaf = leaf_ref()
                 increment = summarize(grad_outputs[0], light=True) if grad_outputs else None
                 grad = leaf.grad if leaf is not None else None
