@@ -2,7 +2,7 @@
 
 Tensors are tracked through weak references only and get an id (``tid``) the first time a
 recorded op touches them; autograd nodes get an id (``vid``) stamped into ``node.metadata``,
-with a sentinel whose finalizer reports when autograd destroys the node. Names come from the
+with a sentinel whose death reports when autograd destroys the node. Names come from the
 script's frames (the variable a tensor was bound to) and from root modules (parameters).
 """
 
@@ -18,7 +18,7 @@ from graphview.capture.summaries import dtype_name, summarize
 
 
 class _Life:
-    """Put in a node's ``metadata``: its finalizer fires when autograd destroys the node."""
+    """Put in a node's ``metadata``: it dies when autograd destroys the node (``watch_node``)."""
 
     __slots__ = ("__weakref__",)
 
@@ -135,7 +135,7 @@ class TensorIdentity(RecorderState):
             new = False
         else:
             tid = next(self._tids)
-            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad, synced]
+            self._tensors[key] = [self.tensor_ref_to(t), tid, version, gvid, requires_grad, synced]
             new = True
         base = t._base
         base_tid = None
@@ -156,16 +156,6 @@ class TensorIdentity(RecorderState):
         if new and name is None and pending:
             self._register_pending(t, tid)
         return [tid, version]
-
-    def _forget_tensor(self, key: int, tid: int):
-        tensors = self._tensors
-
-        def forget(_ref):
-            entry = tensors.get(key)
-            if entry is not None and entry[1] == tid:
-                del tensors[key]
-
-        return forget
 
     def tid_of(self, t: torch.Tensor) -> int | None:
         entry = self._tensors.get(id(t))
@@ -190,7 +180,7 @@ class TensorIdentity(RecorderState):
                 continue
             vid = md[VID_KEY] = next(self._vids)
             life = md[LIFE_KEY] = _Life()
-            weakref.finalize(life, self._node_died, vid).atexit = False
+            self.watch_node(life, vid)
             stack.append((node, True))
             for child, _ in node.next_functions:
                 if child is not None and VID_KEY not in child.metadata:

@@ -14,6 +14,7 @@ import sys
 import threading
 import weakref
 from typing import Any, Callable
+from weakref import KeyedRef
 
 import torch
 
@@ -115,11 +116,43 @@ class RecorderState:
         self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
         self._alloc_last: int | None = None
         self._active = False
+        # weak references to node sentinels and saved-tensor handles, alive until their object dies
+        # (a ``weakref.finalize`` each cost five objects the collector keeps scanning)
+        self._watched: set[KeyedRef] = set()
+        self._on_node_gone = self._node_gone  # bound once: every reference shares it
+        self._on_packed_gone = self._packed_gone
+        self._on_tensor_gone = self._tensor_gone
         self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
         self.detach_hits = 0
         self.optimizer_step_count = 0
+
+    def watch_node(self, life, vid: int) -> None:
+        """``_node_died(vid)`` once ``life`` (in the node's metadata) dies with the node."""
+        self._watched.add(KeyedRef(life, self._on_node_gone, vid))
+
+    def watch_packed(self, packed: "_Packed") -> None:
+        """``_release(sid)`` once autograd drops the saved tensor ``packed`` stands for."""
+        self._watched.add(KeyedRef(packed, self._on_packed_gone, packed.sid))
+
+    def tensor_ref_to(self, t: torch.Tensor) -> KeyedRef:
+        """A weak reference to ``t`` whose death removes its entry from ``_tensors``."""
+        return KeyedRef(t, self._on_tensor_gone, id(t))
+
+    # _node_died (identity.py) and _release (hooks/saved.py) say what a death means
+    def _node_gone(self, ref: KeyedRef) -> None:
+        self._watched.discard(ref)
+        self._node_died(ref.key)
+
+    def _packed_gone(self, ref: KeyedRef) -> None:
+        self._watched.discard(ref)
+        self._release(ref.key)
+
+    def _tensor_gone(self, ref: KeyedRef) -> None:
+        entry = self._tensors.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._tensors[ref.key]
 
     @property
     def _suspend(self) -> int:

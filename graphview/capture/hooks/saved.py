@@ -1,7 +1,7 @@
 """Saved tensors: ``saved_tensors_hooks`` see every tensor autograd saves for backward.
 
 The pack hook keeps ``t.detach()`` (keeping ``t`` would leak saved outputs through a C++ cycle)
-in a handle whose ``weakref.finalize`` reports the moment autograd drops it. The unpack hook
+in a handle whose weak reference reports the moment autograd drops it. The unpack hook
 re-implements torch's in-place version check, which torch skips when hooks are installed, with
 torch's exact message.
 """
@@ -41,8 +41,7 @@ class SavedTensorHooks(TensorIdentity):
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type
             packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t))
-            finalizer = weakref.finalize(packed, self._release, sid)
-            finalizer.atexit = False
+            self.watch_packed(packed)
             self._emit_fn(event)
             return packed
 
