@@ -14,7 +14,7 @@ import torch
 
 from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState, _Packed,
                                      _version)
-from graphview.capture.summaries import dtype_name, summarize
+from graphview.capture.summaries import device_name, dtype_name, summarize
 
 
 class _Life:
@@ -112,8 +112,10 @@ class TensorIdentity(RecorderState):
             return None
         return _Stale(entry[3] if known else None)
 
-    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True) -> list:
-        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed."""
+    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True, summary: dict | None = None) -> list:
+        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed.
+
+        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it."""
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)
@@ -146,12 +148,14 @@ class TensorIdentity(RecorderState):
         name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
         event = {
             "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
-            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": str(t.device),
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": device_name(t.device),
             "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
             "line": line, "new": new,
         }
         leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
-        event.update(summarize(t, norm=leafish, hist=leafish) or {})
+        if summary is None or not leafish:
+            summary = summarize(t, norm=leafish, hist=leafish)
+        event.update(summary or {})
         self._emit_fn(event)
         if new and name is None and pending:
             self._register_pending(t, tid)

@@ -18,7 +18,7 @@ from weakref import KeyedRef
 
 import torch
 
-from graphview.capture.summaries import dtype_name
+from graphview.capture.summaries import device_name, dtype_name
 from graphview.core.options import RunOptions, parse_detach_spec
 
 VID_KEY = "graphview_vid"
@@ -203,23 +203,28 @@ class RecorderState:
         return RecorderState._Quiet(self)
 
     class _AtWork:
-        __slots__ = ("rec", "off")
+        __slots__ = ("lock", "tls", "off")
 
         def __init__(self, rec):
-            self.rec = rec
+            self.lock = rec._lock
+            self.tls = rec._tls
             self.off = _DisableTorchFunction()
 
         def __enter__(self):
-            self.rec._suspend += 1
+            self.lock.acquire()
+            tls = self.tls
+            tls.depth = getattr(tls, "depth", 0) + 1
             self.off.__enter__()
 
         def __exit__(self, *exc):
-            self.off.__exit__(*exc)
-            self.rec._suspend -= 1
+            self.off.__exit__(None, None, None)
+            self.tls.depth -= 1
+            self.lock.release()
 
     def at_work(self) -> "_AtWork":
-        """The recorder's own reads of tensors (attributes, value summaries): no torch function
-        handling at all inside (see NOTE [The recorder's own torch calls])."""
+        """The recorder's own work, under its lock: reads of tensors (attributes, value
+        summaries) with no torch function handling at all (see NOTE [The recorder's own torch
+        calls]), and torch calls ignored as in :meth:`quiet`."""
         return RecorderState._AtWork(self)
 
     def user_frame(self, start: int = 2):
@@ -278,7 +283,7 @@ class RecorderState:
         else:
             kind = "activation"
         return {
-            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": str(t.device), "kind": kind,
+            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
         }
 

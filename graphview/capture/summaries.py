@@ -14,8 +14,20 @@ import torch
 from graphview.core.events import FULL_VALUES_MAX
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+def dtype_name(dtype: torch.dtype, _names: dict = {}) -> str:  # noqa: B006 - a cache
+    name = _names.get(dtype)
+    if name is None:
+        name = _names[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def device_name(device: torch.device, _names: dict = {}) -> str:  # noqa: B006 - a cache
+    name = _names.get(device)
+    if name is None:
+        name = str(device)
+        if len(_names) < 64:
+            _names[device] = name
+    return name
 
 
 def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
@@ -137,6 +149,8 @@ def _numpy_histogram(flat: np.ndarray, lo: float, hi: float) -> list[int]:
     """torch.histc(flat, HIST_BINS, lo, hi) for values all within [lo, hi], as CPU torch computes it."""
     if hi == lo:
         return [int(flat.size)] + [0] * (HIST_BINS - 1)
+    if (hi - lo) * HIST_BINS >= _FLOAT_MAX.get(flat.dtype, 0.0) / 2:  # a range float32 cannot hold
+        flat = flat.astype(np.float64)
     real = flat.dtype.type
     low = real(lo)
     position = ((flat - low) * real(HIST_BINS) / (real(hi) - low)).astype(np.intp)
@@ -201,33 +215,50 @@ BLAS_MAX = 1 << 13
 
 
 def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dict:
-    # an overflow in graphview's own sums (uninitialised torch.empty memory) is not the script's warning
-    with np.errstate(all="ignore"):
-        return _numpy_stats_unchecked(a, numel, light, with_norm)
+    """min, max, mean (and norm), or the norm alone (``light``), on the calling thread.
 
-
-def _square_norm(a: np.ndarray):
-    flat = a.reshape(-1)
-    return np.dot(flat, flat) if flat.size <= BLAS_MAX else np.einsum("i,i->", flat, flat)
-
-
-def _numpy_stats_unchecked(a: np.ndarray, numel: int, light: bool, with_norm: bool) -> dict:
+    No floating-point warning of graphview's own reaches the script: the norm alone is an einsum
+    (which never warns); a sum or a dot product is computed outside ``np.errstate`` only where
+    min and max prove that it cannot overflow (uninitialised ``torch.empty`` memory can)."""
     if light:
-        norm = float(np.sqrt(_square_norm(a)))
+        norm = float(np.sqrt(_einsum_square(a)))
         stats = {"norm": _clean(norm), "numel": numel}
         values = [norm]
     else:  # the ufuncs' own reductions (what ndarray.min / max / sum call), over any strides
-        lo, hi, total = float(_MIN(a, axis=None)), float(_MAX(a, axis=None)), float(_SUM(a, axis=None))
+        lo, hi = float(_MIN(a, axis=None)), float(_MAX(a, axis=None))
+        bound = max(abs(lo), abs(hi)) * numel  # NaN: False below
+        fmax = _FLOAT_MAX.get(a.dtype, 0.0)
+        if bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
+            total = float(_SUM(a, axis=None))
+            norm = float(np.sqrt(_square_norm(a))) if with_norm else None
+        else:
+            with np.errstate(all="ignore"):
+                total = float(_SUM(a, axis=None))
+                norm = float(np.sqrt(_einsum_square(a))) if with_norm else None
         stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / numel), "numel": numel, "nan": 0, "inf": 0}
         values = [lo, hi, total]
         if with_norm:
-            norm = float(np.sqrt(_square_norm(a)))
             stats["norm"] = _clean(norm)
             values.append(norm)
     if not all(map(math.isfinite, values)):
         stats["nan"] = int(np.isnan(a).sum())
         stats["inf"] = int(np.isinf(a).sum())
     return stats
+
+
+_FLOAT_MAX = {np.dtype(np.float32): float(np.finfo(np.float32).max),
+              np.dtype(np.float64): float(np.finfo(np.float64).max)}
+
+
+def _einsum_square(a: np.ndarray):
+    flat = a.reshape(-1)
+    return np.einsum("i,i->", flat, flat)
+
+
+def _square_norm(a: np.ndarray):
+    """The sum of squares; np.dot (BLAS) up to BLAS_MAX values, einsum above (see the NOTE)."""
+    flat = a.reshape(-1)
+    return np.dot(flat, flat) if flat.size <= BLAS_MAX else np.einsum("i,i->", flat, flat)
 
 
 def _complex_summary(t: torch.Tensor, shape: list, full_max: int) -> dict:

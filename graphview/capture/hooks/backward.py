@@ -49,7 +49,7 @@ class BackwardHooks(TensorIdentity):
         api = "backward" if kwargs.get("accumulate_grad", True) else "grad"
         bid = next(self._bids)
         self.backward_count += 1
-        with self._lock, self.at_work():
+        with self.at_work():
             input_tids, line = self._backward_started(bid, api, t_outputs, args, forced)
             handles = self._hook_graph(bid, t_outputs, line, retain_graph=bool(args[1]))
         self._bw_current.append(None)
@@ -66,7 +66,7 @@ class BackwardHooks(TensorIdentity):
             self._bw_current.pop()
             for handle in handles:
                 handle.remove()
-            with self._lock, self.at_work():
+            with self.at_work():
                 self._backward_finished(bid, api, ok, result, input_tids, retain_graph=bool(args[1]))
 
     def _backward_started(self, bid: int, api: str, t_outputs, args: list, forced: list) -> tuple[list, int | None]:
@@ -181,7 +181,7 @@ class BackwardHooks(TensorIdentity):
         return [node.register_prehook(enter), node.register_hook(leave)]
 
     def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs) -> None:
-        with self._lock, self.at_work():
+        with self.at_work():
             if self._bw_current:
                 self._bw_current[-1] = vid
             event = {"ev": "bw_node", "bid": call.bid, "vid": vid}
@@ -197,7 +197,7 @@ class BackwardHooks(TensorIdentity):
         return None
 
     def _bw_hook(self, call: "_BackwardCall", vid: int, grad_inputs, grad_outputs) -> None:
-        with self._lock, self.at_work():
+        with self.at_work():
             sent = call.sent
             for index, g in enumerate(grad_inputs):
                 if g is not None:
@@ -218,7 +218,7 @@ class BackwardHooks(TensorIdentity):
 
     def _bw_accumulate_hook(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_inputs,
                             grad_outputs) -> None:
-        with self._lock, self.at_work():
+        with self.at_work():
             leaf = leaf_ref()
             increment = call.light.summary(grad_outputs[0]) if grad_outputs else None
             grad = leaf.grad if leaf is not None else None

@@ -141,7 +141,7 @@ class ModuleHooks(TensorIdentity):
     def _module_pre(self, module, args):
         if self._suspend or not self._active:
             return None
-        with self._lock, self.at_work():
+        with self.at_work():
             if not self._module_stack:
                 self._register_root(module)
             path = self._module_path(module)
@@ -169,7 +169,7 @@ class ModuleHooks(TensorIdentity):
         self.optimizer_step_count += 1
         if self._suspend or not self._active:
             return
-        with self._lock, self.at_work():
+        with self.at_work():
             frame, _ = self.user_frame(3)
             line = frame.f_lineno if frame else None
             tids = []
@@ -177,9 +177,10 @@ class ModuleHooks(TensorIdentity):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    ref = self.tensor_ref(p, line, pending=False)
+                    summary = summarize(p, hist=True)  # one summary for the tensor event and the value
+                    ref = self.tensor_ref(p, line, pending=False, summary=summary)
                     tids.append(ref[0])
-                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p, hist=True) or {})})
+                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
 
     def _wrap_zero_grad(self, original, source):
@@ -213,7 +214,7 @@ class ModuleHooks(TensorIdentity):
             if recorder._active and not recorder._suspend:
                 frame, internal = recorder.user_frame(2)
                 if frame is not None and not internal:
-                    with recorder._lock, recorder.at_work():
+                    with recorder.at_work():
                         recorder._emit_fn({"ev": "module_mode", "type": type(module).__name__, "training": bool(mode),
                                            "line": frame.f_lineno})
             return result

@@ -106,7 +106,7 @@ class OpHooks(TensorIdentity):
         frame, internal = self.user_frame(3)
         if internal:
             return func(*args, **kwargs)
-        with self._lock, self.at_work():
+        with self.at_work():
             self.flush_names(frame)
         self._op_inputs = _tensor_ids(args, kwargs)
         try:
@@ -131,7 +131,7 @@ class OpHooks(TensorIdentity):
             if args and isinstance(args[0], torch.Tensor):
                 frame, internal = self.user_frame(3)
                 if not internal:
-                    with self._lock, self.at_work():
+                    with self.at_work():
                         self._grad_attribute(kind, args, out, frame)
         elif kind == _PROPERTY_OP:
             if isinstance(out, torch.Tensor):
@@ -139,7 +139,7 @@ class OpHooks(TensorIdentity):
                 if not internal:
                     return self._recorded(attr, args[:1], {}, out, frame)
         elif args and isinstance(args[0], torch.Tensor):  # requires_grad or data set
-            with self._lock, self.at_work():
+            with self.at_work():
                 frame, _ = self.user_frame(3)
                 self.tensor_ref(args[0], frame.f_lineno if frame else None)
         return out
@@ -273,7 +273,7 @@ class OpHooks(TensorIdentity):
             if recorder._suspend or not recorder._active:
                 return original(cls, *args, **kwargs)
             frame, _ = recorder.user_frame(2)
-            with recorder._lock, recorder.at_work():
+            with recorder.at_work():
                 recorder.flush_names(frame)
             recorder._op_inputs = _tensor_ids(args, kwargs)
             try:
