@@ -10,7 +10,9 @@ against its target with "met" / "not met":
   256-layer MLP of ``bench_capture.py``, and the deep MLP), steps interleaved;
 * whole processes: ``graphview record SCRIPT`` against ``python SCRIPT`` (the script's own
   ``__main__`` block runs the same step), import of torch included;
-* the same ``graphview record`` while another process keeps one core busy, against idle.
+* the same ``graphview record`` while another process keeps one core busy, against idle (and,
+  for reference, ``python SCRIPT`` busy against idle: on a machine that others load as well, that
+  says how much of the ratio is the machine's).
 
 Every ratio compares runs made in the same invocation, interleaved, so that the load of a
 shared machine hits both sides; the median of ``--reps`` runs is used.
@@ -116,7 +118,7 @@ def whole_processes(script: str, folder: str, reps: int) -> dict:
     trace = os.path.join(folder, "run.gvtrace")
     record = graphview_command() + ["record", script, "-o", trace, "--quiet"]
     plain = [sys.executable, script]
-    times: dict[str, list[float]] = {"python": [], "record": [], "record_busy": []}
+    times: dict[str, list[float]] = {"python": [], "record": [], "record_busy": [], "python_busy": []}
     timed(plain, folder)  # warm the file caches of both
     timed(record, folder)
     for _ in range(reps):
@@ -126,6 +128,7 @@ def whole_processes(script: str, folder: str, reps: int) -> dict:
         try:
             time.sleep(0.2)
             times["record_busy"].append(timed(record, folder))
+            times["python_busy"].append(timed(plain, folder))
         finally:
             hog.kill()
             hog.wait()
@@ -166,10 +169,12 @@ def main() -> None:
         with open(script, "w") as f:
             f.write(STEP_SCRIPT.format(layers=args.layers))
         seconds = whole_processes(script, folder, args.reps)
-    print(f"whole processes: python {seconds['python']:.2f} s, graphview record {seconds['record']:.2f} s, "
-          f"graphview record with a core busy {seconds['record_busy']:.2f} s")
+    print(f"whole processes: python {seconds['python']:.2f} s, graphview record {seconds['record']:.2f} s; "
+          f"with a core busy: graphview record {seconds['record_busy']:.2f} s, python {seconds['python_busy']:.2f} s")
     lines.append(verdict("process", seconds["record"] / seconds["python"], args.layers))
     lines.append(verdict("busy", seconds["record_busy"] / seconds["record"], args.layers))
+    lines.append(f"  for reference, `python` with the other core busy / idle: "
+                 f"{seconds['python_busy'] / seconds['python']:.2f}x (what this machine's load does to any process)")
     print("\n".join(lines))
 
 
