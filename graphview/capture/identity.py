@@ -2,7 +2,7 @@
 
 Tensors are tracked through weak references only and get an id (``tid``) the first time a
 recorded op touches them; autograd nodes get an id (``vid``) stamped into ``node.metadata``,
-with a sentinel whose finalizer reports when autograd destroys the node. Names come from the
+with a sentinel whose death reports when autograd destroys the node. Names come from the
 script's frames (the variable a tensor was bound to) and from root modules (parameters).
 """
 
@@ -14,11 +14,11 @@ import torch
 
 from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState, _Packed,
                                      _version)
-from graphview.capture.summaries import dtype_name, summarize
+from graphview.capture.summaries import device_name, dtype_name, summarize
 
 
 class _Life:
-    """Put in a node's ``metadata``: its finalizer fires when autograd destroys the node."""
+    """Put in a node's ``metadata``: it dies when autograd destroys the node (``watch_node``)."""
 
     __slots__ = ("__weakref__",)
 
@@ -112,8 +112,10 @@ class TensorIdentity(RecorderState):
             return None
         return _Stale(entry[3] if known else None)
 
-    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True) -> list:
-        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed."""
+    def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True, summary: dict | None = None) -> list:
+        """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed.
+
+        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it."""
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)
@@ -135,7 +137,7 @@ class TensorIdentity(RecorderState):
             new = False
         else:
             tid = next(self._tids)
-            self._tensors[key] = [weakref.ref(t, self._forget_tensor(key, tid)), tid, version, gvid, requires_grad, synced]
+            self._tensors[key] = [self.tensor_ref_to(t), tid, version, gvid, requires_grad, synced]
             new = True
         base = t._base
         base_tid = None
@@ -146,26 +148,18 @@ class TensorIdentity(RecorderState):
         name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
         event = {
             "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
-            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": str(t.device),
+            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": device_name(t.device),
             "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
             "line": line, "new": new,
         }
         leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
-        event.update(summarize(t, norm=leafish, hist=leafish) or {})
+        if summary is None or not leafish:
+            summary = summarize(t, norm=leafish, hist=leafish)
+        event.update(summary or {})
         self._emit_fn(event)
         if new and name is None and pending:
             self._register_pending(t, tid)
         return [tid, version]
-
-    def _forget_tensor(self, key: int, tid: int):
-        tensors = self._tensors
-
-        def forget(_ref):
-            entry = tensors.get(key)
-            if entry is not None and entry[1] == tid:
-                del tensors[key]
-
-        return forget
 
     def tid_of(self, t: torch.Tensor) -> int | None:
         entry = self._tensors.get(id(t))
@@ -190,7 +184,7 @@ class TensorIdentity(RecorderState):
                 continue
             vid = md[VID_KEY] = next(self._vids)
             life = md[LIFE_KEY] = _Life()
-            weakref.finalize(life, self._node_died, vid).atexit = False
+            self.watch_node(life, vid)
             stack.append((node, True))
             for child, _ in node.next_functions:
                 if child is not None and VID_KEY not in child.metadata:

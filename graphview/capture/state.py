@@ -14,10 +14,11 @@ import sys
 import threading
 import weakref
 from typing import Any, Callable
+from weakref import KeyedRef
 
 import torch
 
-from graphview.capture.summaries import dtype_name
+from graphview.capture.summaries import device_name, dtype_name
 from graphview.core.options import RunOptions, parse_detach_spec
 
 VID_KEY = "graphview_vid"
@@ -29,6 +30,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TORCH_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
 _INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
+_DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
 
 
@@ -52,6 +54,17 @@ def tracing(_get_mode=torch._C._get_dispatch_mode, _functorch=torch._C._are_func
     """Whether torch.compile (AOT autograd, make_fx) is tracing with fake tensors, or a torch.func
     transform runs, right now: its tensors are wrappers with no data of their own to read."""
     return _functorch() or _get_mode(_FAKE) is not None or _get_mode(_PROXY) is not None
+
+
+# NOTE [The recorder's own torch calls]
+# Every torch call made while a TorchFunctionMode is on the stack enters it first, property reads
+# (``t.shape``, ``t.grad_fn``) included: about 2 µs each, more than most small ops cost. The
+# recorder's own reads (in module and optimizer hooks, backward hooks, value summaries) run under
+# ``torch._C.DisableTorchFunction`` (``RecorderState.at_work``): neither the recording mode nor a
+# script's own modes or tensor subclasses see them. Only reads go there: anything handed back to
+# torch or to the script (the detached tensor a pack hook keeps, a ``--detach-at`` result) and any
+# of the script's code the recorder runs (``zero_grad``, ``Function.apply``) keeps torch function
+# handling as it is, so a subclass keeps its type and a script's mode sees its calls.
 
 
 class RecorderState:
@@ -103,11 +116,43 @@ class RecorderState:
         self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
         self._alloc_last: int | None = None
         self._active = False
+        # weak references to node sentinels and saved-tensor handles, alive until their object dies
+        # (a ``weakref.finalize`` each cost five objects the collector keeps scanning)
+        self._watched: set[KeyedRef] = set()
+        self._on_node_gone = self._node_gone  # bound once: every reference shares it
+        self._on_packed_gone = self._packed_gone
+        self._on_tensor_gone = self._tensor_gone
         self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
         self.detach_hits = 0
         self.optimizer_step_count = 0
+
+    def watch_node(self, life, vid: int) -> None:
+        """``_node_died(vid)`` once ``life`` (in the node's metadata) dies with the node."""
+        self._watched.add(KeyedRef(life, self._on_node_gone, vid))
+
+    def watch_packed(self, packed: "_Packed") -> None:
+        """``_release(sid)`` once autograd drops the saved tensor ``packed`` stands for."""
+        self._watched.add(KeyedRef(packed, self._on_packed_gone, packed.sid))
+
+    def tensor_ref_to(self, t: torch.Tensor) -> KeyedRef:
+        """A weak reference to ``t`` whose death removes its entry from ``_tensors``."""
+        return KeyedRef(t, self._on_tensor_gone, id(t))
+
+    # _node_died (identity.py) and _release (hooks/saved.py) say what a death means
+    def _node_gone(self, ref: KeyedRef) -> None:
+        self._watched.discard(ref)
+        self._node_died(ref.key)
+
+    def _packed_gone(self, ref: KeyedRef) -> None:
+        self._watched.discard(ref)
+        self._release(ref.key)
+
+    def _tensor_gone(self, ref: KeyedRef) -> None:
+        entry = self._tensors.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._tensors[ref.key]
 
     @property
     def _suspend(self) -> int:
@@ -154,8 +199,33 @@ class RecorderState:
             self.rec._suspend -= 1
 
     def quiet(self) -> "_Quiet":
-        """Inside this block the recorder ignores torch calls (its own work, optimizer internals)."""
+        """Inside this block the recorder ignores torch calls (code of the script's it does not record)."""
         return RecorderState._Quiet(self)
+
+    class _AtWork:
+        __slots__ = ("lock", "tls", "off")
+
+        def __init__(self, rec):
+            self.lock = rec._lock
+            self.tls = rec._tls
+            self.off = _DisableTorchFunction()
+
+        def __enter__(self):
+            self.lock.acquire()
+            tls = self.tls
+            tls.depth = getattr(tls, "depth", 0) + 1
+            self.off.__enter__()
+
+        def __exit__(self, *exc):
+            self.off.__exit__(None, None, None)
+            self.tls.depth -= 1
+            self.lock.release()
+
+    def at_work(self) -> "_AtWork":
+        """The recorder's own work, under its lock: reads of tensors (attributes, value
+        summaries) with no torch function handling at all (see NOTE [The recorder's own torch
+        calls]), and torch calls ignored as in :meth:`quiet`."""
+        return RecorderState._AtWork(self)
 
     def user_frame(self, start: int = 2):
         """The innermost frame of the user's script, and whether the call is torch-internal.
@@ -213,7 +283,7 @@ class RecorderState:
         else:
             kind = "activation"
         return {
-            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": str(t.device), "kind": kind,
+            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
         }
 

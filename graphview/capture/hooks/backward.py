@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import weakref
 from contextlib import ExitStack
+from functools import partial
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ import torch
 from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.identity import TensorIdentity
 from graphview.capture.state import ACCUMULATE_GRAD, _identity, tracing
-from graphview.capture.summaries import summarize
+from graphview.capture.summaries import LightSummaries, summarize
 
 _REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
 
@@ -48,7 +49,7 @@ class BackwardHooks(TensorIdentity):
         api = "backward" if kwargs.get("accumulate_grad", True) else "grad"
         bid = next(self._bids)
         self.backward_count += 1
-        with self._lock, self.quiet():
+        with self.at_work():
             input_tids, line = self._backward_started(bid, api, t_outputs, args, forced)
             handles = self._hook_graph(bid, t_outputs, line, retain_graph=bool(args[1]))
         self._bw_current.append(None)
@@ -65,7 +66,7 @@ class BackwardHooks(TensorIdentity):
             self._bw_current.pop()
             for handle in handles:
                 handle.remove()
-            with self._lock, self.quiet():
+            with self.at_work():
                 self._backward_finished(bid, api, ok, result, input_tids, retain_graph=bool(args[1]))
 
     def _backward_started(self, bid: int, api: str, t_outputs, args: list, forced: list) -> tuple[list, int | None]:
@@ -95,9 +96,14 @@ class BackwardHooks(TensorIdentity):
     def _hook_graph(self, bid: int, t_outputs, line: int | None, retain_graph: bool) -> list:
         """Walk the graph once: every node gets a pre-hook and a hook for this call. A node fed by
         exactly one edge receives exactly what that edge sent: its incoming gradient is not
-        summarized twice (the event names the edge instead)."""
+        summarized twice (the event names the edge instead).
+
+        The hooks are ``functools.partial`` objects over one :class:`_BackwardCall`: a graph of
+        thousands of nodes gets few long-lived Python objects (closures and their cells made
+        the collector scan the whole heap twice more per backward)."""
         nodes: dict[int, Any] = {}
-        feeders: dict[int, list] = {}
+        feeder: dict[int, tuple] = {}  # vid -> (consumer vid, index) of the one edge feeding it
+        fed_more: set[int] = set()  # vids fed by more than one edge
         stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
         root_vids = {self.node_vid(node, line) for node in stack if node is not None}
         while stack:
@@ -110,22 +116,28 @@ class BackwardHooks(TensorIdentity):
             nodes[vid] = node
             for index, (child, _) in enumerate(node.next_functions):
                 if child is not None:
-                    feeders.setdefault(self.node_vid(child, line), []).append([vid, index])
+                    child_vid = self.node_vid(child, line)
+                    if child_vid in feeder:
+                        fed_more.add(child_vid)
+                    else:
+                        feeder[child_vid] = (vid, index)
                     stack.append(child)
+        call = _BackwardCall(bid, releases=not retain_graph)
         handles = []
-        sent: dict[tuple, tuple] = {}  # (consumer vid, index) -> (data_ptr, version) of the grad it sent
+        # bound once: the partials share them (a bound method each was 10,000 more objects)
+        prehook, hook = self._bw_prehook, self._bw_hook
+        accumulate_prehook, accumulate_hook = self._bw_accumulate_prehook, self._bw_accumulate_hook
         for vid, node in nodes.items():
-            fed = feeders.get(vid, [])
-            from_edge = fed[0] if len(fed) == 1 and vid not in root_vids else None
-            handles.append(node.register_prehook(self._make_prehook(bid, vid, from_edge, sent)))
+            from_edge = feeder.get(vid) if vid not in fed_more and vid not in root_vids else None
             if node.name() == ACCUMULATE_GRAD:
                 leaf = node.variable
-                state = {"was_none": True}
-                handles.append(node.register_prehook(self._make_accumulate_prehook(weakref.ref(leaf), state)))
+                leaf_ref = weakref.ref(leaf)
+                handles.append(node.register_prehook(partial(accumulate_prehook, call, vid, from_edge, leaf_ref)))
                 handles.append(node.register_hook(
-                    self._make_accumulate_hook(bid, vid, weakref.ref(leaf), self.tensor_ref(leaf, line)[0], state)))
+                    partial(accumulate_hook, call, vid, leaf_ref, self.tensor_ref(leaf, line)[0])))
             else:
-                handles.append(node.register_hook(self._make_hook(bid, vid, not retain_graph, sent)))
+                handles.append(node.register_prehook(partial(prehook, call, vid, from_edge)))
+                handles.append(node.register_hook(partial(hook, call, vid)))
             if vid in self._foreign_saved or node.name() == _REENTRANT_CHECKPOINT:
                 handles.extend(self._watch_recompute(node, bid))
         return handles
@@ -171,67 +183,64 @@ class BackwardHooks(TensorIdentity):
 
         return [node.register_prehook(enter), node.register_hook(leave)]
 
-    def _make_prehook(self, bid: int, vid: int, from_edge: list | None, sent: dict):
-        recorder = self
-        edge_key = tuple(from_edge) if from_edge is not None else None
+    def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs) -> None:
+        with self.at_work():
+            if self._bw_current:
+                self._bw_current[-1] = vid
+            event = {"ev": "bw_node", "bid": call.bid, "vid": vid}
+            # the gradient arriving is the very tensor the single feeding edge sent, unchanged
+            # (a user's tensor hook may have replaced or modified it: then summarize it again)
+            if (from_edge is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
+                    and call.sent.get(from_edge) == _identity(grad_outputs[0])):
+                event["grads_in"] = None
+                event["from_edge"] = list(from_edge)  # [consumer vid, index]: its grads_out[index]
+            else:
+                event["grads_in"] = [call.light.summary(g) for g in grad_outputs]
+            self._emit_fn(event)
+        return None
 
-        def prehook(grad_outputs):
-            with recorder._lock, recorder.quiet():
-                if recorder._bw_current:
-                    recorder._bw_current[-1] = vid
-                event = {"ev": "bw_node", "bid": bid, "vid": vid}
-                # the gradient arriving is the very tensor the single feeding edge sent, unchanged
-                # (a user's tensor hook may have replaced or modified it: then summarize it again)
-                if (edge_key is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
-                        and sent.get(edge_key) == _identity(grad_outputs[0])):
-                    event["grads_in"] = None
-                    event["from_edge"] = from_edge  # [consumer vid, index]: its grads_out[index]
-                else:
-                    event["grads_in"] = [summarize(g, light=True) for g in grad_outputs]
-                recorder._emit_fn(event)
-            return None
+    def _bw_hook(self, call: "_BackwardCall", vid: int, grad_inputs, grad_outputs) -> None:
+        with self.at_work():
+            sent = call.sent
+            for index, g in enumerate(grad_inputs):
+                if g is not None:
+                    sent[(vid, index)] = _identity(g)
+            if call.releases:  # the engine releases the node's saved variables right after it runs
+                self._release_unhooked(vid)
+            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid,
+                       "grads_out": [call.light.summary(g) for g in grad_inputs]})
+        return None
 
-        return prehook
+    def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
+                               grad_outputs) -> None:
+        self._bw_prehook(call, vid, from_edge, grad_outputs)
+        with self.at_work():
+            leaf = leaf_ref()
+            call.grad_was_none[vid] = leaf is None or leaf.grad is None
+        return None
 
-    def _make_hook(self, bid: int, vid: int, releases: bool, sent: dict):
-        recorder = self
+    def _bw_accumulate_hook(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_inputs,
+                            grad_outputs) -> None:
+        with self.at_work():
+            leaf = leaf_ref()
+            increment = call.light.summary(grad_outputs[0]) if grad_outputs else None
+            grad = leaf.grad if leaf is not None else None
+            if grad is not None:
+                self._note_grad(grad, tid)
+            self._emit_fn({"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "increment": increment,
+                           "grad": summarize(grad, hist=True), "first": call.grad_was_none.get(vid, True)})
+            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
+        return None
 
-        def hook(grad_inputs, grad_outputs):
-            with recorder._lock, recorder.quiet():
-                for index, g in enumerate(grad_inputs):
-                    if g is not None:
-                        sent[(vid, index)] = _identity(g)
-                if releases:  # the engine releases the node's saved variables right after it runs
-                    recorder._release_unhooked(vid)
-                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": [summarize(g, light=True) for g in grad_inputs]})
-            return None
 
-        return hook
+class _BackwardCall:
+    """What the hooks of one backward call share."""
 
-    def _make_accumulate_prehook(self, leaf_ref, state: dict):
-        recorder = self
+    __slots__ = ("bid", "releases", "sent", "grad_was_none", "light")
 
-        def prehook(grad_outputs):
-            with recorder.quiet():
-                leaf = leaf_ref()
-                state["was_none"] = leaf is None or leaf.grad is None
-            return None
-
-        return prehook
-
-    def _make_accumulate_hook(self, bid: int, vid: int, leaf_ref, tid: int, state: dict):
-        recorder = self
-
-        def hook(grad_inputs, grad_outputs):
-            with recorder._lock, recorder.quiet():
-                leaf = leaf_ref()
-                increment = summarize(grad_outputs[0], light=True) if grad_outputs else None
-                grad = leaf.grad if leaf is not None else None
-                if grad is not None:
-                    recorder._note_grad(grad, tid)
-                recorder._emit_fn({"ev": "accumulate", "bid": bid, "tid": tid, "vid": vid, "increment": increment,
-                                   "grad": summarize(grad, hist=True), "first": state["was_none"]})
-                recorder.emit({"ev": "bw_node_done", "bid": bid, "vid": vid, "grads_out": []})
-            return None
-
-        return hook
+    def __init__(self, bid: int, releases: bool) -> None:
+        self.bid = bid
+        self.releases = releases  # no retain_graph: each node frees its saved values once it ran
+        self.sent: dict[tuple, tuple] = {}  # (consumer vid, index) -> _identity of the grad it sent
+        self.grad_was_none: dict[int, bool] = {}  # AccumulateGrad vid -> its leaf had no .grad before
+        self.light = LightSummaries()  # the gradients' light summaries, once per run of memory

@@ -141,7 +141,7 @@ class ModuleHooks(TensorIdentity):
     def _module_pre(self, module, args):
         if self._suspend or not self._active:
             return None
-        with self._lock, self.quiet():
+        with self.at_work():
             if not self._module_stack:
                 self._register_root(module)
             path = self._module_path(module)
@@ -152,12 +152,14 @@ class ModuleHooks(TensorIdentity):
     def _module_post(self, module, args, output):
         if self._suspend or not self._active or not self._module_stack:
             return None
-        with self._lock, self.quiet():
-            path = self._module_stack.pop()
-            self._emit_fn({"ev": "module_exit", "path": path})
+        with self._lock:
+            with self.at_work():
+                path = self._module_stack.pop()
+                self._emit_fn({"ev": "module_exit", "path": path})
             if path in self._detach_modules:
-                frame, _ = self.user_frame(3)
-                return self._force_detach(output, frame.f_lineno if frame else None)
+                with self.quiet():
+                    frame, _ = self.user_frame(3)
+                    return self._force_detach(output, frame.f_lineno if frame else None)
         return None
 
     def _optimizer_pre(self, optimizer, args, kwargs):
@@ -167,7 +169,7 @@ class ModuleHooks(TensorIdentity):
         self.optimizer_step_count += 1
         if self._suspend or not self._active:
             return
-        with self._lock, self.quiet():
+        with self.at_work():
             frame, _ = self.user_frame(3)
             line = frame.f_lineno if frame else None
             tids = []
@@ -175,9 +177,10 @@ class ModuleHooks(TensorIdentity):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    ref = self.tensor_ref(p, line, pending=False)
+                    summary = summarize(p, hist=True)  # one summary for the tensor event and the value
+                    ref = self.tensor_ref(p, line, pending=False, summary=summary)
                     tids.append(ref[0])
-                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summarize(p, hist=True) or {})})
+                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
 
     def _wrap_zero_grad(self, original, source):
@@ -187,10 +190,12 @@ class ModuleHooks(TensorIdentity):
             if recorder._suspend or not recorder._active:
                 return original(obj, *args, **kwargs)
             set_to_none = kwargs.get("set_to_none", args[0] if args else True)
-            with recorder._lock, recorder.quiet():
-                params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
-                tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
-                result = original(obj, *args, **kwargs)
+            with recorder._lock:
+                with recorder.at_work():
+                    params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
+                    tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
+                with recorder.quiet():  # the script's zero_grad, as torch runs it
+                    result = original(obj, *args, **kwargs)
                 frame, _ = recorder.user_frame(2)
                 recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
                                    "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
@@ -209,7 +214,7 @@ class ModuleHooks(TensorIdentity):
             if recorder._active and not recorder._suspend:
                 frame, internal = recorder.user_frame(2)
                 if frame is not None and not internal:
-                    with recorder._lock, recorder.quiet():
+                    with recorder.at_work():
                         recorder._emit_fn({"ev": "module_mode", "type": type(module).__name__, "training": bool(mode),
                                            "line": frame.f_lineno})
             return result

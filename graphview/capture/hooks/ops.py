@@ -38,6 +38,37 @@ _PROPERTY_OPS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 _NOTABLE_NON_TENSOR = frozenset({"item", "tolist", "numpy"})
 _BACKWARD_CALLS = frozenset({"backward", "grad"})
 
+# what the mode does with a torch function: answer at once, record an op, or look at a descriptor
+_PASS, _OP, _GRAD_GET, _GRAD_SET, _PROPERTY_OP, _TRACK_SET = range(6)
+_KINDS: dict = {}  # func -> (kind, name): the torch API is finite, but a bound keeps it so
+_KINDS_MAX = 1 << 13
+
+
+def _classify(func) -> tuple[int, str]:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__" or name == "__set__":
+        attr = getattr(getattr(func, "__self__", None), "__name__", "")
+        if attr == "grad":
+            kind = _GRAD_GET if name == "__get__" else _GRAD_SET
+        elif name == "__get__":
+            kind = _PROPERTY_OP if attr in _PROPERTY_OPS else _PASS
+        else:
+            kind = _TRACK_SET if attr in ("requires_grad", "data") else _PASS
+        return kind, attr
+    return (_PASS if name in _IGNORED or name in _BACKWARD_CALLS else _OP), name
+
+
+def _kind_of(func) -> tuple[int, str]:
+    try:
+        return _KINDS[func]
+    except KeyError:
+        kind = _KINDS[func] = _classify(func)
+        if len(_KINDS) > _KINDS_MAX:
+            _KINDS.clear()
+        return kind
+    except TypeError:  # an unhashable callable
+        return _classify(func)
+
 
 class _OpMode(TorchFunctionMode):
     def __init__(self, recorder: "OpHooks") -> None:
@@ -65,71 +96,71 @@ class OpHooks(TensorIdentity):
                    classmethod(self._wrap_function_apply(original_apply.__func__)))
 
     def _on_torch_function(self, func, args, kwargs):
-        if self._suspend:
+        kind, name = _kind_of(func)
+        if kind == _PASS or self._suspend:
             return func(*args, **kwargs)
-        name = getattr(func, "__name__", None) or type(func).__name__
-        if name in _IGNORED:
-            return func(*args, **kwargs)
-        if name == "__get__" or name == "__set__":
-            return self._on_descriptor(func, name, args, kwargs)
-        if name in _BACKWARD_CALLS or tracing():
+        if kind != _OP:
+            return self._on_descriptor(func, kind, name, args, kwargs)
+        if tracing():
             return func(*args, **kwargs)
         frame, internal = self.user_frame(3)
         if internal:
             return func(*args, **kwargs)
-        with self._lock:
-            self._suspend += 1
-            try:
-                self.flush_names(frame)
-            finally:
-                self._suspend -= 1
+        with self.at_work():
+            self.flush_names(frame)
         self._op_inputs = _tensor_ids(args, kwargs)
         try:
             out = func(*args, **kwargs)
         finally:
             self._op_inputs = None
-        with self._lock:
-            self._suspend += 1
-            try:
-                return self._record_op(name, args, kwargs, out, frame)
-            finally:
-                self._suspend -= 1
+        return self._recorded(name, args, kwargs, out, frame)
 
-    def _on_descriptor(self, func, name, args, kwargs):
-        owner = getattr(func, "__self__", None)
-        attr = getattr(owner, "__name__", "")
+    def _recorded(self, name, args, kwargs, out, frame):
+        """Record the op that returned ``out``; what the script gets (detached, at ``--detach-at``)."""
+        with self._lock:
+            with self.at_work():
+                detach = self._record_op(name, args, kwargs, out, frame)
+            if detach:
+                with self.quiet():
+                    out = self._force_detach(out, frame.f_lineno if frame is not None else None)
+        return out
+
+    def _on_descriptor(self, func, kind, attr, args, kwargs):
         out = func(*args, **kwargs)
-        if attr == "grad" and args and isinstance(args[0], torch.Tensor):
-            frame, internal = self.user_frame(3)
-            if internal:
-                return out
-            with self._lock, self.quiet():
-                line = frame.f_lineno if frame else None
-                tid = self.tensor_ref(args[0], line)[0]
-                if name == "__get__":
-                    self._emit_fn({"ev": "grad_read", "tid": tid, "none": out is None, "line": line})
-                else:
-                    value = args[1] if len(args) > 1 else None
-                    if value is None:
-                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign_none", "line": line, "source": "assign"})
-                    else:
-                        self._note_grad(value, tid)
-                        self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign", "line": line,
-                                       "source": "assign", "value": summarize(value)})
-            return out
-        if name == "__get__" and attr in _PROPERTY_OPS and isinstance(out, torch.Tensor):
-            frame, internal = self.user_frame(3)
-            if internal:
-                return out
-            with self._lock, self.quiet():
-                return self._record_op(attr, args[:1], {}, out, frame)
-        if name == "__set__" and attr in ("requires_grad", "data") and args and isinstance(args[0], torch.Tensor):
-            with self._lock, self.quiet():
+        if kind == _GRAD_GET or kind == _GRAD_SET:
+            if args and isinstance(args[0], torch.Tensor):
+                frame, internal = self.user_frame(3)
+                if not internal:
+                    with self.at_work():
+                        self._grad_attribute(kind, args, out, frame)
+        elif kind == _PROPERTY_OP:
+            if isinstance(out, torch.Tensor):
+                frame, internal = self.user_frame(3)
+                if not internal:
+                    return self._recorded(attr, args[:1], {}, out, frame)
+        elif args and isinstance(args[0], torch.Tensor):  # requires_grad or data set
+            with self.at_work():
                 frame, _ = self.user_frame(3)
                 self.tensor_ref(args[0], frame.f_lineno if frame else None)
         return out
 
-    def _record_op(self, name, args, kwargs, out, frame):
+    def _grad_attribute(self, kind, args, out, frame) -> None:
+        """``t.grad`` read or set by the script."""
+        line = frame.f_lineno if frame else None
+        tid = self.tensor_ref(args[0], line)[0]
+        if kind == _GRAD_GET:
+            self._emit_fn({"ev": "grad_read", "tid": tid, "none": out is None, "line": line})
+            return
+        value = args[1] if len(args) > 1 else None
+        if value is None:
+            self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign_none", "line": line, "source": "assign"})
+        else:
+            self._note_grad(value, tid)
+            self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign", "line": line,
+                           "source": "assign", "value": summarize(value)})
+
+    def _record_op(self, name, args, kwargs, out, frame) -> bool:
+        """The ``op`` event (and ``detach``, ``retain_grad``); whether ``--detach-at`` detaches here."""
         line = frame.f_lineno if frame is not None else None
         mode = self._check_mode(line)
         inputs = []
@@ -140,7 +171,7 @@ class OpHooks(TensorIdentity):
                 inputs.extend(x for x in a if isinstance(x, torch.Tensor))
         outputs = _flatten_tensors(out)
         if not outputs and name not in _NOTABLE_NON_TENSOR and name != "retain_grad":
-            return out
+            return False
         oid = next(self._oids)
         self.op_count = oid
         inplace = name.endswith("_") and not name.startswith("_") or name.startswith("__i")
@@ -176,9 +207,7 @@ class OpHooks(TensorIdentity):
         elif name == "retain_grad" and inputs:
             self._retained[in_refs[0][0]] = weakref.ref(inputs[0])
             self._emit_fn({"ev": "retain_grad", "tid": in_refs[0][0], "line": line})
-        if oid in self._detach_ops or (line is not None and line in self._detach_lines):
-            out = self._force_detach(out, line)
-        return out
+        return oid in self._detach_ops or (line is not None and line in self._detach_lines)
 
     def _force_detach(self, out, line):
         """The ``--detach-at`` toggle: hand the script a detached result instead."""
@@ -244,7 +273,7 @@ class OpHooks(TensorIdentity):
             if recorder._suspend or not recorder._active:
                 return original(cls, *args, **kwargs)
             frame, _ = recorder.user_frame(2)
-            with recorder._lock, recorder.quiet():
+            with recorder.at_work():
                 recorder.flush_names(frame)
             recorder._op_inputs = _tensor_ids(args, kwargs)
             try:
@@ -252,7 +281,6 @@ class OpHooks(TensorIdentity):
                     out = original(cls, *args, **kwargs)
             finally:
                 recorder._op_inputs = None
-            with recorder._lock, recorder.quiet():
-                return recorder._record_op(f"{cls.__name__}.apply", args, kwargs, out, frame)
+            return recorder._recorded(f"{cls.__name__}.apply", args, kwargs, out, frame)
 
         return apply

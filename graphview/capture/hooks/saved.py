@@ -1,7 +1,7 @@
 """Saved tensors: ``saved_tensors_hooks`` see every tensor autograd saves for backward.
 
 The pack hook keeps ``t.detach()`` (keeping ``t`` would leak saved outputs through a C++ cycle)
-in a handle whose ``weakref.finalize`` reports the moment autograd drops it. The unpack hook
+in a handle whose weak reference reports the moment autograd drops it. The unpack hook
 re-implements torch's in-place version check, which torch skips when hooks are installed, with
 torch's exact message.
 """
@@ -31,16 +31,17 @@ class SavedTensorHooks(TensorIdentity):
         if tracing():
             return t.detach()  # a fake tensor of a compile trace: nothing to count
         with self._lock:
-            sid = next(self._sids)
-            event = self._saved_event(sid, t, op_inputs=self._op_inputs)
-            if self._recompute:
-                event["recompute"] = self._recompute[-1]
-            gf = t.grad_fn
-            token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
-            packed = _Packed(t.detach(), sid, t._version, token, t.output_nr,
-                             gf.name() if gf is not None else None, weakref.ref(t))
-            finalizer = weakref.finalize(packed, self._release, sid)
-            finalizer.atexit = False
+            with self.at_work():
+                sid = next(self._sids)
+                event = self._saved_event(sid, t, op_inputs=self._op_inputs)
+                if self._recompute:
+                    event["recompute"] = self._recompute[-1]
+                gf = t.grad_fn
+                token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
+                version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
+            # what autograd gets back: detached as torch would, a subclass keeps its type
+            packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t))
+            self.watch_packed(packed)
             self._emit_fn(event)
             return packed
 

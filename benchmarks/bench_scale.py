@@ -1,0 +1,182 @@
+"""Recording at scale: what graphview's recorder costs on a big graph, in one run.
+
+    python benchmarks/bench_scale.py [--reps 3] [--step-reps 7] [--layers 1024]
+
+Writes a step script with a deep MLP (``--layers`` x ``Linear(16, 16) + ReLU``: about 2,000
+ops and 5,100 autograd nodes a step) to a temporary folder, then prints, each as a ratio
+against its target with "met" / "not met":
+
+* in-process, a recorded training step against a plain one (the transformer encoder and the
+  256-layer MLP of ``bench_capture.py``, and the deep MLP), steps interleaved;
+* whole processes: ``graphview record SCRIPT`` against ``python SCRIPT`` (the script's own
+  ``__main__`` block runs the same step), import of torch included;
+* the same ``graphview record`` while another process keeps one core busy, against idle (and,
+  for reference, ``python SCRIPT`` busy against idle: on a machine that others load as well, that
+  says how much of the ratio is the machine's).
+
+Every ratio compares runs made in the same invocation, interleaved, so that the load of a
+shared machine hits both sides; the median of ``--reps`` runs is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from bench_capture import deep_mlp, measure, transformer  # noqa: E402
+
+STEP_SCRIPT = '''\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+blocks = []
+for _ in range({layers}):
+    blocks += [nn.Linear(16, 16), nn.ReLU()]
+model = nn.Sequential(*blocks)
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+inputs = torch.randn(8, 16)
+
+
+def step():
+    return model(inputs).pow(2).mean()
+
+
+if __name__ == "__main__":
+    loss = step()
+    loss.backward()
+    optimizer.step()
+'''
+
+# measure -> (target ratio, what the ratio is)
+TARGETS = {
+    "transformer": (1.15, "transformer encoder, batch 32: recorded / plain step"),
+    "mlp256": (3.0, "256-layer MLP: recorded / plain step"),
+    "mlp_deep": (None, "{layers}-layer Linear(16,16)+ReLU MLP: recorded / plain step"),
+    "process": (1.5, "{layers}-layer MLP step, `graphview record` / `python`, whole processes"),
+    "busy": (1.3, "the same record with the other core busy / idle"),
+}
+
+
+def tiny_deep_mlp(layers: int):
+    def make():
+        torch.manual_seed(0)
+        blocks = []
+        for _ in range(layers):
+            blocks += [nn.Linear(16, 16), nn.ReLU()]
+        model = nn.Sequential(*blocks)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        inputs = torch.randn(8, 16)
+
+        def step():
+            optimizer.zero_grad()
+            loss = model(inputs).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        return step
+
+    return make
+
+
+def graphview_command() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "graphview")
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, "-c", "import sys; from graphview.app.cli import main; sys.exit(main())"]
+
+
+def timed(command: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"bench_scale: {' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def burner() -> subprocess.Popen:
+    """A process that keeps one core busy until killed."""
+    return subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+
+
+def whole_processes(script: str, folder: str, reps: int) -> dict:
+    """``python SCRIPT`` and ``graphview record SCRIPT``, idle and with a core busy, interleaved."""
+    trace = os.path.join(folder, "run.gvtrace")
+    record = graphview_command() + ["record", script, "-o", trace, "--quiet"]
+    plain = [sys.executable, script]
+    times: dict[str, list[float]] = {"python": [], "record": [], "record_busy": [], "python_busy": []}
+    timed(plain, folder)  # warm the file caches of both
+    timed(record, folder)
+    for _ in range(reps):
+        times["python"].append(timed(plain, folder))
+        times["record"].append(timed(record, folder))
+        hog = burner()
+        try:
+            time.sleep(0.2)
+            times["record_busy"].append(timed(record, folder))
+            times["python_busy"].append(timed(plain, folder))
+        finally:
+            hog.kill()
+            hog.wait()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def verdict(key: str, ratio: float, layers: int) -> str:
+    target, what = TARGETS[key]
+    what = what.format(layers=layers)
+    if target is None:
+        return f"  {what}: {ratio:.2f}x"
+    return f"  {what}: {ratio:.2f}x (target at most {target:.2f}x: {'met' if ratio <= target else 'not met'})"
+
+
+def main() -> None:
+    gc.freeze()  # as the runner process does after importing torch
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3, help="whole-process runs of each kind")
+    parser.add_argument("--step-reps", type=int, default=7, help="in-process steps of each kind")
+    parser.add_argument("--layers", type=int, default=1024)
+    parser.add_argument("--skip-in-process", action="store_true")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
+          f"in-process: median of {args.step_reps} interleaved steps; processes: median of {args.reps} runs")
+    lines = []
+    if not args.skip_in_process:
+        rows = [
+            ("transformer", measure("transformer encoder", transformer, args.step_reps)),
+            ("mlp256", measure("256-layer MLP", deep_mlp, args.step_reps)),
+            ("mlp_deep", measure(f"{args.layers}-layer MLP", tiny_deep_mlp(args.layers), args.step_reps)),
+        ]
+        for key, row in rows:
+            print(f"{row['model']}: plain {row['plain_ms']:.1f} ms, recorded {row['recorded_ms']:.1f} ms, "
+                  f"{row['events_per_step']:.0f} events a step")
+            lines.append(verdict(key, row["ratio"], args.layers))
+    with tempfile.TemporaryDirectory(prefix="graphview-bench-") as folder:
+        script = os.path.join(folder, f"mlp{args.layers}.py")
+        with open(script, "w") as f:
+            f.write(STEP_SCRIPT.format(layers=args.layers))
+        seconds = whole_processes(script, folder, args.reps)
+    print(f"whole processes: python {seconds['python']:.2f} s, graphview record {seconds['record']:.2f} s; "
+          f"with a core busy: graphview record {seconds['record_busy']:.2f} s, python {seconds['python_busy']:.2f} s")
+    lines.append(verdict("process", seconds["record"] / seconds["python"], args.layers))
+    lines.append(verdict("busy", seconds["record_busy"] / seconds["record"], args.layers))
+    lines.append(f"  for reference, `python` with the other core busy / idle: "
+                 f"{seconds['python_busy'] / seconds['python']:.2f}x (what this machine's load does to any process)")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

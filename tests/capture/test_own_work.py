@@ -1,0 +1,118 @@
+"""The recorder's own work: unseen by the script, as true as torch's own numbers, never slower
+for being shared."""
+
+from __future__ import annotations
+
+import gc
+import runpy
+
+import torch
+
+from graphview.capture.summaries import HIST_BINS, HIST_SAMPLE_MAX, LightSummaries, summarize
+
+COUNTING_MODE = """
+import torch
+from torch.overrides import TorchFunctionMode
+
+calls = []
+
+
+class Count(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        calls.append(getattr(func, "__name__", type(func).__name__))
+        return func(*args, **(kwargs or {}))
+
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+with Count():
+    loss = model(torch.randn(3, 4)).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_a_scripts_own_torch_function_mode_sees_the_calls_of_a_plain_run(record, write_script):
+    """The recorder's reads (module, optimizer and backward hooks, value summaries) bypass torch
+    function handling: a mode the script enters sees exactly what it sees unrecorded."""
+    path = write_script(COUNTING_MODE)
+    plain = runpy.run_path(path, run_name="__main__")["calls"]
+    keep: dict = {}
+    run = record(path, keep=keep)
+    assert run.status == "ok"
+    assert keep["calls"] == plain
+    assert plain.count("linear") == 2 and "relu" in plain  # the mode did see the script's calls
+    assert [op["op"] for _, op in run.ops][:4] == ["randn", "linear", "relu", "linear"]
+
+
+def _histc(values: torch.Tensor, lo: float, hi: float) -> list[int]:
+    return [int(c) for c in torch.histc(values, bins=HIST_BINS, min=lo, max=hi)]
+
+
+def test_histograms_equal_torch_histc_on_bin_edges_and_every_dtype():
+    """CPU histograms are NumPy's, by torch.histc's arithmetic: values on bin edges (integers,
+    a linspace), float64, half, bfloat16, integer and bool tensors, a transposed view and a
+    sampled large tensor bin exactly as torch.histc bins them."""
+    torch.manual_seed(0)
+    cases = [
+        torch.arange(1000, dtype=torch.float32) * 3 - 700,
+        torch.linspace(-1.3, 2.7, 4801),
+        torch.randint(-50, 50, (5000,)).to(torch.float64),
+        torch.rand(3000) * 1e-3 + 1.0,
+        torch.randn(80, 60).t(),
+        torch.randn(4000).half(),
+        torch.randn(4000).bfloat16(),
+        torch.randint(-5, 9, (3000,)),
+        torch.rand(2000) > 0.3,
+        torch.randn(400, 300),  # sampled: every k-th value
+    ]
+    for t in cases:
+        stats = summarize(t, hist=True)["stats"]
+        flat = t.reshape(-1)
+        stride = max(1, -(-flat.numel() // HIST_SAMPLE_MAX))
+        sample = flat[::stride]
+        if sample.dtype in (torch.half, torch.bfloat16, torch.bool):
+            sample = sample.float()  # as graphview bins them: in float32
+        elif not sample.is_floating_point():
+            sample = sample.double()
+        whole = flat.float() if flat.dtype in (torch.half, torch.bfloat16, torch.bool) else flat
+        assert stats["min"] == whole.min().item() and stats["max"] == whole.max().item()
+        assert stats["hist"] == _histc(sample, stats["min"], stats["max"]), t.dtype
+        assert sum(stats["hist"]) == sample.numel()
+        assert stats.get("hist_of", flat.numel()) == sample.numel()
+
+
+def test_light_summaries_are_shared_only_by_the_same_values():
+    """A backward call's light summary of a view over the same memory is the norm of the values;
+    a change in place, a different tensor in reused memory and a strided view are summarized
+    anew, each equal to summarizing it directly."""
+    light = LightSummaries()
+    g = torch.randn(128, 96)
+    direct = summarize(g, light=True)
+    assert light.summary(g) == direct
+    transposed = light.summary(g.t())
+    assert transposed["shape"] == [96, 128]
+    assert transposed["stats"] == direct["stats"]
+    assert light.summary(g.view(-1))["stats"] == direct["stats"]
+    every_other = g[:, ::2]  # not dense: other values, its own norm
+    assert light.summary(every_other) == summarize(every_other, light=True)
+    assert light.summary(every_other)["stats"]["norm"] < direct["stats"]["norm"]
+    g.mul_(2)  # same memory, new version
+    doubled = light.summary(g)
+    assert abs(doubled["stats"]["norm"] - 2 * direct["stats"]["norm"]) < 1e-3 * direct["stats"]["norm"]
+    for _ in range(20):  # freed memory, likely reused by the next tensor of that size
+        del g
+        gc.collect()
+        g = torch.randn(128, 96) * 5
+        assert light.summary(g) == summarize(g, light=True)
+
+
+def test_summaries_of_extreme_values_warn_nothing(recwarn):
+    """graphview's own sums and norms never put a floating-point warning in the script's output."""
+    for t in (torch.full((20000,), 3e38), torch.tensor([3e38, -3e38] * 100),
+              torch.tensor([float("inf"), -float("inf"), 1.0] * 40), torch.full((300,), 1e308, dtype=torch.float64)):
+        assert summarize(t, hist=True)["stats"]["numel"] == t.numel()
+        assert summarize(t, light=True)["stats"]["norm"] == "inf"
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
