@@ -262,7 +262,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     start = {
         "ev": "run_start", "script": script, "mode": "plain", "torch": torch.__version__,
         "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
-        "notes": OBSERVER_NOTES, "source": None,
+        "notes": OBSERVER_NOTES, "source": None, "argv": [str(a) for a in argv] if argv else [path],
     }
     loaded = _load(script, start, emit)
     if isinstance(loaded, dict):
