@@ -27,6 +27,9 @@ from typing import Callable
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from torch.overrides import _get_current_function_mode_stack
+
+from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.recorder import Recorder
 from graphview.capture.script import OBSERVER_NOTES, available_devices, error_event
 from graphview.core.events import OUTPUT_CAP
@@ -54,6 +57,12 @@ def distributed_rank() -> tuple[int | None, int | None]:
     except (KeyError, ValueError):
         return None, None
     return (rank, world) if rank is not None else (None, None)
+
+
+def already_recording() -> bool:
+    """Whether a recorder records this thread now (the program runs under ``graphview record`` or
+    in the app, or inside another ``graphview.record()`` block)."""
+    return any(isinstance(mode, _OpMode) for mode in _get_current_function_mode_stack())
 
 
 def _in_notebook() -> bool:
@@ -136,6 +145,11 @@ class Recording:
     def __enter__(self) -> "Recording":
         if self.status != "new":
             raise RuntimeError("this graphview recording was used already: call graphview.record() again")
+        if already_recording():
+            print(f"graphview: this program is being recorded already (graphview record, or the app): "
+                  f"graphview.record({os.path.basename(self.path)!r}) adds nothing to that recording", file=sys.stderr)
+            self.status = "outer"
+            return self
         header = make_header(script=self.script, options=self.options.to_dict(), origin="graphview.record()",
                              rank=self.rank, world_size=self.world_size)
         try:
@@ -150,7 +164,7 @@ class Recording:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self.status == "done":
+        if self.status in ("done", "outer"):
             return False
         if exc is None:
             self._finish("ok", 0, "")
@@ -243,14 +257,14 @@ class Recording:
         self._next_step()
 
     def _optimizer_stepped(self, optimizer, args, kwargs) -> None:
-        if self._explicit_steps or self.status in ("done", "new"):
+        if self._explicit_steps or self.status in ("done", "new", "outer"):
             return
         # torch is looping over its optimizer hooks (the recorder's among them) in the frame that
         # called this one: installing or removing hooks must wait until that frame has returned
         _after_return(sys._getframe(1), self._next_step)
 
     def _next_step(self) -> None:
-        if self.status in ("done", "new"):
+        if self.status in ("done", "new", "outer"):
             return
         if self.status in ("recording", "paused"):
             self._close_step()
@@ -301,6 +315,9 @@ class Recording:
         return self.svg()
 
     def _finished_path(self, what: str) -> str:
+        if self.status == "outer":
+            raise RuntimeError("graphview: this block wrote no trace of its own: the program was being recorded "
+                               "already (graphview record, or the app), and that recording holds it")
         if self.status != "done":
             raise RuntimeError(f"graphview: the recording is still going on: {what} it after the with block")
         if self.write_error:
