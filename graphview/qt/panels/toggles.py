@@ -43,7 +43,7 @@ class TogglesPanel(QWidget):
         self.steps.setToolTip("how many times a step script's step() is called")
         form.addRow("detach at", self.detach)
         self.arguments = QLineEdit()
-        self.arguments.setPlaceholderText("--epochs 1 --lr 0.1")
+        self.arguments.setPlaceholderText("none (the script's sys.argv[1:])")
         self.arguments.setToolTip("the script's own arguments (its sys.argv[1:]), as after python script.py "
                                   "on a command line; quotes group words")
         self.arguments.returnPressed.connect(self._run_again)
