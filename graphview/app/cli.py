@@ -412,7 +412,9 @@ def _fidelity_check(args: argparse.Namespace) -> int:
         raise UserError("--fidelity runs the script twice: give a script, not a trace")
     check_script(args.source)
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # nothing from the cwd on sys.path
-    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source, "--steps", str(args.steps)]
+    options = options_from_args(args)  # the script's arguments too: both runs get them
+    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source,
+               "--options", json.dumps(options.to_dict())]
     return EXIT_OK if subprocess.call(command) == 0 else EXIT_SCRIPT_FAILED
 
 

@@ -231,6 +231,9 @@ class Recording:
 
     def _finish(self, status: str, exit_code: int, message: str) -> None:
         """End the recording: hooks off, ``run_end`` written, the trace renamed into place."""
+        if self.status == "waiting" and status == "ok":
+            message = (f"nothing recorded: the block ended in step {self.step_number}, before start_step "
+                       f"{self.start_step}")
         if self.status in ("recording", "paused"):
             self._close_step()
             if self.status == "recording":

@@ -83,3 +83,10 @@ def test_the_window_runs_a_script_with_arguments_shows_them_and_runs_again_with_
     assert window.toggles.arguments_error.isVisible()
     assert "No closing quotation" in window.toggles.arguments_error.text()
     assert window.run is runs_before and app.live is None  # nothing was started
+
+
+def test_the_fidelity_check_runs_both_runs_with_the_arguments():
+    done = _cli("check", "--fidelity", TRAIN, "--", "--epochs", "2", "--hidden", "5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "identical to the plain run" in done.stdout
+    assert "backward call 2 (backward, line" in done.stdout and "backward call 3" not in done.stdout

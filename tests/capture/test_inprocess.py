@@ -125,6 +125,15 @@ def test_an_exception_is_recorded_and_goes_on(tmp_path):
     assert _hooks_gone()
 
 
+def test_a_loop_shorter_than_start_step_records_nothing_and_says_so(tmp_path):
+    with graphview.record(tmp_path / "late.gvtrace", start_step=9) as rec:
+        _loop(2)
+    run = Run(read_trace(rec.path).events)
+    assert [ev["ev"] for ev in run.events] == ["run_start", "run_end"]
+    assert run.end["message"] == "nothing recorded: the block ended in step 3, before start_step 9"
+    assert _hooks_gone()
+
+
 def test_bad_options_say_what_is_wrong(tmp_path):
     with pytest.raises(TypeError, match="unknown option.*retain_grpah"):
         graphview.record(tmp_path / "x.gvtrace", retain_grpah=True)
