@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QTextBrowser
 
 from graphview.core.events import summary_text
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 from graphview.qt.widgets.fonts import MONO
 
 
@@ -23,11 +24,21 @@ class Console(QTextBrowser):
         self.setOpenLinks(False)
         self.setFont(MONO)
         self._run: Run | None = None
+        self.document().setDefaultStyleSheet(themes.css())
+        themes.changes().changed.connect(self.apply_theme)
         self.anchorClicked.connect(lambda url: self.sigLineLink.emit(int(url.toString()[5:]))
                                    if url.toString().startswith("line:") else None)
 
     def set_run(self, run: Run) -> None:
         self._run = run
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the output again, its coloured words in the theme's colours."""
+        self.document().setDefaultStyleSheet(themes.css())
+        shown = getattr(self, "_shown_key", None)
+        if shown is not None and self._run is not None and id(self._run) == shown[0]:
+            self._shown_key = None
+            self.show_run(self._run, self._shown_index)
 
     def set_cursor(self, index: int) -> None:
         self.show_run(self._run, index)
@@ -39,7 +50,7 @@ class Console(QTextBrowser):
         key = (id(run), shown)
         if key == getattr(self, "_shown_key", None):
             return
-        self._shown_key = key
+        self._shown_key, self._shown_index = key, index
         self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(p for _, p in pieces[:shown]) + "</pre>")
         self.moveCursor(QTextCursor.End)
 
@@ -55,9 +66,9 @@ class Console(QTextBrowser):
             if kind == "stdout":
                 pieces.append((i, html.escape(ev["text"])))
             elif kind == "stderr":
-                pieces.append((i, f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>"))
+                pieces.append((i, f"<span class='warn'>{html.escape(ev['text'])}</span>"))
             elif kind == "step_end" and ev.get("result"):
-                pieces.append((i, f"<span style='color:#6b7280'>── step {ev['step']}: step() returned "
+                pieces.append((i, f"<span class='muted'>── step {ev['step']}: step() returned "
                                   f"{html.escape(summary_text(ev['result']))} ──</span>\n"))
             elif kind == "output_capped":
                 pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
@@ -65,17 +76,17 @@ class Console(QTextBrowser):
                 pieces.append((i, _error_html(ev)))
             elif kind == "run_end":
                 status = ev.get("status")
-                color = "#2e7d32" if status == "ok" else "#c62828"
-                pieces.append((i, f"<span style='color:{color}'>── run {html.escape(status)}"
+                verdict = "ok" if status == "ok" else "error"
+                pieces.append((i, f"<span class='{verdict}'>── run {html.escape(status)}"
                                   f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n"))
         scanned[0] = len(events)
         return pieces
 
 
 def _error_html(ev: dict) -> str:
-    lines = ["<span style='color:#c62828'>Traceback (in your script):</span>"]
+    lines = ["<span class='error'>Traceback (in your script):</span>"]
     for frame in ev.get("traceback") or ():
         lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
                      f"{html.escape(frame['text'])}")
-    lines.append(f"<b style='color:#c62828'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
+    lines.append(f"<b class='error'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
     return "\n".join(lines) + "\n"
