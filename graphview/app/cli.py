@@ -1,6 +1,6 @@
 """The ``graphview`` command line.
 
-    graphview [SCRIPT_OR_TRACE]                        open the desktop app
+    graphview [SCRIPT_OR_TRACE] [-- ARGS]              open the desktop app (ARGS: the script's own)
     graphview record SCRIPT -o run.gvtrace [options] [-- ARGS]   record a script headless
     graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT] [--no-legend] [--no-caption]
     graphview info TRACE [--json]                      what a trace holds
@@ -28,7 +28,8 @@ from graphview.core.bundled import bundled_samples
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.files import WriteError
-from graphview.core.options import GRAD_MODES, RunOptions
+from graphview.core.options import GRAD_MODES, RunOptions, args_text
+from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
 
@@ -135,6 +136,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     options = RunOptions(
         retain_graph=args.retain_graph, create_graph=args.create_graph, detach_at=list(args.detach_at),
         grad_mode=args.grad_mode, accumulate=args.accumulate, device=args.device, steps=args.steps,
+        args=list(getattr(args, "script_args", None) or []),
     )
     try:
         options.validate()
@@ -154,7 +156,8 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
     from graphview.app.runner_client import record
 
     check_script(script)
-    writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict()))
+    argv = [script, *(options.args if script_args is None else script_args)]
+    writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict(), argv=argv))
     run = Run()
 
     def on_event(event: dict) -> None:
@@ -324,6 +327,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = run.info()
     if not info["script"]:
         info["script"] = header.get("script")
+    start = run.start or {}
+    info["argv"] = start.get("argv") or header.get("argv")
+    info["rank"] = start.get("rank", header.get("rank"))
+    info["world_size"] = start.get("world_size", header.get("world_size"))
     info["warnings"] = warnings
     if args.json:
         print(json.dumps(info, indent=2))
@@ -331,7 +338,14 @@ def cmd_info(args: argparse.Namespace) -> int:
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
     mode = f" ({info['mode']} script)" if run.start is not None else ""
+    if info["mode"] == "inprocess":
+        mode = " (recorded in-process by graphview.record())"
     print(f"script:          {info['script'] or 'unknown'}{mode}")
+    if info["argv"] and len(info["argv"]) > 1:
+        print(f"arguments:       {args_text(info['argv'][1:])}")
+    label = rank_label(header, start)
+    if label:
+        print(f"process:         {label} (a distributed job: each rank has its own trace)")
     print(f"status:          {info['status']}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
     if warnings:
         print(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
@@ -407,7 +421,9 @@ def _fidelity_check(args: argparse.Namespace) -> int:
         raise UserError("--fidelity runs the script twice: give a script, not a trace")
     check_script(args.source)
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # nothing from the cwd on sys.path
-    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source, "--steps", str(args.steps)]
+    options = options_from_args(args)  # the script's arguments too: both runs get them
+    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source,
+               "--options", json.dumps(options.to_dict())]
     return EXIT_OK if subprocess.call(command) == 0 else EXIT_SCRIPT_FAILED
 
 
@@ -473,6 +489,10 @@ def cmd_samples(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
+    script_args: list[str] = []
+    if "--" in argv:  # what follows goes to the script's sys.argv, as after ``python script.py``
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "gradcheck", "samples", "-h", "--help")
                     and not argv[0].startswith("-")):
         if len(argv) > 1:
@@ -486,11 +506,10 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         from graphview.app.gui import main as gui_main
 
-        return gui_main(argv[0] if argv else None)
-    script_args: list[str] = []
-    if "--" in argv:  # what follows goes to the script's sys.argv, as after ``python script.py``
-        cut = argv.index("--")
-        argv, script_args = argv[:cut], argv[cut + 1:]
+        if script_args and not (argv and argv[0].endswith(".py")):
+            print("graphview: arguments after -- go to a script: give a script (.py), not a trace", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return gui_main(argv[0] if argv else None, script_args)
     args = parser.parse_args(argv)
     args.script_args = script_args
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,

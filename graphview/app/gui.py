@@ -121,7 +121,8 @@ class App:
         # the collector's full passes from re-scanning it (a full pass over it blocks ~100 ms).
         gc.freeze()
 
-    def open(self, path: str) -> bool:
+    def open(self, path: str, args: list[str] | None = None) -> bool:
+        """Open a trace, or run a script (``args``: its arguments, ``sys.argv[1:]``)."""
         from graphview.app.inputs import UserError, check_script, is_trace
         from graphview.core.run import Run, bulk_load
         from graphview.core.trace import SUFFIX, TraceError, read_trace
@@ -149,7 +150,8 @@ class App:
                 self.window.begin_run(None, options, run)
             self.window.script_path = None
             self.window.remember(os.path.abspath(path))
-            self.window.setWindowTitle(f"graphview — {os.path.basename(path)} ({os.path.basename(script or '')})")
+            self.window.setWindowTitle(trace_title(path, script, options, trace.header, run.start))
+            self.show_rank_set(path, trace.header, run.start)
             if trace.warnings:
                 note = "; ".join(trace.warnings)
                 self.window.statusBar().showMessage(f"warning: {note}", 60000)
@@ -167,14 +169,25 @@ class App:
             return False
         self.window.remember(os.path.abspath(path))
         self.window.earlier_runs.clear()  # opening a file starts afresh: overlays come from "Run again"
-        self.start(os.path.abspath(path), RunOptions(steps=3))
+        self.start(os.path.abspath(path), RunOptions(steps=3, args=list(args or [])))
         return True
+
+    def show_rank_set(self, path: str, header: dict, start: dict | None) -> None:
+        """A rank's trace of a distributed job: the window offers the job's other ranks."""
+        from graphview.core.ranks import rank_label, rank_set
+
+        start = start or {}
+        rank = start.get("rank", header.get("rank"))
+        ranks = rank_set(path) if rank_label(header, start) else {}
+        self.window.show_ranks(ranks, rank if ranks or rank is not None else None,
+                               start.get("world_size", header.get("world_size")))
 
     def start(self, script: str, options: RunOptions) -> None:
         if self.live is not None:
             self.live.abandoned = True
         self.stop()
         self.window.begin_run(script, options)
+        self.window.show_ranks({}, None)
         self.live = LiveRun(script, options)
 
     def rerun(self, options: RunOptions) -> None:
@@ -238,7 +251,23 @@ class App:
         return self.live is None
 
 
-def main(path: str | None = None) -> int:
+def trace_title(path: str, script: str | None, options: RunOptions, header: dict, start: dict | None) -> str:
+    """``graphview — run.rank1.gvtrace (train.py --lr 0.1, rank 1 of 2)``."""
+    from graphview.core.options import args_text
+    from graphview.core.ranks import rank_label
+
+    what = os.path.basename(script or "")
+    argv = (start or {}).get("argv") or header.get("argv") or []
+    args = argv[1:] if argv else options.args
+    if args:
+        what += " " + args_text(args)
+    label = rank_label(header, start)
+    if label:
+        what += f", {label}"
+    return f"graphview — {os.path.basename(path)} ({what.strip()})"
+
+
+def main(path: str | None = None, args: list[str] | None = None) -> int:
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
                                                   or os.environ.get("QT_QPA_PLATFORM")):
         print("graphview: no display to open the window on (DISPLAY is not set). Run it on a desktop, "
@@ -248,5 +277,5 @@ def main(path: str | None = None) -> int:
     app = App()
     app.window.show()
     if path:
-        app.open(path)
+        app.open(path, args)
     return app.qt.exec()

@@ -61,7 +61,7 @@ class RunnerProcess:
                  python: str | None = None, extra_args: list[str] | None = None,
                  script_args: list[str] | None = None) -> None:
         """``script`` as the user typed it becomes the script's ``sys.argv[0]``, followed by
-        ``script_args``, as ``python script ARGS`` would set them."""
+        ``script_args`` (default: ``options.args``), as ``python script ARGS`` would set them."""
         self.script = os.path.abspath(script)
         self.options = options
         self.on_event = on_event
@@ -87,7 +87,7 @@ class RunnerProcess:
         cmd = [python, *safe_path, "-c", _BOOT.format(root=PACKAGE_ROOT), self.script,
                "--events-fd", str(write_fd), "--lifeline-fd", str(life_read),
                "--options", json.dumps(options.to_dict()),
-               "--argv", json.dumps([script, *(script_args or [])])] + list(extra_args or [])
+               "--argv", json.dumps([script, *(options.args if script_args is None else script_args)])] + list(extra_args or [])
         try:
             self._proc = subprocess.Popen(
                 cmd, pass_fds=(write_fd, life_read), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

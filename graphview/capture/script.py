@@ -254,15 +254,17 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     ``record=False`` runs the script the same way without the recorder (the reference a
     fidelity check compares with); ``on_step_result(step, result)`` sees what each ``step()``
     returned. The script sees what ``python ARGV...`` gives it (``argv[0]`` the path as typed,
-    default ``path``): that ``sys.argv``, ``__file__``, and its own folder (symlinks resolved)
+    default ``path``, then ``options.args``): that ``sys.argv``, ``__file__``, and its own folder (symlinks resolved)
     first on ``sys.path``.
     """
     options = options or RunOptions()
+    if argv is None and options.args:
+        argv = [path, *options.args]
     script = os.path.abspath(path)
     start = {
         "ev": "run_start", "script": script, "mode": "plain", "torch": torch.__version__,
         "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
-        "notes": OBSERVER_NOTES, "source": None,
+        "notes": OBSERVER_NOTES, "source": None, "argv": [str(a) for a in argv] if argv else [path],
     }
     loaded = _load(script, start, emit)
     if isinstance(loaded, dict):

@@ -449,6 +449,55 @@ def _unscaled_accumulation(run: Run):
             return
 
 
+# ---------------------------------------------------------------------- 16. DDP: a parameter without gradient on a rank
+def _distributed(run: Run) -> bool:
+    world = (run.start or {}).get("world_size")
+    return (isinstance(world, int) and world > 1) or "DistributedDataParallel" in run.module_types.values()
+
+
+def _ddp_unused_parameters(run: Run):
+    """A parameter that gets no gradient in a backward on this rank while others do: the trap
+    ``find_unused_parameters`` is about. One finding per module, at the first such backward."""
+    if not _distributed(run):
+        return
+    rank = (run.start or {}).get("rank")
+    where = f"on rank {rank}" if rank is not None else "in this process"
+    params = {tid: run.tensor_name(tid) for tid, info in run.tensors.items()
+              if info.get("kind") == "param" and info.get("requires_grad") and run.tensor_name(tid)}
+    reached: dict[int, set] = {}
+    for tid, entries in run.grads.items():
+        for entry in entries:
+            if entry.how == "accumulate" and entry.bid is not None:
+                reached.setdefault(entry.bid, set()).add(tid)
+    reported: set[str] = set()
+    for bid in sorted(run.backwards):
+        call, got = run.backwards[bid], reached.get(bid, set())
+        if call.api != "backward" or not got:
+            continue
+        missing: dict[str, list[tuple[int, str]]] = {}
+        for tid, name in params.items():
+            if tid not in got:
+                missing.setdefault(name.rpartition(".")[0] or name, []).append((tid, name))
+        for module, tensors in missing.items():
+            if module in reported:
+                continue
+            reported.add(module)
+            names = ", ".join(name for _, name in tensors)
+            kind = run.module_types.get(module)
+            yield Finding(
+                "ddp-unused-parameter", f"{module} gets no gradient {where}", call.line,
+                f"The backward at line {call.line} reached {len(got)} parameters {where} but not {names}: "
+                f"this rank's forward never used {module}{f' ({kind})' if kind else ''}. "
+                "DistributedDataParallel waits for every parameter's gradient before it averages them across "
+                "ranks; without find_unused_parameters=True this rank never finishes the reduction (the next "
+                "forward raises 'Expected to have finished reduction in the prior iteration') and the other "
+                "ranks wait in backward. With it, DDP walks the graph after every forward to find such "
+                "parameters, which costs time.",
+                f"Use {module} on every rank and every step (or freeze it: requires_grad_(False)); if the model "
+                "really skips it on some inputs, pass find_unused_parameters=True to DistributedDataParallel.",
+                call.start, f"t{tensors[0][0]}")
+
+
 CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
           _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write, _eval_is_not_no_grad,
-          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation]
+          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation, _ddp_unused_parameters]

@@ -20,7 +20,8 @@ tensors of at most :data:`FULL_VALUES_MAX` elements or a dict of statistics
 The kinds, with their fields (``line`` is a line of the user's script, ``None`` when the
 event did not come from it):
 
-run_start      script, mode ("plain" | "step"), torch, python, devices, options, notes
+run_start      script, mode ("plain" | "step" | "inprocess"), torch, python, devices, options, notes,
+               argv (the script's ``sys.argv``), rank and world_size (a process of a distributed job)
 run_end        status ("ok" | "error" | "exit" | "stopped" | "timeout" | "crashed"),
                exit_code, message
 step_start     step                       (step scripts: one per call of ``step()``)
@@ -65,6 +66,9 @@ error          type, message, traceback [{file, line, func, text}...], line, vid
                limit (bool: torch refused something graphview needs to record; message says what)
 gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_rel_error, eps
                (a gradient check run: central differences in float64)
+paused         line                       (in-process: ``rec.pause()``; nothing is recorded until
+resumed        line                        ``rec.resume()``, but nodes and saved tensors the paused
+                                           code frees are)
 """
 
 from __future__ import annotations
@@ -227,7 +231,7 @@ _FRAME = lambda v: (type(v) is dict and type(v.get("file")) is str and _is_int(v
 _ANY = _depth_ok
 
 _OPTION_FIELDS = {"retain_graph": _BOOL, "create_graph": _BOOL, "detach_at": _list_of(_STR), "grad_mode": _STR,
-                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT}
+                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT, "args": _list_of(_STR)}
 
 
 def is_options(v: object) -> bool:
@@ -239,7 +243,8 @@ def is_options(v: object) -> bool:
 #: kind -> {field: check}; a field name ending in ``?`` may be missing.
 SCHEMA: dict[str, dict] = {
     "run_start": {"script": _OSTR, "mode": _STR, "torch": _OSTR, "python": _OSTR, "devices": _list_of(_STR),
-                  "options": is_options, "notes": _list_of(_STR), "source?": _OSTR},
+                  "options": is_options, "notes": _list_of(_STR), "source?": _OSTR,
+                  "argv?": _list_of(_STR), "rank?": _OINT, "world_size?": _OINT},
     "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
     "step_start": {"step": _INT},
     "step_end": {"step": _INT, "result": _is_summary},
@@ -285,6 +290,8 @@ SCHEMA: dict[str, dict] = {
     "alloc": {"device": _STR, "bytes": _INT},
     "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OINT, "vid": _OINT,
               "bid": _OINT, "limit?": _BOOL},
+    "paused": {"line": _OINT},
+    "resumed": {"line": _OINT},
     "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
                   "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field
 
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
@@ -16,6 +17,7 @@ class RunOptions:
     accumulate: bool = False  # step scripts: do not zero grads between steps
     device: str | None = None  # torch.set_default_device(...) before the script runs
     steps: int = 1  # step scripts: how many times step() is called
+    args: list[str] = field(default_factory=list)  # the script's arguments: sys.argv[1:]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -48,7 +50,23 @@ class RunOptions:
             parts.append("accumulate")
         if self.device:
             parts.append(self.device)
+        if self.args:
+            parts.append("args " + args_text(self.args))
         return ", ".join(parts) or "default"
+
+
+def args_text(args: list[str]) -> str:
+    """The arguments as a shell would show them: ``--lr 0.1 --name 'my run'``."""
+    return shlex.join(args)
+
+
+def parse_args_text(text: str) -> list[str]:
+    """What a shell makes of ``text`` (the window's Arguments field); raises ValueError for an
+    unclosed quote."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"arguments: {exc} in {text!r}") from None
 
 
 def parse_detach_spec(spec: str) -> tuple[str, object]:

@@ -27,6 +27,7 @@ from graphview.qt.file_dialogs import Folders, ask_open
 from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.player import Player
+from graphview.qt.rank_switcher import RankSwitcher
 from graphview.qt.run_controller import RunController
 from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
@@ -69,6 +70,7 @@ class MainWindow(QMainWindow):
         self.toggles = TogglesPanel()
         self.timeline_bar = TimelineBar()
         self.status_label = QLabel("")
+        self.rank_switcher = RankSwitcher()
         self._build_workspace(samples or [])
         self._build_docks()
         self._build_menus_and_toolbars()
@@ -186,6 +188,8 @@ class MainWindow(QMainWindow):
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
         self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room
+        self.statusBar().addPermanentWidget(self.rank_switcher)
+        self.rank_switcher.sigOpenRequested.connect(self.sigOpenRequested)
 
     # ------------------------------------------------------------------ the session, as the window's own state
     @property
@@ -286,6 +290,10 @@ class MainWindow(QMainWindow):
     def begin_run(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
         """Show a (new) run; the previous one stays as an overlay on the memory chart."""
         self.runs.begin(script_path, options, run)
+
+    def show_ranks(self, ranks: dict[int, str], current: int | None, world: int | None = None) -> None:
+        """The open trace is rank ``current`` of a distributed job whose traces are ``ranks``."""
+        self.rank_switcher.show_ranks(ranks, current, world)
 
     def append_events(self, events: list[dict]) -> None:
         """Live: the runner sent more events."""

@@ -16,7 +16,7 @@ def test_a_checkout_lists_its_own_sample_models_folder():
     assert samples == sorted(str(p) for p in SAMPLES.glob("*/*.py"))
     assert str(SAMPLES / "models" / "mlp_optimizer.py") in samples  # the README's first command
     assert str(SAMPLES / "lessons" / "chain_rule.py") in samples
-    assert {Path(p).parent.name for p in samples} == {"lessons", "models", "pitfalls"}
+    assert {Path(p).parent.name for p in samples} == {"inprocess", "lessons", "models", "pitfalls"}
 
 
 def test_a_checkout_finds_the_themes_in_its_resources_folder():

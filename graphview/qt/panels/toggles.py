@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
+                               QWidget)
 
-from graphview.core.options import GRAD_MODES, RunOptions
+from graphview.core.options import GRAD_MODES, RunOptions, args_text, parse_args_text
 
 
 class TogglesPanel(QWidget):
@@ -41,8 +42,19 @@ class TogglesPanel(QWidget):
         form.addRow("steps", self.steps)
         self.steps.setToolTip("how many times a step script's step() is called")
         form.addRow("detach at", self.detach)
+        self.arguments = QLineEdit()
+        self.arguments.setPlaceholderText("none (the script's sys.argv[1:])")
+        self.arguments.setToolTip("the script's own arguments (its sys.argv[1:]), as after python script.py "
+                                  "on a command line; quotes group words")
+        self.arguments.returnPressed.connect(self._run_again)
+        form.addRow("arguments", self.arguments)
+        self.arguments_error = QLabel()
+        self.arguments_error.setWordWrap(True)
+        self.arguments_error.setStyleSheet("color:#b91c1c")
+        self.arguments_error.hide()
+        form.addRow(self.arguments_error)
         self.run_button = QPushButton("Run again with these options")
-        self.run_button.clicked.connect(lambda: self.sigRunRequested.emit(self.options()))
+        self.run_button.clicked.connect(self._run_again)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.run_button)
@@ -61,13 +73,27 @@ class TogglesPanel(QWidget):
         self.accumulate.setChecked(options.accumulate)
         self.steps.setValue(options.steps)
         self.detach.setCurrentText(", ".join(options.detach_at))
+        self.arguments.setText(args_text(options.args))
+        self.arguments_error.hide()
 
     def options(self) -> RunOptions:
+        """The options set here; raises ValueError for arguments no shell would split (an open quote)."""
         detach = [s.strip() for s in self.detach.currentText().split(",") if s.strip()]
         return RunOptions(retain_graph=self.retain.isChecked(), create_graph=self.create.isChecked(),
                           grad_mode=self.mode.currentText(), accumulate=self.accumulate.isChecked(),
-                          device=self.device.currentData(), steps=self.steps.value(), detach_at=detach)
+                          device=self.device.currentData(), steps=self.steps.value(), detach_at=detach,
+                          args=parse_args_text(self.arguments.text()))
+
+    def _run_again(self) -> None:
+        try:
+            options = self.options()
+        except ValueError as exc:
+            self.arguments_error.setText(f"{exc}: close the quote, then run again")
+            self.arguments_error.show()
+            return
+        self.arguments_error.hide()
+        self.sigRunRequested.emit(options)
 
     def request_detach(self, spec: str) -> None:
         self.detach.setCurrentText(spec)
-        self.sigRunRequested.emit(self.options())
+        self._run_again()

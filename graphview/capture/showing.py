@@ -1,0 +1,34 @@
+"""Showing an in-process recording: the CLI's own drawing of it, and the app opened on it.
+
+Both run graphview's command line in a process of its own, so the program that recorded (a
+notebook's kernel, a training script) never loads Qt, and the picture is exactly the one
+``graphview export run.gvtrace -o graph.svg`` draws.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+_CLI = [sys.executable, "-m", "graphview.app.cli"]
+
+
+def export_svg(trace: str, timeout: float = 120) -> str:
+    """The SVG text of the trace's graph (``graphview export TRACE -o graph.svg``)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    with tempfile.TemporaryDirectory(prefix="graphview-") as folder:
+        out = os.path.join(folder, "graph.svg")
+        done = subprocess.run([*_CLI, "export", trace, "-o", out], capture_output=True, text=True, env=env,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+        if not os.path.exists(out):
+            reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise RuntimeError(f"graphview could not draw {trace}: {reason}")
+        with open(out, encoding="utf-8") as f:
+            return f.read()
+
+
+def open_in_app(trace: str) -> subprocess.Popen:
+    """Start the graphview app on the trace; it lives on after the program that started it."""
+    return subprocess.Popen([*_CLI, trace], stdin=subprocess.DEVNULL, start_new_session=True)

@@ -1,0 +1,182 @@
+"""graphview.record(): recording inside the user's own process, into the trace the CLI writes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+import graphview
+from graphview.capture.fidelity import compare, recorded_graphs
+from graphview.core.run import Run
+from graphview.core.trace import read_trace
+from tests.conftest import ROOT, SAMPLES
+
+HARNESS = ROOT / "tests" / "capture" / "inprocess_harness.py"
+TRAIN = SAMPLES / "inprocess" / "train_args.py"
+
+
+def _loop(epochs: int, rec=None, pause_at=None):
+    """A training loop of the user's own: the same seeds, recorded or not; returns losses and grads."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(9, 5), torch.randn(9, 2)
+    losses = []
+    for epoch in range(epochs):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        if rec is not None and epoch == pause_at:
+            rec.pause()
+        loss.backward()
+        if rec is not None and epoch == pause_at:
+            rec.resume()
+        optimizer.step()
+        losses.append(loss.detach().clone())
+    return losses, [p.grad.clone() for p in model.parameters()], [p.detach().clone() for p in model.parameters()]
+
+
+def _bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def _hooks_gone() -> bool:
+    mm = torch.nn.modules.module
+    return (not mm._global_forward_hooks and not mm._global_forward_pre_hooks
+            and torch.autograd.graph._engine_run_backward.__module__ == "torch.autograd.graph"
+            and not torch.overrides._get_current_function_mode_stack())
+
+
+def test_start_step_records_only_those_steps_and_changes_nothing(tmp_path):
+    plain = _loop(5)
+    with graphview.record(tmp_path / "run.gvtrace", start_step=2, steps=2) as rec:
+        recorded = _loop(5)
+    for a, b in zip(sum(plain, []), sum(recorded, [])):
+        assert _bits(a, b)
+    assert _hooks_gone()
+    trace = read_trace(rec.path)
+    run = Run(trace.events)
+    assert [s["step"] for s in run.steps] == [2, 3]
+    assert len(run.backwards) == 2 and len(run.optimizer_steps) == 2
+    assert run.status == "ok" and run.mode == "inprocess"
+    assert trace.header["origin"] == "graphview.record()" and trace.events[-1]["message"] == "recorded steps 2 to 3"
+    # the loss of step 2 as the trace has it is torch's loss of epoch 2, to the last bit
+    mse = [ev for _, ev in run.ops if ev["op"] == "mse_loss"]
+    first = run.tensors[mse[0]["outputs"][0][0]]
+    assert first["values"] == [plain[0][1].item()]
+
+
+def test_the_code_inside_is_recorded_with_its_lines_and_names(tmp_path):
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    with graphview.record(tmp_path / "one.gvtrace") as rec:
+        y = (w * 2).sum()  # a line of this very file
+        y.backward()
+    run = Run(read_trace(rec.path).events)
+    mul = next(ev for _, ev in run.ops if ev["op"] == "mul")
+    assert mul["line"] == sys._getframe().f_lineno - 4
+    assert run.start["script"] == __file__ and "y = (w * 2).sum()" in run.start["source"]
+    assert run.tensor_name(mul["inputs"][0][0]) == "w"
+    assert run.grads[mul["inputs"][0][0]][-1].value["values"] == [2.0, 2.0, 2.0]
+    assert run.steps == [{"step": 1, "start": run.steps[0]["start"], "end": run.steps[0]["end"]}]
+
+
+def test_pause_leaves_out_a_backward_and_still_sees_what_it_frees(tmp_path):
+    plain = _loop(3)
+    with graphview.record(tmp_path / "p.gvtrace") as rec:
+        recorded = _loop(3, rec, pause_at=1)
+    for a, b in zip(sum(plain, []), sum(recorded, [])):
+        assert _bits(a, b)
+    run = Run(read_trace(rec.path).events)
+    kinds = [ev["ev"] for ev in run.events]
+    assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
+    assert len(run.backwards) == 2  # epochs 1 and 3; the paused one is left out
+    between = run.events[kinds.index("paused"):kinds.index("resumed")]
+    assert {ev["ev"] for ev in between} <= {"paused", "name", "release", "node_dead"}  # names: flushed at pause
+    assert any(ev["ev"] == "release" for ev in between)  # the unrecorded backward freed step 2's saved tensors
+
+
+def test_rec_step_ends_steps_of_a_loop_without_an_optimizer(tmp_path):
+    w = torch.ones(2, requires_grad=True)
+    with graphview.record(tmp_path / "s.gvtrace", start_step=2, steps=1) as rec:
+        for _ in range(3):
+            (w * w).sum().backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+            rec.step()
+    run = Run(read_trace(rec.path).events)
+    assert [s["step"] for s in run.steps] == [2]
+    assert len(run.backwards) == 1
+    assert w.tolist() == pytest.approx([0.8 ** 3] * 2)  # three updates w -= 0.1 * 2w, recorded or not
+
+
+def test_an_exception_is_recorded_and_goes_on(tmp_path):
+    with pytest.raises(ZeroDivisionError):
+        with graphview.record(tmp_path / "e.gvtrace") as rec:
+            (torch.ones(1, requires_grad=True) * 3).sum()
+            1 / 0
+    run = Run(read_trace(rec.path).events)
+    assert run.status == "error" and run.errors[-1][1]["type"] == "ZeroDivisionError"
+    assert run.errors[-1][1]["line"] == sys._getframe().f_lineno - 3  # 1 / 0
+    assert _hooks_gone()
+
+
+def test_a_loop_shorter_than_start_step_records_nothing_and_says_so(tmp_path):
+    with graphview.record(tmp_path / "late.gvtrace", start_step=9) as rec:
+        _loop(2)
+    run = Run(read_trace(rec.path).events)
+    assert [ev["ev"] for ev in run.events] == ["run_start", "run_end"]
+    assert run.end["message"] == "nothing recorded: the block ended in step 3, before start_step 9"
+    assert _hooks_gone()
+
+
+def test_bad_options_say_what_is_wrong(tmp_path):
+    with pytest.raises(TypeError, match="unknown option.*retain_grpah"):
+        graphview.record(tmp_path / "x.gvtrace", retain_grpah=True)
+    with pytest.raises(ValueError, match="start_step"):
+        graphview.record(tmp_path / "x.gvtrace", start_step=0)
+    with pytest.raises(OSError, match="does not exist"):
+        graphview.record(tmp_path / "no" / "x.gvtrace").__enter__()
+
+
+def test_a_recording_inside_a_recording_adds_nothing(tmp_path, capsys):
+    with graphview.record(tmp_path / "outer.gvtrace") as outer:
+        with graphview.record(tmp_path / "inner.gvtrace") as inner:
+            (torch.ones(2, requires_grad=True) * 2).sum().backward()
+    assert inner.status == "outer" and not (tmp_path / "inner.gvtrace").exists()
+    assert "being recorded already" in capsys.readouterr().err
+    assert len(Run(read_trace(outer.path).events).backwards) == 1
+
+
+def test_import_graphview_loads_neither_torch_nor_qt():
+    code = "import sys, graphview; print(sorted(m for m in ('torch', 'PySide6') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.e2e
+def test_an_argparse_script_recording_itself_is_bit_identical_to_a_plain_run(tmp_path):
+    """The fidelity check of the CLI, on graphview.record(): losses, parameters and grads bit for
+    bit, and torch's graph at every backward call, against the same script run without it."""
+    trace = tmp_path / "run.gvtrace"
+    args = [str(TRAIN), "--epochs", "3", "--lr", "0.05", "--hidden", "6"]
+    plain = subprocess.Popen([sys.executable, str(HARNESS), str(tmp_path / "plain.pt"), "--probe", "--", *args],
+                             cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, str(HARNESS), str(tmp_path / "rec.pt"), "--", *args, "--trace", str(trace)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert plain.wait(timeout=120) == 0, plain.stderr.read()
+    reference = torch.load(tmp_path / "plain.pt", weights_only=False)
+    recorded = torch.load(tmp_path / "rec.pt", weights_only=False)
+    events = read_trace(trace).events
+    recorded["graphs"] = recorded_graphs(Run(events))
+    assert len(reference["results"]) == 3 and len(reference["graphs"]) == 3
+    assert {"model.0.weight", "model.0.weight.grad", "model.2.bias.grad", "loss", "inputs"} <= set(reference["state"])
+    assert compare(reference, recorded) == []
+    start = events[0]
+    assert start["argv"] == [str(TRAIN), "--epochs", "3", "--lr", "0.05", "--hidden", "6", "--trace", str(trace)]
+    assert "epoch 3: loss" in "".join(ev["text"] for ev in events if ev["ev"] == "stdout")
