@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -74,7 +76,41 @@ def main() -> None:
     window.set_cursor(end)
     window.view.fit()
     shot(app, os.path.join(args.out, "retain_graph_overlay.png"))
+    big_model(app, args.out)
     window.close()
+
+
+def big_model(app: App, out: str) -> None:
+    """The transformer sample: at fit with its module boxes shut, one level open, at 1366x768,
+    in the dark theme, and a page of its PDF export as a viewer shows it."""
+    from graphview.qt import theme
+
+    window = app.window
+    window.resize(1366, 768)
+    settle(app)
+    app.open(os.path.join(ROOT, "sample_models", "models", "transformer_block.py"))
+    app.wait_idle()
+    run = window.run
+    start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+    window.set_cursor(start)
+    window.view.fit()
+    shot(app, os.path.join(out, "transformer_fit_1366x768.png"))
+    window.view.change_level(1)  # View > Open module boxes one level deeper (])
+    bw = [i for i, e in enumerate(run.events) if e["ev"] == "bw_node"]
+    window.set_cursor(bw[len(bw) // 3])  # backward is inside the layer: its box lights up
+    window.view.fit()
+    shot(app, os.path.join(out, "transformer_one_level_open.png"))
+    theme.apply("dark")
+    settle(app)
+    shot(app, os.path.join(out, "transformer_dark.png"))
+    theme.apply("light")
+    settle(app)
+    pdf = os.path.join(tempfile.mkdtemp(prefix="graphview-pdf-"), "transformer_block.pdf")
+    window.export_image(pdf)
+    if shutil.which("pdftoppm"):
+        subprocess.run(["pdftoppm", "-png", "-r", "60", "-singlefile", pdf, os.path.join(out, "transformer_pdf_page")],
+                       check=True)
+        print("wrote", os.path.join(out, "transformer_pdf_page.png"))
 
 
 if __name__ == "__main__":
