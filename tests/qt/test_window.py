@@ -167,7 +167,8 @@ def test_clicking_a_code_line_selects_its_nodes(window, record):
 
 def test_search_selects_matching_nodes(window, record):
     run = record(model("mlp_optimizer"))
-    show(window, run)  # opens at the last graph, complete, before its backward
+    show(window, run)
+    window.set_cursor(window.overview_index())  # the last graph, complete, before its backward
     window.search.setText("addmm")
     window.find()
     assert window.scene.selectedItems() and all("Addmm" in i.node.title for i in window.scene.selectedItems())
@@ -226,6 +227,7 @@ def test_earlier_runs_stay_as_overlays(window, record):
 def test_module_groups_collapse_and_expand(window, record):
     run = record(model("transformer_block"))
     show(window, run)
+    window.set_cursor(window.overview_index())
     scene = window.scene
     assert "encoder.layers.0.self_attn" in scene.groups
     inside = [i for i in scene.node_items.values() if i.isVisible()
@@ -244,6 +246,7 @@ def test_module_groups_collapse_and_expand(window, record):
 def test_overview_shows_the_graph_and_moves_the_view(window, record, qtbot):
     run = record(model("mlp_optimizer"))
     show(window, run)
+    window.set_cursor(window.overview_index())
     overview = window.view.overview
     overview.redraw()
     assert overview.pixmap is not None and not overview.pixmap.isNull()
@@ -332,8 +335,8 @@ def test_inspector_draws_the_histogram_of_a_parameter(window, record):
     tid = next(t for t, info in run.tensors.items() if info.get("name") == "0.weight")
     node_id = next(n.id for n in run.tensor_nodes.values() if n.tid == tid)
     end = len(run.events) - 1
-    window.scene.select_node(node_id)
     window.set_cursor(end)
+    window.scene.select_node(node_id)
     html_text = window.inspector.toHtml()
     assert "hist:value" in html_text and "hist:grad" in html_text
     counts = run.value_at(tid, end)["stats"]["hist"]

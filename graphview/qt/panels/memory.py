@@ -117,6 +117,24 @@ class MemoryChart(pg.PlotWidget):
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
                                       f"<span style='color:#374151'> {html.escape(label)}</span>" for color, mark, label in keys)
         self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+        self._wrap_title()
+
+    def _wrap_title(self) -> None:
+        """The title wraps at the chart's width: a narrow chart (a dock beside the canvas) keeps
+        its plot whole instead of being pushed wider than its panel."""
+        label = getattr(getattr(self, "plotItem", None), "titleLabel", None)
+        if label is None or not label.isVisible():
+            return  # still being built, or no title yet
+        # the title sits above the plot area only, right of the byte axis
+        label.item.setTextWidth(max(120, self.width() - self.getAxis("left").width() - 24))
+        label.updateMin()
+        height = int(label.item.boundingRect().height()) + 2
+        label.setMaximumHeight(height)
+        self.plotItem.layout.setRowFixedHeight(0, height)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._wrap_title()
 
     def _headroom(self, peak: int) -> None:
         """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
