@@ -65,6 +65,9 @@ error          type, message, traceback [{file, line, func, text}...], line, vid
                limit (bool: torch refused something graphview needs to record; message says what)
 gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_rel_error, eps
                (a gradient check run: central differences in float64)
+phase          phase ("torch": the runner is importing torch)   what the runner is doing before
+               ``run_start``; news for the window's status bar, not part of the run: the app
+               hands it to the status bar, and traces never hold it
 """
 
 from __future__ import annotations
@@ -285,6 +288,7 @@ SCHEMA: dict[str, dict] = {
     "alloc": {"device": _STR, "bytes": _INT},
     "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OINT, "vid": _OINT,
               "bid": _OINT, "limit?": _BOOL},
+    "phase": {"phase": _STR},
     "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
                   "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
 }

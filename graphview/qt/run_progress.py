@@ -53,11 +53,14 @@ class RunProgress(QWidget):
         """The run grew: what it is running now, and how many events came so far."""
         if run.start is None:
             return
-        count = f"{len(run.events):,} events"
+        n = len(run.events)
+        count = f"{n:,} event{'' if n == 1 else 's'}"
         if run.end is not None:
             text = f"drawing {self.script}: {count}"
         elif run.mode == "step" and run.steps:
             text = f"running {self.script}: step {run.steps[-1]['step']} of {steps} · {count}"
+        elif run.mode == "step":  # the module's top level: the model is being built
+            text = f"running {self.script}: its top level, then {steps} step{'' if steps == 1 else 's'} · {count}"
         else:
             text = f"running {self.script} · {count}"
         self.label.setText(text)

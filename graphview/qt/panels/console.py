@@ -27,7 +27,10 @@ class Console(QTextBrowser):
                                    if url.toString().startswith("line:") else None)
 
     def set_run(self, run: Run) -> None:
+        """A new run: the last run's output (and its "run ok") goes."""
         self._run = run
+        self._shown_key = None
+        self.clear()
 
     def set_cursor(self, index: int) -> None:
         self.show_run(self._run, index)

@@ -21,7 +21,11 @@ class GradLedger(QTreeWidget):
         self._pending: tuple | None = None  # (run, index) to show once this tab is in front
 
     def set_run(self, run: Run) -> None:
+        """A new run: the last run's changes go (this run's come with the cursor)."""
         self._run = run
+        self._pending = None
+        self._shown_key = None
+        self.clear()
 
     def set_cursor(self, index: int) -> None:
         self.show_run(self._run, index)

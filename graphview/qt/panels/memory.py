@@ -68,6 +68,7 @@ class MemoryChart(pg.PlotWidget):
         self.device = device
         series = run.memory_series(device)
         self.series = series
+        self._show_axes(bool(series["total"]))
         arrays = self._arrays(run, device, series)
         stack = np.zeros(len(arrays["total"]), dtype=np.int64)
         for kind in ("input", "param", "activation"):
@@ -131,8 +132,11 @@ class MemoryChart(pg.PlotWidget):
         height = int(label.item.boundingRect().height()) + 2
         label.setMaximumHeight(height)
         self.plotItem.layout.setRowFixedHeight(0, height)
+        if self.centralWidget is not None:  # laid out again now that the title no longer holds it wide
+            self.centralWidget.setGeometry(self.range)
 
     def resizeEvent(self, event) -> None:
+        self._wrap_title()  # first: the plot is then laid out within the new width
         super().resizeEvent(event)
         self._wrap_title()
 
@@ -182,8 +186,21 @@ class MemoryChart(pg.PlotWidget):
         self._overlay_labels.clear()
 
     def set_run(self, run: Run) -> None:
-        """A new run: the earlier runs' overlays go (the window adds back those it compares with)."""
+        """A new run: the last run's curves and the earlier runs' overlays go (the window adds back
+        those it compares with); until this run has events the chart has no axes to show."""
         self.clear_overlays()
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self.peak.setData([], [])
+        self.series = {}
+        self._show_axes(bool(run.events))
+        if not run.events:
+            self._title("<span style='color:#6b7280'>waiting for the run's first events</span>")
+
+    def _show_axes(self, shown: bool) -> None:
+        for side in ("left", "bottom"):
+            self.showAxis(side, shown)
+        self.cursor_line.setVisible(shown)
 
     def set_cursor(self, index: int) -> None:
         self.cursor_line.setValue(index)
