@@ -24,7 +24,8 @@ run_start      script, mode ("plain" | "step"), torch, python, devices, options,
 run_end        status ("ok" | "error" | "exit" | "stopped" | "timeout" | "crashed"),
                exit_code, message
 step_start     step                       (step scripts: one per call of ``step()``)
-step_end       step, result (summary of what step() returned, or None)
+step_end       step, result (summary of what step() returned, or None),
+               tid (the returned tensor, when the recorder saw it)
 stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
@@ -245,7 +246,7 @@ SCHEMA: dict[str, dict] = {
                   "options": is_options, "notes": _list_of(_STR), "source?": _OSTR},
     "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
     "step_start": {"step": _INT},
-    "step_end": {"step": _INT, "result": _is_summary},
+    "step_end": {"step": _INT, "result": _is_summary, "tid?": _OINT},
     "stdout": {"text": _STR, "native?": _BOOL},
     "stderr": {"text": _STR, "native?": _BOOL},
     "output_capped": {"stream": _STR, "bytes": _INT},
@@ -302,6 +303,7 @@ EVENT_KINDS = frozenset(SCHEMA)
 REFERENCES: dict[str, dict] = {
     "tensor": {"grad_fn": ("vid", "one"), "base": ("tid", "one")},
     "name": {"tid": ("tid", "one")},
+    "step_end": {"tid": ("tid", "one")},
     "value": {"tid": ("tid", "one")},
     "op": {"inputs": ("tid", "refs"), "outputs": ("tid", "refs"), "grad_fn": ("vid", "one"),
            "recompute": ("bid", "one")},

@@ -242,17 +242,20 @@ class RunController(QObject):
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
-        w.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
+        cut = next((f for f in findings if f.code == "graph-cut"), None) if not run.failed else None
+        ended = f"run {run.status}" + (f", but the graph is cut at line {cut.line}" if cut is not None else "")
+        w.status_label.setText(f"{ended}: {len(run.events)} events, {len(run.ops)} ops, "
                                f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
         if run.status == "stopped":  # the user pressed Stop: not an error
             w.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
         elif run.failed:
             self._report_failure(run)
         else:
-            self._report_ineffective_options(run)
+            self._report_ineffective_options(run, cut)
 
-    def _report_ineffective_options(self, run: Run) -> None:
-        """Options that changed nothing, or that left nothing to differentiate, say so."""
+    def _report_ineffective_options(self, run: Run, cut=None) -> None:
+        """Options that changed nothing, or that left nothing to differentiate, say so; a graph cut
+        off from every parameter (``cut``, the finding) brings the Diagnostics tab forward."""
         w = self.window
         notes = []
         options = RunOptions.from_dict((run.start or {}).get("options") or {})
@@ -260,7 +263,10 @@ class RunController(QObject):
         for spec in options.detach_at:
             if not forced:
                 notes.append(f"detach at {spec!r} matched nothing in this run")
-        if run.mode == "step" and not run.backwards:
+        if cut is not None:
+            notes.append(f"{cut.title} (Diagnostics tab)")
+            w.bottom_tabs.setCurrentWidget(w.diagnostics)
+        elif run.mode == "step" and not run.backwards:
             notes.append("no backward ran: step() returned a tensor without grad_fn "
                          f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
         if notes:

@@ -64,3 +64,18 @@ def test_the_window_says_what_a_live_run_is_doing(qtbot, tmp_path):
     finally:
         app.stop()
         app.timer.stop()
+
+
+def test_record_warns_when_no_parameter_got_a_gradient(tmp_path):
+    from tests.app.test_cli import graphview
+
+    trace = tmp_path / "cut.gvtrace"
+    result = graphview("record", model("mlp_optimizer"), "-o", trace, "--detach-at", "2", "-q")
+    assert result.returncode == 0, result.stderr  # the script ran fine: a warning, not a failure
+    warning = [line for line in result.stderr.splitlines() if line.startswith("graphview: warning:")]
+    assert warning == [line for line in warning if "the graph is cut at line 14 (module 2)" in line] and warning
+    assert "'detach at 2'" in warning[0]
+    check = graphview("check", trace)
+    assert check.returncode == 1 and "cut at line 14" in check.stdout
+    uncut = graphview("record", model("mlp_optimizer"), "-o", tmp_path / "uncut.gvtrace", "-q")
+    assert uncut.returncode == 0 and "warning" not in uncut.stderr

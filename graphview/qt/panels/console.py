@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QTextBrowser
 
+from graphview.core.diagnostics import cut_finding
 from graphview.core.events import summary_text
 from graphview.core.run import Run
 from graphview.qt.widgets.fonts import MONO
@@ -68,9 +69,11 @@ class Console(QTextBrowser):
                 pieces.append((i, _error_html(ev)))
             elif kind == "run_end":
                 status = ev.get("status")
-                color = "#2e7d32" if status == "ok" else "#c62828"
+                cut = cut_finding(run) if status == "ok" else None  # "run ok" would hide that nothing learned
+                color = "#2e7d32" if status == "ok" and cut is None else "#b45309" if cut is not None else "#c62828"
                 pieces.append((i, f"<span style='color:{color}'>── run {html.escape(status)}"
-                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n"))
+                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''}"
+                                  f"{', but ' + html.escape(cut.title) + ' (see Diagnostics)' if cut else ''} ──</span>\n"))
         scanned[0] = len(events)
         return pieces
 

@@ -1,4 +1,9 @@
-"""The memory chart: saved-tensor bytes over the run, stacked by kind, earlier runs as overlays."""
+"""The memory chart: saved-tensor bytes over the run, stacked by kind, earlier runs as overlays.
+
+An earlier run's overlay is lined up with the current run step by step and op by op
+(:class:`graphview.core.alignment.Alignment`), not by event number: runs with other options have
+other event counts, and the same step's hump must sit on the same hump.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 
+from graphview.core.alignment import Alignment
 from graphview.core.run import Run
 from graphview.qt.formatting import human_bytes
 
@@ -54,6 +60,8 @@ class MemoryChart(pg.PlotWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
         self._overlay_peaks: list[int] = []
+        self._overlay_data: list[tuple[Run, np.ndarray, np.ndarray]] = []  # (earlier run, its x, y)
+        self._alignments: list[Alignment | None] = []
         self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
         self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
@@ -69,6 +77,7 @@ class MemoryChart(pg.PlotWidget):
         series = run.memory_series(device)
         self.series = series
         self._show_axes(bool(series["total"]))
+        self._align_overlays(run)
         arrays = self._arrays(run, device, series)
         stack = np.zeros(len(arrays["total"]), dtype=np.int64)
         for kind in ("input", "param", "activation"):
@@ -172,11 +181,22 @@ class MemoryChart(pg.PlotWidget):
         return {kind: buffer[:n] for kind, buffer in cache["buffers"].items()}
 
     def add_overlay(self, run: Run, label: str, color: str) -> None:
+        """An earlier ``run`` drawn dotted; lined up with the current run from its next :meth:`show_run`."""
         x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
         curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
         self._overlay_labels.append((label, color))
         self._overlay_peaks.append(int(y.max()) if len(y) else 0)
+        self._overlay_data.append((run, x, y))
+        self._alignments.append(None)
+
+    def _align_overlays(self, current: Run) -> None:
+        """Each overlay's events placed on the current run's axis (which grows while it streams)."""
+        for k, (earlier, x, y) in enumerate(self._overlay_data):
+            alignment = self._alignments[k]
+            if alignment is None or alignment.current is not current:
+                alignment = self._alignments[k] = Alignment(earlier, current)
+            self.overlays[k].setData(alignment.map(x), y)
 
     def clear_overlays(self) -> None:
         for curve in self.overlays:
@@ -184,6 +204,8 @@ class MemoryChart(pg.PlotWidget):
         self.overlays.clear()
         self._overlay_peaks.clear()
         self._overlay_labels.clear()
+        self._overlay_data.clear()
+        self._alignments.clear()
 
     def set_run(self, run: Run) -> None:
         """A new run: the last run's curves and the earlier runs' overlays go (the window adds back
