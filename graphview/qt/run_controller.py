@@ -271,7 +271,9 @@ class RunController(QObject):
                          f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
         if notes:
             text = "; ".join(notes)
-            self.comparison = f"{self.comparison}; {text}" if self.comparison else text
+            # a cut graph is the news: first, before what the re-run changed
+            parts = [text, self.comparison] if cut is not None else [self.comparison, text]
+            self.comparison = "; ".join(part for part in parts if part)
             w.statusBar().showMessage(self.comparison, 30000)
 
     def _report_failure(self, run: Run) -> None:

@@ -87,8 +87,11 @@ class DockArrangement:
             self.moved_by_user = True
 
     def apply(self) -> None:
-        """Arrange the docks for the window's present size and show them."""
+        """Arrange the docks for the window's present size; the first time, show them all (later,
+        a panel the user closed stays closed)."""
         compact = is_compact(self.window.size())
+        first = self.compact is None
+        shown = [first or dock.isVisible() for dock in self.docks]
         self._arranging = True
         try:
             for dock in self.docks:
@@ -98,6 +101,8 @@ class DockArrangement:
                 self._small()
             else:
                 self._large()
+            for dock, visible in zip(self.docks, shown):
+                dock.setVisible(visible)
         finally:
             self._arranging = False
         self.compact = compact
