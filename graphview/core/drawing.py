@@ -141,11 +141,21 @@ class Drawing:
             if node.placed:
                 continue
             if final or node.born < horizon:
+                if self._unused_constant(node):
+                    continue  # not drawn unless something uses it later (then it goes above its user)
                 self._place_chain(node)
             else:
                 still.append(node_id)
         self._deferred = still
         return created
+
+    def _unused_constant(self, node: DrawNode) -> bool:
+        """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
+        makes (``torch.empty`` before it becomes a Parameter, a Parameter that weight tying
+        replaced). A real model makes dozens; drawn, they would be a row of noise as wide as
+        the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
+        return (node.kind in ("input", "param") and node.title == "tensor" and not node.preds
+                and not self._out.get(node.id))
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
@@ -196,8 +206,9 @@ class Drawing:
             module = producer.module if producer is not None else None
         elif draw_kind == "param":
             module = name.rpartition(".")[0] or None
-        else:
-            module = None
+        else:  # made without grad inside a module (an attention mask): that module's, else none
+            producer_op = run.producers.get(tnode.tid)
+            module = producer_op.get("module") if producer_op is not None else None
         return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, module, info.get("line"))
 
     def _connect(self, node: DrawNode, element) -> None:

@@ -135,6 +135,7 @@ def _op_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
             "vid": op.vid,
             "seq": op.seq,
             "module": op.module,
+            "module_type": run.module_types.get(op.module) if op.module else None,
             "line": op.line,
             "source_op": op.op,
             "custom": op.custom,

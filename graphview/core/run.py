@@ -154,6 +154,7 @@ class Run:
         self._step: int | None = None
         self._reachable_cache: dict[int, tuple] = {}
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
+        self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
         for event in events:
             self.add(event)
 
@@ -189,6 +190,17 @@ class Run:
         self.end = ev
         if self.steps and self.steps[-1]["end"] is None:
             self.steps[-1]["end"] = index
+
+    def _on_module_enter(self, index: int, ev: dict) -> None:
+        if ev.get("type"):
+            self.module_types.setdefault(ev["path"], ev["type"])
+
+    def module_label(self, path: str | None) -> str | None:
+        """``encoder.layers.0.linear1 · Linear``: a module's path and, where recorded, its type."""
+        if not path:
+            return path
+        kind = self.module_types.get(path)
+        return f"{path} · {kind}" if kind else path
 
     def _on_step_start(self, index: int, ev: dict) -> None:
         self._step = ev["step"]

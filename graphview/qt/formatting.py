@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from graphview.core.events import summary_text
+from graphview.core.labels import elide_name
 
 
 def short_value(summary) -> str:
@@ -34,3 +35,22 @@ def human_bytes(n: float) -> str:
 def capped(summary, limit: int = 8) -> str:
     """A value summary for a panel: at most ``limit`` values, then how many more."""
     return summary_text(summary, limit)
+
+
+_ELIDED: dict[tuple, str] = {}
+
+
+def elided(text: str, font, width: float) -> str:
+    """``text`` shortened at word boundaries to ``width`` pixels in ``font`` (see
+    :func:`graphview.core.labels.elide_name`); remembered, since labels repaint often."""
+    key = (text, font.key(), round(width))
+    found = _ELIDED.get(key)
+    if found is None:
+        from PySide6.QtGui import QFontMetricsF
+
+        metrics = QFontMetricsF(font)
+        found = elide_name(text, lambda s: metrics.horizontalAdvance(s) <= width)
+        if len(_ELIDED) > 20000:
+            _ELIDED.clear()
+        _ELIDED[key] = found
+    return found

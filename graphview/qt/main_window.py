@@ -368,7 +368,8 @@ class MainWindow(QMainWindow):
             self._show_line(item.node.line)
 
     def _on_line_clicked(self, line: int) -> None:
-        items = [i for i in self.scene.node_items.values() if i.node.line == line and i.isVisible()]
+        items = [i for i in self.scene.node_items.values() if i.node.line == line and self.scene.shown_at_cursor(i.node.id)]
+        self.scene.reveal([i.node.id for i in items])  # nodes inside shut module boxes: open them
         self.scene.clearSelection()
         for item in items:
             item.setSelected(True)
@@ -380,8 +381,9 @@ class MainWindow(QMainWindow):
         if not text:
             return
         matches = [i for i in self.scene.node_items.values()
-                   if i.isVisible() and (text in i.node.title.lower() or text in i.node.subtitle.lower()
+                   if self.scene.shown_at_cursor(i.node.id) and (text in i.node.title.lower() or text in i.node.subtitle.lower()
                                          or text in (i.node.module or "").lower())]
+        self.scene.reveal([i.node.id for i in matches])  # hits inside shut module boxes: open them
         self.scene.clearSelection()
         for item in matches:
             item.setSelected(True)

@@ -102,7 +102,10 @@ class RunPlacement:
 def show_top(window: MainWindow) -> bool:
     """Zoom and scroll the canvas to the top of the run's whole graph (what the first steps
     show), at a zoom where names can be read; False while there is no node to show."""
-    view, items = window.view, list(window.scene.node_items.values())
+    view, scene = window.view, window.scene
+    if scene.boxes.open_to_fit(view.fits_readable):  # a finished run too big to read: boxes shut first
+        view.overview.schedule()
+    items = list(scene.node_items.values()) + [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
     if not items:
         return False
     rect = QRectF(items[0].sceneBoundingRect())
@@ -118,7 +121,7 @@ def show_top(window: MainWindow) -> bool:
     if rect.width() <= 2 * half_w:
         x = rect.center().x()
     else:  # wider than the view: where the run begins, its first nodes
-        first = sorted(items, key=lambda i: i.node.born)[:8]
+        first = sorted(scene.node_items.values(), key=lambda i: i.node.born)[:8]
         x = sum(i.sceneBoundingRect().center().x() for i in first) / len(first)
         x = max(rect.left() + half_w, min(rect.right() - half_w, x))
     y = rect.center().y() if rect.height() <= 2 * half_h else rect.top() + half_h

@@ -70,11 +70,11 @@ def test_record_warns_when_no_parameter_got_a_gradient(tmp_path):
     from tests.app.test_cli import graphview
 
     trace = tmp_path / "cut.gvtrace"
-    result = graphview("record", model("mlp_optimizer"), "-o", trace, "--detach-at", "2", "-q")
+    result = graphview("record", model("mlp_optimizer"), "-o", trace, "--detach-at", "model.2", "-q")
     assert result.returncode == 0, result.stderr  # the script ran fine: a warning, not a failure
     warning = [line for line in result.stderr.splitlines() if line.startswith("graphview: warning:")]
-    assert warning == [line for line in warning if "the graph is cut at line 14 (module 2)" in line] and warning
-    assert "'detach at 2'" in warning[0]
+    assert warning == [line for line in warning if "the graph is cut at line 14 (module model.2)" in line] and warning
+    assert "'detach at model.2'" in warning[0]
     check = graphview("check", trace)
     assert check.returncode == 1 and "cut at line 14" in check.stdout
     uncut = graphview("record", model("mlp_optimizer"), "-o", tmp_path / "uncut.gvtrace", "-q")

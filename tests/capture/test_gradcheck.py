@@ -40,7 +40,7 @@ def test_unknown_tensor_and_no_backward(write_script):
         gradient_check(write_script("import torch\nx = torch.ones(2, requires_grad=True)\ny = x * 2\n"), "x")
 
 
-@pytest.mark.parametrize("name, tensor", [("mlp_optimizer", "2.weight"), ("custom_function", "x")])
+@pytest.mark.parametrize("name, tensor", [("mlp_optimizer", "model.2.weight"), ("custom_function", "x")])
 def test_step_scripts_are_checked_at_their_first_step(name, tensor):
     """A step script's backward is graphview's: the check calls step() and differentiates what
     it returns, and autograd agrees with finite differences."""

@@ -68,14 +68,14 @@ def test_grad_modes_save_nothing_and_build_no_graph(record):
 
 def test_detach_at_module_cuts_the_graph_and_saves_less(record):
     full = record(model("mlp_optimizer"))
-    cut = record(model("mlp_optimizer"), detach_at=["1"])  # the ReLU of nn.Sequential
+    cut = record(model("mlp_optimizer"), detach_at=["model.1"])  # the ReLU of nn.Sequential
     assert cut.peak_saved_bytes()["cpu"] < full.peak_saved_bytes()["cpu"]
     forced = [e for e in cut.events if e["ev"] == "detach" and e["forced"]]
     assert len(forced) == 1
     # the first Linear gets no gradient any more
-    first_weight = cut.tensor_by_name("0.weight")
+    first_weight = cut.tensor_by_name("model.0.weight")
     assert cut.grad_values(first_weight) == []
-    assert full.grad_values(full.tensor_by_name("0.weight")) != []
+    assert full.grad_values(full.tensor_by_name("model.0.weight")) != []
 
 
 def test_detach_at_op_and_line(record):
@@ -94,7 +94,7 @@ def test_steps_and_zero_grad_between_steps(record):
     run = record(model("mlp_optimizer"), steps=3)
     assert [s["step"] for s in run.steps] == [1, 2, 3]
     assert len(run.optimizer_steps) == 3
-    w = run.tensor_by_name("2.bias")
+    w = run.tensor_by_name("model.2.bias")
     hows = [e.how for e in run.grads[w]]
     assert hows == ["accumulate", "set_to_none", "accumulate", "set_to_none", "accumulate"]
     # each step's graph is freed by its backward: peak per step is the same every step
@@ -137,6 +137,6 @@ def test_dynamic_graph_changes_every_step(record):
 @pytest.mark.parametrize("name", ["teacher_student_detach"])
 def test_teacher_gets_no_gradient(record, name):
     run = record(model(name), steps=2)
-    teacher_weight = run.tensor_by_name("0.weight")
+    teacher_weight = run.tensor_by_name("teacher.0.weight")
     assert teacher_weight is not None
     assert run.grad_values(teacher_weight) == []

@@ -20,7 +20,7 @@ def runs():
         run_script(model("mlp_optimizer"), events.append, RunOptions(steps=3, **options))
         return Run(events)
 
-    return record(), record(detach_at=["0"])
+    return record(), record(detach_at=["model.0"])
 
 
 def test_each_step_and_each_op_of_the_earlier_run_lands_on_its_counterpart(runs):

@@ -19,10 +19,10 @@ def test_lstm_graph_changes_with_the_sequence_length(record):
 
 def test_detach_toggle_removes_the_first_layer(record):
     full = record(model("mlp_optimizer"))
-    cut = record(model("mlp_optimizer"), detach_at=["1"])
+    cut = record(model("mlp_optimizer"), detach_at=["model.1"])
     result = diff(full, None, cut, None)
     removed = {describe(sig) for sig in result.removed}
-    assert "AccumulateGrad(0.weight)" in removed and "AccumulateGrad(0.bias)" in removed
+    assert "AccumulateGrad(model.0.weight)" in removed and "AccumulateGrad(model.0.bias)" in removed
     assert not result.added
 
 

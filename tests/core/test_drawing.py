@@ -77,3 +77,22 @@ def test_each_training_step_draws_in_the_same_place(record, name):
     shown_at_step_end = [sum(drawing.visible(n, step["end"]) for n in drawing.nodes.values()) for step in run.steps]
     assert shown_at_step_end[1] == shown_at_step_end[3], "the canvas grows with every step"
     assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) <= shown_at_step_end[0]
+
+
+def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_box(record):
+    """GPT-2's constructor makes its weights with torch.empty before they become Parameters:
+    dozens of unnamed tensors nothing uses, which drawn would be a row as wide as the model.
+    Tensors a module makes without grad (masks, position ids) belong to that module's box."""
+    from pathlib import Path
+
+    run = record(str(Path(__file__).parents[1] / "zoo" / "gpt2_lm.py"), steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    scratch = [n for n in drawing.nodes.values() if n.kind == "input" and n.title == "tensor"
+               and not n.preds and not drawing._out.get(n.id)]
+    assert len(scratch) > 10 and not any(n.placed for n in scratch)
+    placed = [n for n in drawing.nodes.values() if n.placed]
+    assert all(n.preds or drawing._out.get(n.id) or n.title != "tensor" for n in placed)
+    derived = [n for n in placed if n.id in drawing.derived]
+    inside = [n for n in derived if (n.module or "").startswith("transformer")]
+    assert inside and all(run.producers[n.ref].get("module") == n.module for n in inside)

@@ -48,8 +48,8 @@ def test_a_step_script_that_detaches_mid_model_is_told_where(record, write_scrip
     assert run.status == "ok" and not run.backwards  # the loss had no grad_fn: graphview ran no backward
     finding = cut_of(run)
     assert finding is not None and finding.line == 13
-    assert finding.title == "the loss has no grad_fn: the graph is cut at line 13 (module 1)"
-    assert "The script's .detach() cut the graph at line 13, the output of module 1" in finding.explanation
+    assert finding.title == "the loss has no grad_fn: the graph is cut at line 13 (module encoder.1)"
+    assert "The script's .detach() cut the graph at line 13, the output of module encoder.1" in finding.explanation
     assert "the loss is" in finding.explanation and "in every step" in finding.explanation  # it never changes
     assert finding.related_lines == [14]  # the loss's own line
     event = run.events[finding.index]
@@ -57,17 +57,17 @@ def test_a_step_script_that_detaches_mid_model_is_told_where(record, write_scrip
 
 
 def test_the_detach_at_option_on_a_sample_names_the_module_it_cut(record):
-    run = record(model("mlp_optimizer"), steps=3, detach_at=["2"])
+    run = record(model("mlp_optimizer"), steps=3, detach_at=["model.2"])
     finding = cut_of(run)
     assert finding is not None and finding.line == 14
-    assert finding.title.endswith("cut at line 14 (module 2)")
-    assert "The run option 'detach at 2' cut the graph at line 14, the output of module 2" in finding.explanation
+    assert finding.title.endswith("cut at line 14 (module model.2)")
+    assert "The run option 'detach at model.2' cut the graph at line 14, the output of module model.2" in finding.explanation
     assert "Clear 'detach at'" in finding.fix
     losses = {ev["result"]["values"][0] for ev in run.events if ev["ev"] == "step_end"}
     assert len(losses) == 1 and f"{losses.pop():.6g}" in finding.explanation  # the same loss in every step
     event = run.events[finding.index]
     assert event["ev"] == "detach" and event["forced"]
-    assert run.producers[event["src"]]["module"] == "2"
+    assert run.producers[event["src"]]["module"] == "model.2"
 
 
 def test_the_grad_mode_option_is_named_as_the_cut(record):
@@ -91,7 +91,7 @@ def test_a_plain_script_whose_backward_fails_names_the_cut_that_took_its_grad_fn
 
 @pytest.mark.parametrize("path, options", [
     (model("mlp_optimizer"), {}),
-    (model("mlp_optimizer"), {"detach_at": ["0"]}),  # layer 2 still learns
+    (model("mlp_optimizer"), {"detach_at": ["model.0"]}),  # layer 2 still learns
     (str(MODELS / "teacher_student_detach.py"), {}),  # the teacher is detached on purpose
     (str(SAMPLES / "pitfalls" / "detached_branch_gets_no_grad.py"), {}),  # fc2 learns
 ])

@@ -21,7 +21,7 @@ def runs():
         run_script(model("mlp_optimizer"), events.append, RunOptions(**options))
         return Run(events)
 
-    return record(steps=3), record(steps=3, detach_at=["0"]), record(steps=2)
+    return record(steps=3), record(steps=3, detach_at=["model.0"]), record(steps=2)
 
 
 def step_of(run, index: int) -> int:

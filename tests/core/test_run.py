@@ -29,7 +29,7 @@ def test_grad_at_follows_the_ledger_through_the_timeline(record):
 def test_value_at_shows_parameters_as_the_optimizer_changed_them(record):
     keep: dict = {}
     run = record(model("mlp_optimizer"), keep=keep, steps=3)
-    tid = run.tensor_by_name("2.bias")
+    tid = run.tensor_by_name("model.2.bias")
     values = [run.value_at(tid, step["end"]) for step in run.steps]
     final = keep["model"][2].bias.detach()
     assert values[-1]["values"] == pytest.approx(final.tolist(), rel=1e-6)

@@ -12,9 +12,9 @@ def test_an_overlay_of_a_run_with_other_event_counts_lines_up_by_step(window, re
     first = record(model("mlp_optimizer"), steps=3)
     script = first.start["script"]
     window.begin_run(script, RunOptions(steps=3), first)
-    window.sigRunRequested.emit(RunOptions(steps=3, detach_at=["0"]))
-    second = record(model("mlp_optimizer"), steps=3, detach_at=["0"])
-    window.begin_run(script, RunOptions(steps=3, detach_at=["0"]))  # streamed, as a live re-run is
+    window.sigRunRequested.emit(RunOptions(steps=3, detach_at=["model.0"]))
+    second = record(model("mlp_optimizer"), steps=3, detach_at=["model.0"])
+    window.begin_run(script, RunOptions(steps=3, detach_at=["model.0"]))  # streamed, as a live re-run is
     for start in range(0, len(second.events), 40):
         window.append_events(second.events[start:start + 40])
         qtbot.wait(1)

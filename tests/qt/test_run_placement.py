@@ -67,15 +67,15 @@ def test_run_again_keeps_the_cursor_on_the_same_op_of_the_same_step(window, reco
     window.set_cursor(target)
     for live in (False, True):
         window.set_cursor(target)
-        detached = RunOptions(steps=3, detach_at=["0"])
-        again = record(model("mlp_optimizer"), steps=3, detach_at=["0"])
+        detached = RunOptions(steps=3, detach_at=["model.0"])
+        again = record(model("mlp_optimizer"), steps=3, detach_at=["model.0"])
         assert len(again.events) < len(first.events)  # the option changes every step's events
         rerun(window, qtbot, script, detached, again, live)
         expected = [i for i, op in again.ops if op["op"] == "linear" and step_of(again, i) == 2][1]
         assert expected != target
         assert window.cursor == expected, (live, window.cursor, expected)
         event = window.run.events[window.cursor]
-        assert (event["op"], event["line"], event["module"]) == ("linear", 14, "2")
+        assert (event["op"], event["line"], event["module"]) == ("linear", 14, "model.2")
         # and back to the options of the first run: the same op again
         rerun(window, qtbot, script, RunOptions(steps=3), record(model("mlp_optimizer"), steps=3), live)
         assert window.cursor == target

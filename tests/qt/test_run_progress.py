@@ -54,19 +54,19 @@ def test_a_new_run_clears_what_the_last_one_ended_with(window, record, qtbot):
 
 
 def test_a_run_cut_off_from_its_parameters_does_not_end_as_a_plain_run_ok(window, record, qtbot):
-    options = RunOptions(steps=2, detach_at=["2"])  # right-click, "Detach output of module 2"
-    cut = record(model("mlp_optimizer"), steps=2, detach_at=["2"])
+    options = RunOptions(steps=2, detach_at=["model.2"])  # right-click, "Detach output of module model.2"
+    cut = record(model("mlp_optimizer"), steps=2, detach_at=["model.2"])
     window.begin_run(cut.start["script"], options)
     window.append_events(cut.events)
     qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
     assert window.status_label.text().startswith("run ok, but the graph is cut at line 14: ")
     message = window.statusBar().currentMessage()
-    assert message.startswith("the loss has no grad_fn: the graph is cut at line 14 (module 2)")
+    assert message.startswith("the loss has no grad_fn: the graph is cut at line 14 (module model.2)")
     assert window.bottom_tabs.currentWidget() is window.diagnostics
     first = window.diagnostics.topLevelItem(0)
-    assert first.text(0) == "the loss has no grad_fn: the graph is cut at line 14 (module 2)" and first.text(1) == "14"
+    assert first.text(0) == "the loss has no grad_fn: the graph is cut at line 14 (module model.2)" and first.text(1) == "14"
     window.set_cursor(len(cut.events) - 1)
-    assert "── run ok, but the loss has no grad_fn: the graph is cut at line 14 (module 2)" in window.console.toPlainText()
+    assert "── run ok, but the loss has no grad_fn: the graph is cut at line 14 (module model.2)" in window.console.toPlainText()
     # the same script uncut: a plain "run ok" again, and no such finding
     whole = record(model("mlp_optimizer"), steps=2)
     window.begin_run(whole.start["script"], RunOptions(steps=2), whole)

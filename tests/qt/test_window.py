@@ -229,18 +229,26 @@ def test_module_groups_collapse_and_expand(window, record):
     show(window, run)
     window.set_cursor(window.overview_index())
     scene = window.scene
+    scene.boxes.set_all(set())  # every box open: the drawing's own layout
     assert "encoder.layers.0.self_attn" in scene.groups
     inside = [i for i in scene.node_items.values() if i.isVisible()
               and (scene.module_of(i) or "").startswith("encoder.layers.0.self_attn")]
     assert len(inside) > 5
-    scene.set_collapsed("encoder.layers.0.self_attn", True)
+    below = [i for i in scene.node_items.values() if i.isVisible() and (scene.module_of(i) or "").startswith("head")]
+    heights = {i.node.id: i.pos().y() for i in below}
+    scene.set_collapsed("encoder.layers.0.self_attn", True, animate=False)
     assert all(not i.isVisible() for i in inside)
     group = scene.groups["encoder.layers.0.self_attn"]
     assert group.isVisible() and group.collapsed and group.members == len(inside)
+    assert group.ops == sum(1 for i in inside if i.node.kind == "op")
     # edges from outside now end at the collapsed box
     assert any(e.isVisible() and e.rerouted for e in scene.edge_items)
-    scene.set_collapsed("encoder.layers.0.self_attn", False)
+    # laid out again: the rows the attention took are gone, what came after moved up
+    rows = {i.node.layer for i in inside}
+    assert all(i.pos().y() < heights[i.node.id] - (len(rows) - 2) * 96 for i in below)
+    scene.set_collapsed("encoder.layers.0.self_attn", False, animate=False)
     assert all(i.isVisible() for i in inside)
+    assert all(i.pos().y() == heights[i.node.id] for i in below)  # back where the drawing had them
 
 
 def test_overview_shows_the_graph_and_moves_the_view(window, record, qtbot):
@@ -278,9 +286,9 @@ def test_diagnostics_panel_lists_findings_and_jumps_to_them(window, record):
 def test_a_rerun_says_what_the_toggle_removed(window, record):
     first = record(model("mlp_optimizer"))
     show(window, first)
-    cut = record(model("mlp_optimizer"), detach_at=["1"])
-    window.begin_run(first.start["script"], RunOptions(detach_at=["1"]), cut)
-    assert "AccumulateGrad(0.weight)" in window.comparison and "nodes gone" in window.comparison
+    cut = record(model("mlp_optimizer"), detach_at=["model.1"])
+    window.begin_run(first.start["script"], RunOptions(detach_at=["model.1"]), cut)
+    assert "AccumulateGrad(model.0.weight)" in window.comparison and "nodes gone" in window.comparison
 
 
 def test_gradcheck_result_is_shown(window, record):
@@ -332,7 +340,7 @@ def test_incremental_cursor_moves_match_a_full_redraw(window, record):
 def test_inspector_draws_the_histogram_of_a_parameter(window, record):
     run = record(model("mlp_optimizer"))
     show(window, run)
-    tid = next(t for t, info in run.tensors.items() if info.get("name") == "0.weight")
+    tid = next(t for t, info in run.tensors.items() if info.get("name") == "model.0.weight")
     node_id = next(n.id for n in run.tensor_nodes.values() if n.tid == tid)
     end = len(run.events) - 1
     window.set_cursor(end)
@@ -392,6 +400,7 @@ def test_boxes_of_unrelated_modules_do_not_overlap(window, record, name):
     modules that are not nested never overlap."""
     run = record(model(name))
     show(window, run)
+    window.scene.boxes.set_all(set())
     window.set_cursor(min(call.start for call in run.backwards.values()))
     boxes = [g for g in window.scene.groups.values() if g.isVisible()]
     assert boxes
@@ -425,6 +434,7 @@ def test_stepping_keeps_the_current_node_in_view(window, record):
 def test_a_module_that_only_wraps_another_draws_no_second_box(window, record):
     run = record(model("transformer_block"))
     show(window, run)
+    window.scene.boxes.set_all(set())
     window.set_cursor(min(call.start for call in run.backwards.values()))
     boxes = [g for g in window.scene.groups.values() if g.isVisible()]
     paths = {g.path for g in boxes}

@@ -57,13 +57,9 @@ class ModuleHooks(TensorIdentity):
         if ref is not None and ref() is root:
             return
         self._roots[key] = weakref.ref(root)
-        # a bare layer used as a model (fc1 = nn.Linear(...)): name its parameters fc1.weight, not weight
-        prefix = ""
-        if next(root.children(), None) is None:
-            variable = self._variable_holding(root)
-            prefix = f"{variable}." if variable else ""
+        prefix = self._root_prefix(root)
         for qual, m in root.named_modules():
-            self._name_once(m, qual)
+            self._name_once(m, (prefix + qual) if qual else prefix.rstrip("."))
         new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
         for qual, b in root.named_buffers():
             if self._name_once(b, prefix + qual):
@@ -73,6 +69,23 @@ class ModuleHooks(TensorIdentity):
         line = frame.f_lineno if frame else None
         for t in new_tensors:
             self.tensor_ref(t, line, pending=False)
+
+    def _root_prefix(self, root: torch.nn.Module) -> str:
+        """What a called root module's names start with, so they say which module they are.
+
+        A model in a variable keeps torch's own names (``encoder.layers.0.linear1.weight``, as
+        ``named_parameters`` and ``state_dict`` give them). The script's variable comes first
+        where torch's names would not tell the module apart: a bare layer (``fc1 = nn.Linear``:
+        ``fc1.weight``, not ``weight``), a container whose parts are numbered (``model =
+        nn.Sequential(...)``: ``model.0.weight``, not ``0.weight``), and a module that is one
+        item of a list or ``nn.ModuleList`` called in a loop (``blocks.2.fc.weight``)."""
+        variable = self._variable_holding(root)
+        if not variable:
+            return ""
+        children = [name for name, _ in root.named_children()]
+        if "." in variable or "[" in variable or not children or all(name.isdigit() for name in children):
+            return variable + "."
+        return ""
 
     def _name_once(self, obj, name: str) -> bool:
         """Give ``obj`` its qualified name unless it has one already (the first root wins)."""
@@ -106,6 +119,10 @@ class ModuleHooks(TensorIdentity):
                     for i, item in enumerate(value):
                         if item is obj:  # layers = [nn.Linear(...) ...]: layers[3], not the loop variable
                             return f"{name}[{i}]"
+                if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
+                    for child_name, child in value.named_children():
+                        if child is obj:  # blocks = nn.ModuleList(...), called in a loop: blocks.2
+                            return f"{name}.{child_name}"
                 if value is obj and direct is None:
                     direct = name
         return direct

@@ -1,4 +1,5 @@
-"""Module boxes: GroupItem draws the nodes of one nn.Module call in a dashed box; split_calls finds the calls."""
+"""GroupItem: the box of one nn.Module call, open (a dashed outline around its nodes) or shut
+(one card with the module's path, type, autograd nodes and the bytes it holds for backward)."""
 
 from __future__ import annotations
 
@@ -6,35 +7,60 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
-from graphview.core.drawing import LAYER_HEIGHT
-from graphview.qt.canvas.style import NODE_H, NODE_W
+from graphview.core.hierarchy import ModuleBox
+from graphview.qt.canvas.style import FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING
+from graphview.qt.formatting import elided, human_bytes
+
+#: the size of a shut box: a node's cell, a little wider
+SHUT_W, SHUT_H = NODE_W + 20, NODE_H + 16
 
 
 class GroupItem(QGraphicsObject):
-    """A box around the nodes of one ``nn.Module`` call path; double-click collapses it."""
+    """The box of one module call; double-click shuts or opens it."""
 
     sigToggled = Signal(str)
     LABEL_FONT = QFont("DejaVu Sans", 8)
     LABEL_H = 14.0
 
-    def __init__(self, path: str, depth: int) -> None:
+    def __init__(self, box: ModuleBox) -> None:
         super().__init__()
-        self.path = path
-        self.depth = depth
+        self.box = box
+        self.key = box.key
+        self.path = box.path
+        self.depth = box.level
         self.collapsed = False
         self.rect = QRectF()
-        self.members = 0
+        self.members = 0  # nodes inside shown at the cursor
+        self.ops = 0  # autograd nodes inside shown at the cursor
+        self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
+        self.running = False  # a node inside is executing at the cursor
+        self.freed = False  # backward freed every autograd node inside
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
-        self.setZValue(-10 + depth)
+        self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
-        self.setToolTip(f"module {path} (double-click to collapse or expand)")
 
-    def set_box(self, rect: QRectF, members: int) -> None:
-        box = QRectF(rect.left(), rect.top(), NODE_W + 20, NODE_H + 10) if self.collapsed else rect
-        if box != self.rect or members != self.members:
+    def set_box(self, rect: QRectF, members: int, ops: int = 0, saved: int = 0, running: bool = False,
+                freed: bool = False) -> None:
+        box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - SHUT_H / 2, SHUT_W, SHUT_H) \
+            if self.collapsed else rect
+        state = (box, members, ops, saved, running, freed)
+        if state != (self.rect, self.members, self.ops, self.saved, self.running, self.freed):
             self.prepareGeometryChange()
-            self.rect, self.members = box, members
+            self.rect, self.members, self.ops, self.saved, self.running, self.freed = state
+            self.setZValue(3 if self.collapsed else -10 + self.box.level)
+            self._tooltip()
             self.update()
+
+    def _tooltip(self) -> None:
+        action = "double-click to open it" if self.collapsed else "double-click to shut it"
+        held = f"<br>holds {human_bytes(self.saved)} for backward" if self.saved else ""
+        self.setToolTip(f"<b>{self.box.path}</b> · {self.box.type or 'module'}<br>"
+                        f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})")
+
+    def summary(self) -> str:
+        """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
+        text = f"{self.ops} ops" if self.ops != 1 else "1 op"
+        return f"{text} · {human_bytes(self.saved)} saved" if self.saved else text
 
     def anchor_in(self) -> QPointF:
         return QPointF(self.rect.center().x(), self.rect.top())
@@ -43,59 +69,66 @@ class GroupItem(QGraphicsObject):
         return QPointF(self.rect.center().x(), self.rect.bottom())
 
     def label_rect(self, shift: float | None = None) -> QRectF:
-        """Where the module's name sits: on the top border, breaking the dashed line."""
-        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.path) + 10, self.rect.width() - 20)
+        """Where an open box's name sits: on the top border, breaking the dashed line."""
+        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.box.label) + 10, self.rect.width() - 20)
         left = self.rect.left() + 10 + (self.label_shift if shift is None else shift)
         return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
 
     def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-2, -self.LABEL_H / 2 - 2, 2, 2).united(self.label_rect().adjusted(-1, -1, 1, 1))
+        return self.rect.adjusted(-9, -self.LABEL_H / 2 - 9, 9, 9).united(self.label_rect().adjusted(-1, -1, 1, 1))
 
     def paint(self, painter, option, widget=None) -> None:
         if self.collapsed:
-            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
-            painter.setBrush(QColor("#e6ecf5"))
-            painter.drawRoundedRect(self.rect, 8, 8)
-            painter.setPen(QColor("#1f2937"))
-            font = QFont("DejaVu Sans", 9)
-            font.setBold(True)
-            painter.setFont(font)
-            painter.drawText(self.rect.adjusted(6, 4, -6, -self.rect.height() / 2), Qt.AlignCenter,
-                             QFontMetricsF(font).elidedText(f"▸ {self.path}", Qt.ElideMiddle, self.rect.width() - 12))
-            painter.setFont(QFont("DejaVu Sans", 8))
-            painter.drawText(self.rect.adjusted(6, self.rect.height() / 2, -6, -4), Qt.AlignCenter,
-                             f"{self.members} nodes (collapsed)")
+            self._paint_shut(painter, option)
             return
-        painter.setPen(QPen(QColor(150, 160, 175), 1, Qt.DashLine))
+        painter.setPen(QPen(RUNNING, 2.2, Qt.DashLine) if self.running else QPen(QColor(150, 160, 175), 1, Qt.DashLine))
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
         painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             label = self.label_rect()
             painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor("#fbfbfc"))  # the scene's background: the border breaks for the name
-            painter.drawRect(label)
+            painter.setBrush(self.scene().backgroundBrush() if self.scene() else QColor("#fbfbfc"))
+            painter.drawRect(label)  # the border breaks for the name
             painter.setPen(QColor("#5b6b82"))
             painter.setFont(self.LABEL_FONT)
-            painter.drawText(label, Qt.AlignCenter,
-                             QFontMetricsF(self.LABEL_FONT).elidedText(self.path, Qt.ElideLeft, label.width() - 4))
+            painter.drawText(label, Qt.AlignCenter, elided(self.box.label, self.LABEL_FONT, label.width() - 4))
+
+    def _paint_shut(self, painter, option) -> None:
+        if self.running:  # a node inside is executing: the box lights up as that node would
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(255, 140, 0, 90))
+            painter.drawRoundedRect(self.rect.adjusted(-7, -7, 7, 7), 14, 14)
+        if self.running:
+            painter.setPen(QPen(RUNNING, 3))
+            painter.setBrush(QColor("#ffd59e"))
+        elif self.freed:  # backward ran through it and freed what it saved, as its nodes show
+            painter.setPen(QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine))
+            painter.setBrush(FREED_FILL)
+        else:
+            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
+            painter.setBrush(QColor("#e6ecf5"))
+        painter.drawRoundedRect(self.rect, 8, 8)
+        if option.levelOfDetailFromTransform(painter.worldTransform()) < 0.3:
+            return
+        # three lines: where it is, what it is, what it holds
+        inner = self.rect.adjusted(6, 3, -6, -3)
+        third = inner.height() / 3
+        font = QFont("DejaVu Sans", 9)
+        font.setBold(True)
+        title = f"▸ {self.box.path}"
+        if QFontMetricsF(font).horizontalAdvance(title) > inner.width():  # a smaller font before eliding
+            font.setPointSizeF(7.5)
+        painter.setPen(FREED_TEXT if self.freed else QColor("#1f2937"))
+        painter.setFont(font)
+        painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
+                         elided(title, font, inner.width()))
+        small = QFont("DejaVu Sans", 8)
+        painter.setFont(small)
+        painter.setPen(FREED_TEXT if self.freed else QColor("#454b54"))
+        painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
+                         elided(self.box.type or "module", small, inner.width()))
+        painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
+                         elided(self.summary(), small, inner.width()))
 
     def mouseDoubleClickEvent(self, event) -> None:
-        self.collapsed = not self.collapsed
-        self.sigToggled.emit(self.path)
-
-
-def split_calls(items: list) -> list[list]:
-    """A module's shown nodes, split where a row between them holds none of them: the layout
-    stacks each module call in rows of its own, so a module called twice (``self.pool`` after
-    two convolutions) gets two boxes rather than one spanning whatever ran in between."""
-    rows: dict[float, list] = {}
-    for item in items:
-        rows.setdefault(item.pos().y(), []).append(item)
-    calls: list[list] = []
-    previous = None
-    for y in sorted(rows):
-        if previous is None or y - previous > LAYER_HEIGHT * 1.5:
-            calls.append([])
-        calls[-1].extend(rows[y])
-        previous = y
-    return calls
+        self.sigToggled.emit(self.key)

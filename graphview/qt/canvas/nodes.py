@@ -8,7 +8,11 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
 from graphview.qt.canvas.style import BORDER, FILL, FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING, TENSOR_KINDS
-from graphview.qt.formatting import human_bytes, short_value
+from graphview.qt.formatting import elided, human_bytes, short_value
+
+
+#: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
+SAVED_BADGE_LEFT = 12.0
 
 
 class NodeItem(QGraphicsItem):
@@ -36,7 +40,7 @@ class NodeItem(QGraphicsItem):
         self.setToolTip("<br>".join(p for p in parts if p))
 
     def boundingRect(self) -> QRectF:
-        return QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 22, NODE_H + 34)
+        return QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # badges reach out right
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
@@ -77,11 +81,12 @@ class NodeItem(QGraphicsItem):
             return
         self._paint_text(painter)
         if self.saved > 0:
-            self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(NODE_W / 2 - 4, -NODE_H / 2 - 2),
-                        QColor("#fff1c4"), QColor("#b8860b"))
+            # right of the top centre, where arrows come in: the badge never covers an arrowhead
+            self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
+                        QColor("#fff1c4"), QColor("#b8860b"), align="left")
         if self.grad is not None and self.kind in TENSOR_KINDS:
             self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), QColor("#e8f5e9"),
-                        QColor("#2e7d32"), centered=True)
+                        QColor("#2e7d32"), align="center")
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
         """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""
@@ -125,29 +130,27 @@ class NodeItem(QGraphicsItem):
             title_font.setPointSizeF(7.5)
             painter.setFont(title_font)
             fm = QFontMetricsF(title_font)
-        # a dotted name differs at its end (…layers.0.linear1.weight), an op name at both ends
-        title = fm.elidedText(title, Qt.ElideLeft if "." in title else Qt.ElideMiddle, NODE_W - 14)
+        # names shorten at word boundaries: a dotted one from the left (…layers.0.linear1.weight),
+        # an op name in the middle (Native…NormBackward0)
+        title = elided(title, title_font, NODE_W - 14)
         painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
         sub_font = QFont("DejaVu Sans", 8)
         painter.setFont(sub_font)
-        fm = QFontMetricsF(sub_font)
-        sub = self.node.subtitle
-        if sub.startswith("into "):  # into encoder.layers.0.linear1.weight.grad: keep the end
-            sub = "into " + fm.elidedText(sub[5:], Qt.ElideLeft, NODE_W - 14 - fm.horizontalAdvance("into "))
-        else:
-            sub = fm.elidedText(sub, Qt.ElideMiddle, NODE_W - 14)
+        sub = elided(self.node.subtitle, sub_font, NODE_W - 14)
         painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#454b54"))
         painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
 
     @staticmethod
-    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, centered: bool = False) -> None:
+    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, align: str = "right") -> None:
+        """A pill with ``text``; ``anchor`` is its left end, centre or right end (``align``)."""
         font = QFont("DejaVu Sans", 7)
         font.setBold(True)
         painter.setFont(font)
         fm = QFontMetricsF(font)
-        text = fm.elidedText(text, Qt.ElideRight, NODE_W + 20)
+        room = NODE_W / 2 + 14 - anchor.x() - 10 if align == "left" else NODE_W + 10
+        text = fm.elidedText(text, Qt.ElideRight, room)
         w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
-        left = anchor.x() - w / 2 if centered else anchor.x() - w
+        left = {"left": anchor.x(), "center": anchor.x() - w / 2}.get(align, anchor.x() - w)
         rect = QRectF(left, anchor.y() - h / 2, w, h)
         painter.setPen(QPen(edge, 1))
         painter.setBrush(fill)

@@ -93,9 +93,8 @@ class Overview(QWidget):
     def redraw(self) -> None:
         scene = self.view.scene()
         rect = QRectF()
-        for item in scene.node_items.values():
-            if item.isVisible():
-                rect = rect.united(item.sceneBoundingRect())
+        for item in self.view.shown_items():
+            rect = rect.united(item.sceneBoundingRect())
         self.source = rect.adjusted(-40, -40, 40, 40)
         if rect.isNull():
             self.pixmap = None

@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 from graphview.core.drawing import Drawing
 from graphview.core.run import Run
 from graphview.qt.canvas.edges import EdgeItem, LabeledEdgeItem
-from graphview.qt.canvas.groups import GroupItem, split_calls
+from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -31,8 +32,7 @@ class GraphScene(QGraphicsScene):
         self.edge_items: list[EdgeItem] = []
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
-        self.groups: dict[str, GroupItem] = {}
-        self.collapsed: set[str] = set()
+        self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
         self._groups_at = 0.0
         self._complete = False  # every item has been brought to the cursor once
@@ -44,13 +44,23 @@ class GraphScene(QGraphicsScene):
         self.setBackgroundBrush(QColor("#fbfbfc"))
         self.selectionChanged.connect(self._on_selection)
 
+    @property
+    def groups(self) -> dict[str, GroupItem]:
+        """Module box key (its path, ``path#2`` for a second call) -> its item."""
+        return self.boxes.groups
+
+    @property
+    def collapsed(self) -> set[str]:
+        """Keys of the shut module boxes."""
+        return self.boxes.collapsed
+
     def set_run(self, run: Run) -> None:
+        self.boxes.reset()
         self.clear()
         self.node_items.clear()
         self.edge_items.clear()
         self._edges_into.clear()
         self._waiting = []
-        self.groups = {}
         self._complete = False
         self._fresh = set()
         self._visible = set()
@@ -70,6 +80,9 @@ class GraphScene(QGraphicsScene):
         if self.drawing is None:
             return False
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
+        if not self.live or time.monotonic() - self._groups_at >= 0.5 or self.boxes.collapsed:
+            self.boxes.refresh()  # streaming: boxes catch up twice a second
+        layout = self.boxes.layout
         made = taken = 0
         unplaced = []
         waiting = self._waiting
@@ -81,6 +94,9 @@ class GraphScene(QGraphicsScene):
                 unplaced.append(node_id)
                 continue
             item = NodeItem(node)
+            where = layout.position(node_id) if layout is not None else None
+            if where is not None:
+                item.setPos(*where)
             self._show(item, node.born <= self.cursor)
             self.node_items[node_id] = item
             self._fresh.add(node_id)
@@ -93,15 +109,21 @@ class GraphScene(QGraphicsScene):
             if edge.source not in self.node_items or edge.target not in self.node_items:
                 break  # edges come in order; the rest wait for their nodes
             source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
-            item = (LabeledEdgeItem if edge.label else EdgeItem)(
-                edge, source, target, clear=self.drawing.path_clear(source.node, target.node, NODE_W / 2 + 12))
+            half = NODE_W / 2 + 12
+            clear = (layout.path_clear(edge.source, edge.target, half) if layout is not None
+                     else self.drawing.path_clear(source.node, target.node, half))
+            item = (LabeledEdgeItem if edge.label else EdgeItem)(edge, source, target, clear=clear)
             self._show(item, edge.born <= self.cursor and source.isVisible() and target.isVisible())
             self.edge_items.append(item)
             self._edges_into.setdefault(edge.target, []).append(item)
             self._edges_from.setdefault(edge.source, []).append(item)
-        x0, y0, x1, y1 = self.drawing.bounds()
-        self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
+        self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
+
+    def fit_scene_rect(self) -> None:
+        """The scene's rect: every placed node (or laid-out unit, with boxes shut) and a margin."""
+        x0, y0, x1, y1 = self.boxes.bounds() or self.drawing.bounds()
+        self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
 
     def set_cursor(self, index: int) -> None:
         """Show the state after event ``index``.
@@ -115,7 +137,7 @@ class GraphScene(QGraphicsScene):
         drawing = self.drawing
         if drawing is None:
             return
-        incremental = self._complete and previous >= 0 and abs(index - previous) <= 3000 and not self.collapsed
+        incremental = self._complete and previous >= 0 and abs(index - previous) <= 3000 and not self.boxes.collapsed
         if incremental:
             touched = self._touched(min(previous, index), max(previous, index))
             items = [self.node_items[i] for i in touched if i in self.node_items]
@@ -125,11 +147,11 @@ class GraphScene(QGraphicsScene):
         for item in items:
             self._update_item(item, index)
         now = time.monotonic()
-        if self.live and now - self._groups_at < 0.5 and not self.collapsed:
+        if self.live and now - self._groups_at < 0.5 and not self.boxes.collapsed:
             hidden_by = {}  # streaming: module boxes catch up twice a second
         else:
             self._groups_at = now
-            hidden_by = self._update_groups()
+            hidden_by = self.boxes.update(self._visible, index)
         if incremental and not hidden_by:
             # nothing collapsed: only the edges of the items revisited can change
             edges = {e for item in items for e in self._edges_into.get(item.node.id, []) + self._edges_from.get(item.node.id, [])}
@@ -184,18 +206,28 @@ class GraphScene(QGraphicsScene):
         self._show(edge, visible)
         if not visible:
             return
+        self.route_edge(edge, hidden_by)
+        edge.set_freed(not {"freed", "unreachable"}.isdisjoint((edge.target.state, edge.source.state)))
+
+    def route_edge(self, edge: "EdgeItem", hidden_by: dict, moving: bool = False) -> None:
+        """Route an edge between its nodes, or to the edge of the shut box that hides one
+        (``moving``: its nodes are gliding, route it again from where they are now)."""
+        source_group = hidden_by.get(edge.source.node.id)
+        target_group = hidden_by.get(edge.target.node.id)
         if source_group is not None or target_group is not None:
             start = source_group.anchor_out() if source_group else edge.source.pos() + QPointF(0, NODE_H / 2)
             end = target_group.anchor_in() if target_group else edge.target.pos() - QPointF(0, NODE_H / 2 + 2)
             edge.route(start, end)
             edge.rerouted = True
+        elif moving:
+            edge.rerouted = False
+            edge.route_between_nodes()
         else:
             edge.default_route()
-        edge.set_freed(not {"freed", "unreachable"}.isdisjoint((edge.target.state, edge.source.state)))
 
-    def item_at_event(self, index: int) -> NodeItem | None:
+    def item_at_event(self, index: int) -> QGraphicsItem | None:
         """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the
-        node an op made (its output tensor, else its grad_fn)."""
+        node an op made (its output tensor, else its grad_fn); the shut box holding it, if one does."""
         run = self.run
         if run is None or not 0 <= index < len(run.events):
             return None
@@ -209,10 +241,13 @@ class GraphScene(QGraphicsScene):
             candidates.append(f"op{ev['grad_fn']}")
         if ev.get("tid") is not None:
             candidates.extend(n.id for n in run._tensor_nodes_of.get(ev["tid"], ()))
+        hidden_by = self.boxes._hidden_by
         for node_id in candidates:
             item = self.node_items.get(node_id)
             if item is not None and item.isVisible():
                 return item
+            if node_id in hidden_by:
+                return hidden_by[node_id]
         return None
 
     def _touched(self, previous: int, index: int) -> set[str]:
@@ -267,97 +302,17 @@ class GraphScene(QGraphicsScene):
     def module_of(self, item: NodeItem) -> str | None:
         return item.node.module
 
-    def _update_groups(self) -> dict[str, GroupItem]:
-        """Boxes around each module path's visible nodes; returns node id -> collapsed group hiding it."""
-        members: dict[str, list[NodeItem]] = {}
-        for node_id in self._visible:
-            item = self.node_items[node_id]
-            if not item.isVisible():
-                continue
-            path = self.module_of(item)
-            while path:
-                members.setdefault(path, []).append(item)
-                path = path.rpartition(".")[0]
-        # a module whose nodes are all its only child's (encoder > layers > 0) would draw the same
-        # box again a few pixels out: the child's box, whose name holds the whole path, stands for it
-        same_as_child = {path.rpartition(".")[0] for path in members
-                         if "." in path and len(members.get(path.rpartition(".")[0], ())) == len(members[path])}
-        hidden: dict[str, GroupItem] = {}
-        shown: list[GroupItem] = []
-        used: set[str] = set()
-        for path in sorted(members, key=lambda p: p.count(".")):
-            if path in same_as_child and path not in self.collapsed:
-                continue
-            inside_collapsed = any(path.startswith(c + ".") for c in self.collapsed)
-            for number, items in enumerate(split_calls(members[path])):
-                if len(items) < 2:
-                    continue
-                key = path if number == 0 else f"{path}#{number + 1}"  # a module called again
-                used.add(key)
-                group = self.groups.get(key)
-                if group is None:
-                    group = self.groups[key] = GroupItem(path, path.count("."))
-                    group.sigToggled.connect(self._toggle_group)
-                    self.addItem(group)
-                group.collapsed = path in self.collapsed
-                group.setVisible(not inside_collapsed)
-                xs = [item.pos().x() for item in items]
-                ys = [item.pos().y() for item in items]
-                rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W,
-                              max(ys) - min(ys) + NODE_H)
-                # nested boxes step inwards; vertically they stay inside the gap between rows, so the
-                # boxes of two modules one after the other (the layout stacks them) never overlap
-                level = 3 - min(3, path.count("."))
-                pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
-                group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(items))
-                if not inside_collapsed:
-                    shown.append(group)
-                if group.collapsed and not inside_collapsed:
-                    for item in items:
-                        item.setVisible(False)
-                        hidden[item.node.id] = group
-        for key, group in self.groups.items():
-            if key not in used:
-                group.setVisible(False)
-        self._place_group_labels(shown)
-        return hidden
+    def shown_at_cursor(self, node_id: str) -> bool:
+        """Whether a node exists at the cursor, drawn or inside a shut module box."""
+        return node_id in self._visible
 
-    def _place_group_labels(self, groups: list[GroupItem]) -> None:
-        """A nested box often starts on the same row as its parent: move its name right of the parent's."""
-        placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # path -> its boxes' labels
-        for group in sorted(groups, key=lambda g: g.depth):
-            shift = 0.0
-            others = []
-            parent = group.path.rpartition(".")[0]
-            while parent:
-                others += [label for outer, label in placed.get(parent, ()) if outer.rect.intersects(group.rect)]
-                parent = parent.rpartition(".")[0]
-            for _ in range(len(others) + 1):
-                label = group.label_rect(shift)
-                blocking = [r for r in others if r.intersects(label)]
-                if not blocking:
-                    break
-                shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
-            if shift != group.label_shift:
-                group.prepareGeometryChange()
-                group.label_shift = shift
-                group.update()
-            placed.setdefault(group.path, []).append((group, group.label_rect()))
+    def reveal(self, node_ids) -> bool:
+        """Open the shut module boxes hiding any of ``node_ids``; True when any opened."""
+        return self.boxes.reveal(node_ids)
 
-    def _toggle_group(self, path: str) -> None:
-        if path in self.collapsed:
-            self.collapsed.discard(path)
-        else:
-            self.collapsed.add(path)
-        self._complete = False  # members of the box change visibility: revisit every item
-        self.set_cursor(self.cursor)
-
-    def set_collapsed(self, path: str, collapsed: bool) -> None:
-        if collapsed != (path in self.collapsed):
-            group = self.groups.get(path)
-            if group is not None:
-                group.collapsed = collapsed
-            self._toggle_group(path)
+    def set_collapsed(self, key: str, collapsed: bool, animate: bool = True) -> None:
+        """Shut or open the module box ``key`` (its path, ``path#2`` for a second call)."""
+        self.boxes.set_collapsed(key, collapsed, animate)
 
     def edges_into(self, node_id: str) -> list[EdgeItem]:
         return self._edges_into.get(node_id, [])
@@ -375,6 +330,7 @@ class GraphScene(QGraphicsScene):
         item = self.node_items.get(node_id)
         if item is None:
             return
+        self.reveal([node_id])
         self.clearSelection()
         item.setSelected(True)
 

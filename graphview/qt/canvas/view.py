@@ -6,10 +6,15 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QGraphicsView, QMenu
 
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.core.run import Run
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.scene import GraphScene
+from graphview.qt.canvas.style import NODE_H, NODE_W
+
+#: the room fit leaves around what it shows
+FIT_MARGIN = 40
 
 
 class GraphView(QGraphicsView):
@@ -30,6 +35,10 @@ class GraphView(QGraphicsView):
         self.message = ""
         self.cursor_index = -1  # the session's cursor: the overview keeps clear of its node
         self.overview = Overview(self)
+        self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
+        scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
+        scene.boxes.sigRelaid.connect(self._keep_box_in_place)
+        scene.sceneRectChanged.connect(self._scene_grew)
         # the zoom and fit keys (F, Z, Ctrl +/-) belong to the window's View menu: the same keys
         # here as well would make Qt refuse both as ambiguous
 
@@ -84,15 +93,37 @@ class GraphView(QGraphicsView):
 
     #: the smallest zoom the window picks by itself: node names can still be read
     READABLE_ZOOM = 0.55
+    #: the smallest height of a node's name on screen, in pixels, that a picture at fit must keep
+    READABLE_TEXT_PX = 9.0
+
+    def readable_scale(self) -> float:
+        """The zoom at which a node's name (9 pt) is READABLE_TEXT_PX high on this screen."""
+        return self.READABLE_TEXT_PX / (9.0 * self.logicalDpiY() / 72.0)
+
+    def fits_readable(self, rows: int, columns: int) -> bool:
+        """Whether a layout of ``rows`` x ``columns`` cells fits the canvas with names readable."""
+        width = (columns - 1) * SLOT_WIDTH + NODE_W + 2 * FIT_MARGIN
+        height = (rows - 1) * LAYER_HEIGHT + NODE_H + 2 * FIT_MARGIN + 30
+        viewport = self.viewport()
+        return min(viewport.width() / width, viewport.height() / height) >= self.readable_scale()
+
+    def shown_items(self) -> list:
+        """Nodes and shut module boxes shown at the cursor."""
+        scene = self.scene()
+        shown = [i for i in scene.node_items.values() if i.isVisible()]
+        shown += [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+        return shown
 
     def fit(self) -> None:
         """Show every node shown at the cursor (View > Fit to window)."""
         scene = self.scene()
-        visible = [i for i in scene.node_items.values() if i.isVisible()]
+        scene.boxes.settle()
+        self.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
+        visible = self.shown_items()
         rect = visible[0].sceneBoundingRect() if visible else scene.sceneRect()
         for item in visible[1:]:
             rect = rect.united(item.sceneBoundingRect())
-        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
+        self.fitInView(rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN), Qt.KeepAspectRatio)
         if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
             self.resetTransform()
             self.scale(1.4, 1.4)
@@ -101,17 +132,46 @@ class GraphView(QGraphicsView):
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: the whole graph if
         it fits at a zoom where node names can be read, else that zoom around the newest node
-        (where the run is; the overview in the corner shows the rest, F fits it all)."""
+        (where the run is; the overview in the corner shows the rest, F fits it all). A finished
+        run too big to read at fit first shuts its module boxes down to the deepest level that does."""
+        if self.scene().boxes.open_to_fit(self.fits_readable):
+            self.overview.schedule()
         self.fit()
         if self.transform().m11() >= self.READABLE_ZOOM:
             return
-        visible = [i for i in self.scene().node_items.values() if i.isVisible()]
+        visible = self.shown_items()
         self.resetTransform()
         self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
         if visible:  # the newest node in the lower part of the view, what led to it above
-            newest = max(visible, key=lambda i: i.node.born).pos()
+            newest = max(visible, key=lambda i: i.node.born if isinstance(i, NodeItem) else -1).sceneBoundingRect().center()
             height = self.viewport().height() / self.READABLE_ZOOM
             self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
+
+    def change_level(self, delta: int | None) -> None:
+        """View > Open / shut module boxes one level (``delta`` 1 / -1), or open every box (None); then fit."""
+        self.scene().boxes.change_level(delta)
+        self.fit()
+        self.overview.schedule()
+
+    def _keep_box_in_place(self, key: str, before: QPointF, after: QPointF) -> None:
+        """A box was opened or shut and the graph laid out again: scroll so that box stays
+        where it was on screen, and the rest of the picture around it. The view may scroll past
+        the graph's edge for that (a graph smaller than the view would otherwise be centred
+        again); the next fit ends it."""
+        on_screen, self._box_on_screen = self._box_on_screen, None
+        if on_screen is None:
+            return
+        scale = self.transform().m11()
+        middle = QPointF(self.viewport().rect().center())
+        centre = after + (middle - on_screen) / scale
+        half = QPointF(self.viewport().width(), self.viewport().height()) / (2 * scale)
+        self.setSceneRect(self.scene().sceneRect().united(QRectF(centre - half, centre + half)))
+        self.centerOn(centre)
+        self.overview.schedule()
+
+    def _scene_grew(self, rect: QRectF) -> None:
+        if not self.sceneRect().contains(rect) and self.sceneRect() != rect:
+            self.setSceneRect(self.sceneRect().united(rect))
 
     def zoom_to_selection(self) -> None:
         items = self.scene().selectedItems()
@@ -122,6 +182,8 @@ class GraphView(QGraphicsView):
             self.fitInView(rect.adjusted(-200, -150, 200, 150), Qt.KeepAspectRatio)
 
     def center_on_node(self, node_id: str) -> None:
+        """Centre on a node, opening the shut module boxes that hide it."""
+        self.scene().reveal([node_id])
         item = self.scene().node_items.get(node_id)
         if item is not None:
             self.centerOn(item)

@@ -111,7 +111,7 @@ class Inspector(QTextBrowser):
         if op.op:
             rows.append(("created by", html.escape(op.op)))
         if op.module:
-            rows.append(("module", html.escape(op.module)))
+            rows.append(("module", html.escape(run.module_label(op.module))))
         if op.line is not None:
             rows.append(("source line", f"<a href='line:{op.line}'>line {op.line}</a>"))
         if op.seq is not None:

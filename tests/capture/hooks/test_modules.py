@@ -15,10 +15,60 @@ def test_module_paths_optimizer_steps_and_zero_grad(alone):
         optimizer.step()
         optimizer.zero_grad()
     entered = [e["path"] for e in events if e["ev"] == "module_enter"]
-    assert entered == ["", "0", "1", "1.0", "1.1"]
+    assert entered == ["model", "model.0", "model.1", "model.1.0", "model.1.1"]  # numbered parts: the variable first
     names = {e["name"] for e in events if e["ev"] == "tensor" and e["kind"] == "param"}
-    assert names == {qual for qual, _ in model.named_parameters()}
+    assert names == {"model." + qual for qual, _ in model.named_parameters()}
     step = next(e for e in events if e["ev"] == "optimizer_step")
     assert step["optimizer"] == "SGD" and len(step["tids"]) == 4
     reset = next(e for e in events if e["ev"] == "grad_reset")
     assert reset["how"] == "set_to_none" and len(reset["tids"]) == 4
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def test_names_say_which_module_they_are(alone):
+    """Blocks of an nn.ModuleList called in a loop, and two nn.Sequential models, each get
+    names of their own: torch's names alone (``fc.weight`` three times, ``0.weight`` twice)
+    would not tell them apart."""
+    torch.manual_seed(0)
+    blocks = nn.ModuleList([_Block() for _ in range(3)])
+    teacher = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    student = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+    with alone(ModuleHooks, "install_modules", __file__) as events:
+        h = torch.ones(2, 3)
+        for block in blocks:
+            h = block(h)
+        (teacher(h) - student(h)).pow(2).sum().backward()
+    entered = [(e["path"], e["type"]) for e in events if e["ev"] == "module_enter"]
+    assert entered == [("blocks.0", "_Block"), ("blocks.0.fc", "Linear"), ("blocks.1", "_Block"),
+                       ("blocks.1.fc", "Linear"), ("blocks.2", "_Block"), ("blocks.2.fc", "Linear"),
+                       ("teacher", "Sequential"), ("teacher.0", "Linear"), ("teacher.1", "Tanh"),
+                       ("student", "Sequential"), ("student.0", "Linear"), ("student.1", "Tanh")]
+    names = [e["name"] for e in events if e["ev"] == "tensor" and e["kind"] == "param"]
+    expected = [f"blocks.{i}.{q}" for i, b in enumerate(blocks) for q, _ in b.named_parameters()]
+    expected += [f"{m}.{q}" for m, model in (("teacher", teacher), ("student", student)) for q, _ in model.named_parameters()]
+    assert names == expected and len(set(names)) == len(names)
+
+
+def test_a_model_in_a_variable_keeps_torchs_own_names(alone):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Linear(2, 2)
+            self.head = nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.head(self.encoder(x))
+
+    net = Net()
+    with alone(ModuleHooks, "install_modules", __file__) as events:
+        net(torch.ones(1, 2)).sum().backward()
+    names = {e["name"] for e in events if e["ev"] == "tensor" and e["kind"] == "param"}
+    assert names == {q for q, _ in net.named_parameters()}  # as state_dict() names them

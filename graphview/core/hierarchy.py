@@ -1,0 +1,215 @@
+"""The module hierarchy of a drawing: one box per ``nn.Module`` call, and the layout with some collapsed.
+
+A big model does not read as a few thousand nodes; it reads as its modules, the way model
+viewers show it: ``encoder.layers.0 · TransformerEncoderLayer`` as one box, opened when the user
+wants its inside. :func:`module_boxes` finds the boxes of a :class:`~graphview.core.drawing.Drawing`
+(every node it ever placed, so boxes do not change as the cursor moves), and :class:`Layout` lays
+the drawing out again with some boxes collapsed: each collapsed box takes one cell, and the rows
+and columns nothing uses any more go, so what is left keeps its order without the gaps.
+:func:`levels_that_fit` picks how deep to open the hierarchy so the picture reads at fit.
+
+Pure Python, no Qt, no torch.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+
+
+@dataclass
+class ModuleBox:
+    """The nodes of one call of one module path (a module called twice gets two boxes)."""
+
+    key: str  # the path, or ``path#2`` for its second call
+    path: str
+    type: str | None  # the module's class name (``TransformerEncoderLayer``), where recorded
+    members: set[str] = field(default_factory=set)  # node ids inside, nested modules' included
+    top: int = 0  # first and last row
+    bottom: int = 0
+    level: int = 0  # boxes around it (0: outermost)
+    parent: str | None = None  # key of the box just around it
+
+    @property
+    def label(self) -> str:
+        """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is."""
+        return f"{self.path} · {self.type}" if self.type else self.path
+
+
+def module_types(run) -> dict[str, str]:
+    """Module path -> class name, from the run's ``module_enter`` events."""
+    types: dict[str, str] = {}
+    for ev in run.events:
+        if ev.get("ev") == "module_enter" and ev.get("type"):
+            types.setdefault(ev["path"], ev["type"])
+    return types
+
+
+def module_boxes(drawing: Drawing, types: dict[str, str] | None = None) -> list[ModuleBox]:
+    """Every box of ``drawing``, outermost first.
+
+    A module's nodes split into calls where a row between them holds none of them (the layout
+    stacks each call in rows of its own). A box that would only repeat its single child's
+    (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the child stands for it."""
+    types = module_types(drawing.run) if types is None else types
+    rows: dict[str, dict[int, list[str]]] = {}
+    for node in drawing.nodes.values():
+        if not node.placed or not node.module:
+            continue
+        path = node.module
+        while path:
+            rows.setdefault(path, {}).setdefault(node.layer, []).append(node.id)
+            path = path.rpartition(".")[0]
+    boxes: list[ModuleBox] = []
+    for path, by_row in rows.items():
+        calls: list[ModuleBox] = []
+        previous = None
+        for layer in sorted(by_row):
+            if previous is None or layer - previous > 1:
+                key = path if not calls else f"{path}#{len(calls) + 1}"
+                calls.append(ModuleBox(key, path, types.get(path), top=layer))
+            calls[-1].members.update(by_row[layer])
+            calls[-1].bottom = layer
+            previous = layer
+        boxes.extend(box for box in calls if len(box.members) >= 2)
+    by_members: dict[frozenset, list[ModuleBox]] = {}
+    for box in boxes:
+        by_members.setdefault(frozenset(box.members), []).append(box)
+    kept = [max(same, key=lambda b: b.path.count(".")) for same in by_members.values()]
+    _nest(kept)
+    kept.sort(key=lambda b: (b.level, b.top, b.key))
+    return kept
+
+
+def _nest(boxes: list[ModuleBox]) -> None:
+    """Set each box's parent (the box of the nearest enclosing path whose rows hold it) and level."""
+    by_path: dict[str, list[ModuleBox]] = {}
+    for box in boxes:
+        by_path.setdefault(box.path, []).append(box)
+    for box in boxes:
+        path = box.path.rpartition(".")[0]
+        while path and box.parent is None:
+            for outer in by_path.get(path, ()):
+                if outer.top <= box.top and box.bottom <= outer.bottom and box.members <= outer.members:
+                    box.parent = outer.key
+                    break
+            path = path.rpartition(".")[0]
+    keyed = {box.key: box for box in boxes}
+    for box in boxes:
+        level, parent = 0, box.parent
+        while parent is not None:
+            level += 1
+            parent = keyed[parent].parent
+        box.level = level
+
+
+class Layout:
+    """Cells of a drawing with the boxes in ``collapsed`` shut.
+
+    ``cells`` maps each unit to its (row, column): a node outside every collapsed box, or the
+    key of an outermost collapsed box (which takes the cell of its first computed node, see
+    :meth:`entry`).
+    ``hidden_by`` maps every node inside a collapsed box to that box's key. Rows and columns that
+    no unit uses are dropped; everything else keeps its order. With nothing collapsed, cells are
+    the drawing's own."""
+
+    def __init__(self, drawing: Drawing, boxes: list[ModuleBox], collapsed: set[str]) -> None:
+        self.drawing = drawing
+        keyed = {box.key: box for box in boxes}
+        shut = [keyed[k] for k in collapsed if k in keyed]
+        outermost = [b for b in shut if not self._inside_any(b, collapsed, keyed)]
+        self.collapsed = {b.key for b in outermost}
+        self.hidden_by: dict[str, str] = {}
+        for box in outermost:
+            for member in box.members:
+                self.hidden_by[member] = box.key
+        raw: dict[str, tuple[int, int]] = {}
+        for node in drawing.nodes.values():
+            if node.placed and node.id not in self.hidden_by:
+                raw[node.id] = (node.layer, node.slot)
+        for box in outermost:
+            first = self.entry(drawing, box)
+            raw[box.key] = (first.layer, first.slot)
+        if not self.collapsed:
+            self.cells = raw
+        else:
+            rows = sorted({r for r, _ in raw.values()})
+            cols = sorted({c for _, c in raw.values()})
+            base_row, base_col = rows[0] if rows else 0, cols[0] if cols else 0
+            self.cells = {unit: (base_row + bisect_left(rows, r), base_col + bisect_left(cols, c))
+                          for unit, (r, c) in raw.items()}
+        self._occupied: dict[int, set[int]] = {}
+        for r, c in self.cells.values():
+            self._occupied.setdefault(r, set()).add(c)
+
+    @staticmethod
+    def entry(drawing: Drawing, box: ModuleBox):
+        """The node whose cell a shut box takes: its first computed node, top row, leftmost. Not
+        a parameter: leaves sit just above their user, often above the box's own inputs, and a
+        box drawn there would take its inputs' edges upwards."""
+        nodes = [drawing.nodes[m] for m in box.members]
+        computed = [n for n in nodes if n.kind not in ("param", "input", "input_grad", "accumulate")]
+        return min(computed or nodes, key=lambda n: (n.layer, n.slot))
+
+    @staticmethod
+    def _inside_any(box: ModuleBox, collapsed: set[str], keyed: dict[str, ModuleBox]) -> bool:
+        parent = box.parent
+        while parent is not None:
+            if parent in collapsed:
+                return True
+            parent = keyed[parent].parent
+        return False
+
+    def position(self, unit: str) -> tuple[float, float] | None:
+        """Scene position (x, y) of a unit's centre; None for a node inside a collapsed box."""
+        cell = self.cells.get(unit)
+        if cell is None:
+            return None
+        return cell[1] * SLOT_WIDTH, cell[0] * LAYER_HEIGHT
+
+    def size(self) -> tuple[int, int]:
+        """Rows and columns the layout takes."""
+        if not self.cells:
+            return 0, 0
+        rows = [r for r, _ in self.cells.values()]
+        cols = [c for _, c in self.cells.values()]
+        return max(rows) - min(rows) + 1, max(cols) - min(cols) + 1
+
+    def path_clear(self, source: str, target: str, half_width: float) -> bool:
+        """Whether a straight line between two units keeps ``half_width`` away from every cell
+        taken in the rows between them (else the canvas routes the edge down a lane)."""
+        a, b = self.cells.get(source), self.cells.get(target)
+        if a is None or b is None:
+            return False
+        (top_row, top_col), (bottom_row, bottom_col) = (a, b) if a[0] < b[0] else (b, a)
+        span = bottom_row - top_row
+        for step in range(1, span):
+            taken = self._occupied.get(top_row + step)
+            if not taken:
+                continue
+            x = (top_col + (bottom_col - top_col) * step / span) * SLOT_WIDTH
+            if any(abs(col * SLOT_WIDTH - x) < half_width for col in taken):
+                return False
+        return True
+
+
+def collapsed_at_level(boxes: list[ModuleBox], level: int) -> set[str]:
+    """The boxes to shut so the hierarchy shows down to ``level`` (boxes at ``level`` shut, and
+    every box deeper, so opening one shows its children shut)."""
+    return {box.key for box in boxes if box.level >= level}
+
+
+def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
+    """The collapsed set a big graph opens with: the deepest level whose layout ``fits(rows,
+    columns)`` (the caller knows the screen), else the outermost boxes shut. Nothing is shut
+    when the whole drawing fits."""
+    if not boxes or fits(*Layout(drawing, boxes, set()).size()):
+        return set()
+    deepest = max(box.level for box in boxes)
+    for level in range(deepest, 0, -1):
+        collapsed = collapsed_at_level(boxes, level)
+        if fits(*Layout(drawing, boxes, collapsed).size()):
+            return collapsed
+    return collapsed_at_level(boxes, 0)

@@ -1,0 +1,71 @@
+"""Shortening names to fit a label without cutting a word in half.
+
+``encoder.layers.0.norm1.bias`` shortens from the left at a dot (``…layers.0.norm1.bias``,
+``…norm1.bias``): the end tells parameters apart. ``NativeBatchNormBackward0`` loses whole words
+from its middle (``Native…NormBackward0``). Pure Python: the canvas passes a ``fits`` test that
+measures text in its font.
+"""
+
+from __future__ import annotations
+
+ELLIPSIS = "…"
+_SEPARATORS = ". _/-·:"
+
+
+def word_boundaries(text: str) -> list[int]:
+    """Positions where a word starts: after a separator, at a capital after a lower-case letter."""
+    cuts = [0]
+    for i in range(1, len(text)):
+        before, here = text[i - 1], text[i]
+        if (before in _SEPARATORS and here not in _SEPARATORS) or (here.isupper() and before.islower()):
+            cuts.append(i)
+    cuts.append(len(text))
+    return cuts
+
+
+def _dotted_start(text: str) -> int | None:
+    """Where a dotted path starts in ``text`` (its last space-separated word, after a lead such
+    as ``▸ `` or ``into ``), if it ends with one."""
+    word_start = text.rfind(" ") + 1
+    return word_start if "." in text[word_start:] else None
+
+
+def _elide_words(text: str, fits) -> str | None:
+    """The longest form of ``text`` that fits with whole words taken out, or None: from the
+    left of a dotted path, from the middle of anything else."""
+    cuts = word_boundaries(text)
+    dotted = _dotted_start(text)
+    best = None
+    for i, start in enumerate(cuts):
+        if dotted is not None and start != dotted:
+            continue
+        for end in cuts[i + 1:]:
+            if end == len(text) and (start == 0 or dotted is not None):
+                continue  # something of the name stays: a dotted path keeps its last part
+            candidate = text[:start] + ELLIPSIS + text[end:].lstrip(".")
+            kept = len(text) - (end - start)
+            if (best is None or kept > best[0]) and fits(candidate):
+                best = (kept, candidate)
+                break  # later ends only keep less
+    return None if best is None else best[1]
+
+
+def elide_name(text: str, fits) -> str:
+    """``text`` itself if ``fits(text)``, else the longest form that fits with whole words taken
+    out and an ellipsis in their place: from the left of a dotted path, from the middle of
+    anything else. A ``path · Type`` label shortens its path first and keeps the type while
+    it can. When no form fits, the last word alone."""
+    if fits(text):
+        return text
+    head, sep, tail = text.partition(" · ")
+    if sep:
+        shorter = _elide_words(head, lambda h: fits(h + sep + tail))
+        if shorter is not None:
+            return shorter + sep + tail
+        return elide_name(head, fits)  # no room for the type: the path alone
+    shorter = _elide_words(text, fits)
+    if shorter is not None:
+        return shorter
+    cuts = word_boundaries(text)
+    last = cuts[-2] if len(cuts) > 2 else 0
+    return ELLIPSIS + text[last:]

@@ -1,0 +1,352 @@
+"""ModuleBoxes: the canvas's module boxes, which of them are shut, and the layout that follows.
+
+The boxes come from :func:`graphview.core.hierarchy.module_boxes` (every node the drawing placed,
+so they do not change as the cursor moves). Shutting or opening a box lays the graph out again
+(:class:`graphview.core.hierarchy.Layout`): nodes glide to their new places, and the view keeps
+the box the user clicked where it was on screen. A big graph opens with its hierarchy shut down
+to the deepest level that reads at fit (:meth:`ModuleBoxes.open_to_fit`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
+
+from graphview.core.hierarchy import Layout, ModuleBox, levels_that_fit, module_boxes
+from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.canvas.style import NODE_H, NODE_W
+
+#: how long nodes take to glide to their places after a box opens or shuts
+GLIDE_MS = 280
+#: above this many moving nodes the new layout is shown at once
+GLIDE_LIMIT = 3000
+
+
+class ModuleBoxes(QObject):
+    """The module boxes of one :class:`~graphview.qt.canvas.scene.GraphScene`."""
+
+    #: a box is about to open or shut: where its anchor (see ``_anchor``) is (scene coordinates)
+    sigRelaying = Signal(QPointF)
+    #: a box was opened or shut: its key, its anchor before and after (scene coordinates)
+    sigRelaid = Signal(str, QPointF, QPointF)
+
+    def __init__(self, scene) -> None:
+        super().__init__()
+        self.scene = scene
+        self.boxes: list[ModuleBox] = []
+        self.keyed: dict[str, ModuleBox] = {}
+        self.groups: dict[str, GroupItem] = {}
+        self.collapsed: set[str] = set()
+        self.layout: Layout | None = None
+        self.opened_to_fit = False
+        self._placed = -1
+        self._types: dict[str, str] = {}
+        self._types_seen = 0
+        self._glide: QVariantAnimation | None = None
+        self._glide_moves: list = []
+        self._hidden_by: dict[str, GroupItem] = {}
+
+    def reset(self) -> None:
+        """A new run: no boxes yet, none shut (the scene removed the old items)."""
+        self.settle()
+        self.boxes, self.keyed, self.groups = [], {}, {}
+        self.collapsed = set()
+        self.layout = None
+        self.opened_to_fit = False
+        self._placed, self._types, self._types_seen = -1, {}, 0
+        self._hidden_by = {}
+
+    # ------------------------------------------------------------------ boxes and layout
+    def refresh(self) -> None:
+        """Find the boxes again when the drawing placed more nodes; with boxes shut, lay out again."""
+        drawing = self.scene.drawing
+        if drawing is None or len(drawing.order) == self._placed:
+            return
+        self._placed = len(drawing.order)
+        events = drawing.run.events
+        for ev in events[self._types_seen:]:
+            if ev.get("ev") == "module_enter" and ev.get("type"):
+                self._types.setdefault(ev["path"], ev["type"])
+        self._types_seen = len(events)
+        self.boxes = module_boxes(drawing, self._types)
+        self.keyed = {box.key: box for box in self.boxes}
+        for key, group in self.groups.items():
+            if key in self.keyed:
+                group.box = self.keyed[key]
+        if self.collapsed:
+            self.apply_layout()
+
+    def apply_layout(self) -> dict[str, QPointF]:
+        """Put every node where the current layout has it; returns the old positions of those that moved."""
+        scene, drawing = self.scene, self.scene.drawing
+        self.layout = Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None
+        moved: dict[str, QPointF] = {}
+        for node_id, item in scene.node_items.items():
+            where = self.layout.position(node_id) if self.layout else (item.node.x, item.node.y)
+            if where is None:
+                continue  # inside a shut box: hidden, it stays where it was
+            target = QPointF(*where)
+            if item.pos() != target:
+                moved[node_id] = item.pos()
+                item.setPos(target)
+        half = NODE_W / 2 + 12
+        for edge in scene.edge_items:
+            source, target = edge.source.node, edge.target.node
+            clear = (self.layout.path_clear(source.id, target.id, half) if self.layout
+                     else drawing.path_clear(source, target, half))
+            if clear != edge.clear or source.id in moved or target.id in moved:
+                edge.clear = clear
+                edge.route_between_nodes()
+        scene.fit_scene_rect()
+        return moved
+
+    def bounds(self) -> tuple[float, float, float, float] | None:
+        """Left, top, right, bottom of the laid-out units' centres (None: the drawing's own)."""
+        if self.layout is None or not self.layout.cells:
+            return None
+        points = [self.layout.position(unit) for unit in self.layout.cells]
+        xs, ys = [x for x, _ in points], [y for _, y in points]
+        return min(xs), min(ys), max(xs), max(ys)
+
+    # ------------------------------------------------------------------ opening and shutting
+    def toggle(self, key: str) -> None:
+        """Shut an open box or open a shut one, and lay the graph out again, gliding."""
+        self.set_collapsed(key, key not in self.collapsed)
+
+    def set_collapsed(self, key: str, collapsed: bool, animate: bool = True) -> None:
+        if collapsed == (key in self.collapsed):
+            return
+        self.settle()
+        before = self._anchor(key)
+        if before is not None:
+            self.sigRelaying.emit(before)
+        if collapsed:
+            self.collapsed.add(key)
+        else:
+            self.collapsed.discard(key)
+        self._relaid(key, before, animate)
+
+    def level(self) -> int:
+        """How deep the hierarchy is open: the level of the outermost shut boxes (one past the
+        deepest box when none is shut)."""
+        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed]
+        return min(shut) if shut else max((b.level for b in self.boxes), default=-1) + 1
+
+    def change_level(self, delta: int | None) -> None:
+        """Open (``delta`` 1) or shut (-1) the hierarchy one level; None opens every box."""
+        self.refresh()
+        if delta is None:
+            self.set_all(set())
+            return
+        deepest = max((b.level for b in self.boxes), default=-1) + 1
+        level = max(0, min(deepest, self.level() + delta))
+        self.set_all({b.key for b in self.boxes if b.level >= level})
+
+    def set_all(self, collapsed: set[str]) -> None:
+        """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
+        self.settle()
+        self.collapsed = set(collapsed)
+        self._relaid(None, None, animate=False)
+
+    def _relaid(self, key: str | None, before: QPointF | None, animate: bool) -> None:
+        old = self.apply_layout()
+        scene = self.scene
+        scene._complete = False  # members of the box change visibility: revisit every item
+        scene.set_cursor(scene.cursor)
+        after = self._anchor(key) if key else None
+        if before is not None and after is not None:
+            self.sigRelaid.emit(key, before, after)
+        if animate and 0 < len(old) <= GLIDE_LIMIT:
+            self._start_glide(old)
+
+    def reveal(self, node_ids) -> bool:
+        """Open every shut box that hides one of ``node_ids`` (a search hit, a clicked line, a
+        finding), and the shut boxes inside it on the way. Returns True when any opened."""
+        wanted = set(node_ids)
+        opened = set()
+        layout = self.layout
+        while layout is not None:
+            keys = {layout.hidden_by[n] for n in wanted if n in layout.hidden_by}
+            if not keys:
+                break
+            opened |= keys
+            self.collapsed -= keys
+            layout = Layout(self.scene.drawing, self.boxes, self.collapsed) if self.collapsed else None
+        if opened:
+            self.settle()
+            self._relaid(None, None, animate=False)
+        return bool(opened)
+
+    def _anchor(self, key: str) -> QPointF | None:
+        """What stays put on screen when box ``key`` opens or shuts: its first computed node (a
+        shut box sits in that node's cell), or whatever shows it now (the box, a shut child)."""
+        box = self.keyed.get(key)
+        if box is None or self.scene.drawing is None:
+            return None
+        entry = Layout.entry(self.scene.drawing, box).id
+        if self.layout is None:
+            item = self.scene.node_items.get(entry)
+            return QPointF(item.pos()) if item is not None else None
+        where = self.layout.position(self.layout.hidden_by.get(entry, entry))
+        return QPointF(*where) if where is not None else None
+
+    def open_to_fit(self, fits) -> bool:
+        """Once per finished run: shut the hierarchy down to the deepest level whose layout
+        ``fits(rows, columns)`` on screen. Returns True when it shut any box."""
+        scene = self.scene
+        if self.opened_to_fit or scene.drawing is None or scene.run is None or scene.run.end is None:
+            return False
+        self.opened_to_fit = True
+        self.refresh()
+        collapsed = levels_that_fit(scene.drawing, self.boxes, fits)
+        if collapsed:
+            self.set_all(collapsed)
+        return bool(collapsed)
+
+    # ------------------------------------------------------------------ gliding
+    def _start_glide(self, old: dict[str, QPointF]) -> None:
+        items = self.scene.node_items
+        moves = [(items[i], start, QPointF(items[i].pos())) for i, start in old.items() if items[i].isVisible()]
+        if not moves:
+            return
+        edges = {e for item, _, _ in moves for e in self.scene.edges_into(item.node.id)
+                 + self.scene._edges_from.get(item.node.id, []) if e.isVisible()}
+        glide = QVariantAnimation(self)
+        glide.setDuration(GLIDE_MS)
+        glide.setStartValue(0.0)
+        glide.setEndValue(1.0)
+        glide.setEasingCurve(QEasingCurve.InOutCubic)
+
+        def step(t) -> None:
+            for item, start, end in moves:
+                item.setPos(start + (end - start) * float(t))
+            for edge in edges:
+                self.scene.route_edge(edge, self._hidden_by, moving=True)
+
+        glide.valueChanged.connect(step)
+        glide.finished.connect(self.settle)
+        self._glide_moves = moves
+        self._glide = glide
+        step(0.0)
+        glide.start()
+
+    def settle(self) -> None:
+        """End a glide now: every node at its place, every edge routed to it."""
+        glide, self._glide = self._glide, None
+        if glide is None:
+            return
+        glide.stop()
+        for item, _, end in self._glide_moves:
+            item.setPos(end)
+        self._glide_moves = []
+        scene = self.scene
+        for edge in scene.edge_items:
+            if edge.isVisible():
+                scene.route_edge(edge, self._hidden_by, moving=True)
+
+    @property
+    def gliding(self) -> bool:
+        return self._glide is not None
+
+    # ------------------------------------------------------------------ at the cursor
+    def update(self, visible: set[str], index: int) -> dict[str, GroupItem]:
+        """Show each box around its nodes shown at ``index`` (a shut one as one card holding
+        them). Returns node id -> the shut box that hides it."""
+        scene = self.scene
+        items = scene.node_items
+        layout = self.layout
+        shut = layout.collapsed if layout is not None else set()
+        buried = {box.key for box in self.boxes if self._buried(box, shut)}
+        hidden: dict[str, GroupItem] = {}
+        shown: list[GroupItem] = []
+        for box in self.boxes:
+            group = self.groups.get(box.key)
+            members = [m for m in box.members if m in visible and items[m].isVisible()] \
+                if box.key not in buried else []
+            if box.key in shut:
+                ok = bool(members)
+            else:
+                ok = len(members) >= 2
+            if not ok:
+                if group is not None:
+                    group.setVisible(False)
+                continue
+            if group is None:
+                group = self.groups[box.key] = GroupItem(box)
+                group.sigToggled.connect(self.toggle)
+                scene.addItem(group)
+            group.collapsed = box.key in shut
+            group.setVisible(True)
+            if group.collapsed:
+                self._show_shut(group, box, members, index, hidden)
+            else:
+                self._show_open(group, box, members)
+            shown.append(group)
+        self._place_labels(shown)
+        self._hidden_by = hidden
+        return hidden
+
+    def _buried(self, box: ModuleBox, shut: set[str]) -> bool:
+        parent = box.parent
+        while parent is not None:
+            if parent in shut:
+                return True
+            parent = self.keyed[parent].parent if parent in self.keyed else None
+        return False
+
+    def _show_shut(self, group: GroupItem, box: ModuleBox, members: list[str], index: int, hidden: dict) -> None:
+        items = self.scene.node_items
+        x, y = self.layout.position(box.key)
+        ops = [items[m] for m in members if items[m].node.kind in ("op", "accumulate")]
+        run = self.scene.run
+        saved = run.saved_bytes_held_by({i.node.ref for i in ops}, index) if run is not None else 0
+        running = any(i.state == "running" for i in ops)
+        grad_fns = [i for i in ops if i.node.kind == "op"]
+        freed = bool(grad_fns) and all(i.state == "freed" for i in grad_fns)
+        for m in members:
+            items[m].setVisible(False)
+            hidden[m] = group
+        group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
+                      len(grad_fns), saved, running, freed)
+
+    def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
+        items = self.scene.node_items
+        layout = self.layout
+        points = []
+        for m in members:
+            inner = layout.hidden_by.get(m) if layout is not None else None
+            if inner is not None:
+                points.append(QPointF(*layout.position(inner)))
+            else:
+                points.append(items[m].pos())
+        xs = [p.x() for p in points]
+        ys = [p.y() for p in points]
+        rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
+        # nested boxes step inwards; vertically they stay inside the gap between rows, so the
+        # boxes of two modules one after the other (the layout stacks them) never overlap
+        level = 3 - min(3, box.level)
+        pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
+        running = any(items[m].state == "running" for m in members)
+        group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(members), 0, 0, running)
+
+    def _place_labels(self, groups: list[GroupItem]) -> None:
+        """A nested box often starts on the same row as its parent: move its name right of the parent's."""
+        placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # key -> its label
+        for group in sorted(groups, key=lambda g: g.box.level):
+            shift = 0.0
+            others = []
+            parent = group.box.parent
+            while parent is not None:
+                others += [label for outer, label in placed.get(parent, ()) if outer.rect.intersects(group.rect)]
+                parent = self.keyed[parent].parent if parent in self.keyed else None
+            if not group.collapsed:
+                for _ in range(len(others) + 1):
+                    label = group.label_rect(shift)
+                    blocking = [r for r in others if r.intersects(label)]
+                    if not blocking:
+                        break
+                    shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
+            if shift != group.label_shift:
+                group.prepareGeometryChange()
+                group.label_shift = shift
+                group.update()
+            placed.setdefault(group.key, []).append((group, group.label_rect()))

@@ -1,0 +1,98 @@
+"""The module hierarchy: one box per module call, layouts with boxes shut, the level that fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphview.core.drawing import Drawing
+from graphview.core.hierarchy import Layout, collapsed_at_level, levels_that_fit, module_boxes
+from tests.conftest import model
+
+
+def _drawing(record, name: str, **options) -> Drawing:
+    drawing = Drawing(record(model(name), **options))
+    drawing.update(final=True)
+    return drawing
+
+
+def test_boxes_name_their_path_and_type_and_hold_their_parameters(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    boxes = {box.key: box for box in module_boxes(drawing)}
+    layer = boxes["encoder.layers.0"]
+    assert layer.label == "encoder.layers.0 · TransformerEncoderLayer"
+    assert boxes["encoder.layers.0.self_attn"].type == "MultiheadAttention"
+    assert boxes["encoder.layers.0.self_attn"].parent == "encoder.layers.0"
+    assert boxes["encoder.layers.0.self_attn"].level == layer.level + 1
+    # encoder and encoder.layers hold exactly the nodes of encoder.layers.0: no box of their own
+    assert "encoder" not in boxes and "encoder.layers" not in boxes
+    names = {drawing.nodes[m].title for m in layer.members if drawing.nodes[m].kind == "param"}
+    assert "encoder.layers.0.linear1.weight" in names
+    # every node of the module is inside its box, and nothing else is
+    module_nodes = {n.id for n in drawing.nodes.values() if n.placed and (n.module or "").startswith("encoder.layers.0")}
+    assert layer.members == module_nodes
+
+
+def test_a_module_called_twice_gets_a_box_per_call(record):
+    drawing = _drawing(record, "small_cnn", steps=1)
+    keys = [box.key for box in module_boxes(drawing)]
+    assert "pool" in keys and "pool#2" in keys
+
+
+@pytest.mark.parametrize("name", ["transformer_block", "small_cnn", "mlp_optimizer"])
+def test_a_shut_box_takes_one_cell_and_the_rest_keeps_its_order(record, name):
+    drawing = _drawing(record, name, steps=1)
+    boxes = module_boxes(drawing)
+    assert Layout(drawing, boxes, set()).cells == {n.id: (n.layer, n.slot) for n in drawing.nodes.values() if n.placed}
+    for box in boxes:
+        layout = Layout(drawing, boxes, {box.key})
+        assert set(layout.hidden_by) == box.members and box.key in layout.cells
+        assert len(set(layout.cells.values())) == len(layout.cells)  # no two units share a cell
+        outside = [n for n in drawing.nodes.values() if n.placed and n.id not in box.members]
+        for a in outside:
+            for b in outside:
+                if a.layer < b.layer:  # above stays above, left stays left
+                    assert layout.cells[a.id][0] < layout.cells[b.id][0]
+                if a.layer == b.layer and a.slot < b.slot:
+                    assert layout.cells[a.id][1] < layout.cells[b.id][1]
+        full_rows, _ = Layout(drawing, boxes, set()).size()
+        rows, _ = layout.size()
+        assert rows <= full_rows
+
+
+def test_shutting_every_layer_of_the_transformer_makes_it_short(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    boxes = module_boxes(drawing)
+    full, _ = Layout(drawing, boxes, set()).size()
+    shut, columns = Layout(drawing, boxes, collapsed_at_level(boxes, 0)).size()
+    assert full > 40 and shut <= 12 and columns <= 4
+
+
+def test_the_level_that_fits_is_the_deepest_that_fits(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    boxes = module_boxes(drawing)
+    sizes = {level: Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()
+             for level in range(0, max(b.level for b in boxes) + 1)}
+    assert levels_that_fit(drawing, boxes, lambda rows, cols: True) == set()  # it all fits: nothing shut
+    assert levels_that_fit(drawing, boxes, lambda rows, cols: False) == collapsed_at_level(boxes, 0)
+    # room for level 1 (the layer open, its parts shut) but not for level 2
+    room = sizes[1][0]
+    assert sizes[2][0] > room
+    chosen = levels_that_fit(drawing, boxes, lambda rows, cols: rows <= room)
+    assert chosen == collapsed_at_level(boxes, 1)
+    assert "encoder.layers.0" not in chosen and "encoder.layers.0.self_attn" in chosen
+
+
+def test_path_clear_follows_the_layout(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    boxes = module_boxes(drawing)
+    layout = Layout(drawing, boxes, collapsed_at_level(boxes, 0))
+    units = list(layout.cells)
+    # two units in one column with nothing between them: clear
+    for a in units:
+        for b in units:
+            ra, ca = layout.cells[a]
+            rb, cb = layout.cells[b]
+            if ca == cb and rb == ra + 1:
+                assert layout.path_clear(a, b, 90)
+            if ca == cb and rb > ra + 1 and any(layout.cells[u] == (r, ca) for u in units for r in range(ra + 1, rb)):
+                assert not layout.path_clear(a, b, 90)

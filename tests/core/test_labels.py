@@ -1,0 +1,40 @@
+"""Names shorten at word boundaries, never in the middle of a word."""
+
+from __future__ import annotations
+
+from graphview.core.labels import elide_name, word_boundaries
+
+
+def chars(n):
+    return lambda text: len(text) <= n
+
+
+def test_a_name_that_fits_is_kept():
+    assert elide_name("encoder.layers.0.norm1.bias", chars(40)) == "encoder.layers.0.norm1.bias"
+
+
+def test_dotted_names_lose_whole_parts_from_the_left():
+    assert elide_name("encoder.layers.0.norm1.bias", chars(20)) == "…layers.0.norm1.bias"
+    assert elide_name("encoder.layers.0.norm1.bias", chars(12)) == "…norm1.bias"
+    assert elide_name("into encoder.layers.0.linear1.weight.grad", chars(26)) == "into …linear1.weight.grad"
+
+
+def test_op_names_lose_whole_words_from_the_middle():
+    assert elide_name("NativeBatchNormBackward0", chars(18)) == "Native…Backward0"
+    short = elide_name("ScaledDotProductEfficientAttentionBackward0", chars(25))
+    assert short.startswith("Scaled") and short.endswith("Backward0") and len(short) <= 25
+
+
+def test_a_box_label_shortens_its_path_and_keeps_its_type():
+    assert elide_name("encoder.layers.0 · TransformerEncoderLayer", chars(30)) == "…0 · TransformerEncoderLayer"
+    assert elide_name("encoder.layers.0.self_attn · MultiheadAttention", chars(20)) == "…layers.0.self_attn"
+
+
+def test_no_word_is_ever_cut():
+    for name in ["encoder.layers.0.norm1.bias", "NativeBatchNormBackward0", "model.blocks.11.attn.c_proj.weight"]:
+        words = {name[a:b].strip(".") for a, b in zip(word_boundaries(name), word_boundaries(name)[1:])}
+        for width in range(3, len(name)):
+            short = elide_name(name, chars(width))
+            for piece in short.replace("…", " ").replace(".", " ").split():
+                # every piece left is made of whole words of the name
+                assert any(piece.startswith(w) for w in words), (name, width, short)

@@ -1,0 +1,151 @@
+"""Big graphs open with their module hierarchy shut down to what reads at fit; boxes open and
+shut with the graph laid out again; a shut box shows what runs inside it."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from graphview.core.hierarchy import collapsed_at_level
+from graphview.qt.canvas import GraphScene, GraphView
+from tests.conftest import model
+
+
+@pytest.fixture
+def canvas(qtbot):
+    scene = GraphScene()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(1100, 900)  # the canvas of a 1600x1000 window
+    view.show()
+    return scene, view
+
+
+def _open(canvas, run, index=None):
+    scene, view = canvas
+    scene.set_run(run)
+    scene.set_cursor(len(run.events) - 1 if index is None else index)
+    view.fit_readable()
+    return scene, view
+
+
+def _before_backward(run):
+    return min(call.start for call in run.backwards.values())
+
+
+def test_a_big_model_opens_shut_to_the_deepest_level_that_reads(canvas, record):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    boxes = scene.boxes.boxes
+    assert scene.collapsed, "a 200-node graph does not read at fit: its boxes start shut"
+    levels = [level for level in range(max(b.level for b in boxes) + 1)
+              if scene.collapsed == collapsed_at_level(boxes, level)]
+    assert levels, "the shut boxes are one level of the hierarchy"
+    level = levels[0]
+    assert view.fits_readable(*scene.boxes.layout.size())
+    if level < max(b.level for b in boxes):  # one level deeper would not read
+        from graphview.core.hierarchy import Layout
+        deeper = Layout(scene.drawing, boxes, collapsed_at_level(boxes, level + 1))
+        assert not view.fits_readable(*deeper.size())
+    # at fit, node names are at least 9 px high on screen
+    view.fit()
+    title = QFont("DejaVu Sans", 9)
+    title.setBold(True)
+    pixels = QFontMetricsF(title).capHeight() / 0.72 * view.transform().m11()  # cap height ~ 0.72 em
+    assert view.transform().m11() >= view.readable_scale() and pixels >= 9
+    # every shut box is labelled with its path and type, and shows what is inside
+    shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    assert shut
+    for group in shut:
+        assert group.box.type and group.ops > 0
+        assert group.ops == sum(1 for m in group.box.members
+                                if scene.shown_at_cursor(m) and scene.drawing.nodes[m].kind == "op")
+    layer = scene.groups.get("encoder.layers.0")
+    if layer is not None and layer.collapsed:
+        vids = {scene.drawing.nodes[m].ref for m in layer.box.members
+                if scene.drawing.nodes[m].kind in ("op", "accumulate")}
+        assert layer.saved == run.saved_bytes_held_by(vids, scene.cursor) > 0
+
+
+def test_a_small_graph_opens_with_every_box_open(canvas, record):
+    run = record(model("mlp_optimizer"), steps=1)
+    scene, view = canvas
+    view.resize(1800, 1400)
+    _open(canvas, run, _before_backward(run))
+    assert scene.collapsed == set()
+
+
+def _shut_all(scene):
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+
+
+def test_a_shut_box_lights_up_while_a_node_inside_runs(canvas, record):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    _shut_all(scene)
+    layer = scene.boxes.keyed["encoder.layers.0"]
+    vids = {scene.drawing.nodes[m].ref for m in layer.members if scene.drawing.nodes[m].kind == "op"}
+    running = next(i for i, e in enumerate(run.events) if e["ev"] == "bw_node" and e.get("vid") in vids)
+    scene.set_cursor(running)
+    group = scene.groups["encoder.layers.0"]
+    assert group.collapsed and group.running
+    assert scene.item_at_event(running) is group  # stepping follows the box that holds the node
+    scene.set_cursor(running - 1 if run.events[running - 1].get("vid") not in vids else _before_backward(run))
+    assert not scene.groups["encoder.layers.0"].running
+
+
+def test_opening_a_box_lays_out_again_and_keeps_the_picture_in_place(canvas, record, qtbot):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    _shut_all(scene)
+    view.fit()
+    group = scene.groups["encoder.layers.0"]
+    above = scene.node_items[next(i for i in scene.node_items if scene.node_items[i].isVisible()
+                                  and scene.node_items[i].node.title == "tokens")]
+    on_screen = view.mapFromScene(above.pos())
+    head = scene.groups["head"]
+    head_before = head.rect.top()
+    group.sigToggled.emit(group.key)  # what a double-click does
+    assert "encoder.layers.0" not in scene.collapsed
+    assert scene.boxes.gliding  # nodes glide to their places
+    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
+    assert (view.mapFromScene(above.pos()) - on_screen).manhattanLength() <= 2
+    assert head.rect.top() > head_before  # what came after moved down to make room
+    # its children are shut: one level opened, not all of them
+    assert "encoder.layers.0.self_attn" in scene.collapsed
+    assert scene.groups["encoder.layers.0.self_attn"].isVisible()
+    group.sigToggled.emit(group.key)
+    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
+    assert head.rect.top() == head_before
+
+
+def test_a_search_hit_inside_a_shut_box_opens_it(canvas, record):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    _shut_all(scene)
+    hit = next(i for i in scene.node_items.values() if i.node.title == "encoder.layers.0.linear1.weight")
+    assert not hit.isVisible()
+    view.center_on_node(hit.node.id)
+    assert hit.isVisible()
+    assert "encoder.layers.0" not in scene.collapsed and "encoder.layers.0.linear1" not in scene.collapsed
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(hit.pos() + QPointF(0, 0))
+
+
+def test_the_view_menu_opens_and_shuts_a_level_at_a_time(canvas, record):
+    run = record(model("transformer_block"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    boxes = scene.boxes.boxes
+    view.change_level(None)
+    assert scene.collapsed == set()
+    view.change_level(-1)
+    deepest = max(b.level for b in boxes)
+    assert scene.collapsed == collapsed_at_level(boxes, deepest)
+    for _ in range(deepest + 2):
+        view.change_level(-1)
+    assert scene.collapsed == collapsed_at_level(boxes, 0)
+    view.change_level(1)
+    assert scene.collapsed == collapsed_at_level(boxes, 1)
+    shown = {g.key for g in scene.groups.values() if g.isVisible() and g.collapsed}
+    assert "encoder.layers.0.self_attn" in shown and "encoder.layers.0" not in scene.collapsed
