@@ -20,6 +20,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup.sh: Qt needs these system packages: ${missing[*]} (install them, then run setup.sh again)" >&2
   fi
 fi
+# A virtual display for the app on a machine without a screen (`xvfb-run -a .venv/bin/graphview ...`)
+# and xdotool, with which the tests see its window appear.
+tools=()
+command -v xvfb-run >/dev/null || tools+=(xvfb xauth)
+command -v xdotool >/dev/null || tools+=(xdotool)
+if [ ${#tools[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tools[@]}" >/dev/null; } ||
+    echo "setup.sh: could not install ${tools[*]}; the app still runs on a real display" >&2
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

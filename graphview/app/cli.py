@@ -24,6 +24,7 @@ import tempfile
 
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
+from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    sub.add_parser("samples", help="list the bundled sample scripts (the start page's samples), one path a line")
     return parser
 
 
@@ -453,10 +455,22 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_SCRIPT_FAILED
 
 
+def cmd_samples(args: argparse.Namespace) -> int:
+    """The bundled samples, where this graphview finds them (a checkout's sample_models/, or the copy
+    an installed wheel holds), to pass to record, export or the app."""
+    samples = bundled_samples()
+    if not samples:
+        print("graphview: no bundled samples found (this installation lacks sample_models/)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for path in samples:
+        print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "gradcheck", "-h", "--help")
+    if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "gradcheck", "samples", "-h", "--help")
                     and not argv[0].startswith("-")):
         if len(argv) > 1:
             print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
@@ -477,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.script_args = script_args
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,
-               "gradcheck": cmd_gradcheck}[args.command]
+               "gradcheck": cmd_gradcheck, "samples": cmd_samples}[args.command]
     try:
         return handler(args)
     except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases

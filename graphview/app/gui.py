@@ -7,21 +7,18 @@ the window in batches, so the GUI thread never waits on the runner.
 from __future__ import annotations
 
 import gc
-import glob
 import os
 import queue
 import sys
 import threading
 
+from graphview.core.bundled import bundled_samples
 from graphview.core.options import RunOptions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH_MS = 30
 QUEUE_LIMIT = 50_000  # events waiting for the GUI; beyond this the runner waits (pipe backpressure)
 BATCH_EVENTS = 500
-
-def bundled_samples() -> list[str]:
-    return sorted(glob.glob(os.path.join(ROOT, "sample_models", "*", "*.py")))
 
 
 def ensure_display() -> None:

@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QToolBar
 
 from graphview.core import timeline
+from graphview.qt import theme as themes
 
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
@@ -174,11 +175,12 @@ def update_enabled(window: MainWindow, actions: dict[str, QAction], specs: tuple
 def shortcut_sheet(specs: tuple[ActionSpec, ...] = ACTIONS) -> str:
     """Every command with a key, grouped by menu, as an HTML table."""
     rows = []
+    muted = themes.current().muted
     for spec in specs:
         if spec.shortcuts:
             menu = spec.menu.replace("&", "").replace("/", " › ")
             keys = " or ".join(key_text(s) for s in spec.shortcuts)
             rows.append(f"<tr><td style='padding-right:12px'><b>{html.escape(keys)}</b></td>"
                         f"<td>{html.escape(spec.text.replace('&', ''))}</td>"
-                        f"<td style='color:#6b7280;padding-left:12px'>{html.escape(menu)}</td></tr>")
+                        f"<td style='color:{muted};padding-left:12px'>{html.escape(menu)}</td></tr>")
     return f"<table>{''.join(rows)}</table>"

@@ -29,6 +29,7 @@ from graphview.qt.run_controller import RunController
 from graphview.qt.run_progress import RunProgress
 from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
+from graphview.qt.theme_menu import ThemeMenu
 from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import Legend
 from graphview.qt.widgets.form_keys import FormKeys
@@ -85,7 +86,7 @@ class MainWindow(QMainWindow):
         code_layout.setSpacing(0)
         self.code_note = QLabel()  # how graphview runs a step script, which differs from `python script.py`
         self.code_note.setWordWrap(True)
-        self.code_note.setStyleSheet("background:#eef2ff; color:#3730a3; padding:4px 6px; border-bottom:1px solid #c7d2fe")
+        self.code_note.setObjectName("codeNote")  # its colours are the theme's (resources/themes/*.qss)
         self.code_note.hide()
         code_layout.addWidget(self.code_note)
         code_layout.addWidget(self.code, 1)
@@ -152,6 +153,7 @@ class MainWindow(QMainWindow):
         self.addToolBarBreak(Qt.TopToolBarArea)
         self.addToolBar(Qt.TopToolBarArea, self.timeline_bar)
         view_menu = self.menus["&View"]
+        self.themes = ThemeMenu(view_menu, self.settings)  # applies the remembered theme (System at first)
         view_menu.addSeparator()  # panels closed with their × come back from here
         for dock in (self.code_dock, self.inspector_dock, self.toggles_dock, self.bottom_dock):
             view_menu.addAction(dock.toggleViewAction())

@@ -5,7 +5,7 @@ was not born yet, greys what a backward freed, lights the node the engine is exe
 saved-tensor badges with the bytes still held and each leaf's ``.grad``. Pulses travel along
 edges while backward is animated.
 
-One mechanism per module: ``style`` (sizes, colours), ``nodes``, ``edges`` (and their routing),
+One mechanism per module: ``style`` (sizes, and colours from the active theme), ``nodes``, ``edges`` (and their routing),
 ``groups`` (module boxes), ``pulse``, ``scene``, ``overview`` (the minimap) and ``view``.
 """
 
@@ -17,10 +17,10 @@ from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.scene import GraphScene
-from graphview.qt.canvas.style import BORDER, FILL, FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING, TENSOR_KINDS
+from graphview.qt.canvas.style import BORDER, FILL, FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING, TENSOR_KINDS, colors
 from graphview.qt.canvas.view import GraphView
 from graphview.qt.formatting import human_bytes, short_value
 
 __all__ = ["BORDER", "FILL", "FREED_FILL", "FREED_TEXT", "NODE_H", "NODE_W", "RUNNING", "TENSOR_KINDS", "EdgeItem",
            "GraphScene", "GraphView", "GroupItem", "LabeledEdgeItem", "NodeItem", "Overview", "PulseItem",
-           "human_bytes", "short_value"]
+           "colors", "human_bytes", "short_value"]

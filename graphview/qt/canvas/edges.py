@@ -6,12 +6,12 @@ import math
 import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
 from graphview.qt.canvas.nodes import NodeItem
-from graphview.qt.canvas.style import NODE_H
+from graphview.qt.canvas.style import NODE_H, colors
 
 
 class EdgeItem(QGraphicsPathItem):
@@ -62,13 +62,16 @@ class EdgeItem(QGraphicsPathItem):
         self.setPath(path)
 
     def _style(self) -> None:
-        color = QColor("#7d8590") if not self.freed else QColor("#d0d0d0")
+        c = colors()
+        color = c.q("edge_freed") if self.freed else c.q("edge_accumulate" if self.edge.kind == "accumulate" else "edge")
         pen = QPen(color, 1.4)
         if self.edge.kind in ("detach", "no_grad_op", "input"):
             pen.setStyle(Qt.DashLine)
-        if self.edge.kind == "accumulate":
-            pen.setColor(QColor("#6a4bb0") if not self.freed else QColor("#d0d0d0"))
         self.setPen(pen)
+
+    def apply_theme(self) -> None:
+        """The theme changed: take its colours."""
+        self._style()
 
     def set_freed(self, freed: bool) -> None:
         if freed != self.freed:
@@ -92,8 +95,8 @@ class EdgeItem(QGraphicsPathItem):
             painter.setFont(font)
             mid = path.pointAtPercent(0.5)
             box = QRectF(mid.x() + 6, mid.y() - 16, QFontMetricsF(font).horizontalAdvance(self.label) + 8, 14)
-            painter.fillRect(box, QColor("#fbfbfc"))  # readable where it lies over another edge
-            painter.setPen(QColor("#6b7280"))
+            painter.fillRect(box, colors().q("background"))  # readable where it lies over another edge
+            painter.setPen(colors().q("edge_label"))
             painter.drawText(box, Qt.AlignCenter, self.label)
 
 

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.hierarchy import ModuleBox
-from graphview.qt.canvas.style import FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.formatting import elided, human_bytes
 
 #: the size of a shut box: a node's cell, a little wider
@@ -78,35 +78,37 @@ class GroupItem(QGraphicsObject):
         return self.rect.adjusted(-9, -self.LABEL_H / 2 - 9, 9, 9).united(self.label_rect().adjusted(-1, -1, 1, 1))
 
     def paint(self, painter, option, widget=None) -> None:
+        c = colors()
         if self.collapsed:
             self._paint_shut(painter, option)
             return
-        painter.setPen(QPen(RUNNING, 2.2, Qt.DashLine) if self.running else QPen(QColor(150, 160, 175), 1, Qt.DashLine))
+        painter.setPen(QPen(c.q("running_border"), 2.2, Qt.DashLine) if self.running else QPen(c.q("group_border"), 1, Qt.DashLine))
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
         painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             label = self.label_rect()
             painter.setPen(Qt.NoPen)
-            painter.setBrush(self.scene().backgroundBrush() if self.scene() else QColor("#fbfbfc"))
+            painter.setBrush(c.q("background"))  # the scene's background
             painter.drawRect(label)  # the border breaks for the name
-            painter.setPen(QColor("#5b6b82"))
+            painter.setPen(c.q("group_label"))
             painter.setFont(self.LABEL_FONT)
             painter.drawText(label, Qt.AlignCenter, elided(self.box.label, self.LABEL_FONT, label.width() - 4))
 
     def _paint_shut(self, painter, option) -> None:
+        c = colors()
         if self.running:  # a node inside is executing: the box lights up as that node would
             painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor(255, 140, 0, 90))
+            painter.setBrush(c.q("running_glow"))
             painter.drawRoundedRect(self.rect.adjusted(-7, -7, 7, 7), 14, 14)
         if self.running:
-            painter.setPen(QPen(RUNNING, 3))
-            painter.setBrush(QColor("#ffd59e"))
+            painter.setPen(QPen(c.q("running_border"), 3))
+            painter.setBrush(c.q("running_fill"))
         elif self.freed:  # backward ran through it and freed what it saved, as its nodes show
-            painter.setPen(QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine))
-            painter.setBrush(FREED_FILL)
+            painter.setPen(QPen(c.q("freed_border"), 1.2, Qt.DashLine))
+            painter.setBrush(c.q("freed_fill"))
         else:
-            painter.setPen(QPen(QColor("#5b6b82"), 1.6))
-            painter.setBrush(QColor("#e6ecf5"))
+            painter.setPen(QPen(c.q("collapsed_border"), 1.6))
+            painter.setBrush(c.q("collapsed_fill"))
         painter.drawRoundedRect(self.rect, 8, 8)
         if option.levelOfDetailFromTransform(painter.worldTransform()) < 0.3:
             return
@@ -118,13 +120,13 @@ class GroupItem(QGraphicsObject):
         title = f"▸ {self.box.path}"
         if QFontMetricsF(font).horizontalAdvance(title) > inner.width():  # a smaller font before eliding
             font.setPointSizeF(7.5)
-        painter.setPen(FREED_TEXT if self.freed else QColor("#1f2937"))
+        painter.setPen(c.q("freed_text") if self.freed else c.q("collapsed_text"))
         painter.setFont(font)
         painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
                          elided(title, font, inner.width()))
         small = QFont("DejaVu Sans", 8)
         painter.setFont(small)
-        painter.setPen(FREED_TEXT if self.freed else QColor("#454b54"))
+        painter.setPen(c.q("freed_text") if self.freed else c.q("subtitle"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
                          elided(self.box.type or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,

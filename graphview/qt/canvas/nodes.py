@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, 
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
-from graphview.qt.canvas.style import BORDER, FILL, FREED_FILL, FREED_TEXT, NODE_H, NODE_W, RUNNING, TENSOR_KINDS
+from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
 from graphview.qt.formatting import elided, human_bytes, short_value
 
 
@@ -65,11 +65,12 @@ class NodeItem(QGraphicsItem):
             self.update()
 
     def fill_color(self) -> QColor:
+        c = colors()
         if self.state == "freed":
-            return FREED_FILL
+            return c.q("freed_fill")
         if self.state == "running":
-            return QColor("#ffd59e")
-        return FILL.get(self.kind, QColor("white"))
+            return c.q("running_fill")
+        return c.fill_of(self.kind)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
@@ -80,39 +81,40 @@ class NodeItem(QGraphicsItem):
         if lod < 0.35:
             return
         self._paint_text(painter)
+        c = colors()
         if self.saved > 0:
             # right of the top centre, where arrows come in: the badge never covers an arrowhead
             self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
-                        QColor("#fff1c4"), QColor("#b8860b"), align="left")
+                        c.q("saved_fill"), c.q("saved_border"), c.q("saved_text"), align="left")
         if self.grad is not None and self.kind in TENSOR_KINDS:
-            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), QColor("#e8f5e9"),
-                        QColor("#2e7d32"), align="center")
+            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), c.q("grad_fill"),
+                        c.q("grad_border"), c.q("grad_text"), align="center")
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
         """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""
-        border = BORDER.get(self.kind, QColor("#555"))
-        pen = QPen(border, 1.4)
+        c = colors()
+        pen = QPen(c.border_of(self.kind), 1.4)
         if self.kind in ("detached",):
             pen.setStyle(Qt.DashLine)
         if self.state == "freed":
-            pen = QPen(QColor("#bdbdbd"), 1.2, Qt.DashLine)
+            pen = QPen(c.q("freed_border"), 1.2, Qt.DashLine)
         if self.state == "running":
             painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor(255, 140, 0, 90))
+            painter.setBrush(c.q("running_glow"))
             painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
-            pen = QPen(RUNNING, 3)
+            pen = QPen(c.q("running_border"), 3)
         if self.state == "error":
             painter.setPen(Qt.NoPen)
-            painter.setBrush(QColor(198, 40, 40, 70))
+            painter.setBrush(c.q("error_glow"))
             painter.drawRoundedRect(rect.adjusted(-7, -7, 7, 7), 14, 14)
-            pen = QPen(QColor("#c62828"), 3)
+            pen = QPen(c.q("error_border"), 3)
         if self.isSelected():
             # a blue ring outside; a running or failing node keeps its own border inside it
-            painter.setPen(QPen(QColor("#0b57d0"), 2.5))
-            painter.setBrush(Qt.NoBrush if self.state in ("running", "error") else QColor(11, 87, 208, 60))
+            painter.setPen(QPen(c.q("selection"), 2.5))
+            painter.setBrush(Qt.NoBrush if self.state in ("running", "error") else c.q("selection_fill"))
             painter.drawRoundedRect(rect.adjusted(-9, -9, 9, 9), 15, 15)
             if self.state not in ("running", "error"):
-                pen = QPen(QColor("#0b57d0"), 3)
+                pen = QPen(c.q("selection"), 3)
         painter.setPen(pen)
         painter.setBrush(self.fill_color())
         radius = NODE_H / 2 if self.kind in TENSOR_KINDS else 8
@@ -120,7 +122,8 @@ class NodeItem(QGraphicsItem):
 
     def _paint_text(self, painter: QPainter) -> None:
         """The title and subtitle, shrunk or elided to fit the box."""
-        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#1b1b1b"))
+        c = colors()
+        painter.setPen(c.q("freed_text") if self.state == "freed" else c.q("title"))
         title_font = QFont("DejaVu Sans", 9)
         title_font.setBold(True)
         painter.setFont(title_font)
@@ -137,11 +140,12 @@ class NodeItem(QGraphicsItem):
         sub_font = QFont("DejaVu Sans", 8)
         painter.setFont(sub_font)
         sub = elided(self.node.subtitle, sub_font, NODE_W - 14)
-        painter.setPen(FREED_TEXT if self.state == "freed" else QColor("#454b54"))
+        painter.setPen(c.q("freed_text") if self.state == "freed" else c.q("subtitle"))
         painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
 
     @staticmethod
-    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, align: str = "right") -> None:
+    def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, ink: QColor,
+               align: str = "right") -> None:
         """A pill with ``text``; ``anchor`` is its left end, centre or right end (``align``)."""
         font = QFont("DejaVu Sans", 7)
         font.setBold(True)
@@ -155,5 +159,5 @@ class NodeItem(QGraphicsItem):
         painter.setPen(QPen(edge, 1))
         painter.setBrush(fill)
         painter.drawRoundedRect(rect, h / 2, h / 2)
-        painter.setPen(edge.darker(130))
+        painter.setPen(ink)
         painter.drawText(rect, Qt.AlignCenter, text)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
+from PySide6.QtGui import QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
+
+from graphview.qt.canvas.style import colors
 
 if TYPE_CHECKING:
     from graphview.qt.canvas.view import GraphView
@@ -84,6 +86,12 @@ class Overview(QWidget):
             items.append(at_cursor)
         return [self.view.mapFromScene(item.sceneBoundingRect()).boundingRect() for item in items]
 
+    def apply_theme(self) -> None:
+        """The theme changed: picture the graph again in its colours."""
+        if self.pixmap is not None and self.view.scene() is not None:
+            self.redraw()
+        self.update()
+
     def schedule(self) -> None:
         if self.pixmap is None:
             self.redraw()  # the first picture at once; later ones when changes settle
@@ -101,7 +109,7 @@ class Overview(QWidget):
             self.sync()
             return
         pixmap = QPixmap(self.size())
-        pixmap.fill(QColor("#ffffff"))
+        pixmap.fill(Qt.transparent)  # over the minimap's own backdrop (paintEvent)
         painter = QPainter(pixmap)
         s, ox, oy = self._scale()  # the same mapping the marked area and clicks use
         scene.render(painter, QRectF(ox, oy, self.source.width() * s, self.source.height() * s), self.source,
@@ -118,18 +126,20 @@ class Overview(QWidget):
 
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
-        painter.fillRect(self.rect(), QColor(255, 255, 255, 230))
-        painter.setPen(QPen(QColor("#9ca3af"), 1))
+        c = colors()
+        painter.fillRect(self.rect(), c.q("overview_fill"))
+        if self.pixmap is not None:
+            painter.drawPixmap(0, 0, self.pixmap)
+        painter.setPen(QPen(c.q("overview_border"), 1))
         painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
         if self.pixmap is None:
             return
-        painter.drawPixmap(0, 0, self.pixmap)
         s, ox, oy = self._scale()
         visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
         r = QRectF(ox + (visible.left() - self.source.left()) * s, oy + (visible.top() - self.source.top()) * s,
                    visible.width() * s, visible.height() * s)
-        painter.setPen(QPen(QColor("#c62828"), 1.5))
-        painter.setBrush(QColor(198, 40, 40, 30))
+        painter.setPen(QPen(c.q("overview_mark"), 1.5))
+        painter.setBrush(c.q("overview_mark_fill"))
         painter.drawRect(r.intersected(QRectF(self.rect())))
 
     def _jump(self, pos) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.qt.canvas.edges import EdgeItem
+from graphview.qt.canvas.style import colors
 
 
 class PulseItem(QGraphicsObject):
@@ -31,18 +32,19 @@ class PulseItem(QGraphicsObject):
         return QRectF(-10, -11, 180, 22)
 
     def paint(self, painter, option, widget=None) -> None:
-        painter.setPen(QPen(QColor("#c2410c"), 1.5))
-        painter.setBrush(QColor("#ff8c00"))
+        c = colors()
+        painter.setPen(QPen(c.q("pulse_border"), 1.5))
+        painter.setBrush(c.q("pulse_fill"))
         painter.drawEllipse(QPointF(0, 0), 8, 8)
         if self.text:  # the gradient it carries, on a label that stays readable over edges
             painter.setFont(self.FONT)
             fm = QFontMetricsF(self.FONT)
             text = fm.elidedText(self.text, Qt.ElideRight, 160)
             label = QRectF(12, -10, fm.horizontalAdvance(text) + 10, 20)
-            painter.setPen(QPen(QColor("#fdba74"), 1))
-            painter.setBrush(QColor("#fff7ed"))
+            painter.setPen(QPen(c.q("pulse_label_border"), 1))
+            painter.setBrush(c.q("pulse_label_fill"))
             painter.drawRoundedRect(label, 6, 6)
-            painter.setPen(QColor("#9a3412"))
+            painter.setPen(c.q("pulse_label_text"))
             painter.drawText(label, Qt.AlignCenter, text)
 
     def _move(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from graphview.core.drawing import Drawing
@@ -15,7 +14,7 @@ from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.pulse import PulseItem
-from graphview.qt.canvas.style import NODE_H, NODE_W
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.formatting import short_value
 
 
@@ -41,8 +40,18 @@ class GraphScene(QGraphicsScene):
         self._edges_from: dict[str, list] = {}
         self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
         self.cursor = -1
-        self.setBackgroundBrush(QColor("#fbfbfc"))
+        self.setBackgroundBrush(colors().q("background"))
         self.selectionChanged.connect(self._on_selection)
+        from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
+
+        changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the background and the edges' pens take its colours; the rest repaints."""
+        self.setBackgroundBrush(colors().q("background"))
+        for edge in self.edge_items:
+            edge.apply_theme()
+        self.update()
 
     @property
     def groups(self) -> dict[str, GroupItem]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QGraphicsView, QMenu
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
@@ -11,7 +11,7 @@ from graphview.core.run import Run
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.scene import GraphScene
-from graphview.qt.canvas.style import NODE_H, NODE_W
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: the room fit leaves around what it shows
 FIT_MARGIN = 40
@@ -39,6 +39,9 @@ class GraphView(QGraphicsView):
         scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
         scene.boxes.sigRelaid.connect(self._keep_box_in_place)
         scene.sceneRectChanged.connect(self._scene_grew)
+        from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
+
+        changes().changed.connect(self.apply_theme)
         # the zoom and fit keys (F, Z, Ctrl +/-) belong to the window's View menu: the same keys
         # here as well would make Qt refuse both as ambiguous
 
@@ -55,6 +58,12 @@ class GraphView(QGraphicsView):
         self.overview.enabled = enabled
         self.overview.sync()
 
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the cached background goes, the minimap is pictured again."""
+        self.resetCachedContent()
+        self.overview.apply_theme()
+        self.viewport().update()
+
     def set_message(self, text: str) -> None:
         """A note drawn in the middle of an empty canvas (a run that failed before any op)."""
         self.message = text
@@ -67,7 +76,7 @@ class GraphView(QGraphicsView):
         painter.save()
         painter.resetTransform()
         area = QRectF(self.viewport().rect()).adjusted(40, 40, -40, -40)
-        painter.setPen(QColor("#7f1d1d"))
+        painter.setPen(colors().q("message"))
         painter.setFont(QFont("DejaVu Sans", 11))
         painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.message)
         painter.restore()

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from graphview.core import timeline
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 from graphview.qt.widgets.fonts import MONO
 
 
@@ -41,6 +42,11 @@ class CodeView(QPlainTextEdit):
         self.current_line: int | None = None
         self.error_line: int | None = None
         self.setViewportMargins(self.number_width(), 0, 0, 0)
+        themes.changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: mark the lines again in its colours (the text follows the palette)."""
+        self.highlight(self.current_line, self.error_line, scroll=False)
 
     def number_width(self) -> int:
         digits = len(str(max(1, self.blockCount())))
@@ -59,15 +65,16 @@ class CodeView(QPlainTextEdit):
 
     def paint_numbers(self, event) -> None:
         painter = QPainter(self._numbers)
-        painter.fillRect(event.rect(), QColor("#f3f4f6"))
+        t = themes.current()
+        painter.fillRect(event.rect(), QColor(t.gutter))
         block = self.firstVisibleBlock()
         top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
         bottom = top + round(self.blockBoundingRect(block).height())
         while block.isValid() and top <= event.rect().bottom():
             number = block.blockNumber() + 1
             if block.isVisible() and bottom >= event.rect().top():
-                painter.setPen(QColor("#c62828") if number == self.error_line else
-                               QColor("#111827") if number == self.current_line else QColor("#9ca3af"))
+                painter.setPen(QColor(t.error) if number == self.error_line else
+                               QColor(t.gutter_current) if number == self.current_line else QColor(t.gutter_text))
                 painter.drawText(0, top, self._numbers.width() - 6, self.fontMetrics().height(),
                                  Qt.AlignRight, str(number))
             block = block.next()
@@ -86,19 +93,21 @@ class CodeView(QPlainTextEdit):
         self.current_line = None
         self.error_line = None
 
-    def highlight(self, line: int | None, error_line: int | None = None) -> None:
+    def highlight(self, line: int | None, error_line: int | None = None, scroll: bool = True) -> None:
         self.current_line, self.error_line = line, error_line
         selections = []
-        for number, color in ((error_line, QColor("#fde2e2")), (line, QColor("#fff3c4"))):
+        t = themes.current()
+        for number, color in ((error_line, t.code_error), (line, t.code_current)):
             if number is None or number < 1 or number > self.blockCount():
                 continue
             sel = QTextEdit.ExtraSelection()
-            sel.format.setBackground(color)
+            sel.format.setBackground(QColor(color))
+            sel.format.setForeground(QColor(t.text))  # the code stays readable on the mark, in either theme
             sel.format.setProperty(QTextFormat.FullWidthSelection, True)
             sel.cursor = QTextCursor(self.document().findBlockByNumber(number - 1))
             selections.append(sel)
         self.setExtraSelections(selections)
-        if line is not None and 1 <= line <= self.blockCount():
+        if scroll and line is not None and 1 <= line <= self.blockCount():
             cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
             self.setTextCursor(cursor)
             self.ensureCursorVisible()

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QTextBrowser
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import summary_text
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 from graphview.qt.widgets.fonts import MONO
 
 
@@ -24,6 +25,8 @@ class Console(QTextBrowser):
         self.setOpenLinks(False)
         self.setFont(MONO)
         self._run: Run | None = None
+        self.document().setDefaultStyleSheet(themes.css())
+        themes.changes().changed.connect(self.apply_theme)
         self.anchorClicked.connect(lambda url: self.sigLineLink.emit(int(url.toString()[5:]))
                                    if url.toString().startswith("line:") else None)
 
@@ -32,6 +35,14 @@ class Console(QTextBrowser):
         self._run = run
         self._shown_key = None
         self.clear()
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the output again, its coloured words in the theme's colours."""
+        self.document().setDefaultStyleSheet(themes.css())
+        shown = getattr(self, "_shown_key", None)
+        if shown is not None and self._run is not None and id(self._run) == shown[0]:
+            self._shown_key = None
+            self.show_run(self._run, self._shown_index)
 
     def set_cursor(self, index: int) -> None:
         self.show_run(self._run, index)
@@ -43,7 +54,7 @@ class Console(QTextBrowser):
         key = (id(run), shown)
         if key == getattr(self, "_shown_key", None):
             return
-        self._shown_key = key
+        self._shown_key, self._shown_index = key, index
         self.setHtml("<pre style='white-space:pre-wrap;margin:0'>" + "".join(p for _, p in pieces[:shown]) + "</pre>")
         self.moveCursor(QTextCursor.End)
 
@@ -59,9 +70,9 @@ class Console(QTextBrowser):
             if kind == "stdout":
                 pieces.append((i, html.escape(ev["text"])))
             elif kind == "stderr":
-                pieces.append((i, f"<span style='color:#b45309'>{html.escape(ev['text'])}</span>"))
+                pieces.append((i, f"<span class='warn'>{html.escape(ev['text'])}</span>"))
             elif kind == "step_end" and ev.get("result"):
-                pieces.append((i, f"<span style='color:#6b7280'>── step {ev['step']}: step() returned "
+                pieces.append((i, f"<span class='muted'>── step {ev['step']}: step() returned "
                                   f"{html.escape(summary_text(ev['result']))} ──</span>\n"))
             elif kind == "output_capped":
                 pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
@@ -70,8 +81,8 @@ class Console(QTextBrowser):
             elif kind == "run_end":
                 status = ev.get("status")
                 cut = cut_finding(run) if status == "ok" else None  # "run ok" would hide that nothing learned
-                color = "#2e7d32" if status == "ok" and cut is None else "#b45309" if cut is not None else "#c62828"
-                pieces.append((i, f"<span style='color:{color}'>── run {html.escape(status)}"
+                verdict = "error" if status != "ok" else "warn" if cut is not None else "ok"
+                pieces.append((i, f"<span class='{verdict}'>── run {html.escape(status)}"
                                   f"{': ' + html.escape(ev['message']) if ev.get('message') else ''}"
                                   f"{', but ' + html.escape(cut.title) + ' (see Diagnostics)' if cut else ''} ──</span>\n"))
         scanned[0] = len(events)
@@ -79,9 +90,9 @@ class Console(QTextBrowser):
 
 
 def _error_html(ev: dict) -> str:
-    lines = ["<span style='color:#c62828'>Traceback (in your script):</span>"]
+    lines = ["<span class='error'>Traceback (in your script):</span>"]
     for frame in ev.get("traceback") or ():
         lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
                      f"{html.escape(frame['text'])}")
-    lines.append(f"<b style='color:#c62828'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
+    lines.append(f"<b class='error'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QSplitter, QTextBrowser, QTreeWidget, QTreeWidgetItem
 
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 
 
 class DiagnosticsPanel(QSplitter):
@@ -32,6 +33,18 @@ class DiagnosticsPanel(QSplitter):
         self.findings: list = []
         self.list.currentItemChanged.connect(lambda item, _: self._show_detail(item))
         self.list.itemClicked.connect(lambda item, col: self._chosen(item))
+        self.detail.document().setDefaultStyleSheet(themes.css())
+        themes.changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the findings' words in its colours."""
+        self.detail.document().setDefaultStyleSheet(themes.css())
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            if item.data(0, Qt.UserRole) is not None:
+                item.setForeground(0, QColor(themes.current().warn))
+        if self.findings or self.list.topLevelItemCount():
+            self._show_detail(self.list.currentItem())
 
     def topLevelItemCount(self) -> int:
         return self.list.topLevelItemCount()
@@ -47,11 +60,11 @@ class DiagnosticsPanel(QSplitter):
     def _show_detail(self, item) -> None:
         finding = item.data(0, Qt.UserRole) if item is not None else None
         if finding is None:
-            self.detail.setHtml("<p style='color:#6b7280'>no autograd pitfalls found in this run</p>"
+            self.detail.setHtml("<p class='muted'>no autograd pitfalls found in this run</p>"
                                 if not self.findings else "")
             return
         where = f" (line {finding.line})" if finding.line else ""
-        self.detail.setHtml(f"<p><b style='color:#b45309'>{html.escape(finding.title)}</b>{where}</p>"
+        self.detail.setHtml(f"<p><b class='warn'>{html.escape(finding.title)}</b>{where}</p>"
                             f"<p>{html.escape(finding.explanation)}</p>"
                             f"<p><b>Fix:</b> {html.escape(finding.fix)}</p>")
 
@@ -60,7 +73,7 @@ class DiagnosticsPanel(QSplitter):
         if run.end is None and self.findings:
             self.findings = []
             self.list.clear()
-            self.detail.setHtml("<p style='color:#6b7280'>pitfalls are listed when the run ends</p>")
+            self.detail.setHtml("<p class='muted'>pitfalls are listed when the run ends</p>")
 
     def set_cursor(self, index: int) -> None:
         """Findings are about the whole run: nothing here moves with the cursor."""
@@ -74,7 +87,7 @@ class DiagnosticsPanel(QSplitter):
             item = QTreeWidgetItem([f.title, str(f.line or "")])
             item.setData(0, Qt.UserRole, f)
             item.setToolTip(0, f"{f.explanation}\n\nFix: {f.fix}")
-            item.setForeground(0, QColor("#b45309"))
+            item.setForeground(0, QColor(themes.current().warn))
             self.list.addTopLevelItem(item)
         if not findings:
             self.list.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", ""]))

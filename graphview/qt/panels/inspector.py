@@ -9,6 +9,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
 from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
+from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
 
 
@@ -26,10 +27,20 @@ class Inspector(QTextBrowser):
         self._run: Run | None = None
         self._cursor = -1
         self._selection = ""
+        self._shown: tuple = (self.show_empty, ())  # what is on show, drawn again in a new theme
+        self.document().setDefaultStyleSheet(themes.css())
         self.show_empty()
+        themes.changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the coloured words and the histograms again, in its colours."""
+        self.document().setDefaultStyleSheet(themes.css())
+        show, args = self._shown
+        show(*args)
 
     def show_empty(self) -> None:
-        self.setHtml("<p style='color:#6b7280'>Click a node in the graph to see everything recorded about it.</p>")
+        self._shown = (self.show_empty, ())
+        self.setHtml("<p class='muted'>Click a node in the graph to see everything recorded about it.</p>")
 
     def _on_link(self, url: QUrl) -> None:
         text = url.toString()
@@ -46,7 +57,7 @@ class Inspector(QTextBrowser):
         width = max(120, min(320, self.viewport().width() - 118))
         self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
         sampled = stats.get("hist_of")
-        note = (f"<br><span style='color:#6b7280;font-size:small'>histogram of {sampled:,} evenly spaced values "
+        note = (f"<br><span class='muted' style='font-size:small'>histogram of {sampled:,} evenly spaced values "
                 f"of {stats.get('numel', 0):,}</span>" if sampled else "")
         return f"<br><img src='hist:{name}'>{note}"
 
@@ -74,6 +85,7 @@ class Inspector(QTextBrowser):
 
     def show_node(self, run: Run, node_id: str, index: int) -> None:
         self._images = {}
+        self._shown = (self.show_node, (run, node_id, index))
         if node_id.startswith("op"):
             op = run.op_nodes.get(int(node_id[2:]))
             if op is None:
@@ -86,22 +98,23 @@ class Inspector(QTextBrowser):
                 return self.show_empty()
             title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
             rows = self._tensor_rows(run, tnode, index)
-        body = "".join(f"<tr><td nowrap style='color:#6b7280;padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
+        body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
         self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>")
 
     def show_gradcheck(self, result: dict) -> None:
         """A gradient check's table: autograd against finite differences, element by element."""
+        self._shown = (self.show_gradcheck, (result,))
         worst = result["max_rel_error"]
         verdict = "agree" if worst <= 1e-4 else "disagree"
         rows = "".join(f"<tr><td>{i}</td><td>{a:.8g}</td><td>{n:.8g}</td></tr>"
                        for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])))
-        color = "#2e7d32" if worst <= 1e-4 else "#c62828"
+        verdict_class = "ok" if worst <= 1e-4 else "error"
         self.setHtml(
             f"<h3>Gradient check: {result['tensor']}</h3><p>d(first backward's loss)/d{result['tensor']} in float64,"
             f" central differences with eps={result['eps']:g}.</p><table><tr><th>element</th><th>autograd</th>"
             f"<th>finite differences</th></tr>{rows}</table>"
-            f"<p style='color:{color}'>largest relative error {worst:.3g}: {verdict}</p>")
+            f"<p class='{verdict_class}'>largest relative error {worst:.3g}: {verdict}</p>")
 
     def _op_rows(self, run: Run, op: OpNode, index: int) -> list[tuple[str, str]]:
         """An autograd node: what made it, where it points, whether it ran, what it saved."""
@@ -125,7 +138,7 @@ class Inspector(QTextBrowser):
         runs = [i for _, i in op.executed if i <= index]
         if runs and not any(ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid
                             for ev in run.events[runs[-1]:index + 1]):
-            rows.append(("state", f"<b style='color:#c2410c'>running now</b> (backward); executed {len(runs) - 1}× before"))
+            rows.append(("state", f"<b class='running'>running now</b> (backward); executed {len(runs) - 1}× before"))
         else:
             rows.append(("state", f"{state}; executed {len(runs)}×"))
         unreachable = run.unreachable_reason(op.vid, index)
@@ -156,7 +169,7 @@ class Inspector(QTextBrowser):
                     labels = []
                     for (child, _), g in zip(op.next, outs):
                         if child not in run.op_nodes:  # an input that needs no gradient
-                            labels.append("→ <span style='color:#6b7280'>(no grad needed)</span>")
+                            labels.append("→ <span class='muted'>(no grad needed)</span>")
                             continue
                         target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
                         labels.append(f"→ {html.escape(target)}: {html.escape(capped(g, 6))}")
@@ -193,8 +206,9 @@ class Inspector(QTextBrowser):
 
 def histogram_image(counts: list[int], lo: float, hi: float, width: int = 232, height: int = 74) -> QImage:
     """Bars of ``counts`` over equal bins from ``lo`` to ``hi``, with the range written below."""
+    t = themes.current()
     image = QImage(width, height, QImage.Format_ARGB32)
-    image.fill(QColor("#ffffff"))
+    image.fill(QColor(t.histogram_background))
     painter = QPainter(image)
     font = QFont("DejaVu Sans", 7)
     painter.setFont(font)
@@ -202,13 +216,13 @@ def histogram_image(counts: list[int], lo: float, hi: float, width: int = 232, h
     top = max(counts) or 1
     bar_w = (width - 2) / len(counts)
     painter.setPen(Qt.NoPen)
-    painter.setBrush(QColor("#4c8bf5"))
+    painter.setBrush(QColor(t.histogram_bar))
     for i, count in enumerate(counts):
         h = 0 if count == 0 else max(1.0, (plot_h - 2) * count / top)
         painter.drawRect(QRectF(1 + i * bar_w, plot_h - h, max(1.0, bar_w - 1), h))
-    painter.setPen(QColor("#9ca3af"))
+    painter.setPen(QColor(t.histogram_axis))
     painter.drawLine(0, plot_h, width, plot_h)
-    painter.setPen(QColor("#4b5563"))
+    painter.setPen(QColor(t.histogram_text))
     painter.drawText(QRectF(0, plot_h + 1, width / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, f"{lo:.4g}")
     painter.drawText(QRectF(width / 2, plot_h + 1, width / 2, 14), Qt.AlignRight | Qt.AlignVCenter, f"{hi:.4g}")
     painter.end()

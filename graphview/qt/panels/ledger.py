@@ -6,6 +6,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 from graphview.qt.formatting import capped
 
 
@@ -19,6 +20,14 @@ class GradLedger(QTreeWidget):
         self.setRootIsDecorated(True)
         self._run: Run | None = None
         self._pending: tuple | None = None  # (run, index) to show once this tab is in front
+        self._index = -1
+        themes.changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme=None) -> None:
+        """The theme changed: the changes still to come greyed in its colours."""
+        self._shown_key = None
+        if self._run is not None and self._index >= 0:
+            self.show_run(self._run, self._index)
 
     def set_run(self, run: Run) -> None:
         """A new run: the last run's changes go (this run's come with the cursor)."""
@@ -35,6 +44,7 @@ class GradLedger(QTreeWidget):
             self._pending = (run, index)
             return
         self._pending = None
+        self._index = index
         key = (id(run), sum(1 for entries in run.grads.values() for e in entries if e.index <= index),
                sum(len(entries) for entries in run.grads.values()))
         if key == getattr(self, "_shown_key", None):
@@ -56,7 +66,7 @@ class GradLedger(QTreeWidget):
                 child = QTreeWidgetItem([what, capped(e.value)])
                 if e.index > index:
                     for col in (0, 1):
-                        child.setForeground(col, QColor("#b0b0b0"))
+                        child.setForeground(col, QColor(themes.current().disabled))
                 top.addChild(child)
             top.setExpanded(True)
 

@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor
 
 from graphview.core.alignment import Alignment
 from graphview.core.run import Run
+from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
 
 
@@ -42,20 +43,16 @@ class MemoryChart(pg.PlotWidget):
 
     sigJump = Signal(int)
     MAX_POINTS = 1500  # filled curves cost paint time per point: long runs are drawn binned (peaks kept)
-    COLORS = {"activation": "#4c8bf5", "param": "#34a853", "input": "#fbbc04"}
-    FILLS = {"activation": "#b3cdfb", "param": "#a9dcb8", "input": "#fde6a0"}  # opaque: blending is slow
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
-        self.setBackground("w")
         self.getAxis("left").setWidth(72)  # fixed: labels of changing width would re-layout forever
         # no grid: in software rendering its translucent lines cost more than everything else
-        self.setLabel("bottom", "event")
         self.setMouseEnabled(x=True, y=False)
         # top right, away from where runs start; an opaque box keeps it readable over the curves
         # the legend is a line of the title, above the plot: it can never cover the curves
         self._overlay_labels: list[tuple[str, str]] = []
-        self.cursor_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#c62828", width=1.5))
+        self.cursor_line = pg.InfiniteLine(pos=0, angle=90)
         self.addItem(self.cursor_line)
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
@@ -63,11 +60,39 @@ class MemoryChart(pg.PlotWidget):
         self._overlay_data: list[tuple[Run, np.ndarray, np.ndarray]] = []  # (earlier run, its x, y)
         self._alignments: list[Alignment | None] = []
         self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
-        self.peak = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#c62828"))
+        self.peak = pg.ScatterPlotItem(size=9)
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
         self.series: dict[str, list] = {}
         self.device = "cpu"
+        self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
+        self.apply_theme()
+        themes.changes().changed.connect(self.apply_theme)
+
+    def apply_theme(self, theme: themes.Theme | None = None) -> None:
+        """Background, axes, curves, cursor, peak and the title's legend in the colours of the theme now applied."""
+        t = theme or themes.current()
+        self.setBackground(t.chart_background)
+        for name in ("left", "bottom"):
+            axis = self.getAxis(name)
+            axis.setPen(pg.mkPen(t.chart_axis))
+            axis.setTextPen(pg.mkPen(t.chart_text))
+        self.setLabel("bottom", "event", color=t.chart_text)
+        self.cursor_line.setPen(pg.mkPen(t.chart_cursor, width=1.5))
+        self.peak.setBrush(pg.mkBrush(t.chart_cursor))
+        self.peak.setPen(pg.mkPen(t.chart_background))
+        for kind, curve in self.curves.items():
+            curve.setPen(self._pen(kind, t))
+            if kind in t.chart_fills:
+                curve.setBrush(QColor(t.chart_fills[kind]))
+        if self._headline is not None:
+            self._title(*self._headline)
+
+    @staticmethod
+    def _pen(kind: str, t: themes.Theme):
+        if kind == "allocated":
+            return pg.mkPen(t.chart_lines["allocated"], style=Qt.DashLine)
+        return pg.mkPen(QColor(t.chart_lines[kind]), width=1)
 
     def show_run(self, run: Run, device: str) -> None:
         """Plot ``run``'s series on ``device``. A live run calls this as it grows: only the new
@@ -88,8 +113,9 @@ class MemoryChart(pg.PlotWidget):
             curve = self.curves.get(kind)
             if curve is None:
                 # steps, not ramps: the bytes after event i hold until event i + 1
-                curve = self.plot(x, y, name=label, pen=pg.mkPen(QColor(self.COLORS[kind]), width=1), fillLevel=0,
-                                  brush=QColor(self.FILLS[kind]), stepMode="right")
+                t = themes.current()
+                curve = self.plot(x, y, name=label, pen=self._pen(kind, t), fillLevel=0,
+                                  brush=QColor(t.chart_fills[kind]), stepMode="right")
                 self.curves[kind] = curve
             else:
                 curve.setData(x, y)
@@ -97,7 +123,8 @@ class MemoryChart(pg.PlotWidget):
         if self._cache["has_alloc"]:
             x, values = _peak_decimate(arrays["allocated"], self.MAX_POINTS)
             if "allocated" not in self.curves:
-                self.curves["allocated"] = self.plot(x, values, name="CUDA allocated", pen=pg.mkPen("#6b7280", style=Qt.DashLine))
+                self.curves["allocated"] = self.plot(x, values, name="CUDA allocated",
+                                                     pen=self._pen("allocated", themes.current()))
             else:
                 self.curves["allocated"].setData(x, values)
         elif "allocated" in self.curves:
@@ -111,21 +138,33 @@ class MemoryChart(pg.PlotWidget):
         if len(total) and total[peak_x] > 0:
             peak_value = int(total[peak_x])
             self.peak.setData([peak_x], [peak_value])
-            self._title(f"<span style='color:#c62828'>● peak {human_bytes(peak_value)} at event {peak_x}</span>"
-                        f" <span style='color:#6b7280'>(saved tensors on {device})</span>")
+            self._title("peak", device, human_bytes(peak_value), str(peak_x))
         else:
             self.peak.setData([], [])
-            self._title(f"<span style='color:#6b7280'>no saved tensors on {device}</span>")
+            self._title("empty", device)
         self._headroom(int(total.max()) if len(total) else 0)
 
-    def _title(self, headline: str) -> None:
-        keys = [(self.COLORS["activation"], "■", "activations"), (self.COLORS["param"], "■", "parameters (leaves that require grad)"),
-                (self.COLORS["input"], "■", "inputs and constants")]
+    def _title(self, what: str, device: str, *figures: str) -> None:
+        """The title: the peak (``what`` ``"peak"``, with its bytes and event), its absence (``"empty"``) or
+        a run still starting (``"waiting"``), and the legend."""
+        self._headline = (what, device, *figures)
+        t = themes.current()
+        if what == "peak":
+            headline = (f"<span style='color:{t.chart_cursor}'>● peak {figures[0]} at event {figures[1]}</span>"
+                        f" <span style='color:{t.muted}'>(saved tensors on {device})</span>")
+        elif what == "waiting":  # a new run whose first events have not come yet
+            headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
+        else:
+            headline = f"<span style='color:{t.muted}'>no saved tensors on {device}</span>"
+        lines = t.chart_lines
+        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters (leaves that require grad)"),
+                (lines["input"], "■", "inputs and constants")]
         if self._cache is not None and self._cache["has_alloc"]:
-            keys.append(("#6b7280", "┅", "CUDA allocated"))
+            keys.append((lines["allocated"], "┅", "CUDA allocated"))
         keys += [(color, "┅", label) for label, color in self._overlay_labels]
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
-                                      f"<span style='color:#374151'> {html.escape(label)}</span>" for color, mark, label in keys)
+                                      f"<span style='color:{t.chart_text}'> {html.escape(label)}</span>"
+                                      for color, mark, label in keys)
         self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
         self._wrap_title()
 
@@ -217,7 +256,7 @@ class MemoryChart(pg.PlotWidget):
         self.series = {}
         self._show_axes(bool(run.events))
         if not run.events:
-            self._title("<span style='color:#6b7280'>waiting for the run's first events</span>")
+            self._title("waiting", self.device)
 
     def _show_axes(self, shown: bool) -> None:
         for side in ("left", "bottom"):
