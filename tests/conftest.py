@@ -48,6 +48,8 @@ def window(qtbot, tmp_path, monkeypatch):
     from PySide6.QtCore import QSettings
 
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
+    # QSettings("graphview", "graphview") is the native format, whatever the default format is
+    QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(tmp_path / "settings"))
     QSettings.setDefaultFormat(QSettings.IniFormat)
     from graphview.qt.main_window import MainWindow
 

@@ -2,7 +2,7 @@
 
     graphview [SCRIPT_OR_TRACE]                        open the desktop app
     graphview record SCRIPT -o run.gvtrace [options] [-- ARGS]   record a script headless
-    graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT]
+    graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT] [--no-legend] [--no-caption]
     graphview info TRACE [--json]                      what a trace holds
     graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
     graphview diff A [B] [--step-a N] [--step-b M]     autograd nodes added/removed between graphs
@@ -101,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "lowered if the image would be too large)")
     exp.add_argument("--at", type=int, default=None, metavar="EVENT",
                      help="the graph as it was after this event index (default: every graph of the run)")
+    exp.add_argument("--no-legend", dest="legend", action="store_false",
+                     help="PNG, SVG, PDF: leave out the legend of node and edge kinds below the graph")
+    exp.add_argument("--no-caption", dest="caption", action="store_false",
+                     help="PNG, SVG, PDF: leave out the caption above the graph (script, step, event)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source")
@@ -287,7 +291,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         qt_app()
         scale = DEFAULT_SCALE if args.scale is None else args.scale
-        used = render_run(run, args.output, at=args.at, scale=scale)
+        used = render_run(run, args.output, at=args.at, scale=scale, caption=args.caption, legend=args.legend)
         if suffix != ".png" and args.scale is not None:
             print(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
                   file=sys.stderr)
@@ -296,6 +300,9 @@ def cmd_export(args: argparse.Namespace) -> int:
                   f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
         fmt = suffix[1:]
     else:
+        if not (args.legend and args.caption):
+            print("graphview: note: --no-legend and --no-caption apply to pictures only (PNG, SVG, PDF)",
+                  file=sys.stderr)
         fmt = export_graph(run, args.output, at=args.at)
     what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
     if run.failed:

@@ -123,6 +123,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("overview", "Overview in the corner", VIEW, lambda w, on: w.view.set_overview_enabled(on),
                checkable=True, checked=True),
     ActionSpec("shortcuts", "&Keyboard shortcuts", HELP, lambda w: w.show_shortcuts(), ("F1",)),
+    ActionSpec("about", "&About graphview", HELP, lambda w: w.show_about()),
 )
 
 
@@ -172,15 +173,22 @@ def update_enabled(window: MainWindow, actions: dict[str, QAction], specs: tuple
             actions[spec.id].setEnabled(bool(spec.enabled_when(window)))
 
 
+def menu_title(path: str) -> str:
+    """A menu path as the user reads it: ``"&File/&Export"`` is ``"File › Export"``."""
+    return path.replace("&", "").replace("/", " › ")
+
+
 def shortcut_sheet(specs: tuple[ActionSpec, ...] = ACTIONS) -> str:
-    """Every command with a key, grouped by menu, as an HTML table."""
-    rows = []
-    muted = themes.current().muted
+    """Every command with a key, grouped by menu in the menus' order, as an HTML table with a
+    heading row per menu."""
+    groups: dict[str, list[str]] = {}
+    heading = themes.current().canvas.border["op"]
     for spec in specs:
-        if spec.shortcuts:
-            menu = spec.menu.replace("&", "").replace("/", " › ")
-            keys = " or ".join(key_text(s) for s in spec.shortcuts)
-            rows.append(f"<tr><td style='padding-right:12px'><b>{html.escape(keys)}</b></td>"
-                        f"<td>{html.escape(spec.text.replace('&', ''))}</td>"
-                        f"<td style='color:{muted};padding-left:12px'>{html.escape(menu)}</td></tr>")
-    return f"<table>{''.join(rows)}</table>"
+        rows = groups.setdefault(spec.menu, [])
+        keys = " or ".join(text for text in map(key_text, spec.shortcuts) if text)
+        if keys:  # a standard key this platform binds to nothing (Quit on some) is left out
+            rows.append(f"<tr><td style='padding-right:16px'><b>{html.escape(keys)}</b></td>"
+                        f"<td>{html.escape(spec.text.replace('&', ''))}</td></tr>")
+    sections = (f"<tr><td colspan='2' style='padding-top:10px; color:{heading}; font-size:large'>"
+                f"{html.escape(menu_title(menu))}</td></tr>{''.join(rows)}" for menu, rows in groups.items() if rows)
+    return f"<table>{''.join(sections)}</table>"  # one table: the keys line up from menu to menu

@@ -1,74 +1,123 @@
 """ExportDialogs: File > Export, from asking for a path to saying what was written or why not.
 
 Drawing and writing are :mod:`graphview.qt.export` (the graph's image) and
-:mod:`graphview.core.export` (its data); this module is the dialogs around them.
+:mod:`graphview.core.export` (its data); where dialogs start and what they suggest is
+:mod:`graphview.qt.file_dialogs`; this module is the dialogs around them.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QFileDialog
 
+from graphview.core.captions import caption, file_stem
 from graphview.core.export import ExportError, export_graph, save
 from graphview.core.trace import SUFFIX, TraceError, write_trace
 from graphview.qt.export import render_scene, save_png
+from graphview.qt.file_dialogs import SAVE, ask_save
+from graphview.qt.image_export_dialog import FORMATS, ImageExportDialog
 
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
 
+PNG_SCALE = 2.0
+
 
 class ExportDialogs(QObject):
-    """The window's exports; each takes a path, or asks for one when given none."""
+    """The window's exports; each takes a path, or asks for one when given none.
+
+    The picture's options (format, legend, caption) are remembered in the window's settings,
+    under ``export/``; the folder under ``folders/save`` (:class:`~graphview.qt.file_dialogs.Folders`).
+    """
 
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.window = window
+        self.image_dialog: ImageExportDialog | None = None  # the one open, if any
 
+    # ------------------------------------------------------------------ names
+    def suggested_name(self, suffix: str, at_cursor: bool = True, tail: str = "") -> str:
+        """``transformer_block-step1-event120.svg`` (``at_cursor``) or ``transformer_block.gvtrace``."""
+        window = self.window
+        index = window.cursor if at_cursor and window.cursor >= 0 else None
+        return file_stem(window.run, index) + tail + suffix
 
-    # ------------------------------------------------------------------ export
-    def _ask_path(self, title: str, pattern: str) -> str | None:
-        path, chosen = QFileDialog.getSaveFileName(self.window, title, "", pattern)
-        if path and not os.path.splitext(path)[1]:
-            # a name typed without a suffix gets the one of the file type chosen in the dialog
-            match = re.search(r"\(\*(\.[\w.]+)\)", chosen or pattern)
-            if match:
-                path += match.group(1)
-        return path or None
+    def _option(self, key: str, default: bool) -> bool:
+        value = self.window.settings.value(f"export/{key}", default)
+        return value if isinstance(value, bool) else str(value).lower() == "true"
 
+    # ------------------------------------------------------------------ the picture
     def image(self, path: str | None = None) -> None:
-        path = path or self._ask_path("Export graph image", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        """Write the graph's picture to ``path`` with the options last chosen; without a path, ask
+        in an :class:`ImageExportDialog` (opened, not run: the window stays live behind it)."""
         if path:
-            self._guard(lambda: render_scene(self.window.scene, path, scale=2.0), path)
+            self._write_image(path, self._option("legend", True), self._option("caption", True))
+            return
+        suffix = self.window.settings.value("export/format", ".png")
+        suffix = suffix if suffix in FORMATS else ".png"
+        start = self.window.folders.start(SAVE, self.suggested_name(suffix))
+        dialog = ImageExportDialog(self.window, start, self._caption(), self._option("legend", True),
+                                   self._option("caption", True))
+        dialog.finished.connect(lambda _: self._on_image_finished(dialog))
+        dialog.accepted.connect(lambda: self._on_image_accepted(dialog))  # after finished
+        self.image_dialog = dialog
+        dialog.open()
+
+    def _on_image_finished(self, dialog: ImageExportDialog) -> None:
+        self.image_dialog = None
+        dialog.deleteLater()
+
+    def _on_image_accepted(self, dialog: ImageExportDialog) -> None:
+        settings = self.window.settings
+        path = dialog.path()
+        settings.setValue("export/legend", dialog.with_legend())
+        settings.setValue("export/caption", dialog.with_caption())
+        settings.setValue("export/format", os.path.splitext(path)[1].lower())
+        self._write_image(path, dialog.with_legend(), dialog.with_caption())
+
+    def _caption(self) -> str:
+        run, cursor = self.window.run, self.window.cursor
+        return caption(run, cursor) if run is not None and cursor >= 0 else ""
+
+    def _write_image(self, path: str, legend: bool, with_caption: bool) -> None:
+        text = self._caption() if with_caption else ""
+        self._guard(lambda: render_scene(self.window.scene, path, PNG_SCALE, caption=text, legend=legend), path)
+
+    # ------------------------------------------------------------------ the rest
+    def _ask(self, title: str, name: str, pattern: str) -> str | None:
+        return ask_save(self.window, self.window.folders, title, name, pattern)
 
     def data(self, path: str | None = None) -> None:
-        path = path or self._ask_path("Export graph data", "JSON (*.json);;DOT (*.dot);;GraphML (*.graphml)")
+        path = path or self._ask("Export graph data", self.suggested_name(".json"),
+                                 "JSON (*.json);;DOT (*.dot);;GraphML (*.graphml)")
         if path and self.window.run is not None:
             self._guard(lambda: export_graph(self.window.run, path, at=self.window.cursor), path)
 
     def chart_png(self, path: str | None = None) -> None:
-        path = path or self._ask_path("Export memory chart", "PNG (*.png)")
+        path = path or self._ask("Export memory chart", self.suggested_name(".png", False, "-memory"), "PNG (*.png)")
         if path:
             self._guard(lambda: save_png(self.window.memory.grab(), path), path)
 
     def chart_csv(self, path: str | None = None) -> None:
-        path = path or self._ask_path("Export memory series", "CSV (*.csv)")
+        path = path or self._ask("Export memory series", self.suggested_name(".csv", False, "-memory"), "CSV (*.csv)")
         if path:
             self._guard(lambda: save(path, self.window.memory.to_csv()), path)
 
     def trace(self, path: str | None = None) -> None:
-        path = path or self._ask_path("Save run as trace", f"graphview trace (*{SUFFIX})")
+        path = path or self._ask("Save run as trace", self.suggested_name(SUFFIX, False), f"graphview trace (*{SUFFIX})")
         if path and self.window.run is not None:
             self._guard(lambda: write_trace(path, self.window.run.events), path)
 
     def _guard(self, action, path: str) -> bool:
+        """Run ``action``; say what was written, or why not. The folder of a file written is
+        where the next save dialog starts."""
         try:
             action()
         except (ExportError, TraceError, OSError) as exc:
             self.window.show_error("Export failed", str(exc))
             return False
+        self.window.folders.remember(SAVE, path)
         self.window.statusBar().showMessage(f"wrote {path}", 8000)
         return True

@@ -14,15 +14,17 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
                                QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
-from graphview.qt.actions import build_actions, shortcut_sheet, update_enabled
+from graphview.qt.actions import build_actions, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
+from graphview.qt.file_dialogs import Folders, ask_open
+from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.player import Player
 from graphview.qt.run_controller import RunController
@@ -51,6 +53,7 @@ class MainWindow(QMainWindow):
         self.script_path: str | None = None
         self.options = RunOptions()
         self.settings = QSettings("graphview", "graphview")
+        self.folders = Folders(self.settings)
         self.session = Session(self)
         self.runs = RunController(self)
         self.player = Player(self)
@@ -251,8 +254,8 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction(path, lambda p=path: self.sigOpenRequested.emit(p))
 
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a script or a trace", "",
-                                              f"Scripts and traces (*.py *{SUFFIX});;All files (*)")
+        path = ask_open(self, self.folders, "Open a script or a trace",
+                        f"Scripts and traces (*.py *{SUFFIX});;All files (*)")
         if path:
             self.sigOpenRequested.emit(path)
 
@@ -278,10 +281,18 @@ class MainWindow(QMainWindow):
         if self._interactive():
             QMessageBox.information(self, title, message)
 
-    def show_shortcuts(self) -> None:
+    def show_shortcuts(self) -> ShortcutSheet:
         """Help > Keyboard shortcuts: every key of the window, from the table of actions."""
-        if self._interactive():
-            QMessageBox.information(self, "Keyboard shortcuts", shortcut_sheet())
+        return self._show_help(ShortcutSheet(self))
+
+    def show_about(self) -> AboutDialog:
+        """Help > About graphview: the versions of graphview, torch, Qt, PySide6 and Python."""
+        return self._show_help(AboutDialog(self, self.run))
+
+    def _show_help(self, dialog):
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.show()  # not modal: the keys can be tried with the sheet open
+        return dialog
 
     # ------------------------------------------------------------------ runs
     def begin_run(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:

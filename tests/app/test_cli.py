@@ -297,6 +297,36 @@ def test_scale_must_be_positive_and_a_lowered_scale_is_reported(tmp_path, traces
     assert result.returncode == 0 and "used scale" not in result.stderr
 
 
+def test_exported_pictures_carry_a_caption_and_the_legend_unless_left_out(tmp_path, traces):
+    import pypdf
+
+    from graphview.core import timeline
+    from graphview.core.captions import caption
+    from graphview.qt.widgets.legend import LEGEND
+
+    def pdf_text(path):
+        return " ".join(pypdf.PdfReader(str(path)).pages[0].extract_text().split())
+
+    run = Run(read_trace(traces["ok"]).events)
+    expected = " ".join(caption(run, timeline.overview(run)).split())
+    assert expected.startswith("chain_rule.py · event ")
+    full, bare = tmp_path / "full.pdf", tmp_path / "bare.pdf"
+    assert graphview("export", traces["ok"], "-o", full).returncode == 0
+    assert graphview("export", traces["ok"], "-o", bare, "--no-legend", "--no-caption").returncode == 0
+    full_text, bare_text = pdf_text(full), pdf_text(bare)
+    for label in ("MulBackward0", "PowBackward0", "AccumulateGrad"):
+        assert label in full_text and label in bare_text, label
+    assert expected in full_text and expected not in bare_text
+    for entry in LEGEND:  # "AccumulateGrad" is a node's label too
+        assert full_text.count(entry.text) > bare_text.count(entry.text), entry.text
+    png, png_bare = tmp_path / "g.png", tmp_path / "bare.png"
+    assert graphview("export", traces["ok"], "-o", png, "--scale", "1").returncode == 0
+    assert graphview("export", traces["ok"], "-o", png_bare, "--scale", "1", "--no-legend").returncode == 0
+    assert png_size(png)[1] > png_size(png_bare)[1]
+    result = graphview("export", traces["ok"], "-o", tmp_path / "g.json", "--no-legend")
+    assert result.returncode == 0 and "apply to pictures only" in result.stderr
+
+
 def test_info_on_a_damaged_trace(tmp_path, traces):
     lines = traces["ok"].read_bytes().splitlines(keepends=True)
     header_only, damaged_after_header, damaged_later, no_start = (tmp_path / f"{n}.gvtrace" for n in range(4))

@@ -47,7 +47,7 @@ def test_the_shortcut_sheet_lists_every_key(window):
     for spec in ACTIONS:
         for shortcut in spec.shortcuts:
             assert key_text(shortcut) in sheet, spec.id
-        if spec.shortcuts:
+        if any(map(key_text, spec.shortcuts)):  # a standard key may be bound to nothing here (Quit, offscreen)
             assert spec.text.replace("&", "") in sheet
     assert "Run to next backward" in sheet and "<b>B</b>" in sheet
 

@@ -109,14 +109,14 @@ def test_opening_a_box_lays_out_again_and_keeps_the_picture_in_place(canvas, rec
     group.sigToggled.emit(group.key)  # what a double-click does
     assert "encoder.layers.0" not in scene.collapsed
     assert scene.boxes.gliding  # nodes glide to their places
-    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
+    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=15000)
     assert (view.mapFromScene(above.pos()) - on_screen).manhattanLength() <= 2
     assert head.rect.top() > head_before  # what came after moved down to make room
     # its children are shut: one level opened, not all of them
     assert "encoder.layers.0.self_attn" in scene.collapsed
     assert scene.groups["encoder.layers.0.self_attn"].isVisible()
     group.sigToggled.emit(group.key)
-    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
+    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=15000)
     assert head.rect.top() == head_before
 
 

@@ -1,76 +1,155 @@
-"""Legend: the canvas's node kinds and states, a swatch and its words each."""
+"""The legend: what the canvas's fills, borders, badges and arrows mean.
+
+:data:`LEGEND` is the one list of entries. The :class:`Legend` widget below the canvas shows it,
+and exported pictures (:mod:`graphview.qt.export_page`) draw the same entries with the same
+:func:`paint_swatch`, so the two cannot differ.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from graphview.core.drawing import NODE_KINDS
 from graphview.qt import theme as themes
-from graphview.qt.canvas.style import CanvasColors
+from graphview.qt.canvas.style import LIGHT, TENSOR_KINDS, CanvasColors, colors
 from graphview.qt.widgets.flow_layout import FlowLayout
 
-# the states after the kinds: (key, words); their swatches are drawn by _swatch_style
-STATES = (("running", "running now (backward)"), ("error", "where the error happened"),
-          ("freed", "freed by backward"), ("unreachable", "kept alive, not on the loss's path"),
-          ("saved", "bytes held for backward"))
+SWATCH = 14.0  # a node swatch is SWATCH square; an arrow swatch is twice as wide
+TEXT_COLOR = QColor("#374151")
 
 
-def _css(color: str) -> str:
-    """A colour for a stylesheet (``#aarrggbb`` as ``rgba()``, which stylesheets read)."""
-    c = QColor(color)
-    return f"rgba({c.red()},{c.green()},{c.blue()},{c.alphaF():.2f})" if c.alpha() < 255 else c.name()
+@dataclass(frozen=True)
+class LegendEntry:
+    """One entry: a swatch and the words beside it.
+
+    ``shape`` is ``"pill"`` (a tensor), ``"box"`` (an autograd node or a node state),
+    ``"badge"`` (a rounded tag with ``word`` in it) or ``"arrow"`` (an edge).
+    """
+
+    text: str
+    fill: QColor
+    border: QColor
+    shape: str = "box"
+    dashed: bool = False
+    width: float = 1.5
+    word: str = ""
+    tooltip: str = ""
+
+    def swatch_size(self) -> QSize:
+        if self.shape == "arrow":
+            return QSize(int(SWATCH * 2), int(SWATCH))
+        if self.shape == "badge":
+            return QSize(int(SWATCH * 2.6), int(SWATCH))
+        return QSize(int(SWATCH), int(SWATCH))
 
 
-def _swatch_style(key: str, c: CanvasColors) -> str:
-    if key in NODE_KINDS:
-        radius = 7 if key not in ("op", "accumulate") else 2
-        return (f"background:{_css(c.fill[key])}; border:1.5px solid {_css(c.border[key])};"
-                f"border-radius:{radius}px")
-    return {
-        "running": f"background:{_css(c.running_fill)}; border:2px solid {_css(c.running_border)}; border-radius:2px",
-        "error": f"background:{_css(c.error_fill)}; border:2px solid {_css(c.error_border)}; border-radius:2px",
-        "freed": f"background:{_css(c.freed_fill)}; border:1.5px dashed {_css(c.freed_border)}; border-radius:2px",
-        "unreachable": f"background:{_css(c.unreachable_fill)}; border:1.5px solid {_css(c.unreachable_border)};"
-                       "border-radius:2px",
-        "saved": f"background:{_css(c.saved_fill)}; border:1px solid {_css(c.saved_border)}; color:{_css(c.saved_text)};"
-                 "border-radius:6px; padding:0 3px; font-size:9px",
-    }[key]
+def legend_entries(c: CanvasColors | None = None) -> tuple[LegendEntry, ...]:
+    """Every entry in the order the legend shows them (node kinds, node states, badges, edge
+    kinds), in the canvas colours of theme ``c`` (the one applied now by default)."""
+    c = c or colors()
+    nodes = [LegendEntry(text, c.fill_of(kind), c.border_of(kind), "pill" if kind in TENSOR_KINDS else "box",
+                         dashed=kind == "detached")
+             for kind, text in NODE_KINDS.items()]
+    return (
+        *nodes,
+        LegendEntry("running now (backward)", c.q("running_fill"), c.q("running_border"), width=2),
+        LegendEntry("where the error happened", c.q("error_fill"), c.q("error_border"), width=2),
+        LegendEntry("freed by backward", c.q("freed_fill"), c.q("freed_border"), dashed=True),
+        LegendEntry("kept alive, not on the loss's path", c.q("unreachable_fill"), c.q("unreachable_border"),
+                    tooltip="alive, but on no path from the loss: backward will not run it"),
+        LegendEntry("bytes held for backward", c.q("saved_fill"), c.q("saved_border"), "badge", width=1, word="saved"),
+        # the arrows' pens are EdgeItem's (graphview.qt.canvas.edges)
+        LegendEntry("forward data flow", c.q("edge"), c.q("edge"), "arrow", width=1.4,
+                    tooltip="arrows follow the forward data flow: backward runs against them"),
+        LegendEntry("leaf → AccumulateGrad", c.q("edge_accumulate"), c.q("edge_accumulate"), "arrow", width=1.4,
+                    tooltip="a leaf tensor into the AccumulateGrad node that adds into its .grad"),
+        LegendEntry("no gradient flows", c.q("edge"), c.q("edge"), "arrow", dashed=True, width=1.4,
+                    tooltip="an input that does not require grad, a detach, or an op run without grad"),
+    )
+
+
+#: the entries in the light theme's colours (their words are the same in every theme)
+LEGEND: tuple[LegendEntry, ...] = legend_entries(LIGHT)
+
+
+def paint_swatch(painter: QPainter, rect: QRectF, entry: LegendEntry) -> None:
+    """Draw ``entry``'s swatch into ``rect`` (its :meth:`~LegendEntry.swatch_size`)."""
+    painter.save()
+    painter.setRenderHint(QPainter.Antialiasing)
+    pen = QPen(entry.border, entry.width, Qt.DashLine if entry.dashed else Qt.SolidLine)
+    if entry.shape == "arrow":
+        y = rect.center().y()
+        tip = QPointF(rect.right() - 1, y)
+        painter.setPen(pen)
+        painter.drawLine(QPointF(rect.left() + 1, y), tip - QPointF(5, 0))
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(entry.fill)
+        painter.drawPolygon(QPolygonF([tip, tip - QPointF(7, 3.5), tip - QPointF(7, -3.5)]))
+    else:
+        inner = rect.adjusted(entry.width / 2, entry.width / 2, -entry.width / 2, -entry.width / 2)
+        radius = inner.height() / 2 if entry.shape in ("pill", "badge") else 2.0
+        painter.setPen(pen)
+        painter.setBrush(entry.fill)
+        painter.drawRoundedRect(inner, radius, radius)
+        if entry.word:
+            font = QFont("DejaVu Sans", 6)
+            font.setBold(True)
+            painter.setFont(font)
+            painter.setPen(entry.border.darker(130))
+            painter.drawText(inner, Qt.AlignCenter, entry.word)
+    painter.restore()
+
+
+class Swatch(QWidget):
+    """One entry's swatch, painted by :func:`paint_swatch`."""
+
+    def __init__(self, entry: LegendEntry, parent=None) -> None:
+        super().__init__(parent)
+        self.entry = entry
+        self.setFixedSize(entry.swatch_size())
+        if entry.tooltip:
+            self.setToolTip(entry.tooltip)
+
+    def paintEvent(self, event) -> None:
+        painter = QPainter(self)
+        paint_swatch(painter, QRectF(self.rect()), self.entry)
+        painter.end()
 
 
 class Legend(QWidget):
-    """What the canvas's fills, borders and badges mean, in a line that wraps with the window's width."""
+    """Every legend entry in a line that wraps with the window's width, in the theme's colours."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("legend")  # the theme's stylesheet colours its words (#legend QLabel)
         layout = FlowLayout(self, spacing=12)
         layout.setContentsMargins(6, 2, 6, 2)
-        self.swatches: dict[str, QLabel] = {}
+        self.swatches: list[Swatch] = []
         self.words: list[QLabel] = []
-        for key, text in (*NODE_KINDS.items(), *STATES):
-            swatch = QLabel("saved" if key == "saved" else "")
-            if key != "saved":
-                swatch.setFixedSize(14, 14)
-            if key == "unreachable":
-                swatch.setToolTip("alive, but on no path from the loss: backward will not run it")
-            swatch.setObjectName("swatch")
-            self.swatches[key] = swatch
-            cell = QWidget()  # a swatch and its words stay together when the legend wraps
+        for entry in legend_entries():  # a swatch and its words stay together when the legend wraps
+            cell = QWidget()
             pair = QHBoxLayout(cell)
             pair.setContentsMargins(0, 0, 0, 0)
             pair.setSpacing(4)
+            swatch = Swatch(entry)
+            self.swatches.append(swatch)
             pair.addWidget(swatch)
-            label = QLabel(text)
+            label = QLabel(entry.text)
+            if entry.tooltip:
+                label.setToolTip(entry.tooltip)
             self.words.append(label)
             pair.addWidget(label)
             layout.addWidget(cell)
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
-        self.apply_theme()
         themes.changes().changed.connect(self.apply_theme)
 
     def apply_theme(self, theme: themes.Theme | None = None) -> None:
-        """The swatches in the canvas's colours of the theme now applied."""
-        colors = (theme or themes.current()).canvas
-        for key, swatch in self.swatches.items():
-            swatch.setStyleSheet(_swatch_style(key, colors))
+        """The swatches in the canvas colours of the theme now applied."""
+        entries = legend_entries((theme or themes.current()).canvas)
+        for swatch, entry in zip(self.swatches, entries):
+            swatch.entry = entry
+            swatch.update()

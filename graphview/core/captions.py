@@ -1,0 +1,50 @@
+"""What an exported picture says under its title, and the file names graphview suggests.
+
+``caption(run, 120)`` is ``"transformer_block.py · step 1 · event 120 of 503: line 30: linear ..."``,
+``file_stem(run, 120)`` is ``"transformer_block-step1-event120"``: both name the script, the
+training step and the event a picture shows, so a folder of exports reads like the timeline.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from graphview.core import timeline
+from graphview.core.run import Run
+
+
+def script_name(run: Run) -> str:
+    """The file name of the run's script (``transformer_block.py``); ``""`` when the run has no start."""
+    script = (run.start or {}).get("script") or ""
+    return os.path.basename(str(script))
+
+
+def step_at(run: Run, index: int) -> int | None:
+    """The number of the training step event ``index`` belongs to; None outside every step."""
+    for step in run.steps:
+        end = step["end"] if step["end"] is not None else len(run.events)
+        if step["start"] <= index <= end:
+            return step["step"]
+    return None
+
+
+def caption(run: Run, index: int) -> str:
+    """Script · step · event and what happened there, in one line."""
+    parts = [script_name(run) or "graphview run"]
+    step = step_at(run, index)
+    if step is not None:
+        parts.append(f"step {step}")
+    if 0 <= index < len(run.events):
+        parts.append(f"event {index} of {len(run.events) - 1}: {timeline.describe(run, index)}")
+    return " · ".join(parts)
+
+
+def file_stem(run: Run | None, index: int | None = None, fallback: str = "graph") -> str:
+    """A file name without suffix: the script's name, then its step and event when ``index`` is given."""
+    name = os.path.splitext(script_name(run))[0] if run is not None else ""
+    name = re.sub(r"[^\w.-]+", "_", name).strip("._") or fallback
+    if run is None or index is None or not 0 <= index < len(run.events):
+        return name
+    step = step_at(run, index)
+    return f"{name}-step{step}-event{index}" if step is not None else f"{name}-event{index}"

@@ -1,0 +1,37 @@
+"""Captions of exported pictures and the file names graphview suggests."""
+
+from __future__ import annotations
+
+from graphview.core import timeline
+from graphview.core.captions import caption, file_stem, step_at
+from graphview.core.run import Run
+from tests.conftest import lesson, model
+
+
+def test_a_step_script_is_captioned_with_its_step_and_event(record):
+    run = record(model("mlp_optimizer"), steps=3)
+    assert [s["step"] for s in run.steps] == [1, 2, 3]
+    second = run.steps[1]
+    index = next(i for i in range(second["start"], second["end"]) if run.events[i].get("ev") == "backward_start")
+    assert step_at(run, index) == 2
+    assert step_at(run, run.steps[0]["start"]) == 1 and step_at(run, run.steps[2]["end"]) == 3
+    last = len(run.events) - 1
+    assert caption(run, index) == f"mlp_optimizer.py · step 2 · event {index} of {last}: {timeline.describe(run, index)}"
+    assert file_stem(run, index) == f"mlp_optimizer-step2-event{index}"
+    assert file_stem(run) == "mlp_optimizer"
+
+
+def test_a_plain_script_has_no_step(record):
+    run = record(lesson("chain_rule"))
+    assert run.steps == [] and step_at(run, 5) is None
+    assert caption(run, 5).startswith(f"chain_rule.py · event 5 of {len(run.events) - 1}: ")
+    assert file_stem(run, 5) == "chain_rule-event5"
+
+
+def test_names_are_safe_file_names_with_a_fallback(record, write_script):
+    run = record(write_script("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n",
+                              name="my model (v2).py"))
+    assert file_stem(run, 3) == "my_model_v2-event3"
+    empty = Run([])
+    assert file_stem(empty, 0) == "graph" and file_stem(None) == "graph"
+    assert caption(empty, 0) == "graphview run"

@@ -1,0 +1,158 @@
+"""Exported pictures: real text in PDFs, the caption and the legend in PNG, SVG and PDF."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pypdf
+import pytest
+from PySide6.QtGui import QColor, QImage
+
+from graphview.core.captions import caption
+from graphview.core.options import RunOptions
+from graphview.qt.canvas import FILL, NODE_H, NODE_W
+from graphview.qt.export import content_rect, render_scene
+from graphview.qt.export_page import ExportPage
+from graphview.qt.widgets.legend import LEGEND
+from tests.conftest import lesson, model
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def show(window, run, index=None):
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(window.overview_index() if index is None else index)
+    return window
+
+
+def visible_nodes(window):
+    return [item for item in window.scene.node_items.values() if item.isVisible()]
+
+
+@pytest.fixture(scope="module")
+def transformer(request):
+    from graphview.capture.script import run_script
+    from graphview.core.run import Run
+
+    events: list[dict] = []
+    run_script(model("transformer_block"), events.append, RunOptions())
+    return Run(events)
+
+
+def pdf_runs(path) -> list[tuple[str, float, float, float]]:
+    """Each piece of text in the PDF: (text, font size on the page, x, y from the top of the page)."""
+    page = pypdf.PdfReader(str(path)).pages[0]
+    height = float(page.mediabox.height)
+    pieces = []
+
+    def visit(text, cm, tm, font, size):
+        if text.strip():
+            scale = abs(cm[3] * tm[3])
+            x = cm[0] * tm[4] + cm[4]
+            y = cm[3] * tm[5] + cm[5]
+            pieces.append((text, size * scale, x, height - y))
+
+    page.extract_text(visitor_text=visit)
+    return pieces
+
+
+def test_a_shut_module_box_is_exported_as_its_card(window, transformer, tmp_path):
+    show(window, transformer)
+    window.view.change_level(-1)  # shut the outermost boxes
+    shut = [g for g in window.scene.boxes.groups.values() if g.collapsed and g.isVisible()]
+    assert {g.path for g in shut} >= {"embed", "encoder.layers.0", "head"}
+    path = tmp_path / "shut.pdf"
+    window.export_image(str(path))
+    text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+    for group in shut:  # its path, type and what it holds, as on the canvas
+        assert f"{group.path} {group.box.type}" in text and group.summary() in text, group.path
+    assert all(content_rect(window.scene).contains(g.sceneBoundingRect()) for g in shut)  # inside the picture
+
+
+def test_pdf_labels_are_text_at_the_canvas_size_inside_their_boxes(window, transformer, tmp_path):
+    show(window, transformer)
+    window.view.change_level(None)  # every module box open: every node drawn
+    path = tmp_path / "graph.pdf"
+    window.export_image(str(path))
+    text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+    nodes = visible_nodes(window)
+    assert len(nodes) > 40
+    for item in nodes:
+        title = item.node.title
+        if len(title) <= 20:  # short enough never to be elided
+            assert title in text, title
+        else:  # elided at the start (dotted names) or the middle (op names): the end is kept
+            assert title[-8:] in text, title
+    assert "100×32 float32" in text  # a subtitle, and no ligature in "float32"
+    # the text is drawn at the canvas's size, where the canvas draws it: inside its node's box
+    page = ExportPage(content_rect(window.scene), caption(transformer, window.cursor))
+    item = next(i for i in nodes if i.node.title == "embed.weight")
+    centre = item.scenePos() - page.source.topLeft() + page.graph_rect.topLeft()
+    size, x, y = next((s, x, y) for t, s, x, y in pdf_runs(path) if t.strip() == "embed.weight")
+    assert 6 < size < NODE_H / 3
+    assert abs(x - centre.x()) < NODE_W / 2 and abs(y - centre.y()) < NODE_H / 2
+
+
+def test_pdf_holds_the_caption_and_the_legend(window, transformer, tmp_path):
+    show(window, transformer)
+    path = tmp_path / "graph.pdf"
+    window.export_image(str(path))
+    text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+    expected = caption(transformer, window.cursor)
+    assert expected.startswith("transformer_block.py · step 1 · event ")
+    assert words(expected) in text
+    for entry in LEGEND:
+        assert entry.text in text, entry.text
+
+
+def test_svg_holds_the_caption_and_every_legend_entry(window, record, tmp_path):
+    run = record(lesson("prediction"))
+    show(window, run)
+    path = tmp_path / "graph.svg"
+    window.export_image(str(path))
+    texts = [t.text for t in ET.parse(path).iter("{http://www.w3.org/2000/svg}text") if t.text]
+    joined = words(" ".join(texts))
+    assert words(caption(run, window.cursor)) in joined
+    assert joined.startswith("prediction.py · event ")  # a plain script: no step
+    for entry in LEGEND:
+        assert entry.text in texts, entry.text
+    titles = {i.node.title for i in visible_nodes(window)}
+    assert titles and titles <= set(texts)
+
+
+def test_a_png_grows_by_the_legend_and_shows_its_swatches(window, record, tmp_path):
+    run = record(lesson("prediction"))
+    show(window, run)
+    scale = 2.0
+    bare, full = tmp_path / "bare.png", tmp_path / "full.png"
+    render_scene(window.scene, str(bare), scale, caption="", legend=False)
+    render_scene(window.scene, str(full), scale, caption="", legend=True)
+    page = ExportPage(content_rect(window.scene), "", legend=True)
+    bare_image, full_image = QImage(str(bare)), QImage(str(full))
+    assert bare_image.width() == int(content_rect(window.scene).width() * scale)
+    assert page.legend_height > 30
+    assert abs(full_image.height() - bare_image.height() - page.legend_height * scale) <= 1
+    first = page.cells[0]  # the first node kind's swatch, in its fill colour
+    assert first.entry.fill == FILL["param"]
+    centre = first.swatch.center() * scale
+    assert QColor(full_image.pixel(int(centre.x()), int(centre.y()))) == FILL["param"]
+
+
+def test_the_caption_goes_on_top_and_pushes_the_graph_down(window, record, tmp_path):
+    run = record(lesson("prediction"))
+    show(window, run)
+    text = caption(run, window.cursor)
+    plain, captioned = tmp_path / "plain.png", tmp_path / "captioned.png"
+    render_scene(window.scene, str(plain), 1.0, caption="", legend=False)
+    render_scene(window.scene, str(captioned), 1.0, caption=text, legend=False)
+    page = ExportPage(content_rect(window.scene), text, legend=False)
+    assert page.caption_height > 10
+    assert abs(QImage(str(captioned)).height() - QImage(str(plain)).height() - page.caption_height) <= 1
+    # dark caption text in the band above the graph, nothing but white in a plain export there
+    image = QImage(str(captioned))
+    band = page.caption_rect.toRect()
+    dark = [(x, y) for x in range(band.left(), band.right(), 2) for y in range(band.top(), band.bottom(), 2)
+            if QColor(image.pixel(x, y)).lightness() < 100]
+    assert len(dark) > 20
