@@ -25,6 +25,7 @@ import tempfile
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
 from graphview.core.bundled import bundled_samples
+from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.files import WriteError
@@ -248,6 +249,9 @@ def cmd_record(args: argparse.Namespace) -> int:
                f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
     if end.get("status") == "ok":
         print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
+        cut = cut_finding(run)
+        if cut is not None:  # the script ran, but nothing it trains got a gradient
+            print(f"graphview: warning: {cut.title}: {cut.explanation}", file=sys.stderr)
         return EXIT_OK
     if not args.quiet:
         print_script_traceback(run)

@@ -67,7 +67,7 @@ class LiveRun:
 
     def _wait(self, runner_class, script, options) -> None:
         try:
-            self.runner = runner_class(script, options, self._put)
+            self.runner = runner_class(script, options, self._put, on_phase=self._put)
             self._spawned.set()
             if self.stopping:
                 self.runner.stop("stopped", grace=0.8)

@@ -59,12 +59,15 @@ class RunnerProcess:
 
     def __init__(self, script: str, options: RunOptions, on_event: Callable[[dict], None],
                  python: str | None = None, extra_args: list[str] | None = None,
-                 script_args: list[str] | None = None) -> None:
+                 script_args: list[str] | None = None, on_phase: Callable[[dict], None] | None = None) -> None:
         """``script`` as the user typed it becomes the script's ``sys.argv[0]``, followed by
-        ``script_args`` (default: ``options.args``), as ``python script ARGS`` would set them."""
+        ``script_args`` (default: ``options.args``), as ``python script ARGS`` would set them. The
+        runner's ``phase`` events (what it does before the script starts) go to ``on_phase``, never
+        to ``on_event``: they are no part of the run."""
         self.script = os.path.abspath(script)
         self.options = options
         self.on_event = on_event
+        self.on_phase = on_phase
         self.ended = False
         self.end_event: dict | None = None
         self.stop_reason: str | None = None
@@ -201,6 +204,10 @@ class RunnerProcess:
             event = json.loads(line)
         except ValueError:
             return  # a line cut off by a crash
+        if event.get("ev") == "phase":
+            if self.on_phase is not None:
+                self.on_phase(event)
+            return
         if event.get("ev") == "run_start":
             self._saw_start = True
         elif event.get("ev") == "run_end":

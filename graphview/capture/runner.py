@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         watch_lifeline(args.lifeline_fd)
     faulthandler.enable(file=sys.__stderr__, all_threads=False)
     pipe = EventPipe(args.events_fd)
+    pipe({"ev": "phase", "phase": "torch"})  # the slow part of starting: the window says so
 
     from graphview.capture.script import StopRun, run_script  # imports torch
 

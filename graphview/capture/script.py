@@ -412,4 +412,5 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
                 recorder._pending_names = [e for e in recorder._pending_names if e[1] != tid]
 
     with StepLog().installed() as log:
-        run_steps(module, options, log, emit, on_result=name_result, summarize=summarize)
+        run_steps(module, options, log, emit, on_result=name_result, summarize=summarize,
+                  identify=recorder.tid_of if recorder is not None else None)

@@ -95,10 +95,12 @@ def script_optimizer(module: types.ModuleType):
 def run_steps(module: types.ModuleType, options: RunOptions, log: StepLog,
               emit: Callable[[dict], None] = lambda event: None,
               on_result: Callable[[int, object], None] | None = None,
-              summarize: Callable[[object], object] | None = None) -> None:
+              summarize: Callable[[object], object] | None = None,
+              identify: Callable[[torch.Tensor], int | None] | None = None) -> None:
     """Run ``step()`` of ``module`` ``options.steps`` times by the protocol above.
 
-    ``on_result(step, result)`` sees what ``step()`` returned, before graphview's backward.
+    ``on_result(step, result)`` sees what ``step()`` returned, before graphview's backward;
+    ``identify(tensor)`` gives the recorded id of a returned tensor (``step_end``'s ``tid``).
     """
     step_fn = module.__dict__["step"]
     optimizer = script_optimizer(module)
@@ -118,5 +120,6 @@ def run_steps(module: types.ModuleType, options: RunOptions, log: StepLog,
                 and log.optimizer_steps == optimizer_steps_before):
             optimizer.step()
         returned = summarize(result) if summarize is not None and isinstance(result, torch.Tensor) else None
+        tid = identify(result) if identify is not None and isinstance(result, torch.Tensor) else None
         del result
-        emit({"ev": "step_end", "step": number, "result": returned})
+        emit({"ev": "step_end", "step": number, "result": returned, **({"tid": tid} if tid is not None else {})})

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graphview.core.cuts import Cut, find_cut, severed
+from graphview.core.events import summary_scalar
+from graphview.core.options import RunOptions
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 
@@ -85,6 +88,9 @@ def _no_grad_fn(run: Run):
 
 def _what_cut(run: Run, tid: int | None) -> tuple[int | None, str]:
     """Walk back from ``tid`` through the ops that made it to the one that cut the graph."""
+    cut = find_cut(run, tid)
+    if cut is not None:
+        return cut.line, _cut_words(run, cut) + "."
     seen = set()
     frontier = [tid] if tid is not None else []
     while frontier:
@@ -496,8 +502,74 @@ def _ddp_unused_parameters(run: Run):
                 f"Use {module} on every rank and every step (or freeze it: requires_grad_(False)); if the model "
                 "really skips it on some inputs, pass find_unused_parameters=True to DistributedDataParallel.",
                 call.start, f"t{tensors[0][0]}")
+# ---------------------------------------------------------------------- 15. a cut that leaves no parameter a gradient
+def cut_finding(run: Run) -> Finding | None:
+    """The graph was cut (a detach, no_grad, the "detach at" option) so that no leaf that requires
+    grad got a gradient: where, and what it did to the run. None if nothing was cut off so (a
+    backward() that raised for want of a grad_fn is the no-grad-fn finding instead)."""
+    found = severed(run)
+    if found is None or any(True for _ in _errors(run, "does not require grad and does not have a grad_fn")):
+        return None
+    cut, index, loss = found
+    loss_info = run.tensors.get(loss, {})
+    if not run.backwards:
+        made = (f"so {_the_loss(run, loss)} has no grad_fn: graphview ran no backward and no parameter got a "
+                "gradient")
+        title = f"the loss has no grad_fn: the graph is cut at line {cut.line}" if loss_info.get("grad_fn") is None \
+            else f"no backward ran: the graph is cut at line {cut.line}"
+    else:
+        calls = len(run.backwards)
+        made = (f"so {'the backward call' if calls == 1 else f'the {calls} backward calls'} reached no parameter: "
+                "none got a gradient")
+        title = f"no parameter gets a gradient: the graph is cut at line {cut.line}"
+    if cut.module or cut.module_type:
+        title += f" ({'module ' + cut.module if cut.module else cut.module_type})"
+    results = [summary_scalar(ev.get("result")) for _, ev in _step_ends(run)]
+    if len(results) > 1 and results[0] is not None and all(r == results[0] for r in results):
+        made += f", the optimizer changed nothing and the loss is {results[0]:.6g} in every step"
+    return Finding("graph-cut", title, cut.line, f"{_cut_words(run, cut)}, {made}.", _cut_fix(run, cut), cut.index,
+                   f"t{cut.tid}", [line for line in (loss_info.get("line"),) if line and line != cut.line])
+
+
+def _step_ends(run: Run):
+    return ((i, ev) for i, ev in enumerate(run.events) if ev.get("ev") == "step_end")
+
+
+def _options(run: Run) -> RunOptions:
+    return RunOptions.from_dict((run.start or {}).get("options") or {})
+
+
+def _cut_words(run: Run, cut: Cut) -> str:
+    """What cut the graph, and where: "The run option 'detach at 2' cut the graph at line 14, ..."."""
+    if cut.how == "detach at":
+        specs = ", ".join(_options(run).detach_at) or "?"
+        return f"The run option 'detach at {specs}' cut the graph at {cut.where}"
+    if cut.how == "detach":
+        call = {"detach_": ".detach_()", "data": ".data"}.get(cut.op or "", ".detach()")
+        return f"The script's {call} cut the graph at {cut.where}"
+    option = " (the grad mode run option)" if _options(run).grad_mode == cut.how else ""
+    return f"{cut.op or 'An op'} ran inside a {cut.how} region{option} at {cut.where}, where autograd records no graph"
+
+
+def _cut_fix(run: Run, cut: Cut) -> str:
+    if cut.how == "detach at":
+        return ("Clear 'detach at' in the run options (or detach where the parameters' gradients need not pass) and "
+                "run again.")
+    if cut.how == "detach":
+        return ("Remove that .detach() from the path between the parameters and the loss; detach only values that must "
+                "not learn (a target, a teacher's output).")
+    if _options(run).grad_mode == cut.how:
+        return "Set grad mode back to grad in the run options and run again."
+    return f"Run the forward with grad enabled: move it out of the {cut.how} block."
+
+
+def _graph_cut(run: Run):
+    finding = cut_finding(run)
+    if finding is not None:
+        yield finding
 
 
 CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
           _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write, _eval_is_not_no_grad,
-          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation, _ddp_unused_parameters]
+          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation, _ddp_unused_parameters,
+          _graph_cut]

@@ -25,7 +25,8 @@ run_start      script, mode ("plain" | "step" | "inprocess"), torch, python, dev
 run_end        status ("ok" | "error" | "exit" | "stopped" | "timeout" | "crashed"),
                exit_code, message
 step_start     step                       (step scripts: one per call of ``step()``)
-step_end       step, result (summary of what step() returned, or None)
+step_end       step, result (summary of what step() returned, or None),
+               tid (the returned tensor, when the recorder saw it)
 stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
@@ -69,6 +70,9 @@ gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_
 paused         line                       (in-process: ``rec.pause()``; nothing is recorded until
 resumed        line                        ``rec.resume()``, but nodes and saved tensors the paused
                                            code frees are)
+phase          phase ("torch": the runner is importing torch)   what the runner is doing before
+               ``run_start``; news for the window's status bar, not part of the run: the app
+               hands it to the status bar, and traces never hold it
 """
 
 from __future__ import annotations
@@ -247,7 +251,7 @@ SCHEMA: dict[str, dict] = {
                   "argv?": _list_of(_STR), "rank?": _OINT, "world_size?": _OINT},
     "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
     "step_start": {"step": _INT},
-    "step_end": {"step": _INT, "result": _is_summary},
+    "step_end": {"step": _INT, "result": _is_summary, "tid?": _OINT},
     "stdout": {"text": _STR, "native?": _BOOL},
     "stderr": {"text": _STR, "native?": _BOOL},
     "output_capped": {"stream": _STR, "bytes": _INT},
@@ -292,6 +296,7 @@ SCHEMA: dict[str, dict] = {
               "bid": _OINT, "limit?": _BOOL},
     "paused": {"line": _OINT},
     "resumed": {"line": _OINT},
+    "phase": {"phase": _STR},
     "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
                   "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
 }
@@ -305,6 +310,7 @@ EVENT_KINDS = frozenset(SCHEMA)
 REFERENCES: dict[str, dict] = {
     "tensor": {"grad_fn": ("vid", "one"), "base": ("tid", "one")},
     "name": {"tid": ("tid", "one")},
+    "step_end": {"tid": ("tid", "one")},
     "value": {"tid": ("tid", "one")},
     "op": {"inputs": ("tid", "refs"), "outputs": ("tid", "refs"), "grad_fn": ("vid", "one"),
            "recompute": ("bid", "one")},

@@ -99,6 +99,14 @@ def step_over_module(run: Run, cursor: int) -> int:
     return last(run)
 
 
+def opening(run: Run) -> int:
+    """Where the window opens a run: at its start (event 0), so stepping tells the script from
+    its first op; a run that failed opens where it failed (the graph up to the error)."""
+    if run.errors:
+        return run.errors[0][0]
+    return 0
+
+
 def overview(run: Run) -> int:
     """Where a finished run is best seen whole: its last graph complete, just before the backward
     that consumes it (at the very end, autograd has freed most graphs). A run that failed opens

@@ -15,7 +15,7 @@ import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
-                               QSplitter, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+                               QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
@@ -29,12 +29,14 @@ from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger,
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
 from graphview.qt.run_controller import RunController
+from graphview.qt.run_progress import RunProgress
 from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
 from graphview.qt.theme_menu import ThemeMenu
 from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import Legend
 from graphview.qt.widgets.form_keys import FormKeys
+from graphview.qt.window_layout import DockArrangement, fit_to_screen
 
 
 class MainWindow(QMainWindow):
@@ -48,7 +50,6 @@ class MainWindow(QMainWindow):
     def __init__(self, samples: list[str] | None = None) -> None:
         super().__init__()
         self.setWindowTitle("graphview")
-        self.resize(1500, 950)
         self.setAcceptDrops(True)
         self.script_path: str | None = None
         self.options = RunOptions()
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.timeline_bar = TimelineBar()
         self.status_label = QLabel("")
         self.rank_switcher = RankSwitcher()
+        self.progress = RunProgress()
         self._build_workspace(samples or [])
         self._build_docks()
         self._build_menus_and_toolbars()
@@ -78,12 +80,13 @@ class MainWindow(QMainWindow):
         self._connect()
         self._form_keys = FormKeys(self)
         QApplication.instance().installEventFilter(self._form_keys)
+        fit_to_screen(self)
 
     # ------------------------------------------------------------------ layout
     def _build_workspace(self, samples: list[str]) -> None:
-        """The start page, and the workspace: code | search, canvas, legend | inspector."""
-        code_box = QWidget()
-        code_layout = QVBoxLayout(code_box)
+        """The start page, and the workspace: search, canvas and legend (the panels are docks)."""
+        self.code_box = QWidget()
+        code_layout = QVBoxLayout(self.code_box)
         code_layout.setContentsMargins(0, 0, 0, 0)
         code_layout.setSpacing(0)
         self.code_note = QLabel()  # how graphview runs a step script, which differs from `python script.py`
@@ -92,18 +95,15 @@ class MainWindow(QMainWindow):
         self.code_note.hide()
         code_layout.addWidget(self.code_note)
         code_layout.addWidget(self.code, 1)
-        center = QWidget()
-        center_layout = QVBoxLayout(center)
+        self.workspace = QWidget()
+        center_layout = QVBoxLayout(self.workspace)
         center_layout.setContentsMargins(0, 0, 0, 0)
-        self.search = QLineEdit()
+        self.search = QLineEdit()  # in the stepping toolbar: the canvas keeps the room
         self.search.setPlaceholderText("Search nodes by name or op (Enter)…")
-        center_layout.addWidget(self.search)
+        self.search.setMinimumWidth(180)
+        self.search.setMaximumWidth(320)
         center_layout.addWidget(self.view, 1)
         center_layout.addWidget(Legend())
-        self.workspace = QSplitter(Qt.Horizontal)
-        for part in (code_box, center, self.inspector):
-            self.workspace.addWidget(part)
-        self.workspace.setSizes([380, 820, 300])
         self.start_page = StartPage(samples, self.recent_files())
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
@@ -111,15 +111,22 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.stack)
 
     def _build_docks(self) -> None:
-        """The timeline views in tabs below, the run options on the right; both shown with the first run."""
+        """The panels as docks, shown with the first run and arranged for the window's size
+        (:mod:`graphview.qt.window_layout`): the code pane, the inspector, the run options and the
+        timeline views in tabs."""
+        self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
+        self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
         self.bottom_tabs = QTabWidget()
         for panel, title in ((self.memory, "Memory (saved tensors)"), (self.console, "Console"),
                              (self.ledger, "Gradient ledger"), (self.diagnostics, "Diagnostics")):
             self.add_timeline_tab(panel, title)
+        self.code_dock = self._dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
+        self.inspector_dock = self._dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
+        self.toggles_dock = self._dock("Run options", "toggles", self.toggles, Qt.RightDockWidgetArea)
         self.bottom_dock = self._dock("Timeline views", "bottom", self.bottom_tabs, Qt.BottomDockWidgetArea)
         self.bottom_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
-        self.toggles_dock = self._dock("Run options", "toggles", self.toggles, Qt.RightDockWidgetArea)
-        self.resizeDocks([self.bottom_dock], [250], Qt.Vertical)
+        self.dock_arrangement = DockArrangement(self, self.code_dock, self.inspector_dock, self.toggles_dock,
+                                                self.bottom_dock)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
         """A panel in the tabs below the canvas that follows the session (a SessionView): the one
@@ -146,23 +153,26 @@ class MainWindow(QMainWindow):
         stepping.addSeparator()
         stepping.addWidget(QLabel(" speed "))
         stepping.addWidget(self.player.speed)
+        stepping.addSeparator()
+        stepping.addWidget(self.search)
         self.addToolBarBreak(Qt.TopToolBarArea)
         self.addToolBar(Qt.TopToolBarArea, self.timeline_bar)
         view_menu = self.menus["&View"]
         self.themes = ThemeMenu(view_menu, self.settings)  # applies the remembered theme (System at first)
         view_menu.addSeparator()  # panels closed with their × come back from here
-        view_menu.addAction(self.toggles_dock.toggleViewAction())
-        view_menu.addAction(self.bottom_dock.toggleViewAction())
+        for dock in (self.code_dock, self.inspector_dock, self.toggles_dock, self.bottom_dock):
+            view_menu.addAction(dock.toggleViewAction())
         update_enabled(self, self.actions)
 
     def show_workspace(self) -> None:
         """Leave the start page for the workspace (the first run)."""
         if self.stack.currentIndex() != 1:
             self.stack.setCurrentIndex(1)
-            self.bottom_dock.show()
-            self.toggles_dock.show()
-            width = max(900, self.width())
-            self.workspace.setSizes([470, width - 470 - 330, 330])
+            self.dock_arrangement.apply()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.dock_arrangement.follow_size()
 
     # ------------------------------------------------------------------ wiring
     def _attach_views(self) -> None:
@@ -187,9 +197,11 @@ class MainWindow(QMainWindow):
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
+        self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room
         self.statusBar().addPermanentWidget(self.rank_switcher)
         self.rank_switcher.sigOpenRequested.connect(self.sigOpenRequested)
+        self.sigRunRequested.connect(self.runs.note_rerun)  # first: before the app begins the re-run
 
     # ------------------------------------------------------------------ the session, as the window's own state
     @property
@@ -370,6 +382,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ selection and search
     def _on_selection_changed(self, node_id: str) -> None:
+        if node_id and self.tabifiedDockWidgets(self.inspector_dock):
+            self.inspector_dock.raise_()  # folded into tabs: a click on a node brings its details forward
         item = self.scene.node_items.get(node_id) if node_id and self.run is not None else None
         if item is not None and item.node.line is not None:
             self._show_line(item.node.line)

@@ -1,9 +1,11 @@
 """RunController: the lifecycle of the run the window shows (begin, grow, finish, summarise).
 
 A run begins empty (a live runner is starting) or whole (a trace, a test's recording). A live
-run grows in short event-loop slices while the runner streams, so the window keeps answering;
-when it ends, it is finished (chart, diagnostics, the view of its last complete graph) and
-summarised in words. Earlier runs of the same script are kept for the chart's overlays and for
+run grows in short event-loop slices while the runner streams, so the window keeps answering,
+and the status bar says what the runner is doing (:mod:`graphview.qt.run_progress`); when it
+ends, it is finished (chart, diagnostics) and summarised in words. Where its cursor and canvas
+open is :mod:`graphview.qt.run_placement`: at the start, or after "Run again" at the same op
+of the same step. Earlier runs of the same script are kept for the chart's overlays and for
 saying what a re-run with other options changed.
 """
 
@@ -20,6 +22,7 @@ from graphview.core.diagnostics import diagnose
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.qt.formatting import human_bytes
+from graphview.qt.run_placement import RunPlacement
 
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
@@ -62,6 +65,8 @@ class RunController(QObject):
         self.earlier_runs: list[tuple[str, Run]] = []
         self.comparison = ""
         self.slices_pending = 0
+        self.placement = RunPlacement(window)
+        self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
         self._chart_turn = 0
         # while a runner streams, the views catch up at most ten times a second
@@ -78,16 +83,21 @@ class RunController(QObject):
                     or (run is not None and run.end is not None and not self._finished))
 
     def overview_index(self) -> int:
-        """Where a finished run opens: its last graph complete, just before backward consumes it.
-
-        At the very end of a run most graphs are gone (autograd frees them), so the end is a poor
-        first view; the user steps or scrubs from there, or goes to the start (Home).
-        """
+        """The run's last graph complete, just before backward consumes it (what an image export
+        draws by default)."""
         return timeline.overview(self.window.run)
+
+    def note_rerun(self, options: RunOptions | None = None) -> None:
+        """A re-run of the shown script was asked for: the next run begun keeps the cursor's place."""
+        w = self.window
+        self._rerun_from = (w.run, w.cursor) if w.run is not None and w.run.events else None
 
     def begin(self, script_path: str | None, options: RunOptions, run: Run | None = None) -> None:
         """Show a (new) run; the previous one stays as an overlay on the memory chart."""
         w = self.window
+        rerun, self._rerun_from = self._rerun_from, None
+        if rerun is not None and (script_path is None or script_path != w.script_path or rerun[0] is not w.run):
+            rerun = None  # the place of a run of another script means nothing here
         if script_path is None or script_path != w.script_path:
             self.earlier_runs.clear()  # another script: nothing to compare with
         elif w.run is not None and len(w.run.events) > 1:
@@ -95,6 +105,8 @@ class RunController(QObject):
             self.earlier_runs.append((label, w.run))
         run = run if run is not None else Run()
         w.statusBar().clearMessage()  # what the last run ended with is not this run's news
+        w.status_label.setText("")
+        w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics), "Diagnostics")
         w.script_path = script_path
         w.options = options
         w.toggles.set_options(options)
@@ -105,6 +117,8 @@ class RunController(QObject):
         self._finished = False
         self._chart_turn = 0
         w.session.set_run(run)  # every view: the scene, the chart, the panels, the timeline bar
+        w.session.follow_live = False  # a run opens at its start (or where the re-run left it), not at its end
+        self.placement.begin(run, *(rerun or (None, -1)))
         w.search.clear()
         if w.bottom_tabs.currentWidget() is w.console:  # brought forward by an earlier failure
             w.bottom_tabs.setCurrentWidget(w.memory)
@@ -115,21 +129,29 @@ class RunController(QObject):
         w.setWindowTitle(f"graphview — {name} [{options.label()}]")
         self.refresh_source()
         if run.events:  # a trace: all of it at once
+            w.progress.finish()
             self.grow()
-            w.set_cursor(self.overview_index())
-            w.view.fit_readable()
+            self.placement.place(final=True)
+        elif script_path:
+            w.progress.start(script_path)
 
     def append_events(self, events: list[dict]) -> None:
         """Live: the runner sent more events."""
         w = self.window
         if w.run is None or not events:
             return
+        if w.run.start is None:  # the runner's phases come before the run itself: news, not events
+            for event in events:
+                if event.get("ev") == "phase":
+                    w.progress.set_phase(str(event.get("phase")))
+            events = [event for event in events if event.get("ev") != "phase"]
+            if not events:
+                return
         first = len(w.run.events) == 0
         w.run.extend(events)
         if first:
             self.refresh_source()
             self._refresh_live()
-            w.view.fit_readable()
         elif not self.live_refresh.isActive():
             self.live_refresh.start()
 
@@ -145,13 +167,16 @@ class RunController(QObject):
         # while the runner streams, small rounds keep the window responsive; once it has ended,
         # nothing competes and the backlog is worked off in larger ones
         more = self.grow(budget=200 if ended else 40, chart=False)
-        following = w.session.follow_live
+        w.progress.update_run(run, w.options.steps)
         self._chart_turn = (self._chart_turn + 1) % 5
 
         def cursor_slice() -> None:
             self.slices_pending -= 1
-            if w.run is run and w.session.follow_live and not w.player.playing:
-                w.set_cursor(len(run.events) - 1)
+            if w.run is run and not w.player.playing:
+                if self.placement.active:
+                    self.placement.place()
+                else:
+                    w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
             if self._chart_turn == 0 or not more:
                 self._later(chart_slice)
 
@@ -167,8 +192,7 @@ class RunController(QObject):
                 self.live_refresh.start()
         elif ended and not self._finished:
             self._finished = True
-            w.session.follow_live = False
-            self._later(lambda: self._finish_slice(following))
+            self._later(self._finish_slice)
 
     def _later(self, work) -> None:
         """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
@@ -176,21 +200,21 @@ class RunController(QObject):
         self.slices_pending += 1
         QTimer.singleShot(4, work)
 
-    def _finish_slice(self, move: bool) -> None:
+    def _finish_slice(self) -> None:
         self.slices_pending -= 1
-        self.finish(move=move)
+        self.finish()
 
-    def finish(self, move: bool = True) -> None:
-        """The run is over and drawn: its chart, diagnostics and (if the user was following it)
-        the view of its last complete graph, in an event-loop slice of its own."""
+    def finish(self) -> None:
+        """The run is over and drawn: its chart, diagnostics and summary, and (unless the user
+        moved the cursor) the cursor where the run opens, in an event-loop slice of its own."""
         w = self.window
         if w.run is None or w.run.end is None:
             return
+        w.progress.finish()
         w.memory.show_run(w.run, self._device())
         self.summarise()
-        if move:
-            w.set_cursor(self.overview_index())
-            w.view.fit_readable()
+        if self.placement.active:
+            self.placement.place(final=True)
         else:
             w.set_cursor(w.cursor)
 
@@ -218,17 +242,20 @@ class RunController(QObject):
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
-        w.status_label.setText(f"run {run.status}: {len(run.events)} events, {len(run.ops)} ops, "
+        cut = next((f for f in findings if f.code == "graph-cut"), None) if not run.failed else None
+        ended = f"run {run.status}" + (f", but the graph is cut at line {cut.line}" if cut is not None else "")
+        w.status_label.setText(f"{ended}: {len(run.events)} events, {len(run.ops)} ops, "
                                f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
         if run.status == "stopped":  # the user pressed Stop: not an error
             w.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
         elif run.failed:
             self._report_failure(run)
         else:
-            self._report_ineffective_options(run)
+            self._report_ineffective_options(run, cut)
 
-    def _report_ineffective_options(self, run: Run) -> None:
-        """Options that changed nothing, or that left nothing to differentiate, say so."""
+    def _report_ineffective_options(self, run: Run, cut=None) -> None:
+        """Options that changed nothing, or that left nothing to differentiate, say so; a graph cut
+        off from every parameter (``cut``, the finding) brings the Diagnostics tab forward."""
         w = self.window
         notes = []
         options = RunOptions.from_dict((run.start or {}).get("options") or {})
@@ -236,12 +263,17 @@ class RunController(QObject):
         for spec in options.detach_at:
             if not forced:
                 notes.append(f"detach at {spec!r} matched nothing in this run")
-        if run.mode == "step" and not run.backwards:
+        if cut is not None:
+            notes.append(f"{cut.title} (Diagnostics tab)")
+            w.bottom_tabs.setCurrentWidget(w.diagnostics)
+        elif run.mode == "step" and not run.backwards:
             notes.append("no backward ran: step() returned a tensor without grad_fn "
                          f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
         if notes:
             text = "; ".join(notes)
-            self.comparison = f"{self.comparison}; {text}" if self.comparison else text
+            # a cut graph is the news: first, before what the re-run changed
+            parts = [text, self.comparison] if cut is not None else [self.comparison, text]
+            self.comparison = "; ".join(part for part in parts if part)
             w.statusBar().showMessage(self.comparison, 30000)
 
     def _report_failure(self, run: Run) -> None:

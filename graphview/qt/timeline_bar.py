@@ -38,6 +38,12 @@ class TimelineBar(QToolBar):
     def set_run(self, run: Run) -> None:
         self.run = run
         self.set_length(len(run.events))
+        if not run.events:  # a live run whose runner is still starting (the status bar says how far)
+            self.slider.blockSignals(True)
+            self.slider.setValue(0)
+            self.slider.blockSignals(False)
+            self.position_label.setText(" no events yet")
+            self.position_label.setToolTip("")
 
     def set_length(self, events: int) -> None:
         """The run has ``events`` events (a live run grows)."""

@@ -28,22 +28,24 @@ def test_a_streamed_run_ends_like_the_run_read_whole(window, record, qtbot):
     stream(window, qtbot, whole, script)
     streamed = picture(window)
     assert window.run.status == "ok" and len(window.run.events) == len(whole.events)
-    assert window.cursor == window.overview_index()  # it was following: it opens where a trace opens
+    assert window.cursor == 0  # untouched while it streamed: it opens at its start, as a trace does
     assert window.status_label.text().startswith("run ok:")
     assert len(window.memory.series["total"]) == len(whole.events)
     window.begin_run(None, RunOptions(steps=2), whole)
     assert picture(window) == streamed
 
 
-def test_moving_the_cursor_while_streaming_stops_following(window, record, qtbot):
+def test_a_streaming_run_stays_at_its_start_and_a_moved_cursor_stays_put(window, record, qtbot):
     whole = record(model("mlp_optimizer"), steps=2)
     window.begin_run(whole.start["script"], RunOptions(steps=2))
     window.append_events(whole.events[:60])
-    qtbot.waitUntil(lambda: window.cursor == 59, timeout=10000)  # following the newest event
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
+    assert window.cursor == 0 and window.position_label.text().startswith(" 0 / 59")
     window.set_cursor(10)
     window.append_events(whole.events[60:])
     qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
     assert window.cursor == 10 and not window.follow_live
+    assert window.position_label.text().startswith(f" 10 / {len(whole.events) - 1}")  # the run grew under it
 
 
 def test_earlier_runs_of_the_same_script_are_kept_and_another_script_clears_them(window, record):

@@ -167,7 +167,8 @@ def test_clicking_a_code_line_selects_its_nodes(window, record):
 
 def test_search_selects_matching_nodes(window, record):
     run = record(model("mlp_optimizer"))
-    show(window, run)  # opens at the last graph, complete, before its backward
+    show(window, run)
+    window.set_cursor(window.overview_index())  # the last graph, complete, before its backward
     window.search.setText("addmm")
     window.find()
     assert window.scene.selectedItems() and all("Addmm" in i.node.title for i in window.scene.selectedItems())
@@ -226,6 +227,7 @@ def test_earlier_runs_stay_as_overlays(window, record):
 def test_module_groups_collapse_and_expand(window, record):
     run = record(model("transformer_block"))
     show(window, run)
+    window.set_cursor(window.overview_index())
     scene = window.scene
     scene.boxes.set_all(set())  # every box open: the drawing's own layout
     assert "encoder.layers.0.self_attn" in scene.groups
@@ -252,6 +254,7 @@ def test_module_groups_collapse_and_expand(window, record):
 def test_overview_shows_the_graph_and_moves_the_view(window, record, qtbot):
     run = record(model("mlp_optimizer"))
     show(window, run)
+    window.set_cursor(window.overview_index())
     overview = window.view.overview
     overview.redraw()
     assert overview.pixmap is not None and not overview.pixmap.isNull()
@@ -340,8 +343,8 @@ def test_inspector_draws_the_histogram_of_a_parameter(window, record):
     tid = next(t for t, info in run.tensors.items() if info.get("name") == "model.0.weight")
     node_id = next(n.id for n in run.tensor_nodes.values() if n.tid == tid)
     end = len(run.events) - 1
-    window.scene.select_node(node_id)
     window.set_cursor(end)
+    window.scene.select_node(node_id)
     html_text = window.inspector.toHtml()
     assert "hist:value" in html_text and "hist:grad" in html_text
     counts = run.value_at(tid, end)["stats"]["hist"]
@@ -487,7 +490,7 @@ def test_a_rerun_reports_per_step_changes_and_options_that_did_nothing(window, r
     window.begin_run(first.start["script"], RunOptions(grad_mode="no_grad"), cut)
     message = window.statusBar().currentMessage()
     assert "autograd nodes per step" in message and "peak saved" in message
-    assert "no backward ran" in message
+    assert "the loss has no grad_fn: the graph is cut at line 14" in message  # the cut, named
     nothing = record(model("mlp_optimizer"), detach_at=["nosuchmodule"])
     window.begin_run(first.start["script"], RunOptions(detach_at=["nosuchmodule"]), nothing)
     assert "detach at 'nosuchmodule' matched nothing" in window.statusBar().currentMessage()

@@ -1,12 +1,18 @@
-"""Overview: the minimap in the canvas's corner, the visible area marked; click to move there."""
+"""Overview: the minimap in a corner of the canvas, the visible area marked; click to move there.
+
+It sits in the bottom-right corner, or in the first other corner where it covers none of the
+nodes being shown (the node of the cursor's event, the selection), and is hidden when every
+corner would cover one.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
+from shiboken6 import isValid
 
 from graphview.qt.canvas.style import colors
 
@@ -34,15 +40,51 @@ class Overview(QWidget):
         for bar in (view.horizontalScrollBar(), view.verticalScrollBar()):
             bar.valueChanged.connect(self.sync)
             bar.rangeChanged.connect(self.sync)
+        view.scene().selectionChanged.connect(self.sync)  # a selected node must stay uncovered
+
+    MARGIN = 8
 
     def sync(self) -> None:
-        """Shown only while part of the graph is out of view; then the marked area follows the view."""
+        """Shown only while part of the graph is out of view, in a corner where it covers no node
+        being shown; the marked area follows the view."""
         if self.pixmap is None or not self.enabled:
             self.setVisible(False)
             return
         visible = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
-        self.setVisible(not visible.contains(self.source.adjusted(30, 30, -30, -30)))
+        corner = self.free_corner()
+        if corner is not None:
+            self.move(corner)
+        self.setVisible(corner is not None and not visible.contains(self.source.adjusted(30, 30, -30, -30)))
         self.update()
+
+    def corners(self) -> list[QPoint]:
+        """Where the minimap may sit, in the viewport, in order of preference: bottom right,
+        bottom left, top right, top left."""
+        area = self.view.viewport().rect()
+        right = area.width() - self.width() - self.MARGIN
+        bottom = area.height() - self.height() - self.MARGIN
+        return [QPoint(right, bottom), QPoint(self.MARGIN, bottom), QPoint(right, self.MARGIN),
+                QPoint(self.MARGIN, self.MARGIN)]
+
+    def free_corner(self) -> QPoint | None:
+        """The first corner where the minimap covers none of the nodes being shown, else None."""
+        shown = self.shown_rects()
+        for corner in self.corners():
+            box = QRect(corner, self.size()).adjusted(-4, -4, 4, 4)
+            if not any(box.intersects(rect) for rect in shown):
+                return corner
+        return None
+
+    def shown_rects(self) -> list[QRect]:
+        """The viewport rects of the nodes being shown: the cursor's node and the selected ones."""
+        scene = self.view.scene()
+        if scene is None or not isValid(scene):  # the window is being taken down
+            return []
+        items = [i for i in scene.selectedItems() if i.isVisible()]
+        at_cursor = scene.item_at_event(self.view.cursor_index) if hasattr(scene, "item_at_event") else None
+        if at_cursor is not None:
+            items.append(at_cursor)
+        return [self.view.mapFromScene(item.sceneBoundingRect()).boundingRect() for item in items]
 
     def apply_theme(self) -> None:
         """The theme changed: picture the graph again in its colours."""

@@ -33,6 +33,7 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.DontSavePainterState, True)
         self.setMinimumSize(300, 200)
         self.message = ""
+        self.cursor_index = -1  # the session's cursor: the overview keeps clear of its node
         self.overview = Overview(self)
         self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
         scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
@@ -49,7 +50,9 @@ class GraphView(QGraphicsView):
         self.set_message("")
 
     def set_cursor(self, index: int) -> None:
+        self.cursor_index = index
         self.overview.schedule()
+        self.overview.sync()
 
     def set_overview_enabled(self, enabled: bool) -> None:
         self.overview.enabled = enabled
@@ -86,9 +89,7 @@ class GraphView(QGraphicsView):
             self.overview.setFixedSize(width, int(width * 0.7))
             self.overview.pixmap = None
             self.overview.schedule()
-        self.overview.move(self.viewport().width() - self.overview.width() - 8,
-                           self.viewport().height() - self.overview.height() - 8)
-        self.overview.sync()
+        self.overview.sync()  # placed in a corner clear of the nodes being shown
 
     def wheelEvent(self, event) -> None:
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15

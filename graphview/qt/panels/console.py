@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QTextBrowser
 
+from graphview.core.diagnostics import cut_finding
 from graphview.core.events import summary_text
 from graphview.core.run import Run
 from graphview.qt import theme as themes
@@ -30,7 +31,10 @@ class Console(QTextBrowser):
                                    if url.toString().startswith("line:") else None)
 
     def set_run(self, run: Run) -> None:
+        """A new run: the last run's output (and its "run ok") goes."""
         self._run = run
+        self._shown_key = None
+        self.clear()
 
     def apply_theme(self, theme=None) -> None:
         """The theme changed: the output again, its coloured words in the theme's colours."""
@@ -76,9 +80,11 @@ class Console(QTextBrowser):
                 pieces.append((i, _error_html(ev)))
             elif kind == "run_end":
                 status = ev.get("status")
-                verdict = "ok" if status == "ok" else "error"
+                cut = cut_finding(run) if status == "ok" else None  # "run ok" would hide that nothing learned
+                verdict = "error" if status != "ok" else "warn" if cut is not None else "ok"
                 pieces.append((i, f"<span class='{verdict}'>── run {html.escape(status)}"
-                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''} ──</span>\n"))
+                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''}"
+                                  f"{', but ' + html.escape(cut.title) + ' (see Diagnostics)' if cut else ''} ──</span>\n"))
         scanned[0] = len(events)
         return pieces
 

@@ -30,7 +30,11 @@ class GradLedger(QTreeWidget):
             self.show_run(self._run, self._index)
 
     def set_run(self, run: Run) -> None:
+        """A new run: the last run's changes go (this run's come with the cursor)."""
         self._run = run
+        self._pending = None
+        self._shown_key = None
+        self.clear()
 
     def set_cursor(self, index: int) -> None:
         self.show_run(self._run, index)

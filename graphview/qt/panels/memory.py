@@ -1,4 +1,9 @@
-"""The memory chart: saved-tensor bytes over the run, stacked by kind, earlier runs as overlays."""
+"""The memory chart: saved-tensor bytes over the run, stacked by kind, earlier runs as overlays.
+
+An earlier run's overlay is lined up with the current run step by step and op by op
+(:class:`graphview.core.alignment.Alignment`), not by event number: runs with other options have
+other event counts, and the same step's hump must sit on the same hump.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 
+from graphview.core.alignment import Alignment
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
@@ -51,6 +57,8 @@ class MemoryChart(pg.PlotWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.overlays: list[pg.PlotDataItem] = []
         self._overlay_peaks: list[int] = []
+        self._overlay_data: list[tuple[Run, np.ndarray, np.ndarray]] = []  # (earlier run, its x, y)
+        self._alignments: list[Alignment | None] = []
         self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
         self.peak = pg.ScatterPlotItem(size=9)
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
@@ -93,6 +101,8 @@ class MemoryChart(pg.PlotWidget):
         self.device = device
         series = run.memory_series(device)
         self.series = series
+        self._show_axes(bool(series["total"]))
+        self._align_overlays(run)
         arrays = self._arrays(run, device, series)
         stack = np.zeros(len(arrays["total"]), dtype=np.int64)
         for kind in ("input", "param", "activation"):
@@ -135,12 +145,15 @@ class MemoryChart(pg.PlotWidget):
         self._headroom(int(total.max()) if len(total) else 0)
 
     def _title(self, what: str, device: str, *figures: str) -> None:
-        """The title: the peak (``what`` ``"peak"``, with its bytes and event) or its absence, and the legend."""
+        """The title: the peak (``what`` ``"peak"``, with its bytes and event), its absence (``"empty"``) or
+        a run still starting (``"waiting"``), and the legend."""
         self._headline = (what, device, *figures)
         t = themes.current()
         if what == "peak":
             headline = (f"<span style='color:{t.chart_cursor}'>● peak {figures[0]} at event {figures[1]}</span>"
                         f" <span style='color:{t.muted}'>(saved tensors on {device})</span>")
+        elif what == "waiting":  # a new run whose first events have not come yet
+            headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
         else:
             headline = f"<span style='color:{t.muted}'>no saved tensors on {device}</span>"
         lines = t.chart_lines
@@ -153,6 +166,27 @@ class MemoryChart(pg.PlotWidget):
                                       f"<span style='color:{t.chart_text}'> {html.escape(label)}</span>"
                                       for color, mark, label in keys)
         self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+        self._wrap_title()
+
+    def _wrap_title(self) -> None:
+        """The title wraps at the chart's width: a narrow chart (a dock beside the canvas) keeps
+        its plot whole instead of being pushed wider than its panel."""
+        label = getattr(getattr(self, "plotItem", None), "titleLabel", None)
+        if label is None or not label.isVisible():
+            return  # still being built, or no title yet
+        # the title sits above the plot area only, right of the byte axis
+        label.item.setTextWidth(max(120, self.width() - self.getAxis("left").width() - 24))
+        label.updateMin()
+        height = int(label.item.boundingRect().height()) + 2
+        label.setMaximumHeight(height)
+        self.plotItem.layout.setRowFixedHeight(0, height)
+        if self.centralWidget is not None:  # laid out again now that the title no longer holds it wide
+            self.centralWidget.setGeometry(self.range)
+
+    def resizeEvent(self, event) -> None:
+        self._wrap_title()  # first: the plot is then laid out within the new width
+        super().resizeEvent(event)
+        self._wrap_title()
 
     def _headroom(self, peak: int) -> None:
         """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
@@ -186,11 +220,22 @@ class MemoryChart(pg.PlotWidget):
         return {kind: buffer[:n] for kind, buffer in cache["buffers"].items()}
 
     def add_overlay(self, run: Run, label: str, color: str) -> None:
+        """An earlier ``run`` drawn dotted; lined up with the current run from its next :meth:`show_run`."""
         x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
         curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
         self._overlay_labels.append((label, color))
         self._overlay_peaks.append(int(y.max()) if len(y) else 0)
+        self._overlay_data.append((run, x, y))
+        self._alignments.append(None)
+
+    def _align_overlays(self, current: Run) -> None:
+        """Each overlay's events placed on the current run's axis (which grows while it streams)."""
+        for k, (earlier, x, y) in enumerate(self._overlay_data):
+            alignment = self._alignments[k]
+            if alignment is None or alignment.current is not current:
+                alignment = self._alignments[k] = Alignment(earlier, current)
+            self.overlays[k].setData(alignment.map(x), y)
 
     def clear_overlays(self) -> None:
         for curve in self.overlays:
@@ -198,10 +243,25 @@ class MemoryChart(pg.PlotWidget):
         self.overlays.clear()
         self._overlay_peaks.clear()
         self._overlay_labels.clear()
+        self._overlay_data.clear()
+        self._alignments.clear()
 
     def set_run(self, run: Run) -> None:
-        """A new run: the earlier runs' overlays go (the window adds back those it compares with)."""
+        """A new run: the last run's curves and the earlier runs' overlays go (the window adds back
+        those it compares with); until this run has events the chart has no axes to show."""
         self.clear_overlays()
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self.peak.setData([], [])
+        self.series = {}
+        self._show_axes(bool(run.events))
+        if not run.events:
+            self._title("waiting", self.device)
+
+    def _show_axes(self, shown: bool) -> None:
+        for side in ("left", "bottom"):
+            self.showAxis(side, shown)
+        self.cursor_line.setVisible(shown)
 
     def set_cursor(self, index: int) -> None:
         self.cursor_line.setValue(index)

@@ -1,0 +1,99 @@
+"""Where a run opens: at its start, the top of its graph in view; after "Run again", the same op."""
+
+from __future__ import annotations
+
+from graphview.core import timeline
+from graphview.core.options import RunOptions
+from graphview.qt.run_placement import START_HINT
+from tests.conftest import lesson, model
+
+
+def stream(window, qtbot, run, options, batch: int = 25) -> None:
+    window.begin_run(run.start["script"], options)
+    for start in range(0, len(run.events), batch):
+        window.append_events(run.events[start:start + batch])
+        qtbot.wait(1)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+
+
+def step_of(run, index: int) -> int:
+    return max((s["step"] for s in run.steps if s["start"] <= index), default=0)
+
+
+def test_a_run_opens_at_its_start_with_the_top_of_its_graph_in_view(window, record):
+    run = record(model("transformer_block"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert window.cursor == 0
+    assert window.view.message == START_HINT  # the empty canvas says what to do
+    shown = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
+    items = list(window.scene.node_items.values())
+    top = min(items, key=lambda i: i.sceneBoundingRect().top())
+    assert shown.contains(top.sceneBoundingRect())
+    assert shown.top() <= top.sceneBoundingRect().top() <= shown.top() + 120  # the top of the graph at the top
+    assert window.view.transform().m11() >= 0.55  # names can be read
+    # the first nodes the user steps onto are on screen without scrolling
+    while window.scene.item_at_event(window.cursor) is None:
+        window.move(timeline.step_forward)
+    assert shown.contains(window.scene.item_at_event(window.cursor).sceneBoundingRect())
+
+
+def test_a_streamed_run_opens_at_its_start_too(window, record, qtbot):
+    run = record(model("mlp_optimizer"), steps=2)
+    stream(window, qtbot, run, RunOptions(steps=2))
+    assert window.cursor == 0 and window.position_label.text().startswith(f" 0 / {len(run.events) - 1}")
+
+
+def test_a_failed_run_opens_where_it_failed(window, record):
+    run = record(lesson("error_backward_twice"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert run.errors and window.cursor == run.errors[0][0]
+
+
+def rerun(window, qtbot, script, options, new_run, live: bool) -> None:
+    """What "Run again" does: the window asks, then the new run begins (streamed or whole)."""
+    window.sigRunRequested.emit(options)
+    if live:
+        stream(window, qtbot, new_run, options)
+    else:
+        window.begin_run(script, options, new_run)
+
+
+def test_run_again_keeps_the_cursor_on_the_same_op_of_the_same_step(window, record, qtbot):
+    first = record(model("mlp_optimizer"), steps=3)
+    script = first.start["script"]
+    window.begin_run(script, RunOptions(steps=3), first)
+    # the second linear (layer 2) of step 2
+    target = [i for i, op in first.ops if op["op"] == "linear" and step_of(first, i) == 2][1]
+    window.set_cursor(target)
+    for live in (False, True):
+        window.set_cursor(target)
+        detached = RunOptions(steps=3, detach_at=["model.0"])
+        again = record(model("mlp_optimizer"), steps=3, detach_at=["model.0"])
+        assert len(again.events) < len(first.events)  # the option changes every step's events
+        rerun(window, qtbot, script, detached, again, live)
+        expected = [i for i, op in again.ops if op["op"] == "linear" and step_of(again, i) == 2][1]
+        assert expected != target
+        assert window.cursor == expected, (live, window.cursor, expected)
+        event = window.run.events[window.cursor]
+        assert (event["op"], event["line"], event["module"]) == ("linear", 14, "model.2")
+        # and back to the options of the first run: the same op again
+        rerun(window, qtbot, script, RunOptions(steps=3), record(model("mlp_optimizer"), steps=3), live)
+        assert window.cursor == target
+
+
+def test_run_again_with_fewer_steps_goes_to_the_nearest_earlier_moment(window, record):
+    first = record(model("mlp_optimizer"), steps=3)
+    script = first.start["script"]
+    window.begin_run(script, RunOptions(steps=3), first)
+    window.set_cursor(next(i for i, op in first.ops if step_of(first, i) == 3))
+    shorter = record(model("mlp_optimizer"), steps=2)
+    rerun(window, qtbot=None, script=script, options=RunOptions(steps=2), new_run=shorter, live=False)
+    assert window.cursor == shorter.steps[-1]["end"]  # the end of step 2, the last moment both runs have
+
+
+def test_opening_a_file_again_starts_at_its_start(window, record):
+    first = record(model("mlp_optimizer"), steps=3)
+    window.begin_run(first.start["script"], RunOptions(steps=3), first)
+    window.set_cursor(200)
+    window.begin_run(first.start["script"], RunOptions(steps=3), record(model("mlp_optimizer"), steps=3))
+    assert window.cursor == 0  # no "Run again" asked: a fresh start

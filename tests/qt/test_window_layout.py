@@ -1,0 +1,127 @@
+"""The window on a small screen: its size, where the docks go, the overview out of the way."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, QRect, QSize
+
+from graphview.core import timeline
+from graphview.core.options import RunOptions
+from graphview.qt.canvas import NodeItem
+from graphview.qt.window_layout import LARGEST, window_size
+from tests.conftest import model
+
+
+def settle(qtbot, window) -> None:
+    for _ in range(5):
+        qtbot.wait(10)
+
+
+def small_window(window, qtbot, run):
+    window.resize(1366, 768)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    settle(qtbot, window)
+    assert window.size() == QSize(1366, 768)
+    return window
+
+
+@pytest.mark.parametrize("screen", [(1366, 768), (1280, 720), (1920, 1080), (2560, 1440), (3840, 2160)])
+def test_the_window_opens_within_the_screen_and_takes_a_share_of_a_big_one(screen):
+    available = QRect(0, 0, *screen)
+    size = window_size(available)
+    assert size.width() <= screen[0] - 16 and size.height() <= screen[1] - 40  # room for the frame
+    if screen[0] <= 1600:
+        assert (size.width(), size.height()) == (screen[0] - 16, screen[1] - 40)  # a laptop: all of it
+    else:
+        assert size.width() <= LARGEST.width() and size.height() <= LARGEST.height()
+        assert size.width() >= 0.6 * screen[0] or size.width() == LARGEST.width()
+
+
+def test_a_new_window_is_no_larger_than_its_screen(window):
+    from graphview.qt.main_window import MainWindow
+
+    fresh = MainWindow(samples=[])
+    try:
+        available = fresh.screen().availableGeometry()
+        assert available.contains(fresh.geometry())
+        minimum = fresh.minimumSizeHint()
+        assert minimum.width() <= 1024 and minimum.height() <= 600  # small screens can hold it
+    finally:
+        fresh.deleteLater()
+
+
+def test_at_1366x768_the_canvas_gets_most_of_the_window_and_every_panel_is_inside_it(window, record, qtbot):
+    small_window(window, qtbot, record(model("transformer_block")))
+    port = window.view.viewport()
+    area = port.width() * port.height()
+    assert area >= 0.6 * 1366 * 768, (port.size(), "the canvas is squeezed")
+    inside = window.rect()
+    for dock in (window.code_dock, window.inspector_dock, window.toggles_dock, window.bottom_dock):
+        assert not dock.isFloating()
+        if dock.visibleRegion().isEmpty():  # a tab behind another: shown when its tab is picked
+            assert window.tabifiedDockWidgets(dock)
+            continue
+        widget = dock.widget()
+        top_left = widget.mapTo(window, widget.rect().topLeft())
+        assert inside.contains(QRect(top_left, widget.size())), (dock.windowTitle(), top_left, widget.size())
+    # the side panels fold into tabs in one column beside the canvas
+    assert set(window.tabifiedDockWidgets(window.code_dock)) == {window.inspector_dock, window.toggles_dock}
+    memory = window.memory
+    corner = memory.mapTo(window, memory.rect().bottomRight())
+    assert inside.contains(corner) and memory.width() >= 250  # the chart is whole
+    bar = window.statusBar()
+    assert bar.isVisible() and inside.contains(bar.geometry()) and bar.height() > 10
+    # a click on a node brings its details forward
+    window.set_cursor(window.overview_index())
+    node = next(i for i in window.scene.node_items.values() if i.isVisible() and i.node.kind == "op")
+    window.scene.select_node(node.node.id)
+    assert not window.inspector_dock.visibleRegion().isEmpty()
+
+
+def test_a_large_window_shows_every_panel_at_once(window, record, qtbot):
+    window.resize(1800, 1100)
+    run = record(model("mlp_optimizer"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    settle(qtbot, window)
+    assert not window.tabifiedDockWidgets(window.code_dock)
+    for dock in (window.code_dock, window.inspector_dock, window.toggles_dock, window.bottom_dock):
+        assert not dock.visibleRegion().isEmpty(), dock.windowTitle()
+    code, canvas = window.code_dock.geometry(), window.view.mapTo(window, window.view.rect().topLeft())
+    assert code.right() < canvas.x() < window.inspector_dock.geometry().x()  # code | canvas | inspector
+    # shrunk to a laptop's size, the panels fold into tabs again; one the user closed stays closed
+    window.toggles_dock.close()
+    window.resize(1366, 768)
+    settle(qtbot, window)
+    assert window.inspector_dock in window.tabifiedDockWidgets(window.code_dock)
+    assert window.toggles_dock.isHidden() and window.bottom_dock.isVisible()
+
+
+def test_the_overview_moves_off_the_node_being_shown(window, record, qtbot):
+    run = record(model("transformer_block"))
+    small_window(window, qtbot, run)
+    view, overview = window.view, window.view.overview
+    view.change_level(None)  # every module box open: the nodes themselves are shown
+    view.resetTransform()
+    view.scale(2.5, 2.5)  # most of the graph out of view: the overview is wanted
+    window.set_cursor(0)
+    item = None
+    while not isinstance(item, NodeItem) or item.node.kind != "op":  # step onto a grad_fn node
+        window.move(timeline.step_forward)
+        item = window.scene.item_at_event(window.cursor)
+    port = view.viewport().rect()
+    home = overview.corners()[0]  # bottom right
+    # scroll so that the node sits in the bottom-right corner, where the overview lives
+    node_center = view.mapToScene(port.center()) + (item.sceneBoundingRect().center()
+                                                    - view.mapToScene(QPointF(home.x() + 60, home.y() + 50).toPoint()))
+    view.centerOn(node_center)
+    overview.redraw()
+    settle(qtbot, window)
+    shown = view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+    assert shown.intersects(QRect(home, overview.size())), "the node is where the overview would be"
+    assert overview.isVisible()
+    assert not overview.geometry().intersects(shown)
+    assert overview.pos() != home
+    # with the node scrolled away from the corner, the overview goes back there
+    view.centerOn(item)
+    settle(qtbot, window)
+    assert overview.pos() == overview.corners()[0] and overview.isVisible()
