@@ -97,8 +97,14 @@ def big_model(app: App, out: str) -> None:
     shot(app, os.path.join(out, "transformer_fit_1366x768.png"))
     window.view.change_level(1)  # View > Open module boxes one level deeper (])
     bw = [i for i, e in enumerate(run.events) if e["ev"] == "bw_node"]
-    window.set_cursor(bw[len(bw) // 3])  # backward is inside the layer: its box lights up
-    window.view.fit()
+    attention = window.scene.boxes.keyed["encoder.layers.0.self_attn"].members
+    # backward inside the attention: its shut box lights up
+    window.set_cursor(next(i for i in bw if f"op{run.events[i]['vid']}" in attention))
+    window.view.resetTransform()
+    window.view.scale(0.8, 0.8)  # names at 9.6 px; the overview shows the rest
+    running = window.scene.item_at_event(window.cursor)
+    if running is not None:
+        window.view.centerOn(running)
     shot(app, os.path.join(out, "transformer_one_level_open.png"))
     theme.apply("dark")
     settle(app)

@@ -66,6 +66,7 @@ def test_the_window_runs_a_script_with_arguments_shows_them_and_runs_again_with_
     assert app.open(TRAIN, ["--epochs", "2", "--lr", "0.5"])
     assert app.wait_idle(90)
     assert window.run.status == "ok" and window.run.start["argv"] == [TRAIN, "--epochs", "2", "--lr", "0.5"]
+    window.set_cursor(len(window.run.events) - 1)  # a run opens at its start; the console shows output up to the cursor
     assert "training 2 epochs at lr 0.5" in window.console.toPlainText()
     assert len(window.run.backwards) == 2
     assert "args --epochs 2 --lr 0.5" in window.windowTitle()
@@ -75,6 +76,7 @@ def test_the_window_runs_a_script_with_arguments_shows_them_and_runs_again_with_
     window.toggles.run_button.click()
     assert app.wait_idle(90)
     assert window.run.start["argv"] == [TRAIN, "--epochs", "3", "--hidden", "4", "--lr", "0.125"]
+    window.set_cursor(len(window.run.events) - 1)
     assert "training 3 epochs at lr 0.125" in window.console.toPlainText() and len(window.run.backwards) == 3
 
     runs_before = window.run
