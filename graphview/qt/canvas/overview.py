@@ -100,6 +100,8 @@ class Overview(QWidget):
 
     def redraw(self) -> None:
         scene = self.view.scene()
+        if scene is None:  # a view that outlived its scene: its timer may still fire
+            return
         rect = QRectF()
         for item in self.view.shown_items():
             rect = rect.united(item.sceneBoundingRect())
