@@ -71,3 +71,20 @@ def write_script(tmp_path):
         return str(path)
 
     return _write
+
+
+@pytest.fixture
+def app(qtbot, tmp_path):
+    """The whole app (window, runner client) offscreen, its settings in a temporary folder."""
+    from PySide6.QtCore import QSettings
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    from graphview.app.gui import App
+
+    application = App()
+    qtbot.addWidget(application.window)
+    application.window.show()
+    yield application
+    application.stop()
+    application.timer.stop()

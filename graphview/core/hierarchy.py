@@ -38,22 +38,13 @@ class ModuleBox:
         return f"{self.path} · {self.type}" if self.type else self.path
 
 
-def module_types(run) -> dict[str, str]:
-    """Module path -> class name, from the run's ``module_enter`` events."""
-    types: dict[str, str] = {}
-    for ev in run.events:
-        if ev.get("ev") == "module_enter" and ev.get("type"):
-            types.setdefault(ev["path"], ev["type"])
-    return types
-
-
-def module_boxes(drawing: Drawing, types: dict[str, str] | None = None) -> list[ModuleBox]:
+def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     """Every box of ``drawing``, outermost first.
 
     A module's nodes split into calls where a row between them holds none of them (the layout
     stacks each call in rows of its own). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the child stands for it."""
-    types = module_types(drawing.run) if types is None else types
+    types = drawing.run.module_types  # path -> class name, from the run's module_enter events
     rows: dict[str, dict[int, list[str]]] = {}
     for node in drawing.nodes.values():
         if not node.placed or not node.module:

@@ -11,22 +11,6 @@ from tests.conftest import lesson
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def app(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    from graphview.app.gui import App
-
-    application = App()
-    qtbot.addWidget(application.window)
-    application.window.show()
-    yield application
-    application.stop()
-    application.timer.stop()
-
-
 def test_open_a_script_streams_it_live(app):
     assert app.open(lesson("chain_rule"))
     assert app.wait_idle(90)

@@ -38,20 +38,10 @@ class Net(nn.Module):
 
 
 @pytest.fixture
-def app(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    from graphview.app.gui import App
-
-    application = App()
-    qtbot.addWidget(application.window)
-    application.window.resize(1366, 768)
-    application.window.show()
-    yield application
-    application.stop()
-    application.timer.stop()
+def app(app):
+    """The app at the size of a small laptop screen."""
+    app.window.resize(1366, 768)
+    return app
 
 
 def test_a_rank_trace_says_its_rank_and_the_window_switches_to_another(app, tmp_path, monkeypatch):

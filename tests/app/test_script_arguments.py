@@ -45,22 +45,6 @@ def test_arguments_after_a_trace_are_refused_in_one_line(tmp_path):
     assert done.stderr.strip() == "graphview: arguments after -- go to a script: give a script (.py), not a trace"
 
 
-@pytest.fixture
-def app(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path / "settings"))
-    QSettings.setDefaultFormat(QSettings.IniFormat)
-    from graphview.app.gui import App
-
-    application = App()
-    qtbot.addWidget(application.window)
-    application.window.show()
-    yield application
-    application.stop()
-    application.timer.stop()
-
-
 def test_the_window_runs_a_script_with_arguments_shows_them_and_runs_again_with_new_ones(app):
     window = app.window
     assert app.open(TRAIN, ["--epochs", "2", "--lr", "0.5"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
 
-from graphview.core.hierarchy import Layout, ModuleBox, levels_that_fit, module_boxes
+from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
 
@@ -39,8 +39,6 @@ class ModuleBoxes(QObject):
         self.layout: Layout | None = None
         self.opened_to_fit = False
         self._placed = -1
-        self._types: dict[str, str] = {}
-        self._types_seen = 0
         self._glide: QVariantAnimation | None = None
         self._glide_moves: list = []
         self._hidden_by: dict[str, GroupItem] = {}
@@ -52,7 +50,7 @@ class ModuleBoxes(QObject):
         self.collapsed = set()
         self.layout = None
         self.opened_to_fit = False
-        self._placed, self._types, self._types_seen = -1, {}, 0
+        self._placed = -1
         self._hidden_by = {}
 
     # ------------------------------------------------------------------ boxes and layout
@@ -62,12 +60,7 @@ class ModuleBoxes(QObject):
         if drawing is None or len(drawing.order) == self._placed:
             return
         self._placed = len(drawing.order)
-        events = drawing.run.events
-        for ev in events[self._types_seen:]:
-            if ev.get("ev") == "module_enter" and ev.get("type"):
-                self._types.setdefault(ev["path"], ev["type"])
-        self._types_seen = len(events)
-        self.boxes = module_boxes(drawing, self._types)
+        self.boxes = module_boxes(drawing)
         self.keyed = {box.key: box for box in self.boxes}
         for key, group in self.groups.items():
             if key in self.keyed:
@@ -139,7 +132,7 @@ class ModuleBoxes(QObject):
             return
         deepest = max((b.level for b in self.boxes), default=-1) + 1
         level = max(0, min(deepest, self.level() + delta))
-        self.set_all({b.key for b in self.boxes if b.level >= level})
+        self.set_all(collapsed_at_level(self.boxes, level))
 
     def set_all(self, collapsed: set[str]) -> None:
         """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
