@@ -32,6 +32,7 @@ from graphview.core.files import WriteError
 from graphview.core.options import GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
+from graphview.core.tally import RunTally
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -147,23 +148,25 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool,
-              script_args: list[str] | None = None) -> tuple[Run, dict]:
-    """Record ``script`` in a runner process into trace ``output``; returns the run and its end.
+              script_args: list[str] | None = None) -> tuple[RunTally, dict]:
+    """Record ``script`` in a runner process into trace ``output``; returns the run's tally and its end.
 
-    The trace is written safely (:class:`TraceWriter`): on a write error the runner is stopped,
-    what was written stays in ``output.partial`` and :class:`~graphview.core.files.WriteError`
-    is raised; on a signal the trace is finished first, then
-    :class:`~graphview.app.runner_client.Interrupted` is raised."""
+    Every event goes to the trace as it comes (:class:`TraceWriter` flushes at each step end and
+    every second, so a killed CLI loses at most the last second); only a :class:`RunTally` stays in
+    memory, so a run of any length records in bounded memory (read the trace for the graph). On a
+    write error the runner is stopped, what was written stays in ``output.partial`` and
+    :class:`~graphview.core.files.WriteError` is raised; on a signal the trace is finished first,
+    then :class:`~graphview.app.runner_client.Interrupted` is raised."""
     from graphview.app.runner_client import record
 
     check_script(script)
     argv = [script, *(options.args if script_args is None else script_args)]
     writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict(), argv=argv))
-    run = Run()
+    tally = RunTally()
 
     def on_event(event: dict) -> None:
         writer.write(event)
-        run.add(event)
+        tally.add(event)
         if echo and event["ev"] in ("stdout", "stderr"):
             stream = sys.stdout if event["ev"] == "stdout" else sys.stderr
             stream.write(event["text"])
@@ -182,7 +185,16 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
         writer.abandon()
         raise
     writer.close()
-    return run, end
+    return tally, end
+
+
+def record_cut(tally: RunTally, output: str):
+    """The graph-cut finding of a recorded run, or None. Only a run in which no leaf that requires
+    grad got a gradient can have one: only then is its trace read back to find the cut."""
+    if tally.any_leaf_got_a_gradient:
+        return None
+    run, _ = load_run(output)
+    return cut_finding(run)
 
 
 def read_run(path: str) -> tuple[Run, list[str], dict]:
@@ -229,7 +241,7 @@ def _up_to(run: Run) -> str:
     return "up to the error" if run.status in ("error", "crashed") else "up to where it stopped"
 
 
-def describe_failure(run: Run, end: dict) -> str:
+def describe_failure(run: Run | RunTally, end: dict) -> str:
     status = end.get("status")
     if status == "error" and run.errors:
         _, err = run.errors[-1]
@@ -244,12 +256,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet,
                          script_args=args.script_args)
-    info = run.info()
+    info = run.info()  # the tally's: the run itself is in the trace, not in memory
     summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
                f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
     if end.get("status") == "ok":
         print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
-        cut = cut_finding(run)
+        cut = record_cut(run, args.output)
         if cut is not None:  # the script ran, but nothing it trains got a gradient
             print(f"graphview: warning: {cut.title}: {cut.explanation}", file=sys.stderr)
         return EXIT_OK
@@ -259,7 +271,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_SCRIPT_FAILED
 
 
-def print_script_traceback(run: Run) -> None:
+def print_script_traceback(run: Run | RunTally) -> None:
     """The script's own traceback (its frames only), as Python would show it."""
     if not run.errors:
         return
@@ -390,9 +402,9 @@ def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
         return load_run(args.source)
     options = options_from_args(args)
     with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-        run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False,
-                           script_args=getattr(args, "script_args", None))
-    return run, []
+        trace = os.path.join(tmp, "run" + SUFFIX)
+        record_to(args.source, trace, options, args.timeout, echo=False, script_args=getattr(args, "script_args", None))
+        return load_run(trace)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

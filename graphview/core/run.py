@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from graphview.core.events import FAILED_STATUSES
+from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
@@ -143,9 +144,7 @@ class Run:
         self.stdout: list[tuple[int, str, str]] = []
         self.devices: set[str] = set()
         # memory: storage refcounts and the change points of live saved bytes
-        self._storage_count: dict[tuple[str, str], int] = {}
-        self._storage_kind: dict[tuple[str, str], tuple[str, int]] = {}
-        self._live: dict[str, dict[str, int]] = {}
+        self._saved_bytes = SavedBytes()
         self.memory_points: list[tuple[int, str, int, int, int]] = []  # (index, device, act, param, input)
         self.alloc_points: list[tuple[int, str, int]] = []
         self._points_by_device: dict[str, list] = {}
@@ -344,12 +343,8 @@ class Run:
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
             self._add_edge(f"op{node.owner}", node.id, "saved", index, attr=node.attr)
-        key = (node.device, node.storage)
-        count = self._storage_count.get(key, 0)
-        self._storage_count[key] = count + 1
-        if count == 0:
-            self._storage_kind[key] = (node.kind, node.bytes)
-            self._change_live(index, node.device, node.kind, node.bytes)
+        if self._saved_bytes.save(node.device, node.storage, node.kind, node.bytes):
+            self._memory_point(index, node.device)
 
     def _on_own(self, index: int, ev: dict) -> None:
         node = self.saved.get(ev["sid"])
@@ -364,18 +359,12 @@ class Run:
         if node is None or node.released is not None:
             return
         node.released = index
-        key = (node.device, node.storage)
-        count = self._storage_count.get(key, 0) - 1
-        self._storage_count[key] = count
-        if count == 0:
-            kind, nbytes = self._storage_kind.pop(key)
-            self._change_live(index, node.device, kind, -nbytes)
+        if self._saved_bytes.release(node.device, node.storage):
+            self._memory_point(index, node.device)
 
-    def _change_live(self, index: int, device: str, kind: str, delta: int) -> None:
-        live = self._live.setdefault(device, {"activation": 0, "param": 0, "input": 0})
-        live[kind if kind in live else "activation"] += delta
+    def _memory_point(self, index: int, device: str) -> None:
         self.devices.add(device)
-        point = (index, device, live["activation"], live["param"], live["input"])
+        point = (index, device, *self._saved_bytes.by_kind(device))
         self.memory_points.append(point)
         self._points_by_device.setdefault(device, []).append(point)
 
