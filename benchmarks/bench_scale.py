@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,7 +69,29 @@ TARGETS = {
     "mlp_deep": (None, "{layers}-layer Linear(16,16)+ReLU MLP: recorded / plain step"),
     "process": (1.5, "{layers}-layer MLP step, `graphview record` / `python`, whole processes"),
     "busy": (1.3, "the same record with the other core busy / idle"),
+    "export": (0.2, "{layers}-layer MLP: whole `graphview export -o graph.svg` / `dot -Tsvg` of the same graph's DOT"),
+    "cli_rss": (300, "CLI peak RSS, {ops}-op record (MB)"),
+    "runner_rss": (300, "runner's recorder overhead, {ops}-op record: peak RSS above `python` running the same steps (MB)"),
 }
+
+RSS_PROBE = '''\
+import json, resource, sys
+from graphview.app.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+'''
+
+PLAIN_STEPS = '''\
+import json, resource, runpy, sys
+ns = runpy.run_path(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    ns["optimizer"].zero_grad()
+    ns["step"]().backward()
+    ns["optimizer"].step()
+print(json.dumps({"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+'''
+
 
 
 def tiny_deep_mlp(layers: int):
@@ -135,12 +159,53 @@ def whole_processes(script: str, folder: str, reps: int) -> dict:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def verdict(key: str, ratio: float, layers: int) -> str:
+def export_vs_dot(script: str, folder: str) -> dict:
+    """The whole ``graphview export -o graph.svg`` against Graphviz laying out the same graph's DOT
+    file (``dot -Tsvg``). dot can take many minutes on such a graph: it is stopped after
+    ``max(60 s, 10 x graphview's time)``, and the ratio is then an upper bound."""
+    svg = graphview_command() + ["export", script, "-o", os.path.join(folder, "graph.svg")]
+    timed(svg, folder)  # warm
+    ours = statistics.median(timed(svg, folder) for _ in range(2))
+    dot_file = os.path.join(folder, "graph.dot")
+    timed(graphview_command() + ["export", script, "-o", dot_file], folder)
+    limit = max(60.0, 10 * ours)
+    start = time.perf_counter()
+    try:
+        subprocess.run(["dot", "-Tsvg", dot_file, "-o", os.path.join(folder, "dot.svg")], timeout=limit,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        stopped = False
+    except subprocess.TimeoutExpired:
+        stopped = True
+    return {"graphview": ours, "dot": time.perf_counter() - start, "dot_stopped": stopped}
+
+
+def record_rss(folder: str, layers: int, ops: int) -> dict:
+    """Peak RSS of ``graphview record`` (the CLI process, and its runner) for a run of about
+    ``ops`` ops, and of ``python`` running the same steps unrecorded."""
+    script = os.path.join(folder, f"mlp{layers}_steps.py")
+    with open(script, "w") as f:
+        f.write(STEP_SCRIPT.format(layers=layers))
+    steps = max(1, round(ops / (2 * layers + 2)))
+    probe = subprocess.run([sys.executable, "-c", RSS_PROBE, "record", script, "-o", os.path.join(folder, "big.gvtrace"),
+                            "--quiet", "--steps", str(steps)], capture_output=True, text=True)
+    plain = subprocess.run([sys.executable, "-c", PLAIN_STEPS, script, str(steps)], capture_output=True, text=True)
+    if probe.returncode != 0 or plain.returncode != 0:
+        raise SystemExit(f"bench_scale: the RSS probe failed:\n{probe.stderr[-2000:]}{plain.stderr[-2000:]}")
+    recorded = json.loads(probe.stdout.strip().splitlines()[-1])
+    unrecorded = json.loads(plain.stdout.strip().splitlines()[-1])
+    return {"steps": steps, "summary": probe.stderr.strip().splitlines()[-1], "cli_mb": recorded["self"] / 1024,
+            "runner_mb": recorded["children"] / 1024, "python_mb": unrecorded["self"] / 1024,
+            "trace_mb": os.path.getsize(os.path.join(folder, "big.gvtrace")) / 1e6}
+
+
+def verdict(key: str, ratio: float, layers: int, ops: int = 0, unit: str = "x", bound: bool = False) -> str:
     target, what = TARGETS[key]
-    what = what.format(layers=layers)
+    what = what.format(layers=layers, ops=ops)
+    shown = f"{'at most ' if bound else ''}{ratio:.2f}{unit}" if unit == "x" else f"{ratio:.0f}"
     if target is None:
-        return f"  {what}: {ratio:.2f}x"
-    return f"  {what}: {ratio:.2f}x (target at most {target:.2f}x: {'met' if ratio <= target else 'not met'})"
+        return f"  {what}: {shown}"
+    limit = f"{target:.2f}x" if unit == "x" else f"{target:g}"
+    return f"  {what}: {shown} (target at most {limit}: {'met' if ratio <= target else 'not met'})"
 
 
 def main() -> None:
@@ -150,6 +215,8 @@ def main() -> None:
     parser.add_argument("--step-reps", type=int, default=7, help="in-process steps of each kind")
     parser.add_argument("--layers", type=int, default=1024)
     parser.add_argument("--skip-in-process", action="store_true")
+    parser.add_argument("--rss-ops", type=int, default=100_000, help="ops of the run whose peak RSS is measured "
+                        "(0: skip)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
           f"in-process: median of {args.step_reps} interleaved steps; processes: median of {args.reps} runs")
@@ -169,12 +236,25 @@ def main() -> None:
         with open(script, "w") as f:
             f.write(STEP_SCRIPT.format(layers=args.layers))
         seconds = whole_processes(script, folder, args.reps)
+        export = export_vs_dot(script, folder) if shutil.which("dot") else None
+        rss = record_rss(folder, args.layers, args.rss_ops) if args.rss_ops else None
     print(f"whole processes: python {seconds['python']:.2f} s, graphview record {seconds['record']:.2f} s; "
           f"with a core busy: graphview record {seconds['record_busy']:.2f} s, python {seconds['python_busy']:.2f} s")
     lines.append(verdict("process", seconds["record"] / seconds["python"], args.layers))
     lines.append(verdict("busy", seconds["record_busy"] / seconds["record"], args.layers))
     lines.append(f"  for reference, `python` with the other core busy / idle: "
                  f"{seconds['python_busy'] / seconds['python']:.2f}x (what this machine's load does to any process)")
+    if export is None:
+        lines.append("  export vs dot: not measured (Graphviz `dot` is not installed)")
+    else:
+        print(f"export: graphview export -o graph.svg {export['graphview']:.2f} s, dot -Tsvg {export['dot']:.1f} s"
+              + (" (stopped there: dot had not finished)" if export["dot_stopped"] else ""))
+        lines.append(verdict("export", export["graphview"] / export["dot"], args.layers, bound=export["dot_stopped"]))
+    if rss is not None:
+        print(f"peak RSS, {rss['steps']} steps recorded ({rss['summary']}; trace {rss['trace_mb']:.0f} MB): "
+              f"CLI {rss['cli_mb']:.0f} MB, runner {rss['runner_mb']:.0f} MB, python alone {rss['python_mb']:.0f} MB")
+        lines.append(verdict("cli_rss", rss["cli_mb"], args.layers, args.rss_ops, unit="MB"))
+        lines.append(verdict("runner_rss", rss["runner_mb"] - rss["python_mb"], args.layers, args.rss_ops, unit="MB"))
     print("\n".join(lines))
 
 

@@ -148,12 +148,14 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 def record_to(script: str, output: str, options: RunOptions, timeout: float | None, echo: bool,
-              script_args: list[str] | None = None) -> tuple[RunTally, dict]:
-    """Record ``script`` in a runner process into trace ``output``; returns the run's tally and its end.
+              script_args: list[str] | None = None, into: Run | RunTally | None = None) -> tuple[Run | RunTally, dict]:
+    """Record ``script`` in a runner process into trace ``output``; returns ``into`` (by default a
+    new :class:`RunTally`) with every event added, and the run's end.
 
     Every event goes to the trace as it comes (:class:`TraceWriter` flushes at each step end and
-    every second, so a killed CLI loses at most the last second); only a :class:`RunTally` stays in
-    memory, so a run of any length records in bounded memory (read the trace for the graph). On a
+    every second, so a killed CLI loses at most the last second). With the default tally only
+    counts stay in memory, so a run of any length records in bounded memory; pass a
+    :class:`Run` to build the graph while recording (what an export needs anyway). On a
     write error the runner is stopped, what was written stays in ``output.partial`` and
     :class:`~graphview.core.files.WriteError` is raised; on a signal the trace is finished first,
     then :class:`~graphview.app.runner_client.Interrupted` is raised."""
@@ -162,7 +164,7 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
     check_script(script)
     argv = [script, *(options.args if script_args is None else script_args)]
     writer = TraceWriter(output, make_header(script=os.path.abspath(script), options=options.to_dict(), argv=argv))
-    tally = RunTally()
+    tally = RunTally() if into is None else into
 
     def on_event(event: dict) -> None:
         writer.write(event)
@@ -402,9 +404,9 @@ def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
         return load_run(args.source)
     options = options_from_args(args)
     with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-        trace = os.path.join(tmp, "run" + SUFFIX)
-        record_to(args.source, trace, options, args.timeout, echo=False, script_args=getattr(args, "script_args", None))
-        return load_run(trace)
+        run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False,
+                           script_args=getattr(args, "script_args", None), into=Run())
+    return run, []
 
 
 def cmd_check(args: argparse.Namespace) -> int:
