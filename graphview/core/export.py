@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Iterable, Iterator
 
 import networkx as nx
 
@@ -51,7 +52,7 @@ def check_writable(path: str) -> None:
             pass
 
 
-def save(path: str, data: bytes | str) -> None:
+def save(path: str, data: bytes | str | Iterable[str]) -> None:
     """Write an export safely (:func:`graphview.core.files.write_file`); ``ExportError`` on failure."""
     try:
         write_file(path, data)
@@ -261,6 +262,12 @@ def _graphml_value(value: object) -> object:
     return json.dumps(value)
 
 
+def _json_chunks(data: dict) -> Iterator[str]:
+    """The JSON document in pieces, written as they are encoded (never one string of it all)."""
+    yield from json.JSONEncoder(indent=1).iterencode(data)
+    yield "\n"
+
+
 def export_graph(run: Run, path: str | os.PathLike, at: int | None = None) -> str:
     """Write the graph to ``path`` in the format its suffix names; returns the format."""
     path = os.fspath(path)
@@ -270,7 +277,7 @@ def export_graph(run: Run, path: str | os.PathLike, at: int | None = None) -> st
         known = ", ".join(sorted(FORMATS))
         raise ExportError(f"cannot tell the export format from {path!r}: use one of {known}")
     data = graph_data(run, at)
-    text = {"json": lambda: json.dumps(data, indent=1) + "\n", "dot": lambda: to_dot(data),
+    text = {"json": lambda: _json_chunks(data), "dot": lambda: to_dot(data),
             "graphml": lambda: to_graphml(data)}[fmt]()
     save(path, text)
     return fmt

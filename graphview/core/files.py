@@ -10,7 +10,7 @@ output: the second is refused while the first holds the lock.
 from __future__ import annotations
 
 import os
-from typing import IO
+from typing import IO, Iterable
 
 try:
     import fcntl
@@ -108,13 +108,20 @@ def _fsync_folder(path: str) -> None:
         os.close(fd)
 
 
-def write_file(path: str | os.PathLike, data: bytes | str) -> None:
+def write_file(path: str | os.PathLike, data: bytes | str | Iterable[str]) -> None:
     """Write a whole file safely. On failure the target is untouched and the partial file removed;
-    raises :class:`OutputError` (could not start) or :class:`WriteError` (failed while writing)."""
+    raises :class:`OutputError` (could not start) or :class:`WriteError` (failed while writing).
+
+    ``data`` may be an iterable of text chunks, written as they come, so that a big export is never
+    one string in memory."""
     path = os.fspath(path)
     file = open_partial(path, binary=isinstance(data, bytes))
     try:
-        file.write(data)
+        if isinstance(data, (bytes, str)):
+            file.write(data)
+        else:
+            for chunk in data:
+                file.write(chunk)
         file.flush()
         os.fsync(file.fileno())
         os.replace(path + PARTIAL_SUFFIX, path)
