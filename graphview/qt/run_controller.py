@@ -68,6 +68,7 @@ class RunController(QObject):
         self.placement = RunPlacement(window)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
+        self._events_over = False  # no more events will come (a trace read to its end, or cancelled)
         self._chart_turn = 0
         # while a runner streams, the views catch up at most ten times a second
         self.live_refresh = QTimer(self)
@@ -80,7 +81,7 @@ class RunController(QObject):
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
         return not (self.live_refresh.isActive() or self.slices_pending > 0
-                    or (run is not None and run.end is not None and not self._finished))
+                    or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
     def overview_index(self) -> int:
         """The run's last graph complete, just before backward consumes it (what an image export
@@ -115,6 +116,7 @@ class RunController(QObject):
         w.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
                              "with other options")
         self._finished = False
+        self._events_over = False
         self._chart_turn = 0
         w.session.set_run(run)  # every view: the scene, the chart, the panels, the timeline bar
         w.session.follow_live = False  # a run opens at its start (or where the re-run left it), not at its end
@@ -155,6 +157,13 @@ class RunController(QObject):
         elif not self.live_refresh.isActive():
             self.live_refresh.start()
 
+    def events_ended(self) -> None:
+        """No more events will come for this run (a trace read to its end, cut off, or cancelled):
+        what is left is drawn and the run is placed as a finished one, even without an end event."""
+        self._events_over = True
+        if not self._finished and not self.live_refresh.isActive():
+            self.live_refresh.start()
+
     def _refresh_live(self) -> None:
         """One round of catching up with a streaming run, in short event-loop slices (new items;
         then the cursor and its panels; then, every fifth round, the chart), so the window
@@ -163,7 +172,7 @@ class RunController(QObject):
         run = w.run
         if run is None:
             return
-        ended = run.end is not None
+        ended = run.end is not None or self._events_over
         # while the runner streams, small rounds keep the window responsive; once it has ended,
         # nothing competes and the backlog is worked off in larger ones
         more = self.grow(budget=200 if ended else 40, chart=False)
@@ -208,11 +217,12 @@ class RunController(QObject):
         """The run is over and drawn: its chart, diagnostics and summary, and (unless the user
         moved the cursor) the cursor where the run opens, in an event-loop slice of its own."""
         w = self.window
-        if w.run is None or w.run.end is None:
+        if w.run is None or (w.run.end is None and not self._events_over):
             return
         w.progress.finish()
         w.memory.show_run(w.run, self._device())
-        self.summarise()
+        if w.run.end is not None:
+            self.summarise()
         if self.placement.active:
             self.placement.place(final=True)
         else:
@@ -222,7 +232,7 @@ class RunController(QObject):
         """Take in what the run gained; returns True while canvas items are still waiting."""
         w = self.window
         run = w.run
-        w.scene.live = run.end is None
+        w.scene.live = run.end is None and not self._events_over
         more = w.scene.grow(budget=budget)
         w.timeline_bar.set_length(len(run.events))
         if run.start:
@@ -290,7 +300,7 @@ class RunController(QObject):
         w.statusBar().showMessage(f"the script {ended}{where}: "
                                   f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
         w.bottom_tabs.setCurrentWidget(w.console)
-        if not w.scene.node_items:
+        if not w.scene.placed_ids():
             w.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
                                "The Console tab below has the traceback; fix the script and open it again.")
 

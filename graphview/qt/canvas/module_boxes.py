@@ -42,6 +42,8 @@ class ModuleBoxes(QObject):
         self._glide: QVariantAnimation | None = None
         self._glide_moves: list = []
         self._hidden_by: dict[str, GroupItem] = {}
+        self._running: str | None = None
+        self._shown: set[str] = set()
 
     def reset(self) -> None:
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
@@ -89,6 +91,7 @@ class ModuleBoxes(QObject):
             if clear != edge.clear or source.id in moved or target.id in moved:
                 edge.clear = clear
                 edge.route_between_nodes()
+        scene.layout_changed()
         scene.fit_scene_rect()
         return moved
 
@@ -245,16 +248,19 @@ class ModuleBoxes(QObject):
         """Show each box around its nodes shown at ``index`` (a shut one as one card holding
         them). Returns node id -> the shut box that hides it."""
         scene = self.scene
-        items = scene.node_items
         layout = self.layout
         shut = layout.collapsed if layout is not None else set()
+        run = scene.run
+        ev = run.events[index] if run is not None and 0 <= index < len(run.events) else {}
+        # the node the engine executes at the cursor, if any: its boxes light up
+        self._running = f"op{ev.get('vid')}" if ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") else None
+        self._shown = visible
         buried = {box.key for box in self.boxes if self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
         for box in self.boxes:
             group = self.groups.get(box.key)
-            members = [m for m in box.members if m in visible and items[m].isVisible()] \
-                if box.key not in buried else []
+            members = [m for m in box.members if m in visible] if box.key not in buried else []
             if box.key in shut:
                 ok = bool(members)
             else:
@@ -287,30 +293,37 @@ class ModuleBoxes(QObject):
         return False
 
     def _show_shut(self, group: GroupItem, box: ModuleBox, members: list[str], index: int, hidden: dict) -> None:
-        items = self.scene.node_items
+        scene = self.scene
+        items = scene.node_items
+        drawing = scene.drawing
         x, y = self.layout.position(box.key)
-        ops = [items[m] for m in members if items[m].node.kind in ("op", "accumulate")]
-        run = self.scene.run
-        saved = run.saved_bytes_held_by({i.node.ref for i in ops}, index) if run is not None else 0
-        running = any(i.state == "running" for i in ops)
-        grad_fns = [i for i in ops if i.node.kind == "op"]
-        freed = bool(grad_fns) and all(i.state == "freed" for i in grad_fns)
+        ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
+        run = scene.run
+        saved = run.saved_bytes_held_by({n.ref for n in ops}, index) if run is not None else 0
+        states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
+        running = self._running is not None and self._running in states
+        grad_fns = [n for n in ops if n.kind == "op"]
+        freed = bool(grad_fns) and all(states[n.id] == "freed" for n in grad_fns)
         for m in members:
-            items[m].setVisible(False)
+            if m in items:
+                items[m].setVisible(False)
             hidden[m] = group
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), saved, running, freed)
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
-        items = self.scene.node_items
+        scene = self.scene
+        items = scene.node_items
         layout = self.layout
         points = []
         for m in members:
             inner = layout.hidden_by.get(m) if layout is not None else None
             if inner is not None:
                 points.append(QPointF(*layout.position(inner)))
+            elif m in items:
+                points.append(items[m].pos())  # where it is now (it may be gliding)
             else:
-                points.append(items[m].pos())
+                points.append(QPointF(*scene.place_of(m)))
         xs = [p.x() for p in points]
         ys = [p.y() for p in points]
         rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
@@ -318,7 +331,7 @@ class ModuleBoxes(QObject):
         # boxes of two modules one after the other (the layout stacks them) never overlap
         level = 3 - min(3, box.level)
         pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
-        running = any(items[m].state == "running" for m in members)
+        running = self._running is not None and self._running in box.members and self._running in self._shown
         group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(members), 0, 0, running)
 
     def _place_labels(self, groups: list[GroupItem]) -> None:
