@@ -21,6 +21,7 @@ Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw 
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import islice
 from dataclasses import dataclass, field
 
 from graphview.core.events import summary_text
@@ -89,6 +90,8 @@ class Drawing:
         self._occupied: dict[int, dict[int, str]] = {}  # layer -> slot -> node id
         self._seen_tensor_nodes: set[str] = set()
         self._seen_ops: set[int] = set()
+        self._tensor_nodes_seen = 0  # entries of run.tensor_nodes / run.op_nodes looked at so far
+        self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._deferred: list[str] = []
         self._processed_edges = 0
@@ -109,14 +112,18 @@ class Drawing:
         far from it."""
         run = self.run
         fresh: list[tuple[int, str, object]] = []
-        for tnode in run.tensor_nodes.values():
+        # the run's tables only grow (new keys at their end): look at the entries added since the
+        # last call, not at all of them again (a big trace streams in over hundreds of calls)
+        for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None):
             if tnode.id not in self._seen_tensor_nodes:
                 self._seen_tensor_nodes.add(tnode.id)
                 fresh.append((tnode.born, tnode.id, tnode))
-        for op in run.op_nodes.values():
+        self._tensor_nodes_seen = len(run.tensor_nodes)
+        for op in islice(run.op_nodes.values(), self._ops_seen, None):
             if op.vid not in self._seen_ops:
                 self._seen_ops.add(op.vid)
                 fresh.append((op.born, op.id, op))
+        self._ops_seen = len(run.op_nodes)
         fresh.sort(key=lambda item: item[0])
         created: list[str] = []
         for _, node_id, element in fresh:

@@ -38,9 +38,9 @@ class TracePieces:
         Events handed out so far.
     """
 
-    def __init__(self, path: str | os.PathLike, piece_bytes: int = PIECE_BYTES) -> None:
+    def __init__(self, path: str | os.PathLike, piece_bytes: int | None = None) -> None:
         self.path = os.fspath(path)
-        self.piece_bytes = piece_bytes
+        self.piece_bytes = piece_bytes or PIECE_BYTES
         try:
             self._file = open(self.path, "rb")
         except FileNotFoundError:

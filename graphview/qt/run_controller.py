@@ -134,6 +134,7 @@ class RunController(QObject):
             w.progress.finish()
             self.grow()
             self.placement.place(final=True)
+            self._finished = self._events_over = True  # nothing of it is waiting
         elif script_path:
             w.progress.start(script_path)
 

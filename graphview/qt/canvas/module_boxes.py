@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
 
+from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -258,8 +259,13 @@ class ModuleBoxes(QObject):
         buried = {box.key for box in self.boxes if self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
+        region = scene.region if scene.virtual and layout is None else None
         for box in self.boxes:
             group = self.groups.get(box.key)
+            if region is not None and (box.bottom * LAYER_HEIGHT < region.top() or box.top * LAYER_HEIGHT > region.bottom()):
+                if group is not None:  # a big graph: only the boxes near the view are kept up to date
+                    group.setVisible(False)
+                continue
             members = [m for m in box.members if m in visible] if box.key not in buried else []
             if box.key in shut:
                 ok = bool(members)

@@ -56,6 +56,8 @@ class GraphScene(QGraphicsScene):
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
         self._groups_at = 0.0
+        self._boxes_at = 0.0  # when the module boxes were last found again, and how often they may be
+        self._boxes_every = 0.5
         self._complete = False  # every item has been brought to the cursor once
         self._fresh: set[str] = set()  # items created since the last cursor move
         self._visible: set[str] = set()  # node ids shown at the cursor (module boxes look only at these)
@@ -127,8 +129,12 @@ class GraphScene(QGraphicsScene):
         if self.drawing is None:
             return False
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
-        if not self.live or time.monotonic() - self._groups_at >= 0.5 or self.boxes.collapsed:
-            self.boxes.refresh()  # streaming: boxes catch up twice a second
+        now = time.monotonic()
+        if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
+            self.boxes.refresh()  # streaming: boxes catch up now and then, at most a tenth of the time
+            took = time.monotonic() - now
+            self._boxes_at = time.monotonic()
+            self._boxes_every = max(0.5, took * 10)
         made = taken = 0
         unplaced = []
         waiting = self._waiting
@@ -247,6 +253,8 @@ class GraphScene(QGraphicsScene):
     def _in_region(self, node_id: str) -> bool:
         if self.region is None:
             return True
+        if self.region.isEmpty():
+            return False
         where = self.place_of(node_id)
         return where is not None and self.region.contains(QPointF(*where))
 
@@ -279,14 +287,14 @@ class GraphScene(QGraphicsScene):
 
     def _sync_region(self) -> None:
         region = self.region
-        keep = set(self.ids_in(region))
+        keep = set(self.ids_in(region)) if not region.isEmpty() else set()
         selected = {i.node.id for i in self.selectedItems() if isinstance(i, NodeItem)}
         for node_id in [n for n in self.node_items if n not in keep and n not in selected]:
             self._drop_item(node_id)
         made = [n for n in keep if n not in self.node_items and n in self._visible and self._in_region(n)]
         for node_id in made:
             self._make_item(node_id, True)
-        if made and self.cursor >= 0:
+        if self.cursor >= 0:  # the boxes near the view now, and the edges of the new items
             hidden_by = self.boxes.update(self._visible, self.cursor)
             for node_id in made:
                 for item in self._edges_into.get(node_id, []) + self._edges_from.get(node_id, []):

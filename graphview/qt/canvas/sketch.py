@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QGraphicsItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
 
 #: how far an edge may reach out of the painted area and still be drawn (scene units)
-EDGE_REACH = 2000.0
+EDGE_REACH = 600.0
 
 
 class SketchItem(QGraphicsItem):
