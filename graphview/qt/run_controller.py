@@ -21,6 +21,7 @@ from graphview.core import timeline
 from graphview.core.diagnostics import diagnose
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
+from graphview.qt.background import BACKGROUND_ABOVE, Background
 from graphview.qt.formatting import human_bytes
 from graphview.qt.run_placement import RunPlacement
 
@@ -42,6 +43,11 @@ def nodes_per_step(run: Run) -> list[int]:
         if at >= 0 and (end is None or op.born <= end):
             counts[at] += 1
     return counts
+
+
+def forced_detaches(run: Run) -> list[dict]:
+    """The detach events the run options forced (``detach at``)."""
+    return [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
 
 
 class RunController(QObject):
@@ -66,6 +72,7 @@ class RunController(QObject):
         self.comparison = ""
         self.slices_pending = 0
         self.placement = RunPlacement(window)
+        self.background = Background(self)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
         self._events_over = False  # no more events will come (a trace read to its end, or cancelled)
@@ -80,7 +87,7 @@ class RunController(QObject):
     def settled(self) -> bool:
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
-        return not (self.live_refresh.isActive() or self.slices_pending > 0
+        return not (self.live_refresh.isActive() or self.slices_pending > 0 or self.background.pending > 0
                     or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
     def overview_index(self) -> int:
@@ -245,11 +252,24 @@ class RunController(QObject):
         return more
 
     def summarise(self) -> None:
-        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure."""
+        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure.
+        A big run is diagnosed on a thread (it no longer changes), so the window keeps answering."""
         w = self.window
         run = w.run
+        if len(run.events) > BACKGROUND_ABOVE:
+            w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
+
+            def then(result) -> None:
+                if w.run is run:
+                    self._summarise(run, *result)
+
+            self.background.run(lambda: (diagnose(run), forced_detaches(run)), then)
+            return
+        self._summarise(run, diagnose(run), forced_detaches(run))
+
+    def _summarise(self, run: Run, findings: list, forced: list) -> None:
+        w = self.window
         self._compare_with_earlier()
-        findings = diagnose(run)
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
@@ -262,15 +282,14 @@ class RunController(QObject):
         elif run.failed:
             self._report_failure(run)
         else:
-            self._report_ineffective_options(run, cut)
+            self._report_ineffective_options(run, cut, forced)
 
-    def _report_ineffective_options(self, run: Run, cut=None) -> None:
+    def _report_ineffective_options(self, run: Run, cut=None, forced: list = ()) -> None:
         """Options that changed nothing, or that left nothing to differentiate, say so; a graph cut
         off from every parameter (``cut``, the finding) brings the Diagnostics tab forward."""
         w = self.window
         notes = []
         options = RunOptions.from_dict((run.start or {}).get("options") or {})
-        forced = [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
         for spec in options.detach_at:
             if not forced:
                 notes.append(f"detach at {spec!r} matched nothing in this run")

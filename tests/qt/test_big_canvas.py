@@ -111,3 +111,13 @@ def test_search_finds_a_node_far_from_the_view_and_shows_it(big):
     view.centerOn(QPointF(scene.sceneRect().center().x(), scene.sceneRect().top()))
     assert all(n in scene.node_items for n in selected)
     assert big.inspector.isEnabled()
+
+
+def test_long_jumps_show_what_the_drawing_says_is_there(big):
+    scene = big.scene
+    run = big.run
+    for index in (0, run.ops[len(run.ops) // 2][0], big.overview_index(), len(run.events) - 1, 5):
+        big.set_cursor(index)
+        assert scene._visible == shown_at(scene, index)
+        for node_id, item in scene.node_items.items():
+            assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
@@ -33,6 +35,30 @@ VIRTUAL_ABOVE = 3000
 GRID = 800.0
 
 
+class Lifetimes:
+    """When each placed node of a finished run is born and destroyed, as arrays: which nodes are
+    shown at a cursor is then one comparison for all of them (made again when the run grew)."""
+
+    def __init__(self, scene: "GraphScene") -> None:
+        self.scene = scene
+        self._key: tuple[int, int] | None = None
+
+    def shown_at(self, index: int) -> set[str]:
+        scene = self.scene
+        drawing = scene.drawing
+        key = (len(scene._placed), len(scene.run.events))
+        if key != self._key:
+            self._key = key
+            self.ids = list(scene._placed)
+            nodes = drawing.nodes
+            self.born = np.array([nodes[n].born for n in self.ids], dtype=np.int64)
+            deaths = [drawing.dead_index(nodes[n]) for n in self.ids]
+            self.dead = np.array([d if d is not None else np.iinfo(np.int64).max for d in deaths], dtype=np.int64)
+        chosen = np.nonzero((self.born <= index) & (self.dead > index))[0]
+        ids = self.ids
+        return {ids[i] for i in chosen.tolist()}
+
+
 class GraphScene(QGraphicsScene):
     """Holds the items of one run's drawing and shows them at a cursor."""
 
@@ -51,6 +77,7 @@ class GraphScene(QGraphicsScene):
         self.region: QRectF | None = None  # where items are made (None: everywhere)
         self._grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
         self.sketch = SketchItem(self)
+        self._lifetimes = Lifetimes(self)
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
@@ -108,6 +135,7 @@ class GraphScene(QGraphicsScene):
         self._placed = []
         self._taken = set()
         self._grid = None
+        self._lifetimes = Lifetimes(self)
         self._edges_into.clear()
         self._waiting = []
         self._complete = False
@@ -367,6 +395,11 @@ class GraphScene(QGraphicsScene):
         incremental = self._complete and previous >= 0 and abs(index - previous) <= 3000 and not self.boxes.collapsed
         if incremental:
             ids = [i for i in self._touched(min(previous, index), max(previous, index)) if i in self._taken]
+        elif self.virtual and not self.live and self.run is not None:
+            # a big finished run: which nodes are shown at once, for all of them; then only those
+            # that changed and those that have an item are revisited
+            shown = self._lifetimes.shown_at(index)
+            ids = list((shown ^ self._visible) | set(self.node_items))
         else:
             ids = self._placed
         self._fresh.clear()
