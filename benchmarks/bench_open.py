@@ -14,6 +14,9 @@ a step; the defaults give a trace of about 51,000 ops and 1.1 million events) wi
 * peak RSS of the app process, and what opening added to it;
 * for reference: how long reading and drawing the whole trace took, and the canvas items made.
 
+With ``--where`` a watchdog thread samples the GUI thread's stack whenever the heartbeat is late by
+more than 100 ms, and prints where the longest blocks were spent.
+
 With ``--cancel`` the load is cancelled at 20 % and the bench checks that the window keeps what
 was read.
 """
@@ -84,6 +87,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--cancel", action="store_true", help="cancel the load at 20 %% of the file")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--where", action="store_true", help="print where the GUI thread was during long blocks")
     args = parser.parse_args()
     trace = recorded_trace(args.layers, args.steps)
     size = os.path.getsize(trace)
@@ -104,6 +108,29 @@ def main() -> None:
     heart.setInterval(5)
     heart.timeout.connect(lambda: beats.append(time.perf_counter()))
     heart.start()
+
+    samples: dict[str, int] = {}
+    watching = [args.where]
+    if args.where:
+        import collections
+        import threading
+        import traceback
+
+        gui = threading.get_ident()
+        samples = collections.Counter()
+
+        def watch() -> None:
+            while watching[0]:
+                time.sleep(0.02)
+                if beats and time.perf_counter() - beats[-1] > 0.1:
+                    frame = sys._current_frames().get(gui)
+                    if frame is not None:
+                        stack = traceback.extract_stack(frame)
+                        ours = [f for f in stack if "graphview" in f.filename][-3:]
+                        samples[" < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
+                                           for f in reversed(ours))] += 1
+
+        threading.Thread(target=watch, daemon=True).start()
 
     start = time.perf_counter()
     beats.append(start)
@@ -134,6 +161,7 @@ def main() -> None:
         app.qt.processEvents()
         time.sleep(0.005)
     heart.stop()
+    watching[0] = False
     beats.append(time.perf_counter())
     gaps = [b - a for a, b in zip(beats, beats[1:])]
     longest = max(gaps)
@@ -155,6 +183,10 @@ def main() -> None:
           f"{len(scene.drawing.nodes):,} nodes")
     worst = sorted(gaps, reverse=True)[:5]
     print("five longest gaps (ms): " + ", ".join(f"{g * 1000:.0f}" for g in worst))
+    if args.where:
+        print("where the GUI thread was while the heartbeat was late (samples of 20 ms):")
+        for where, count in sorted(samples.items(), key=lambda kv: -kv[1])[:15]:
+            print(f"  {count:4d}  {where}")
     if args.cancel:
         kept = len(run.events)
         print(f"cancelled at {cancelled_at:,} events: {kept:,} kept, status bar: "

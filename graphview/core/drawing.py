@@ -45,7 +45,7 @@ NODE_KINDS = {
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
 
-@dataclass
+@dataclass(slots=True)  # a big drawing holds ~10^5 of them
 class DrawNode:
     id: str  # the graph id (``op5``, ``t3``, ``t3v1``), shared with exports and the inspector
     kind: str
@@ -69,7 +69,7 @@ class DrawNode:
         return self.layer * LAYER_HEIGHT
 
 
-@dataclass
+@dataclass(slots=True)
 class DrawEdge:
     source: str
     target: str

@@ -189,6 +189,7 @@ class MainWindow(QMainWindow):
         self.search.returnPressed.connect(self.find)
         self.timeline_bar.scrubbed.connect(self._on_scrubbed)
         self.scene.sigNodeSelected.connect(self.session.select)
+        self.scene.boxes.sigShutToFit.connect(self.runs.placement.on_shut_to_fit)
         self.code.sigLineClicked.connect(self._on_line_clicked)
         self.inspector.sigLineLink.connect(self._show_line)
         self.console.sigLineLink.connect(self._show_line)

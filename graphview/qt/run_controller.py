@@ -88,6 +88,7 @@ class RunController(QObject):
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
         return not (self.live_refresh.isActive() or self.slices_pending > 0 or self.background.pending > 0
+                    or self.window.scene.boxes.pending
                     or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
     def overview_index(self) -> int:

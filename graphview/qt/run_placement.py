@@ -48,6 +48,12 @@ class RunPlacement:
         self._placed: int | None = None
         self._top_shown = False
 
+    def on_shut_to_fit(self) -> None:
+        """A big run's boxes came late and were shut: show its top again, unless the user moved."""
+        w = self.window
+        if w.cursor == (self._placed if self._placed is not None else w.cursor) and w.cursor <= 0:
+            show_top(w)
+
     def begin(self, run: Run, earlier: Run | None = None, cursor: int = -1) -> None:
         """``run`` is shown now; ``earlier`` is the run it re-runs (with the cursor it had), or None."""
         self.active = True

@@ -12,12 +12,16 @@ from __future__ import annotations
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
 
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
+from graphview.core.hierarchy import (Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes,
+                                      module_boxes_of)
+from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
 
 #: how long nodes take to glide to their places after a box opens or shuts
 GLIDE_MS = 280
+#: drawings with more placed nodes than this find their boxes on a thread
+BOXES_ON_A_THREAD_ABOVE = 20_000
 #: above this many moving nodes the new layout is shown at once
 GLIDE_LIMIT = 3000
 
@@ -29,6 +33,8 @@ class ModuleBoxes(QObject):
     sigRelaying = Signal(QPointF)
     #: a box was opened or shut: its key, its anchor before and after (scene coordinates)
     sigRelaid = Signal(str, QPointF, QPointF)
+    #: the boxes of a big drawing came (from a thread) and were shut to fit the screen
+    sigShutToFit = Signal()
 
     def __init__(self, scene) -> None:
         super().__init__()
@@ -45,6 +51,9 @@ class ModuleBoxes(QObject):
         self._hidden_by: dict[str, GroupItem] = {}
         self._running: str | None = None
         self._shown: set[str] = set()
+        self._finding = False  # boxes being found on a thread
+        self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
+        self._background = Background(self)
 
     def reset(self) -> None:
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
@@ -62,8 +71,74 @@ class ModuleBoxes(QObject):
         drawing = self.scene.drawing
         if drawing is None or len(drawing.order) == self._placed:
             return
+        if len(drawing.order) > BOXES_ON_A_THREAD_ABOVE and not self.collapsed:
+            self._refresh_on_thread(drawing)
+            return
         self._placed = len(drawing.order)
-        self.boxes = module_boxes(drawing)
+        self._take(module_boxes(drawing))
+
+    def _refresh_on_thread(self, drawing) -> None:
+        """A big drawing: its boxes are found on a thread, from a copy of its node list (what
+        they read of a placed node never changes), and taken in when they come."""
+        if self._finding:
+            return
+        self._finding = True
+        placed = len(drawing.order)
+        nodes = list(drawing.nodes.values())
+        types = dict(drawing.run.module_types)
+
+        def then(boxes) -> None:
+            self._finding = False
+            if self.scene.drawing is drawing:
+                self._placed = placed
+                self._take(boxes)
+                self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
+                if len(drawing.order) != placed:
+                    self.refresh()
+                fits, self._fit_wanted = self._fit_wanted, None
+                if fits is not None:
+                    self.open_to_fit(fits)
+
+        self._background.run(lambda: module_boxes_of(nodes, types), then)
+
+    def _open_to_fit_on_thread(self, fits) -> None:
+        """open_to_fit for a big finished drawing: its boxes, the level that fits and that level's
+        layout are worked out on a thread (the drawing no longer changes); the boxes shut when they come."""
+        self.opened_to_fit = True
+        self._finding = True
+        drawing = self.scene.drawing
+        placed = len(drawing.order)
+        known = self.boxes if placed == self._placed else None
+
+        def work():
+            boxes = known if known is not None else module_boxes(drawing)
+            collapsed = levels_that_fit(drawing, boxes, fits)
+            return boxes, collapsed, Layout(drawing, boxes, collapsed) if collapsed else None
+
+        def then(result) -> None:
+            self._finding = False
+            if self.scene.drawing is not drawing:
+                return
+            boxes, collapsed, layout = result
+            self._placed = placed
+            self._take(boxes)
+            if collapsed:
+                self.settle()
+                self.collapsed = set(collapsed)
+                self._relaid(None, None, animate=False, layout=layout)
+                self.sigShutToFit.emit()
+            else:
+                self.scene.set_cursor(self.scene.cursor)
+
+        self._background.run(work, then)
+
+    @property
+    def pending(self) -> bool:
+        """Boxes are being found on a thread."""
+        return self._finding
+
+    def _take(self, boxes: list[ModuleBox]) -> None:
+        self.boxes = boxes
         self.keyed = {box.key: box for box in self.boxes}
         for key, group in self.groups.items():
             if key in self.keyed:
@@ -71,10 +146,11 @@ class ModuleBoxes(QObject):
         if self.collapsed:
             self.apply_layout()
 
-    def apply_layout(self) -> dict[str, QPointF]:
-        """Put every node where the current layout has it; returns the old positions of those that moved."""
+    def apply_layout(self, layout: Layout | None = None) -> dict[str, QPointF]:
+        """Put every node where the current layout (``layout``, if made already) has it; returns
+        the old positions of those that moved."""
         scene, drawing = self.scene, self.scene.drawing
-        self.layout = Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None
+        self.layout = layout or (Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None)
         moved: dict[str, QPointF] = {}
         for node_id, item in scene.node_items.items():
             where = self.layout.position(node_id) if self.layout else (item.node.x, item.node.y)
@@ -144,8 +220,8 @@ class ModuleBoxes(QObject):
         self.collapsed = set(collapsed)
         self._relaid(None, None, animate=False)
 
-    def _relaid(self, key: str | None, before: QPointF | None, animate: bool) -> None:
-        old = self.apply_layout()
+    def _relaid(self, key: str | None, before: QPointF | None, animate: bool, layout: Layout | None = None) -> None:
+        old = self.apply_layout(layout)
         scene = self.scene
         scene._complete = False  # members of the box change visibility: revisit every item
         scene.set_cursor(scene.cursor)
@@ -192,8 +268,14 @@ class ModuleBoxes(QObject):
         scene = self.scene
         if self.opened_to_fit or scene.drawing is None or scene.run is None or scene.run.end is None:
             return False
-        self.opened_to_fit = True
+        if self._finding:  # a big drawing's boxes are still being found: shut them once they come
+            self._fit_wanted = fits
+            return False
+        if len(scene.drawing.order) > BOXES_ON_A_THREAD_ABOVE:
+            self._open_to_fit_on_thread(fits)
+            return False
         self.refresh()
+        self.opened_to_fit = True
         collapsed = levels_that_fit(scene.drawing, self.boxes, fits)
         if collapsed:
             self.set_all(collapsed)

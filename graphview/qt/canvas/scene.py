@@ -175,6 +175,8 @@ class GraphScene(QGraphicsScene):
                 continue
             self._placed.append(node_id)
             self._taken.add(node_id)
+            if len(self._placed) == VIRTUAL_ABOVE + 1 and self.region is None:
+                self._ask_views_for_region()  # big from now on: items only where a view looks
             if self._grid is not None:
                 self._index(node_id)
             tnode = self.drawing.run.tensor_nodes.get(node_id)
@@ -195,17 +197,14 @@ class GraphScene(QGraphicsScene):
             self._edge_ids_of.setdefault(edge.target, []).append(number)
             self._make_edge(number, initial=True)
         if self.region is None and len(self._placed) > VIRTUAL_ABOVE:
-            for view in self.views():  # big now: the view says where it looks
-                if hasattr(view, "update_region"):
-                    view.update_region()
+            self._ask_views_for_region()
         if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
             self._sync_region()  # the drawing just became big: items only near the view from now on
-        self.sketch.changed()
         self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
 
     # ------------------------------------------------------------------ items, made where they are seen
-    def _make_item(self, node_id: str, visible: bool) -> NodeItem:
+    def _make_item(self, node_id: str, visible: bool, update: bool = False) -> NodeItem:
         node = self.drawing.nodes[node_id]
         item = NodeItem(node)
         where = self.place_of(node_id)
@@ -214,7 +213,7 @@ class GraphScene(QGraphicsScene):
         self._show(item, visible)
         self.node_items[node_id] = item
         self._fresh.add(node_id)
-        if self._complete and self.cursor >= 0:
+        if update and self.cursor >= 0:  # made for the view after the cursor moved: its look there
             self._update_item(item, self.cursor)
         for number in self._edge_ids_of.get(node_id, ()):
             if number not in self._edge_item_of:
@@ -274,7 +273,6 @@ class GraphScene(QGraphicsScene):
     def layout_changed(self) -> None:
         """Nodes moved (a box opened or shut): the index of places is made again when next needed."""
         self._grid = None
-        self.sketch.changed()
         if self.virtual:
             self._sync_region()
 
@@ -321,7 +319,7 @@ class GraphScene(QGraphicsScene):
             self._drop_item(node_id)
         made = [n for n in keep if n not in self.node_items and n in self._visible and self._in_region(n)]
         for node_id in made:
-            self._make_item(node_id, True)
+            self._make_item(node_id, True, update=True)
         if self.cursor >= 0:  # the boxes near the view now, and the edges of the new items
             hidden_by = self.boxes.update(self._visible, self.cursor)
             for node_id in made:
@@ -379,6 +377,12 @@ class GraphScene(QGraphicsScene):
         """The scene's rect: every placed node (or laid-out unit, with boxes shut) and a margin."""
         x0, y0, x1, y1 = self.boxes.bounds() or self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
+        self.sketch.changed()
+
+    def _ask_views_for_region(self) -> None:
+        for view in self.views():  # the view says where it looks
+            if hasattr(view, "update_region"):
+                view.update_region()
 
     def set_cursor(self, index: int) -> None:
         """Show the state after event ``index``.

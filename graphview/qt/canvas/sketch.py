@@ -1,7 +1,7 @@
 """SketchItem: the nodes and edges of a big drawing that have no item, drawn in bulk.
 
 A virtual scene (see :mod:`graphview.qt.canvas.scene`) makes items only near the view. Whatever
-else is shown at the cursor, this one item paints: each node as a box in its kind's colours (grey
+else is shown at the cursor, this one item paints: each node as a box in its kind's colours (a tensor's pill too) (grey
 when freed, lit when running), each edge as a straight line, all of one colour in one call, and no
 text (a zoomed-out view could not read it; the items that take over near the view have it). It
 draws only what lies in the part of the scene being painted, found through the scene's index of
@@ -14,7 +14,7 @@ from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QGraphicsItem
 
-from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: how far an edge may reach out of the painted area and still be drawn (scene units)
 EDGE_REACH = 600.0
@@ -31,6 +31,7 @@ class SketchItem(QGraphicsItem):
         self._cursor = -2
         self.setZValue(-20)
         self.setAcceptedMouseButtons(Qt.NoButton)
+        self.setFlag(QGraphicsItem.ItemUsesExtendedStyleOption, True)  # paint() learns what is exposed
         scene.addItem(self)
 
     def changed(self) -> None:
@@ -117,8 +118,4 @@ class SketchItem(QGraphicsItem):
             else:
                 painter.setPen(QPen(c.border_of(kind), 1.4))
                 painter.setBrush(c.fill_of(kind))
-            if kind in TENSOR_KINDS:
-                for rect in rects:
-                    painter.drawRoundedRect(rect, NODE_H / 2, NODE_H / 2)
-            else:
-                painter.drawRects(rects)
+            painter.drawRects(rects)  # tensors' pills as boxes too: one call per colour
