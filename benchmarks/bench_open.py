@@ -113,22 +113,37 @@ def main() -> None:
     watching = [args.where]
     if args.where:
         import collections
+        import faulthandler
+        import re
         import threading
-        import traceback
 
-        gui = threading.get_ident()
+        gui = f"{threading.get_ident():#018x}"
         samples = collections.Counter()
+        dump = tempfile.TemporaryFile("w+")
+
+        def gui_stack() -> list[str]:
+            """The GUI thread's frames, innermost first, by faulthandler (safe while it runs)."""
+            dump.seek(0)
+            dump.truncate()
+            faulthandler.dump_traceback(dump, all_threads=True)
+            dump.seek(0)
+            frames, inside = [], False
+            for line in dump.read().splitlines():
+                if line.startswith(("Thread ", "Current thread ")):
+                    inside = gui in line
+                elif inside:
+                    found = re.match(r'\s+File "(.*)", line (\d+) in (.*)', line)
+                    if found:
+                        frames.append((found.group(1), f"{os.path.basename(found.group(1))}:{found.group(2)} "
+                                                       f"{found.group(3)}"))
+            ours = [text for path, text in frames if f"{os.sep}graphview{os.sep}" in path]
+            return ours or [text for _, text in frames]  # outside graphview: where, then
 
         def watch() -> None:
             while watching[0]:
                 time.sleep(0.02)
                 if beats and time.perf_counter() - beats[-1] > 0.1:
-                    frame = sys._current_frames().get(gui)
-                    if frame is not None:
-                        stack = traceback.extract_stack(frame)
-                        ours = [f for f in stack if "graphview" in f.filename][-3:]
-                        samples[" < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
-                                           for f in reversed(ours))] += 1
+                    samples[" < ".join(gui_stack()[:3])] += 1
 
         threading.Thread(target=watch, daemon=True).start()
 

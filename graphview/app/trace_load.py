@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 
 from graphview.core.trace import TraceError
 from graphview.core.trace_pieces import TracePieces
@@ -19,6 +20,8 @@ from graphview.core.trace_pieces import TracePieces
 THREAD_PIECE_BYTES = 256 << 10
 #: pieces read ahead of the GUI at most (the reader waits beyond that)
 QUEUE_PIECES = 64
+#: pieces read ahead of the GUI after which the reader pauses until the GUI has taken some
+AHEAD_PIECES = 4
 
 
 class TraceLoad:
@@ -60,6 +63,11 @@ class TraceLoad:
                         break
                     except queue.Full:
                         continue
+                while self.queue.qsize() >= AHEAD_PIECES and not (self.cancelled or self.abandoned):
+                    # far enough ahead: let the GUI thread have the interpreter. Each call it makes
+                    # into Qt gives the lock up, and taking it back waits on a busy reader: reading
+                    # on regardless would make every slice of the GUI wait, not finish the load sooner
+                    time.sleep(0.02)
         finally:
             self.pieces.close()
             self.done.set()

@@ -110,7 +110,7 @@ def show_top(window: MainWindow) -> bool:
     """Zoom and scroll the canvas to the top of the run's whole graph (what the first steps
     show), at a zoom where names can be read; False while there is no node to show."""
     view, scene = window.view, window.scene
-    if scene.boxes.open_to_fit(view.fits_readable):  # a finished run too big to read: boxes shut first
+    if scene.boxes.open_to_fit(view.readable_fit()):  # a finished run too big to read: boxes shut first
         view.overview.schedule()
     groups = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
     if scene.virtual:  # items only near the view: the places of every node say where the graph is

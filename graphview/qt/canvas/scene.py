@@ -75,6 +75,7 @@ class GraphScene(QGraphicsScene):
         self._placed: list[str] = []  # every placed node the scene took in
         self._taken: set[str] = set()
         self.region: QRectF | None = None  # where items are made (None: everywhere)
+        self._region_bounds: tuple[float, float, float, float] | None = None  # its left, top, right, bottom
         self._grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
         self.sketch = SketchItem(self)
         self._lifetimes = Lifetimes(self)
@@ -277,12 +278,13 @@ class GraphScene(QGraphicsScene):
             self._sync_region()
 
     def _in_region(self, node_id: str) -> bool:
-        if self.region is None:
-            return True
-        if self.region.isEmpty():
-            return False
+        bounds = self._region_bounds
+        if bounds is None:
+            return self.region is None
         where = self.place_of(node_id)
-        return where is not None and self.region.contains(QPointF(*where))
+        # plain comparisons: a call into Qt per node would hand the interpreter lock to a thread
+        # reading a trace and wait to get it back, thousands of times a slice
+        return where is not None and bounds[0] <= where[0] <= bounds[2] and bounds[1] <= where[1] <= bounds[3]
 
     def ids_in(self, rect: QRectF) -> list[str]:
         """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
@@ -301,6 +303,9 @@ class GraphScene(QGraphicsScene):
         drawing makes items there and takes away the items of what is far from it (None: items
         everywhere, as an export needs)."""
         self.region = QRectF(rect) if rect is not None else None
+        region = self.region
+        self._region_bounds = None if region is None or region.isEmpty() else \
+            (region.left(), region.top(), region.right(), region.bottom())
         if self.region is None or not self.virtual:
             missing = [n for n in self._placed if n not in self.node_items]
             for node_id in missing:

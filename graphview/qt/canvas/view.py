@@ -152,6 +152,18 @@ class GraphView(QGraphicsView):
         viewport = self.viewport()
         return min(viewport.width() / width, viewport.height() / height) >= self.readable_scale()
 
+    def readable_fit(self):
+        """:meth:`fits_readable` as it is now, as a function that asks Qt nothing (a thread may call it)."""
+        port = self.viewport()
+        width, height, scale = port.width(), port.height(), self.readable_scale()
+
+        def fits(rows: int, columns: int) -> bool:
+            w = (columns - 1) * SLOT_WIDTH + NODE_W + 2 * FIT_MARGIN
+            h = (rows - 1) * LAYER_HEIGHT + NODE_H + 2 * FIT_MARGIN + 30
+            return min(width / w, height / h) >= scale
+
+        return fits
+
     def shown_items(self) -> list:
         """Nodes that have an item and shut module boxes, shown at the cursor."""
         scene = self.scene()
@@ -179,7 +191,7 @@ class GraphView(QGraphicsView):
         it fits at a zoom where node names can be read, else that zoom around the newest node
         (where the run is; the overview in the corner shows the rest, F fits it all). A finished
         run too big to read at fit first shuts its module boxes down to the deepest level that does."""
-        if self.scene().boxes.open_to_fit(self.fits_readable):
+        if self.scene().boxes.open_to_fit(self.readable_fit()):
             self.overview.schedule()
         self.fit()
         if self.transform().m11() >= self.READABLE_ZOOM:
