@@ -119,6 +119,7 @@ def main() -> None:
 
         gui = f"{threading.get_ident():#018x}"
         samples = collections.Counter()
+        timed: list[tuple[float, str]] = []
         dump = tempfile.TemporaryFile("w+")
 
         def gui_stack() -> list[str]:
@@ -143,7 +144,9 @@ def main() -> None:
             while watching[0]:
                 time.sleep(0.02)
                 if beats and time.perf_counter() - beats[-1] > 0.1:
-                    samples[" < ".join(gui_stack()[:3])] += 1
+                    where = " < ".join(gui_stack()[:3])
+                    samples[where] += 1
+                    timed.append((time.perf_counter(), where))
 
         threading.Thread(target=watch, daemon=True).start()
 
@@ -199,6 +202,11 @@ def main() -> None:
     worst = sorted(gaps, reverse=True)[:5]
     print("five longest gaps (ms): " + ", ".join(f"{g * 1000:.0f}" for g in worst))
     if args.where:
+        print("the five longest blocks, and where the GUI thread was most of each:")
+        for a, b in sorted(zip(beats, beats[1:]), key=lambda ab: ab[0] - ab[1])[:5]:
+            inside = collections.Counter(where for t, where in timed if a < t <= b + 0.02)
+            top = inside.most_common(2)
+            print(f"  {(b - a) * 1000:5.0f} ms: " + "; ".join(f"{n}x {w}" for w, n in top))
         print("where the GUI thread was while the heartbeat was late (samples of 20 ms):")
         for where, count in sorted(samples.items(), key=lambda kv: -kv[1])[:15]:
             print(f"  {count:4d}  {where}")

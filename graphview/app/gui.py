@@ -180,6 +180,7 @@ class App:
         else:
             run = Run()
             self.window.begin_run(None, options, run)
+            self.window.runs.reading = True  # its end will come: the drawing waits for it as for a whole trace
             self.live = TraceLoad(pieces)
             self.window.progress.start_reading(os.path.basename(path), self.live)
             self.window.append_events(first)

@@ -16,12 +16,13 @@ import time
 from graphview.core.trace import TraceError
 from graphview.core.trace_pieces import TracePieces
 
-#: bytes per piece read on the thread: small, so no single decode holds the GUI thread up
-THREAD_PIECE_BYTES = 256 << 10
+#: bytes per piece read on the thread: small, so no single decode (one call that keeps the
+#: interpreter lock, about 2 ms for 64 KB) holds the GUI thread up for long
+THREAD_PIECE_BYTES = 64 << 10
 #: pieces read ahead of the GUI at most (the reader waits beyond that)
 QUEUE_PIECES = 64
 #: pieces read ahead of the GUI after which the reader pauses until the GUI has taken some
-AHEAD_PIECES = 4
+AHEAD_PIECES = 16
 
 
 class TraceLoad:

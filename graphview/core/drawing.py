@@ -104,12 +104,13 @@ class Drawing:
 
 
     # ------------------------------------------------------------------ building
-    def update(self, final: bool = True) -> list[str]:
+    def update(self, final: bool = True, patient: bool = False) -> list[str]:
         """Place every element the run has gained since the last call. Returns new node ids.
 
         While a run is still streaming (``final=False``), a leaf nobody has used yet waits a
         little for its user, which is usually a few events away: placed now, it would land
-        far from it."""
+        far from it. ``patient`` (a trace being read, whose end is sure to come): it waits for
+        its user however far away, so the drawing is the one the whole trace at once gives."""
         run = self.run
         fresh: list[tuple[int, str, object]] = []
         # the run's tables only grow (new keys at their end): look at the entries added since the
@@ -141,7 +142,7 @@ class Drawing:
                 self._place(node)
         self._extra_edges()
         # what nobody has used yet: show it where the script is now (sources first)
-        horizon = len(self.run.events) - 200
+        horizon = len(self.run.events) - 200 if not patient else -1
         still = []
         for node_id in self._deferred:
             node = self.nodes[node_id]

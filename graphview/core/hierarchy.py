@@ -80,6 +80,20 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
     return kept
 
 
+def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int]]:
+    """For each box whose every node's end is known: (the first of its nodes' births, the last of
+    their ends). Outside that span none of its nodes is shown, so the box is not either: a long
+    training run's canvas need not look at the boxes of the steps before and after the cursor."""
+    spans: dict[str, tuple[int, int]] = {}
+    nodes = drawing.nodes
+    for box in boxes:
+        members = [nodes[m] for m in box.members]
+        deaths = [drawing.dead_index(n) for n in members]
+        if all(d is not None for d in deaths):
+            spans[box.key] = (min(n.born for n in members), max(deaths))
+    return spans
+
+
 def _nest(boxes: list[ModuleBox]) -> None:
     """Set each box's parent (the box of the nearest enclosing path whose rows hold it) and level."""
     by_path: dict[str, list[ModuleBox]] = {}

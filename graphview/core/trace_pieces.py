@@ -16,8 +16,8 @@ import os
 from graphview.core.events import EventChecker
 from graphview.core.trace import Trace, TraceError, _check, _parse_lines_at_once, end_warnings, parse_header
 
-#: bytes read per piece (about 20,000 events of a typical trace)
-PIECE_BYTES = 4 << 20
+#: bytes read per piece (about 1,300 events of a typical trace: checked in some 50 ms)
+PIECE_BYTES = 256 << 10
 
 
 class TracePieces:

@@ -76,6 +76,7 @@ class RunController(QObject):
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
         self._events_over = False  # no more events will come (a trace read to its end, or cancelled)
+        self.reading = False  # the run's events come from a trace being read, not from a runner
         self._chart_turn = 0
         # while a runner streams, the views catch up at most ten times a second
         self.live_refresh = QTimer(self)
@@ -125,6 +126,7 @@ class RunController(QObject):
                              "with other options")
         self._finished = False
         self._events_over = False
+        self.reading = False
         self._chart_turn = 0
         w.session.set_run(run)  # every view: the scene, the chart, the panels, the timeline bar
         w.session.follow_live = False  # a run opens at its start (or where the re-run left it), not at its end
@@ -242,6 +244,7 @@ class RunController(QObject):
         w = self.window
         run = w.run
         w.scene.live = run.end is None and not self._events_over
+        w.scene.patient = self.reading and not self._events_over
         more = w.scene.grow(budget=budget)
         w.timeline_bar.set_length(len(run.events))
         if run.start:

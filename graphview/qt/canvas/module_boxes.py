@@ -12,8 +12,8 @@ from __future__ import annotations
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
 
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.hierarchy import (Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes,
-                                      module_boxes_of)
+from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
+                                      module_boxes, module_boxes_of)
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -52,6 +52,7 @@ class ModuleBoxes(QObject):
         self._running: str | None = None
         self._shown: set[str] = set()
         self._finding = False  # boxes being found on a thread
+        self._spans: dict[str, tuple[int, int]] = {}  # box key -> when any of its nodes exists (where known)
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
         self._background = Background(self)
 
@@ -59,6 +60,7 @@ class ModuleBoxes(QObject):
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
         self.settle()
         self.boxes, self.keyed, self.groups = [], {}, {}
+        self._spans = {}
         self.collapsed = set()
         self.layout = None
         self.opened_to_fit = False
@@ -87,11 +89,11 @@ class ModuleBoxes(QObject):
         nodes = list(drawing.nodes.values())
         types = dict(drawing.run.module_types)
 
-        def then(boxes) -> None:
+        def then(result) -> None:
             self._finding = False
             if self.scene.drawing is drawing:
                 self._placed = placed
-                self._take(boxes)
+                self._take(*result)
                 self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
                 if len(drawing.order) != placed:
                     self.refresh()
@@ -99,7 +101,11 @@ class ModuleBoxes(QObject):
                 if fits is not None:
                     self.open_to_fit(fits)
 
-        self._background.run(lambda: module_boxes_of(nodes, types), then)
+        def work():
+            boxes = module_boxes_of(nodes, types)
+            return boxes, box_lifetimes(drawing, boxes)
+
+        self._background.run(work, then)
 
     def _open_to_fit_on_thread(self, fits) -> None:
         """open_to_fit for a big finished drawing: its boxes, the level that fits and that level's
@@ -113,15 +119,16 @@ class ModuleBoxes(QObject):
         def work():
             boxes = known if known is not None else module_boxes(drawing)
             collapsed = levels_that_fit(drawing, boxes, fits)
-            return boxes, collapsed, Layout(drawing, boxes, collapsed) if collapsed else None
+            layout = Layout(drawing, boxes, collapsed) if collapsed else None
+            return boxes, box_lifetimes(drawing, boxes), collapsed, layout
 
         def then(result) -> None:
             self._finding = False
             if self.scene.drawing is not drawing:
                 return
-            boxes, collapsed, layout = result
+            boxes, spans, collapsed, layout = result
             self._placed = placed
-            self._take(boxes)
+            self._take(boxes, spans)
             if collapsed:
                 self.settle()
                 self.collapsed = set(collapsed)
@@ -137,8 +144,9 @@ class ModuleBoxes(QObject):
         """Boxes are being found on a thread."""
         return self._finding
 
-    def _take(self, boxes: list[ModuleBox]) -> None:
+    def _take(self, boxes: list[ModuleBox], spans: dict | None = None) -> None:
         self.boxes = boxes
+        self._spans = spans or {}
         self.keyed = {box.key: box for box in self.boxes}
         for key, group in self.groups.items():
             if key in self.keyed:
@@ -341,11 +349,16 @@ class ModuleBoxes(QObject):
         buried = {box.key for box in self.boxes if self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
-        region = scene.region if scene.virtual and layout is None else None
+        region = scene._region_bounds if scene.virtual and layout is None else None
+        top, bottom = (region[1], region[3]) if region is not None else (0.0, 0.0)
+        spans = self._spans
         for box in self.boxes:
             group = self.groups.get(box.key)
-            if region is not None and (box.bottom * LAYER_HEIGHT < region.top() or box.top * LAYER_HEIGHT > region.bottom()):
-                if group is not None:  # a big graph: only the boxes near the view are kept up to date
+            span = spans.get(box.key)
+            if (span is not None and not span[0] <= index < span[1]) or (
+                    region is not None and (box.bottom * LAYER_HEIGHT < top or box.top * LAYER_HEIGHT > bottom)):
+                # none of its nodes exists at the cursor, or (a big graph) it is far from the view
+                if group is not None and group.isVisible():
                     group.setVisible(False)
                 continue
             members = [m for m in box.members if m in visible] if box.key not in buried else []

@@ -72,6 +72,7 @@ class GraphScene(QGraphicsScene):
         self._edge_item_of: dict[int, EdgeItem] = {}  # index in drawing.edges -> its item
         self._edges_done = 0  # drawing edges taken in so far
         self._edge_ids_of: dict[str, list[int]] = {}  # node id -> indexes of its drawing edges
+        self._edges_blocked: dict[str, list[int]] = {}  # node id not taken in yet -> edges waiting for it
         self._placed: list[str] = []  # every placed node the scene took in
         self._taken: set[str] = set()
         self.region: QRectF | None = None  # where items are made (None: everywhere)
@@ -83,6 +84,7 @@ class GraphScene(QGraphicsScene):
         self._waiting: list[str] = []
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
+        self.patient = False  # a trace is being read into it: leaves wait for their users, however far
         self._groups_at = 0.0
         self._boxes_at = 0.0  # when the module boxes were last found again, and how often they may be
         self._boxes_every = 0.5
@@ -133,6 +135,7 @@ class GraphScene(QGraphicsScene):
         self._edge_item_of = {}
         self._edges_done = 0
         self._edge_ids_of = {}
+        self._edges_blocked = {}
         self._placed = []
         self._taken = set()
         self._grid = None
@@ -157,7 +160,8 @@ class GraphScene(QGraphicsScene):
         """
         if self.drawing is None:
             return False
-        self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
+        self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
+                                                 patient=self.patient))
         now = time.monotonic()
         if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
             self.boxes.refresh()  # streaming: boxes catch up now and then, at most a tenth of the time
@@ -186,17 +190,13 @@ class GraphScene(QGraphicsScene):
             if not self.virtual or self._in_region(node_id):
                 self._make_item(node_id, node.born <= self.cursor)
                 made += 1
+            for number in self._edges_blocked.pop(node_id, ()):
+                self._take_edge(number)  # an edge that waited for this node
         self._waiting = unplaced + waiting[taken:]
         edges = self.drawing.edges
         while self._edges_done < len(edges):
-            edge = edges[self._edges_done]
-            if edge.source not in self._taken or edge.target not in self._taken:
-                break  # edges come in order; the rest wait for their nodes
-            number = self._edges_done
             self._edges_done += 1
-            self._edge_ids_of.setdefault(edge.source, []).append(number)
-            self._edge_ids_of.setdefault(edge.target, []).append(number)
-            self._make_edge(number, initial=True)
+            self._take_edge(self._edges_done - 1)
         if self.region is None and len(self._placed) > VIRTUAL_ABOVE:
             self._ask_views_for_region()
         if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
@@ -220,6 +220,18 @@ class GraphScene(QGraphicsScene):
             if number not in self._edge_item_of:
                 self._make_edge(number)
         return item
+
+    def _take_edge(self, number: int) -> None:
+        """Take in drawing edge ``number`` once both its nodes are taken in (until then it waits
+        for the missing one, without holding up the edges after it)."""
+        edge = self.drawing.edges[number]
+        for end in (edge.source, edge.target):
+            if end not in self._taken:
+                self._edges_blocked.setdefault(end, []).append(number)
+                return
+        self._edge_ids_of.setdefault(edge.source, []).append(number)
+        self._edge_ids_of.setdefault(edge.target, []).append(number)
+        self._make_edge(number, initial=True)
 
     def _make_edge(self, number: int, initial: bool = False) -> None:
         edge = self.drawing.edges[number]
