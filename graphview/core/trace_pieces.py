@@ -51,6 +51,7 @@ class TracePieces:
             raise TraceError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         self.size = os.fstat(self._file.fileno()).st_size
         first = self._file.readline()
+        self._position = len(first)
         if not first.strip() and self._only_whitespace_left():
             self.close()
             raise TraceError(f"{self.path} is empty, not a graphview trace")
@@ -75,14 +76,16 @@ class TracePieces:
 
     @property
     def position(self) -> int:
-        """Bytes of the file read so far."""
-        return self.size if self._file.closed else self._file.tell()
+        """Bytes of the file read so far (counted, not asked of the file: another thread may ask
+        while this one reads, and the file's lock would make it wait)."""
+        return self._position
 
     def next_piece(self) -> list[dict]:
         """The next events (an empty list once :attr:`done`)."""
         if self.done:
             return []
         raw = self._file.readlines(self.piece_bytes)
+        self._position += sum(map(len, raw))
         at_end = len(raw) == 0 or not raw[-1].endswith(b"\n") or self._file.peek(1) == b""
         lines = [line[:-1] if line.endswith(b"\n") else line for line in raw]
         complete = not raw or raw[-1].endswith(b"\n")
@@ -121,6 +124,7 @@ class TracePieces:
             self._last = events[-1]
         if at_end:
             self.done = True
+            self._position = self.size
             end_warnings([self._last] if self._last is not None else [], self.warnings, self.path)
             self.close()
         return events

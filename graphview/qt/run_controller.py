@@ -188,10 +188,13 @@ class RunController(QObject):
         # nothing competes and the backlog is worked off in larger ones
         more = self.grow(budget=200 if ended else 40, chart=False)
         w.progress.update_run(run, w.options.steps)
-        self._chart_turn = (self._chart_turn + 1) % 5
+        # the chart of a trace being read is drawn less often: its picture of a million events costs
+        self._chart_turn = (self._chart_turn + 1) % (20 if self.reading and not ended else 5)
 
         def cursor_slice() -> None:
             self.slices_pending -= 1
+            if self.reading and w.run is run:
+                run.memory_series(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
                 if self.placement.active:
                     self.placement.place()

@@ -171,7 +171,9 @@ class GraphScene(QGraphicsScene):
         made = taken = 0
         unplaced = []
         waiting = self._waiting
-        while taken < len(waiting) and (budget is None or made < budget):
+        # a big scene makes few items: it takes in more nodes a slice, but not without bound
+        limit = None if budget is None else (budget * 25 if self.virtual else budget)
+        while taken < len(waiting) and (limit is None or (made if not self.virtual else taken) < limit):
             node_id = waiting[taken]
             taken += 1
             node = self.drawing.nodes[node_id]
