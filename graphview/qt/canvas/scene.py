@@ -345,6 +345,10 @@ class GraphScene(QGraphicsScene):
                 for item in self._edges_into.get(node_id, []) + self._edges_from.get(node_id, []):
                     self._update_edge(item, self.cursor, hidden_by)
 
+    def shown_anything(self) -> bool:
+        """Whether any node is shown at the cursor (as an item, in the sketch, or in a shut box)."""
+        return bool(self._visible)
+
     def placed_ids(self) -> list[str]:
         """Every node placed so far, in the order the scene took them in (items or not)."""
         return list(self._placed)

@@ -76,7 +76,9 @@ class GraphView(QGraphicsView):
 
     def drawForeground(self, painter, rect) -> None:
         super().drawForeground(painter, rect)
-        if not self.message or any(item.isVisible() for item in self.scene().node_items.values()):
+        scene = self.scene()
+        if not self.message or any(item.isVisible() for item in scene.node_items.values()) \
+                or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
             return
         painter.save()
         painter.resetTransform()
