@@ -56,7 +56,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
     g.add_argument("--steps", type=int, default=1, help="step scripts: number of steps (default 1)")
     g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="stop the script after this many seconds (the trace keeps what was recorded)")
+                   help="stop the script after it has run this many seconds (from its start: importing torch is not counted; the trace keeps what was recorded)")
 
 
 def export_suffixes() -> list[str]:
