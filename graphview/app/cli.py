@@ -29,7 +29,7 @@ from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.files import WriteError
-from graphview.core.options import GRAD_MODES, RunOptions, args_text
+from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.tally import RunTally
@@ -55,6 +55,16 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
     g.add_argument("--steps", type=int, default=1, help="step scripts: number of steps (default 1)")
+    g.add_argument("--checkpoint", action="append", default=[], metavar="MODULE",
+                   help="run this module's forward under torch.utils.checkpoint.checkpoint(..., use_reentrant=False): "
+                        "its activations are recomputed in backward instead of saved (a path such as "
+                        "encoder.layers.0; encoder.layers.* for every layer); may be repeated")
+    g.add_argument("--autocast", choices=AUTOCAST_DTYPES, default=None, metavar="DTYPE",
+                   help="run the forward under torch.autocast(device_type, dtype=DTYPE): bfloat16 (CPU or CUDA) "
+                        "or float16 (CUDA)")
+    g.add_argument("--save-on-cpu", action="store_true",
+                   help="run each step under torch.autograd.graph.save_on_cpu(): saved tensors are kept on the "
+                        "CPU until backward (changes nothing for tensors already on the CPU)")
     g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="stop the script after this many seconds (the trace keeps what was recorded)")
 
@@ -139,6 +149,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         retain_graph=args.retain_graph, create_graph=args.create_graph, detach_at=list(args.detach_at),
         grad_mode=args.grad_mode, accumulate=args.accumulate, device=args.device, steps=args.steps,
         args=list(getattr(args, "script_args", None) or []),
+        checkpoint=list(args.checkpoint), autocast=args.autocast, save_on_cpu=args.save_on_cpu,
     )
     try:
         options.validate()
