@@ -24,6 +24,7 @@ import tempfile
 
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
+from graphview.app.whatif_cli import print_comparison, print_suggestions
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
@@ -125,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instead: run the script plainly and recorded, and check that the recording changed "
                           "nothing (results, parameters, grads bit-identical) and that its graphs and saved "
                           "bytes are torch's own (exit 1 on any difference)")
+    chk.add_argument("--measure", action="store_true",
+                     help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
+                          "the peak it measured")
     _add_run_options(chk)
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
     dif.add_argument("source")
@@ -436,6 +440,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{where}{f.title} [{f.code}]")
             print(f"    {f.explanation}")
             print(f"    fix: {f.fix}")
+        print_suggestions(run, args)
         print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
               file=sys.stderr)
     if run.failed:
@@ -476,6 +481,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"- {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
     for sig, count in sorted(result.added.items(), key=str):
         print(f"+ {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+    if run_b is not run_a:
+        print_comparison(run_a, run_b)
     print(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
           f"{result.same} the same", file=sys.stderr)
     failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]
