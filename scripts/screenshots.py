@@ -63,7 +63,7 @@ def main() -> None:
     start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
     window.set_cursor(start)
     window.view.fit()
-    window.bottom_tabs.setCurrentWidget(window.memory)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
     node = next(n for n in window.scene.node_items.values() if n.node.title == "AddmmBackward0")
     window.scene.select_node(node.node.id)
     shot(app, os.path.join(args.out, "mlp_before_backward.png"))
