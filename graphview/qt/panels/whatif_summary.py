@@ -29,7 +29,10 @@ class WhatIfSummary(QLabel):
         self.comparisons: list[StepComparison] = []
         self.labels = ("", "")
         self.hide()
-        themes.changes().changed.connect(lambda *_: self._render())
+        themes.changes().changed.connect(self.apply_theme)  # a bound slot: it goes with the widget
+
+    def apply_theme(self, theme=None) -> None:
+        self._render()
 
     def show_comparison(self, comparisons: list[StepComparison], before: str, after: str) -> None:
         self.comparisons, self.labels = list(comparisons), (before, after)
