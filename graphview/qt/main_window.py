@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
                                QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphview.core.options import RunOptions
@@ -26,6 +26,7 @@ from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.file_dialogs import Folders, ask_open
 from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
+from graphview.qt.panels.memory_tab import MemoryTab
 from graphview.qt.panels.whatif_summary import WhatIfSummary
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
@@ -119,12 +120,7 @@ class MainWindow(QMainWindow):
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
         self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
         self.bottom_tabs = QTabWidget()
-        self.memory_tab = QWidget()  # the chart and, beside it, the what-if summary
-        memory_layout = QHBoxLayout(self.memory_tab)
-        memory_layout.setContentsMargins(0, 0, 0, 0)
-        memory_layout.setSpacing(0)
-        memory_layout.addWidget(self.memory, 1)
-        memory_layout.addWidget(self.whatif)
+        self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
         self.bottom_tabs.addTab(self.memory_tab, "Memory (saved tensors)")
         self.session.attach(self.memory)
         for panel, title in ((self.console, "Console"), (self.ledger, "Gradient ledger"),
