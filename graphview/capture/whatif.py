@@ -25,9 +25,11 @@ from torch.utils.checkpoint import checkpoint
 from graphview.capture.module_names import module_paths, root_prefix, variable_holding
 from graphview.core.options import RunOptions, module_matches
 
-SAVE_ON_CPU_ON_CPU = ("graphview: note: --save-on-cpu changed nothing in this run: every tensor autograd saved "
-                      "was already on the CPU, and save_on_cpu only moves saved tensors from an accelerator to "
-                      "the CPU (on the CPU, tensor.cpu() is the tensor itself), so the same bytes are held\n")
+SAVE_ON_CPU_ON_CPU = ("graphview: note: --save-on-cpu moved nothing in this run: every tensor autograd saved was "
+                      "already on the CPU, and save_on_cpu only copies saved tensors from an accelerator to the "
+                      "CPU (here tensor.cpu() is the tensor itself), so it frees nothing; since it keeps that "
+                      "tensor and not a detached one, a saved output keeps its own graph alive until a backward "
+                      "runs through it\n")
 
 
 def autocast_device(options: RunOptions) -> str:

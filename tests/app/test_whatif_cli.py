@@ -58,4 +58,4 @@ def test_bad_what_if_options_get_one_line(tmp_path):
 def test_save_on_cpu_on_a_cpu_run_says_it_changes_nothing(tmp_path):
     result = graphview("record", TRANSFORMER, "-o", tmp_path / "x.gvtrace", "--save-on-cpu")
     assert result.returncode == 0
-    assert "graphview: note: --save-on-cpu changed nothing in this run" in result.stderr
+    assert "graphview: note: --save-on-cpu moved nothing in this run" in result.stderr
