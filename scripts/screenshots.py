@@ -37,12 +37,17 @@ def shot(app: App, path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "screenshots"))
+    parser.add_argument("--only", choices=["whatif"], help="take only this screenshot")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     app = App()
     window = app.window
     window.resize(1600, 1000)
     window.show()
+    if args.only == "whatif":
+        what_if(app, args.out)
+        window.close()
+        return
     shot(app, os.path.join(args.out, "start_page.png"))
 
     app.open(os.path.join(ROOT, "sample_models", "lessons", "accumulate_without_clearing.py"))
@@ -63,7 +68,7 @@ def main() -> None:
     start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
     window.set_cursor(start)
     window.view.fit()
-    window.bottom_tabs.setCurrentWidget(window.memory)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
     node = next(n for n in window.scene.node_items.values() if n.node.title == "AddmmBackward0")
     window.scene.select_node(node.node.id)
     shot(app, os.path.join(args.out, "mlp_before_backward.png"))
@@ -77,7 +82,38 @@ def main() -> None:
     window.view.fit()
     shot(app, os.path.join(args.out, "retain_graph_overlay.png"))
     big_model(app, args.out)
+    what_if(app, args.out)
     window.close()
+
+
+def what_if(app: App, out: str) -> None:
+    """The transformer sample re-run with its layers checkpointed from the canvas (a module box's
+    "Checkpoint every encoder.layers.*"), at 1366x768, during backward's recompute: the lower peak
+    against the dotted earlier run, the recompute box and the summary beside the chart."""
+    window = app.window
+    window.resize(1366, 768)
+    settle(app)
+    app.open(os.path.join(ROOT, "sample_models", "models", "transformer_block.py"))
+    app.wait_idle()
+    window.view.sigCheckpointRequested.emit("encoder.layers.*")  # what the box's context menu sends
+    app.wait_idle()
+    run = window.run
+    recomputed = [i for i, e in enumerate(run.events) if e["ev"] == "op" and e.get("recompute")]
+    from PySide6.QtCore import Qt
+
+    # the timeline views dragged below the canvas: the chart and its summary side by side
+    window.addDockWidget(Qt.BottomDockWidgetArea, window.bottom_dock)
+    window.resizeDocks([window.bottom_dock], [270], Qt.Vertical)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(app)
+    window.set_cursor(recomputed[0])  # step 1, backward: the checkpoint starts its recompute
+    window.view.resetTransform()
+    window.view.scale(0.7, 0.7)
+    settle(app)
+    running = window.scene.item_at_event(window.cursor)
+    if running is not None:
+        window.view.centerOn(running)
+    shot(app, os.path.join(out, "whatif_checkpoint_1366x768.png"))
 
 
 def big_model(app: App, out: str) -> None:

@@ -24,12 +24,13 @@ import tempfile
 
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
+from graphview.app.whatif_cli import print_comparison, print_suggestions
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import FORMATS, ExportError, export_graph
 from graphview.core.files import WriteError
-from graphview.core.options import GRAD_MODES, RunOptions, args_text
+from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.tally import RunTally
@@ -55,8 +56,18 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
     g.add_argument("--steps", type=int, default=1, help="step scripts: number of steps (default 1)")
+    g.add_argument("--checkpoint", action="append", default=[], metavar="MODULE",
+                   help="run this module's forward under torch.utils.checkpoint.checkpoint(..., use_reentrant=False): "
+                        "its activations are recomputed in backward instead of saved (a path such as "
+                        "encoder.layers.0; encoder.layers.* for every layer); may be repeated")
+    g.add_argument("--autocast", choices=AUTOCAST_DTYPES, default=None, metavar="DTYPE",
+                   help="run the forward under torch.autocast(device_type, dtype=DTYPE): bfloat16 (CPU or CUDA) "
+                        "or float16 (CUDA)")
+    g.add_argument("--save-on-cpu", action="store_true",
+                   help="run each step under torch.autograd.graph.save_on_cpu(): saved tensors are kept on the "
+                        "CPU until backward (changes nothing for tensors already on the CPU)")
     g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="stop the script after this many seconds (the trace keeps what was recorded)")
+                   help="stop the script after it has run this many seconds (from its start: importing torch is not counted; the trace keeps what was recorded)")
 
 
 def export_suffixes() -> list[str]:
@@ -115,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instead: run the script plainly and recorded, and check that the recording changed "
                           "nothing (results, parameters, grads bit-identical) and that its graphs and saved "
                           "bytes are torch's own (exit 1 on any difference)")
+    chk.add_argument("--measure", action="store_true",
+                     help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
+                          "the peak it measured")
     _add_run_options(chk)
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
     dif.add_argument("source")
@@ -139,6 +153,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         retain_graph=args.retain_graph, create_graph=args.create_graph, detach_at=list(args.detach_at),
         grad_mode=args.grad_mode, accumulate=args.accumulate, device=args.device, steps=args.steps,
         args=list(getattr(args, "script_args", None) or []),
+        checkpoint=list(args.checkpoint), autocast=args.autocast, save_on_cpu=args.save_on_cpu,
     )
     try:
         options.validate()
@@ -427,6 +442,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{where}{f.title} [{f.code}]")
             print(f"    {f.explanation}")
             print(f"    fix: {f.fix}")
+        print_suggestions(run, args)
         print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
               file=sys.stderr)
     if run.failed:
@@ -467,6 +483,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"- {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
     for sig, count in sorted(result.added.items(), key=str):
         print(f"+ {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+    if run_b is not run_a:
+        print_comparison(run_a, run_b)
     print(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
           f"{result.same} the same", file=sys.stderr)
     failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]

@@ -29,6 +29,7 @@ from graphview.core.options import RunOptions
 
 STDERR_KEEP = 64 * 1024
 STOP_GRACE = 0.5  # seconds a runner has to write its run_end after SIGTERM before its group is killed
+STARTUP_ALLOWANCE = 120.0  # seconds graphview's own start-up (Python, importing torch) may take before a --timeout counts
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ``python -c`` puts the cwd first on sys.path (``-P`` does not): drop it before anything is imported,
 # so that a json.py where the user stands is never run; graphview itself is found from its own root,
@@ -77,6 +78,7 @@ class RunnerProcess:
         self._reaped = False
         self._kill_timer: threading.Timer | None = None
         self._deadline: float | None = None
+        self._timeout: float | None = None
         self._held_end: dict | None = None
         self._native_out: list[bytes] = []
         self._native_size = 0
@@ -210,6 +212,8 @@ class RunnerProcess:
             return
         if event.get("ev") == "run_start":
             self._saw_start = True
+            if self._timeout is not None:
+                self._deadline = time.monotonic() + self._timeout
         elif event.get("ev") == "run_end":
             if self.stop_reason == "timeout" and event.get("status") == "stopped":
                 event["status"] = "timeout"
@@ -227,7 +231,10 @@ class RunnerProcess:
         """Read events until the runner ends; returns the ``run_end`` event (real or synthesized).
 
         The runner's ``run_end`` is delivered last, after everything it wrote to its descriptors."""
-        self._deadline = None if timeout is None else time.monotonic() + timeout
+        # the limit is the script's: it counts from run_start, not from graphview's own start-up
+        # (Python, importing torch: seconds on a loaded machine); a start-up that hangs is still stopped
+        self._timeout = timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout + STARTUP_ALLOWANCE
         selector = selectors.DefaultSelector()
         selector.register(self._events, selectors.EVENT_READ)
         buffer = b""

@@ -82,9 +82,12 @@ def _count_saved(node, storages: dict) -> int:
             continue
         for item in raw if isinstance(raw, (tuple, list)) else (raw,):
             data = getattr(item, "data", None) if item is not None else None
-            if isinstance(data, torch.Tensor):
-                storage = data.untyped_storage()
-                storages[(str(data.device), storage.data_ptr())] = storage.nbytes()
+            # what save_on_cpu's pack hook made of a saved tensor: (its device, the copy it keeps)
+            kept = [part for part in data if isinstance(part, torch.Tensor)] if isinstance(data, tuple) else [data]
+            if kept and all(isinstance(t, torch.Tensor) for t in kept):
+                for t in kept:
+                    storage = t.untyped_storage()
+                    storages[(str(t.device), storage.data_ptr())] = storage.nbytes()
             elif data is not None:
                 hidden += 1
     return hidden

@@ -216,7 +216,22 @@ class TensorIdentity(RecorderState):
                 event = self._saved_event(sid, packed, owner=vid, attr=attr)
                 if self._recompute:
                     event["recompute"] = self._recompute[-1]
+                    if event["kind"] == "input":  # a recompute's saved tensors come detached: tell them apart
+                        event["kind"] = "param" if event["storage"] in self._parameter_storages() else "activation"
                 self._emit_fn(event)
+
+    def _parameter_storages(self) -> set[str]:
+        """The storages of the named parameters (as ``saved`` events key them), once per backward."""
+        bid = self._recompute[-1] if self._recompute else None
+        cached = getattr(self, "_param_storage_cache", None)
+        if cached is None or cached[0] != bid:
+            storages = set()
+            for ref in list(self._name_refs.values()):
+                obj = ref()
+                if isinstance(obj, torch.nn.Parameter):
+                    storages.add(f"{obj.untyped_storage().data_ptr():x}")
+            cached = self._param_storage_cache = (bid, storages)
+        return cached[1]
 
     def _node_died(self, vid: int) -> None:
         if not self._active:

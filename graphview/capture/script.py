@@ -24,6 +24,7 @@ import torch
 from graphview.capture.recorder import Recorder
 from graphview.capture.steps import StepLog, run_steps
 from graphview.capture.summaries import summarize
+from graphview.capture.whatif import WhatIf
 from graphview.core.events import OUTPUT_CAP
 from graphview.core.options import RunOptions
 
@@ -283,14 +284,18 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
         module.__builtins__ = builtins
         if recorder is not None:
             recorder.extra_scopes.append(module.__dict__)
+        whatif = WhatIf(options, script, [module.__dict__], recorder, emit)
         try:
             with recorder or contextlib.nullcontext(), _grad_mode_context(options.grad_mode), \
-                    _warnings_point_at_the_script():
+                    _warnings_point_at_the_script(), whatif.installed():
                 try:
                     sys.modules[module.__name__] = module
-                    exec(code, module.__dict__)
                     if step_mode:
-                        _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result)
+                        exec(code, module.__dict__)
+                        _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result, whatif)
+                    else:  # a plain script is all forward and all step
+                        with whatif.around_step(), whatif.around_forward():
+                            exec(code, module.__dict__)
                 finally:
                     if recorder is not None:
                         recorder.flush_names()
@@ -299,6 +304,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
                         keep_globals.update(module.__dict__)
         except BaseException as exc:  # noqa: BLE001 - every failure of the script is an event
             status, exit_code, message = _outcome(exc, script, emit)
+    whatif.report()
     stdout.close_report()
     stderr.close_report()
     if recorder is not None and options.detach_at and recorder.detach_hits == 0:
@@ -398,7 +404,7 @@ def _returned_name(tree: ast.Module) -> str:
 
 
 def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder | None, emit, result_name: str,
-               on_step_result: Callable[[int, object], None] | None = None) -> None:
+               on_step_result: Callable[[int, object], None] | None = None, whatif: WhatIf | None = None) -> None:
     def name_result(number: int, result) -> None:
         if on_step_result is not None:
             on_step_result(number, result)
@@ -413,4 +419,6 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
 
     with StepLog().installed() as log:
         run_steps(module, options, log, emit, on_result=name_result, summarize=summarize,
-                  identify=recorder.tid_of if recorder is not None else None)
+                  identify=recorder.tid_of if recorder is not None else None,
+                  around_step=whatif.around_step if whatif is not None else contextlib.nullcontext,
+                  around_forward=whatif.around_forward if whatif is not None else contextlib.nullcontext)

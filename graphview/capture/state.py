@@ -37,9 +37,9 @@ _PROXY = torch._C._TorchDispatchModeKey.PROXY
 class _Packed:
     """What autograd holds instead of a saved tensor while the recorder is on."""
 
-    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "__weakref__")
+    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "inner", "__weakref__")
 
-    def __init__(self, t, sid, version, token, output_nr, gf_name, source):
+    def __init__(self, t, sid, version, token, output_nr, gf_name, source, inner=None):
         self.t = t
         self.sid = sid
         self.version = version
@@ -47,6 +47,7 @@ class _Packed:
         self.output_nr = output_nr
         self.gf_name = gf_name
         self.source = source  # weakref to the tensor autograd passed in
+        self.inner = inner  # what a script's own pack hook (save_on_cpu) made of it, if one runs inside ours
 
 
 
@@ -103,6 +104,7 @@ class RecorderState:
         # nodes whose saved values other saved-tensor hooks manage (non-reentrant checkpoint): their
         # backward unpacks them, which recomputes the checkpointed forward
         self._foreign_saved: set[int] = set()
+        self.saved_devices: set[str] = set()  # device types of the tensors saved through a script's hooks
         self._recompute: list[int] = []  # bids of the backward calls whose checkpoint recompute is running
         self._module_hooks: list[Any] = []  # the global module hooks' handles (replaced under torch.compile)
         self._compile_safe_on = False  # torch.compile is in use: hooks run under Dynamo, not traced

@@ -96,29 +96,35 @@ def run_steps(module: types.ModuleType, options: RunOptions, log: StepLog,
               emit: Callable[[dict], None] = lambda event: None,
               on_result: Callable[[int, object], None] | None = None,
               summarize: Callable[[object], object] | None = None,
-              identify: Callable[[torch.Tensor], int | None] | None = None) -> None:
+              identify: Callable[[torch.Tensor], int | None] | None = None,
+              around_step: Callable[[], object] = contextlib.nullcontext,
+              around_forward: Callable[[], object] = contextlib.nullcontext) -> None:
     """Run ``step()`` of ``module`` ``options.steps`` times by the protocol above.
 
     ``on_result(step, result)`` sees what ``step()`` returned, before graphview's backward;
     ``identify(tensor)`` gives the recorded id of a returned tensor (``step_end``'s ``tid``).
+    Each step (zero_grad to optimizer step) runs in ``around_step()``, each ``step()`` call in
+    ``around_forward()`` (the what-if options: save_on_cpu, autocast).
     """
     step_fn = module.__dict__["step"]
     optimizer = script_optimizer(module)
     for number in range(1, options.steps + 1):
         emit({"ev": "step_start", "step": number})
-        if number > 1 and optimizer is not None and not options.accumulate:
-            optimizer.zero_grad()
-        backwards_before = log.backward_calls
-        optimizer_steps_before = log.optimizer_steps
-        result = step_fn()
-        if on_result is not None:
-            on_result(number, result)
-        if (isinstance(result, torch.Tensor) and result.grad_fn is not None
-                and not log.backward_ran_on(result, backwards_before)):
-            result.backward()
-        if (optimizer is not None and log.backward_calls > backwards_before
-                and log.optimizer_steps == optimizer_steps_before):
-            optimizer.step()
+        with around_step():
+            if number > 1 and optimizer is not None and not options.accumulate:
+                optimizer.zero_grad()
+            backwards_before = log.backward_calls
+            optimizer_steps_before = log.optimizer_steps
+            with around_forward():
+                result = step_fn()
+            if on_result is not None:
+                on_result(number, result)
+            if (isinstance(result, torch.Tensor) and result.grad_fn is not None
+                    and not log.backward_ran_on(result, backwards_before)):
+                result.backward()
+            if (optimizer is not None and log.backward_calls > backwards_before
+                    and log.optimizer_steps == optimizer_steps_before):
+                optimizer.step()
         returned = summarize(result) if summarize is not None and isinstance(result, torch.Tensor) else None
         tid = identify(result) if identify is not None and isinstance(result, torch.Tensor) else None
         del result

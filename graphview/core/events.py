@@ -235,7 +235,8 @@ _FRAME = lambda v: (type(v) is dict and type(v.get("file")) is str and _is_int(v
 _ANY = _depth_ok
 
 _OPTION_FIELDS = {"retain_graph": _BOOL, "create_graph": _BOOL, "detach_at": _list_of(_STR), "grad_mode": _STR,
-                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT, "args": _list_of(_STR)}
+                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT, "args": _list_of(_STR),
+                  "checkpoint": _list_of(_STR), "autocast": _OSTR, "save_on_cpu": _BOOL}
 
 
 def is_options(v: object) -> bool:

@@ -6,6 +6,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
+AUTOCAST_DTYPES = ("bfloat16", "float16")  # torch.autocast's dtypes (float16 needs an accelerator)
 
 
 @dataclass
@@ -18,6 +19,11 @@ class RunOptions:
     device: str | None = None  # torch.set_default_device(...) before the script runs
     steps: int = 1  # step scripts: how many times step() is called
     args: list[str] = field(default_factory=list)  # the script's arguments: sys.argv[1:]
+    # what-if memory: module paths (``encoder.layers.*``) whose forward runs under
+    # torch.utils.checkpoint.checkpoint(..., use_reentrant=False)
+    checkpoint: list[str] = field(default_factory=list)
+    autocast: str | None = None  # the forward under torch.autocast(device_type, dtype=...)
+    save_on_cpu: bool = False  # each step under torch.autograd.graph.save_on_cpu()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -34,6 +40,10 @@ class RunOptions:
             raise ValueError(f"--steps must be at least 1, not {self.steps}")
         for spec in self.detach_at:
             parse_detach_spec(spec)
+        for pattern in self.checkpoint:
+            check_module_pattern(pattern)
+        if self.autocast is not None and self.autocast not in AUTOCAST_DTYPES:
+            raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_DTYPES)}, not {self.autocast!r}")
 
     def label(self) -> str:
         """A short label for this run's options, e.g. ``retain_graph=on, detach at fc2``."""
@@ -46,6 +56,12 @@ class RunOptions:
             parts.append(self.grad_mode)
         for spec in self.detach_at:
             parts.append(f"detach at {spec}")
+        for pattern in self.checkpoint:
+            parts.append(f"checkpoint {pattern}")
+        if self.autocast:
+            parts.append(f"autocast {self.autocast}")
+        if self.save_on_cpu:
+            parts.append("save_on_cpu")
         if self.accumulate:
             parts.append("accumulate")
         if self.device:
@@ -81,3 +97,20 @@ def parse_detach_spec(spec: str) -> tuple[str, object]:
         except ValueError:
             raise ValueError(f"--detach-at {spec!r}: expected a number after '{kind}:'") from None
     return "module", spec
+
+
+def check_module_pattern(pattern: str) -> str:
+    """A ``--checkpoint`` value: a module path (``encoder.layers.0``), ``*`` standing for one
+    part of it (``encoder.layers.*``); raises ValueError for an empty one."""
+    pattern = pattern.strip()
+    if not pattern or any(not part for part in pattern.split(".")):
+        raise ValueError(f"--checkpoint {pattern!r}: expected a module path such as encoder.layers.0 "
+                         "or encoder.layers.*")
+    return pattern
+
+
+def module_matches(pattern: str, path: str) -> bool:
+    """Whether module ``path`` is what ``pattern`` names: the same parts, ``*`` matching any one part
+    (``encoder.layers.*`` matches ``encoder.layers.0``, not ``encoder.layers.0.linear1``)."""
+    want, have = pattern.strip().split("."), path.split(".")
+    return len(want) == len(have) and all(w == "*" or w == h for w, h in zip(want, have))

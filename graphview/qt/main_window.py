@@ -26,6 +26,8 @@ from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.file_dialogs import Folders, ask_open
 from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
+from graphview.qt.panels.memory_tab import MemoryTab
+from graphview.qt.panels.whatif_summary import WhatIfSummary
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
 from graphview.qt.run_controller import RunController
@@ -68,6 +70,7 @@ class MainWindow(QMainWindow):
         self.ledger = GradLedger()
         self.diagnostics = DiagnosticsPanel()
         self.memory = MemoryChart()
+        self.whatif = WhatIfSummary()  # beside the chart: what a re-run's options changed
         self.toggles = TogglesPanel()
         self.timeline_bar = TimelineBar()
         self.status_label = QLabel("")
@@ -117,8 +120,11 @@ class MainWindow(QMainWindow):
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
         self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
         self.bottom_tabs = QTabWidget()
-        for panel, title in ((self.memory, "Memory (saved tensors)"), (self.console, "Console"),
-                             (self.ledger, "Gradient ledger"), (self.diagnostics, "Diagnostics")):
+        self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
+        self.bottom_tabs.addTab(self.memory_tab, "Memory (saved tensors)")
+        self.session.attach(self.memory)
+        for panel, title in ((self.console, "Console"), (self.ledger, "Gradient ledger"),
+                             (self.diagnostics, "Diagnostics")):
             self.add_timeline_tab(panel, title)
         self.code_dock = self._dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
         self.inspector_dock = self._dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
@@ -197,6 +203,8 @@ class MainWindow(QMainWindow):
         self.diagnostics.sigFinding.connect(self._on_finding)
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)
+        self.view.sigCheckpointRequested.connect(self.toggles.request_checkpoint)
+        self.diagnostics.sigTryCheckpoint.connect(self.toggles.request_checkpoint)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room

@@ -21,6 +21,7 @@ from graphview.core import timeline
 from graphview.core.diagnostics import diagnose
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
+from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
 from graphview.qt.background import BACKGROUND_ABOVE, Background
 from graphview.qt.formatting import human_bytes
 from graphview.qt.run_placement import RunPlacement
@@ -69,6 +70,7 @@ class RunController(QObject):
         super().__init__(window)
         self.window = window
         self.earlier_runs: list[tuple[str, Run]] = []
+        self.measured: dict[str, str] = {}  # checkpoint pattern tried -> what its re-run measured
         self.comparison = ""
         self.slices_pending = 0
         self.placement = RunPlacement(window)
@@ -110,6 +112,7 @@ class RunController(QObject):
             rerun = None  # the place of a run of another script means nothing here
         if script_path is None or script_path != w.script_path:
             self.earlier_runs.clear()  # another script: nothing to compare with
+            self.measured.clear()
         elif w.run is not None and len(w.run.events) > 1:
             label = RunOptions.from_dict((w.run.start or {}).get("options", {})).label()
             self.earlier_runs.append((label, w.run))
@@ -128,12 +131,14 @@ class RunController(QObject):
         self._events_over = False
         self.reading = False
         self._chart_turn = 0
+        w.whatif.clear()  # the comparison comes when this run has ended
+        w.scene.boxes.set_compared({})
         w.session.set_run(run)  # every view: the scene, the chart, the panels, the timeline bar
         w.session.follow_live = False  # a run opens at its start (or where the re-run left it), not at its end
         self.placement.begin(run, *(rerun or (None, -1)))
         w.search.clear()
         if w.bottom_tabs.currentWidget() is w.console:  # brought forward by an earlier failure
-            w.bottom_tabs.setCurrentWidget(w.memory)
+            w.bottom_tabs.setCurrentWidget(w.memory_tab)
         for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
             w.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
         w.show_workspace()
@@ -277,6 +282,7 @@ class RunController(QObject):
     def _summarise(self, run: Run, findings: list, forced: list) -> None:
         w = self.window
         self._compare_with_earlier()
+        self._what_if(run)
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
@@ -359,6 +365,25 @@ class RunController(QObject):
             parts.append(f"peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}")
         self.comparison = "; ".join(parts)
         w.statusBar().showMessage(self.comparison, 30000)
+
+    def _what_if(self, run: Run) -> None:
+        """What the re-run's options did to the memory (the summary beside the chart, each module
+        box's bytes in both runs), what a checkpoint would cut (Diagnostics) and, for a checkpoint
+        tried, the peak measured."""
+        w = self.window
+        comparisons: list = []
+        if self.earlier_runs and not run.failed:
+            label, earlier = self.earlier_runs[-1]
+            comparisons = compare_runs(earlier, run)
+            options = RunOptions.from_dict((run.start or {}).get("options") or {})
+            before = RunOptions.from_dict((earlier.start or {}).get("options") or {})
+            tried = [p for p in options.checkpoint if p not in before.checkpoint]
+            if tried:
+                self.measured[", ".join(tried)] = measured_text(", ".join(tried), earlier, run)
+            w.whatif.show_comparison(comparisons, f"earlier run: {label}", f"this run: {options.label()}")
+            if comparisons:
+                w.scene.boxes.set_compared(module_bytes_in_both(earlier, run, comparisons[0].step))
+        w.diagnostics.set_suggestions(checkpoint_suggestions(run), list(self.measured.values()))
 
     def _device(self) -> str:
         w = self.window

@@ -4,7 +4,6 @@ steps, ``zero_grad`` and ``train()``/``eval()`` calls.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from contextlib import ExitStack
 
@@ -12,6 +11,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from graphview.capture.identity import TensorIdentity
+from graphview.capture.module_names import module_paths, root_prefix, variable_holding
 from graphview.capture.state import RECOMPUTE_MODULE, _version
 from graphview.capture.summaries import summarize
 
@@ -58,8 +58,8 @@ class ModuleHooks(TensorIdentity):
             return
         self._roots[key] = weakref.ref(root)
         prefix = self._root_prefix(root)
-        for qual, m in root.named_modules():
-            self._name_once(m, (prefix + qual) if qual else prefix.rstrip("."))
+        for path, m in module_paths(root, prefix):
+            self._name_once(m, path)
         new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
         for qual, b in root.named_buffers():
             if self._name_once(b, prefix + qual):
@@ -71,21 +71,8 @@ class ModuleHooks(TensorIdentity):
             self.tensor_ref(t, line, pending=False)
 
     def _root_prefix(self, root: torch.nn.Module) -> str:
-        """What a called root module's names start with, so they say which module they are.
-
-        A model in a variable keeps torch's own names (``encoder.layers.0.linear1.weight``, as
-        ``named_parameters`` and ``state_dict`` give them). The script's variable comes first
-        where torch's names would not tell the module apart: a bare layer (``fc1 = nn.Linear``:
-        ``fc1.weight``, not ``weight``), a container whose parts are numbered (``model =
-        nn.Sequential(...)``: ``model.0.weight``, not ``0.weight``), and a module that is one
-        item of a list or ``nn.ModuleList`` called in a loop (``blocks.2.fc.weight``)."""
-        variable = self._variable_holding(root)
-        if not variable:
-            return ""
-        children = [name for name, _ in root.named_children()]
-        if "." in variable or "[" in variable or not children or all(name.isdigit() for name in children):
-            return variable + "."
-        return ""
+        """What a called root module's names start with (see :func:`root_prefix`)."""
+        return root_prefix(root, self._variable_holding(root))
 
     def _name_once(self, obj, name: str) -> bool:
         """Give ``obj`` its qualified name unless it has one already (the first root wins)."""
@@ -98,34 +85,7 @@ class ModuleHooks(TensorIdentity):
 
     def _variable_holding(self, obj) -> str | None:
         """The script variable bound to ``obj`` (its frames, outermost first, then its module)."""
-        scopes = list(self.extra_scopes)
-        f = sys._getframe(1)
-        frames = []
-        while f is not None:
-            if f.f_code.co_filename == self.script:
-                frames.append(f)
-            f = f.f_back
-        for frame in reversed(frames):
-            try:
-                scopes.append(frame.f_locals)
-            except Exception:  # noqa: BLE001 - exotic frames
-                pass
-        direct = None
-        for scope in scopes:
-            for name, value in list(scope.items()):
-                if name.startswith("_"):
-                    continue
-                if isinstance(value, (list, tuple)) and len(value) < 10000:
-                    for i, item in enumerate(value):
-                        if item is obj:  # layers = [nn.Linear(...) ...]: layers[3], not the loop variable
-                            return f"{name}[{i}]"
-                if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
-                    for child_name, child in value.named_children():
-                        if child is obj:  # blocks = nn.ModuleList(...), called in a loop: blocks.2
-                            return f"{name}.{child_name}"
-                if value is obj and direct is None:
-                    direct = name
-        return direct
+        return variable_holding(obj, self.script, self.extra_scopes, depth=2)
 
     def _module_path(self, module: torch.nn.Module) -> str:
         key = id(module)

@@ -8,6 +8,7 @@ torch's exact message.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 from contextlib import ExitStack
@@ -27,20 +28,50 @@ class SavedTensorHooks(TensorIdentity):
     def install_saved(self, stack: ExitStack) -> None:
         stack.enter_context(autograd_graph.saved_tensors_hooks(self._pack, self._unpack))
 
-    def _pack(self, t: torch.Tensor):
+    @contextlib.contextmanager
+    def saving_through(self, hooks: autograd_graph.saved_tensors_hooks):
+        """Saved tensors go through the pack and unpack hooks of ``hooks`` (``save_on_cpu()``, as a
+        script would enter it) and are still counted: the bytes and device of the tensor that pair
+        keeps. Entered inside the recorder, a script's own hooks would hide every saved tensor."""
+        pack_hook, unpack_hook = hooks.pack_hook, hooks.unpack_hook
+
+        def pack(t: torch.Tensor):
+            if tracing():
+                return pack_hook(t)
+            self.saved_devices.add(t.device.type)
+            inner = pack_hook(t)
+            parts = inner if isinstance(inner, tuple) else (inner,)
+            kept = next((part for part in parts if isinstance(part, torch.Tensor)), None)
+            return self._pack(t, kept=kept, inner=inner)
+
+        def unpack(packed):
+            if isinstance(packed, _Packed):
+                return unpack_hook(packed.inner) if packed.inner is not None else self._unpack(packed)
+            return unpack_hook(packed)
+
+        with autograd_graph.saved_tensors_hooks(pack, unpack):
+            yield
+
+    def _pack(self, t: torch.Tensor, kept: torch.Tensor | None = None, inner: object = None):
         if tracing():
             return t.detach()  # a fake tensor of a compile trace: nothing to count
         with self._lock:
             with self.at_work():
                 sid = next(self._sids)
                 event = self._saved_event(sid, t, op_inputs=self._op_inputs)
+                if kept is not None and kept is not t:  # kept elsewhere (a CPU copy): its bytes, its device
+                    where = self._saved_event(sid, kept)
+                    event.update(bytes=where["bytes"], storage=where["storage"], device=where["device"])
                 if self._recompute:
                     event["recompute"] = self._recompute[-1]
                 gf = t.grad_fn
                 token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type
-            packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t))
+            if inner is not None:  # the script's hooks keep the tensor (or its copy): hold only what they made
+                packed = _Packed(None, sid, version, token, output_nr, gf_name, weakref.ref(t), inner)
+            else:
+                packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t))
             self.watch_packed(packed)
             self._emit_fn(event)
             return packed

@@ -35,6 +35,7 @@ class GroupItem(QGraphicsObject):
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
         self.running = False  # a node inside is executing at the cursor
         self.freed = False  # backward freed every autograd node inside
+        self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
@@ -51,15 +52,38 @@ class GroupItem(QGraphicsObject):
             self._tooltip()
             self.update()
 
+    def set_compared(self, compared: tuple[int, int] | None) -> None:
+        if compared != self.compared:
+            self.prepareGeometryChange()
+            self.compared = compared
+            self._tooltip()
+            self.update()
+
+    def compared_text(self) -> str:
+        """``83.75 KiB → 0 B``: what its nodes held when backward started, in the earlier run and this one."""
+        if self.compared is None:
+            return ""
+        before, after = self.compared
+        return f"{human_bytes(before)} → {human_bytes(after)}"
+
+    def label(self) -> str:
+        """An open box's name; with a comparison, its bytes in both runs."""
+        text = self.box.label
+        return f"{text} · {self.compared_text()}" if self.compared is not None else text
+
     def _tooltip(self) -> None:
         action = "double-click to open it" if self.collapsed else "double-click to shut it"
         held = f"<br>holds {human_bytes(self.saved)} for backward" if self.saved else ""
+        if self.compared is not None:
+            held += f"<br>held when backward started: {self.compared_text()} (earlier run → this run)"
         self.setToolTip(f"<b>{self.box.path}</b> · {self.box.type or 'module'}<br>"
                         f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})")
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
         text = f"{self.ops} ops" if self.ops != 1 else "1 op"
+        if self.compared is not None:  # a comparison: its bytes in each run say more than the op count
+            return f"saved {self.compared_text()}"
         return f"{text} · {human_bytes(self.saved)} saved" if self.saved else text
 
     def anchor_in(self) -> QPointF:
@@ -70,7 +94,7 @@ class GroupItem(QGraphicsObject):
 
     def label_rect(self, shift: float | None = None) -> QRectF:
         """Where an open box's name sits: on the top border, breaking the dashed line."""
-        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.box.label) + 10, self.rect.width() - 20)
+        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.label()) + 10, self.rect.width() - 20)
         left = self.rect.left() + 10 + (self.label_shift if shift is None else shift)
         return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
 
@@ -92,7 +116,7 @@ class GroupItem(QGraphicsObject):
             painter.drawRect(label)  # the border breaks for the name
             painter.setPen(c.q("group_label"))
             painter.setFont(self.LABEL_FONT)
-            painter.drawText(label, Qt.AlignCenter, elided(self.box.label, self.LABEL_FONT, label.width() - 4))
+            painter.drawText(label, Qt.AlignCenter, elided(self.label(), self.LABEL_FONT, label.width() - 4))
 
     def _paint_shut(self, painter, option) -> None:
         c = colors()

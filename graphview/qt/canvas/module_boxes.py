@@ -55,6 +55,14 @@ class ModuleBoxes(QObject):
         self._spans: dict[str, tuple[int, int]] = {}  # box key -> when any of its nodes exists (where known)
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
         self._background = Background(self)
+        # module path -> (bytes in the earlier run, in this run) at backward: a what-if comparison
+        self.compared: dict[str, tuple[int, int]] = {}
+
+    def set_compared(self, compared: dict[str, tuple[int, int]]) -> None:
+        """Each box shows its own saved bytes in both runs (empty: no comparison)."""
+        self.compared = dict(compared)
+        for group in self.groups.values():
+            group.set_compared(self.compared.get(group.path))
 
     def reset(self) -> None:
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
@@ -372,6 +380,7 @@ class ModuleBoxes(QObject):
                 continue
             if group is None:
                 group = self.groups[box.key] = GroupItem(box)
+                group.set_compared(self.compared.get(box.path))
                 group.sigToggled.connect(self.toggle)
                 scene.addItem(group)
             group.collapsed = box.key in shut

@@ -8,6 +8,9 @@ from PySide6.QtWidgets import QGraphicsView, QMenu
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.core.run import Run
+from graphview.core.whatif import RECOMPUTE_MODULE
+
+from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE, GraphScene
@@ -24,6 +27,7 @@ class GraphView(QGraphicsView):
 
     sigDetachRequested = Signal(str)
     sigGradcheckRequested = Signal(str)
+    sigCheckpointRequested = Signal(str)  # a module path or pattern to re-run under checkpoint
 
     def __init__(self, scene: GraphScene, parent=None) -> None:
         super().__init__(scene, parent)
@@ -257,6 +261,12 @@ class GraphView(QGraphicsView):
 
     def contextMenuEvent(self, event) -> None:
         item = self.itemAt(event.pos())
+        if isinstance(item, GroupItem):
+            menu = QMenu(self)
+            self._add_checkpoint_actions(menu, item.box.path)
+            if not menu.isEmpty():
+                menu.exec(event.globalPos())
+            return
         if not isinstance(item, NodeItem):
             return
         node = item.node
@@ -277,5 +287,17 @@ class GraphView(QGraphicsView):
             name = run.tensor_name(node.ref)
             menu.addAction(f"Check the gradient of {name} (finite differences, float64)",
                            lambda n=name: self.sigGradcheckRequested.emit(n))
+        if node.module:
+            self._add_checkpoint_actions(menu, node.module)
         if not menu.isEmpty():
             menu.exec(event.globalPos())
+
+    def _add_checkpoint_actions(self, menu: QMenu, path: str) -> None:
+        """Checkpoint the module of ``path`` (and, for a numbered layer, every layer beside it)."""
+        if not path or path.startswith(RECOMPUTE_MODULE):
+            return
+        menu.addAction(f"Checkpoint this module (re-run): {path}", lambda: self.sigCheckpointRequested.emit(path))
+        parent, _, last = path.rpartition(".")
+        if parent and last.isdigit():
+            pattern = f"{parent}.*"
+            menu.addAction(f"Checkpoint every {pattern} (re-run)", lambda: self.sigCheckpointRequested.emit(pattern))

@@ -1,4 +1,5 @@
-"""The diagnostics tab: the autograd pitfalls found in the run, each with what happened and the fix."""
+"""The diagnostics tab: the autograd pitfalls found in the run, each with what happened and the fix,
+and what activation checkpointing would cut (measured, once tried)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import html
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QSplitter, QTextBrowser, QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QPushButton, QSplitter, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from graphview.core.run import Run
 from graphview.qt import theme as themes
@@ -17,6 +18,8 @@ class DiagnosticsPanel(QSplitter):
     beside it, the selected finding in full: what autograd did, and the fix."""
 
     sigFinding = Signal(object)
+    sigTryCheckpoint = Signal(str)  # a suggestion's "try it": re-run with --checkpoint PATTERN
+    SUGGESTION = Qt.UserRole + 1
 
     def __init__(self, parent=None) -> None:
         super().__init__(Qt.Horizontal, parent)
@@ -26,8 +29,18 @@ class DiagnosticsPanel(QSplitter):
         self.list.setColumnWidth(0, 360)
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
+        self.try_button = QPushButton()
+        self.try_button.hide()
+        self.try_button.clicked.connect(self._try)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.detail, 1)
+        side_layout.addWidget(self.try_button)
         self.addWidget(self.list)
-        self.addWidget(self.detail)
+        self.addWidget(side)
+        self.suggestions: list = []  # graphview.core.whatif.Suggestion, biggest first
+        self.measured: list[str] = []  # what tried suggestions did, measured by their re-runs
         self.setStretchFactor(0, 2)
         self.setStretchFactor(1, 3)
         self.findings: list = []
@@ -59,6 +72,20 @@ class DiagnosticsPanel(QSplitter):
 
     def _show_detail(self, item) -> None:
         finding = item.data(0, Qt.UserRole) if item is not None else None
+        suggestion = item.data(0, self.SUGGESTION) if item is not None else None
+        self.try_button.setVisible(suggestion is not None)
+        if suggestion is not None:
+            self.try_button.setText(f"Try it: re-run with checkpoint {suggestion.pattern}")
+            self.detail.setHtml(f"<p><b>Suggestion:</b> {html.escape(suggestion.text())}.</p>"
+                                "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
+                                "..., use_reentrant=False): what its nodes save is dropped and recomputed during "
+                                "backward. The figure above is what they hold at the peak; the re-run measures the "
+                                "new peak, which backward's recompute may raise again.</p>")
+            return
+        measured = item.data(0, self.SUGGESTION + 1) if item is not None else None
+        if measured is not None:
+            self.detail.setHtml(f"<p><b>Measured:</b> {html.escape(measured)}</p>")
+            return
         if finding is None:
             self.detail.setHtml("<p class='muted'>no autograd pitfalls found in this run</p>"
                                 if not self.findings else "")
@@ -78,9 +105,22 @@ class DiagnosticsPanel(QSplitter):
     def set_cursor(self, index: int) -> None:
         """Findings are about the whole run: nothing here moves with the cursor."""
 
+    def set_suggestions(self, suggestions: list, measured: list[str]) -> None:
+        """What checkpointing would cut (listed after the pitfalls from the next :meth:`show_findings`)."""
+        self.suggestions, self.measured = list(suggestions), list(measured)
+        self._shown = None
+
+    def _try(self) -> None:
+        item = self.list.currentItem()
+        suggestion = item.data(0, self.SUGGESTION) if item is not None else None
+        if suggestion is not None:
+            self.sigTryCheckpoint.emit(suggestion.pattern)
+
     def show_findings(self, findings: list) -> None:
-        if self.list.topLevelItemCount() and [f.to_dict() for f in findings] == [f.to_dict() for f in self.findings]:
+        shown = ([f.to_dict() for f in findings], [s.text() for s in self.suggestions], self.measured)
+        if self.list.topLevelItemCount() and shown == getattr(self, "_shown", None):
             return
+        self._shown = shown
         self.findings = list(findings)
         self.list.clear()
         for f in findings:
@@ -91,6 +131,17 @@ class DiagnosticsPanel(QSplitter):
             self.list.addTopLevelItem(item)
         if not findings:
             self.list.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", ""]))
+        for text in self.measured:
+            item = QTreeWidgetItem([f"✓ {text}", ""])
+            item.setData(0, self.SUGGESTION + 1, text)
+            item.setToolTip(0, text)
+            self.list.addTopLevelItem(item)
+        for suggestion in self.suggestions:
+            item = QTreeWidgetItem([f"suggestion: {suggestion.text()}", ""])
+            item.setData(0, self.SUGGESTION, suggestion)
+            item.setToolTip(0, f"{suggestion.text()}\n\nselect it, then 'Try it' re-runs with that checkpoint")
+            self.list.addTopLevelItem(item)
+        if not findings:
             self._show_detail(None)
         else:
             self.list.setCurrentItem(self.list.topLevelItem(0))

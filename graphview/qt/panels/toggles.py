@@ -1,4 +1,4 @@
-"""The run options (retain_graph, grad mode, detach at, ...) and "Run again"."""
+"""The run options (retain_graph, grad mode, detach at, checkpoint, autocast, save_on_cpu, ...) and "Run again"."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from graphview.core.options import GRAD_MODES, RunOptions, args_text, parse_args_text
+from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 
 
 class TogglesPanel(QWidget):
@@ -42,6 +42,25 @@ class TogglesPanel(QWidget):
         form.addRow("steps", self.steps)
         self.steps.setToolTip("how many times a step script's step() is called")
         form.addRow("detach at", self.detach)
+        # what-if memory: the levers that change what autograd keeps
+        self.checkpoint = QLineEdit()
+        self.checkpoint.setPlaceholderText("none (e.g. encoder.layers.*)")
+        self.checkpoint.setToolTip("module paths whose forward runs under torch.utils.checkpoint.checkpoint("
+                                   "..., use_reentrant=False), comma-separated; * stands for one part "
+                                   "(encoder.layers.*); right-click a module box to checkpoint it")
+        self.checkpoint.returnPressed.connect(self._run_again)
+        form.addRow("checkpoint", self.checkpoint)
+        self.autocast = QComboBox()
+        self.autocast.addItem("off", None)
+        for dtype in AUTOCAST_DTYPES:
+            self.autocast.addItem(dtype, dtype)
+        self.autocast.setToolTip("run the forward (step()) under torch.autocast(device_type, dtype=...): "
+                                 "bfloat16 on the CPU, float16 or bfloat16 on CUDA")
+        form.addRow("autocast", self.autocast)
+        self.save_on_cpu = QCheckBox("save_on_cpu")
+        self.save_on_cpu.setToolTip("run each step under torch.autograd.graph.save_on_cpu(): saved tensors wait "
+                                    "on the CPU until backward (nothing changes for tensors already on the CPU)")
+        form.addRow(self.save_on_cpu)
         self.arguments = QLineEdit()
         self.arguments.setPlaceholderText("none (the script's sys.argv[1:])")
         self.arguments.setToolTip("the script's own arguments (its sys.argv[1:]), as after python script.py "
@@ -73,6 +92,9 @@ class TogglesPanel(QWidget):
         self.accumulate.setChecked(options.accumulate)
         self.steps.setValue(options.steps)
         self.detach.setCurrentText(", ".join(options.detach_at))
+        self.checkpoint.setText(", ".join(options.checkpoint))
+        self.autocast.setCurrentIndex(max(0, self.autocast.findData(options.autocast)))
+        self.save_on_cpu.setChecked(options.save_on_cpu)
         self.arguments.setText(args_text(options.args))
         self.arguments_error.hide()
 
@@ -82,7 +104,11 @@ class TogglesPanel(QWidget):
         return RunOptions(retain_graph=self.retain.isChecked(), create_graph=self.create.isChecked(),
                           grad_mode=self.mode.currentText(), accumulate=self.accumulate.isChecked(),
                           device=self.device.currentData(), steps=self.steps.value(), detach_at=detach,
-                          args=parse_args_text(self.arguments.text()))
+                          args=parse_args_text(self.arguments.text()), checkpoint=self.checkpoint_paths(),
+                          autocast=self.autocast.currentData(), save_on_cpu=self.save_on_cpu.isChecked())
+
+    def checkpoint_paths(self) -> list[str]:
+        return [s.strip() for s in self.checkpoint.text().split(",") if s.strip()]
 
     def _run_again(self) -> None:
         try:
@@ -91,9 +117,23 @@ class TogglesPanel(QWidget):
             self.arguments_error.setText(f"{exc}: close the quote, then run again")
             self.arguments_error.show()
             return
+        try:
+            options.validate()
+        except ValueError as exc:
+            self.arguments_error.setText(str(exc))
+            self.arguments_error.show()
+            return
         self.arguments_error.hide()
         self.sigRunRequested.emit(options)
 
     def request_detach(self, spec: str) -> None:
         self.detach.setCurrentText(spec)
+        self._run_again()
+
+    def request_checkpoint(self, pattern: str) -> None:
+        """Checkpoint one more module (a module box's context menu, a suggestion's "try it") and re-run."""
+        paths = self.checkpoint_paths()
+        if pattern not in paths:
+            paths.append(pattern)
+        self.checkpoint.setText(", ".join(paths))
         self._run_again()

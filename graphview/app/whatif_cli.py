@@ -1,0 +1,61 @@
+"""The what-if memory on the command line: ``graphview check``'s checkpoint suggestions (measured
+with ``--measure``) and ``graphview diff``'s memory comparison of two runs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from graphview.core.trace import SUFFIX
+from graphview.core.whatif import checkpoint_suggestions, compare_runs, comparison_lines, measured_text
+
+
+def run_label(run: Run) -> str:
+    return RunOptions.from_dict((run.start or {}).get("options") or {}).label() + " options"
+
+
+def print_comparison(before: Run, after: Run) -> None:
+    """Per step: peak saved bytes before and after, the ops recomputed in backward, the modules
+    whose saved bytes changed most."""
+    comparisons = compare_runs(before, after)
+    if not comparisons:
+        return
+    print("memory:")
+    for line in comparison_lines(comparisons, run_label(before), run_label(after)):
+        print(f"  {line}")
+
+
+def print_suggestions(run: Run, args: argparse.Namespace) -> None:
+    """What checkpointing would cut, from the recorded run; with ``--measure`` (a script), each
+    suggestion re-recorded with ``--checkpoint`` and its peak measured."""
+    from graphview.app.cli import load_run, options_from_args, record_to
+
+    suggestions = checkpoint_suggestions(run)
+    if not suggestions:
+        return
+    print("suggestions (what activation checkpointing would cut, from this run's peak"
+          + ("; each measured by a re-run):" if getattr(args, "measure", False) else "; --measure re-runs each):"))
+    measure = getattr(args, "measure", False)
+    script = (run.start or {}).get("script")
+    for s in suggestions:
+        print(f"  {s.text()}")
+        if not measure:
+            hint = f"--checkpoint '{s.pattern}'" if "*" in s.pattern else f"--checkpoint {s.pattern}"
+            print(f"    try it: graphview record {script or args.source} {hint} -o checkpointed{SUFFIX}")
+            continue
+        if script is None or not os.path.exists(script):
+            print("    cannot measure: the script of this trace is not here", file=sys.stderr)
+            continue
+        base = options_from_args(args) if not args.source.endswith(SUFFIX) else \
+            RunOptions.from_dict((run.start or {}).get("options") or {})
+        options = dataclasses.replace(base, checkpoint=[*base.checkpoint, s.pattern])
+        with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
+            trace = os.path.join(tmp, "run" + SUFFIX)
+            record_to(script, trace, options, args.timeout, echo=False, script_args=options.args)
+            after, _ = load_run(trace)
+        print(f"    {measured_text(s.pattern, run, after)}")

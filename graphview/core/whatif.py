@@ -1,0 +1,233 @@
+"""What a what-if option changed: two runs of one script compared step by step.
+
+For each step both runs have: the peak of live saved bytes (per device, :meth:`Run.peak_per_step`),
+the bytes each module's autograd nodes hold when the step's first backward starts (the forward is
+done: everything it saved for backward is held), and the ops a checkpoint recomputed inside
+backward (the extra compute, counted from the recorded ``recompute`` ops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graphview.core.run import Run
+
+RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
+TOP_MODULES = 3
+
+
+@dataclass
+class ModuleChange:
+    path: str
+    before: int  # bytes its nodes hold when backward starts, in the earlier run
+    after: int  # the same in this run
+
+    @property
+    def change(self) -> int:
+        return self.after - self.before
+
+
+@dataclass
+class StepComparison:
+    step: int
+    peak_before: dict[str, int]  # device -> peak live saved bytes in the step
+    peak_after: dict[str, int]
+    recomputed_before: int  # ops recomputed inside backward in the step
+    recomputed_after: int
+    modules: list[ModuleChange] = field(default_factory=list)  # the biggest changes first
+
+
+def step_spans(run: Run) -> list[tuple[int, int, int]]:
+    """(step number, first event, last event) of each step; a plain script is one step, 1."""
+    if not run.steps:
+        return [(1, 0, len(run.events) - 1)]
+    return [(s["step"], s["start"], s["end"] if s["end"] is not None else len(run.events) - 1) for s in run.steps]
+
+
+def peaks_by_step(run: Run) -> dict[int, dict[str, int]]:
+    if not run.steps:
+        return {1: run.peak_saved_bytes()}
+    return {entry["step"]: entry["peak"] for entry in run.peak_per_step()}
+
+
+def recomputed_ops(run: Run, start: int, end: int) -> int:
+    """Ops a checkpoint recomputed inside backward between events ``start`` and ``end``."""
+    return sum(1 for index, op in run.ops if start <= index <= end and op.get("recompute") is not None)
+
+
+def backward_start_in(run: Run, start: int, end: int) -> int:
+    """The event the step's forward ends at: its first backward's start (no backward: its end)."""
+    return next((i for i in range(start, end + 1) if run.events[i].get("ev") == "backward_start"), end)
+
+
+def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
+    """Module path -> bytes its autograd nodes (nested modules' included, a checkpoint's recompute
+    not) hold when the step's first backward starts."""
+    at = backward_start_in(run, start, end)
+    vids_of: dict[str, set[int]] = {}
+    for node in run.op_nodes.values():
+        if node.module is None or node.module.startswith(RECOMPUTE_MODULE) or not (start <= node.born <= at):
+            continue
+        path = node.module
+        while path:
+            vids_of.setdefault(path, set()).add(node.vid)
+            path = path.rpartition(".")[0]
+    return {path: run.saved_bytes_held_by(vids, at) for path, vids in vids_of.items()}
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def biggest_changes(before: dict[str, int], after: dict[str, int], top: int = TOP_MODULES) -> list[ModuleChange]:
+    """The modules whose bytes changed most; a module inside (or around) one already named is left
+    out, the deeper of two with the same change named."""
+    changes = [ModuleChange(path, before.get(path, 0), after.get(path, 0)) for path in set(before) | set(after)]
+    changes = [c for c in changes if c.change]
+    changes.sort(key=lambda c: (-abs(c.change), -c.path.count("."), c.path))
+    chosen: list[ModuleChange] = []
+    for change in changes:
+        if not any(_related(change.path, other.path) for other in chosen):
+            chosen.append(change)
+        if len(chosen) == top:
+            break
+    return chosen
+
+
+def compare_runs(before: Run, after: Run) -> list[StepComparison]:
+    """Step by step, the steps both runs have (by number)."""
+    peaks_b, peaks_a = peaks_by_step(before), peaks_by_step(after)
+    spans_b = {number: (start, end) for number, start, end in step_spans(before)}
+    result = []
+    for number, start, end in step_spans(after):
+        if number not in spans_b:
+            continue
+        b_start, b_end = spans_b[number]
+        result.append(StepComparison(
+            step=number, peak_before=peaks_b.get(number, {}), peak_after=peaks_a.get(number, {}),
+            recomputed_before=recomputed_ops(before, b_start, b_end), recomputed_after=recomputed_ops(after, start, end),
+            modules=biggest_changes(module_bytes(before, b_start, b_end), module_bytes(after, start, end))))
+    return result
+
+
+def module_bytes_in_both(before: Run, after: Run, step: int) -> dict[str, tuple[int, int]]:
+    """Module path -> (bytes in the earlier run, bytes in this one) when step ``step``'s backward starts."""
+    spans_b = {number: (start, end) for number, start, end in step_spans(before)}
+    spans_a = {number: (start, end) for number, start, end in step_spans(after)}
+    if step not in spans_b or step not in spans_a:
+        return {}
+    b, a = module_bytes(before, *spans_b[step]), module_bytes(after, *spans_a[step])
+    return {path: (b.get(path, 0), a.get(path, 0)) for path in set(a) | set(b)}
+
+
+def human(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def _peak_text(before: dict[str, int], after: dict[str, int]) -> str:
+    parts = []
+    for device in sorted(set(before) | set(after)):
+        b, a = before.get(device, 0), after.get(device, 0)
+        ratio = f" ({(a - b) / b:+.0%})" if b else ""
+        parts.append(f"{device} {human(b)} -> {human(a)}{ratio}")
+    return ", ".join(parts) or "no saved tensors"
+
+
+def comparison_lines(comparisons: list[StepComparison], before_label: str, after_label: str) -> list[str]:
+    """The comparison in words, a line per fact (what ``graphview check --compare`` and the memory
+    panel's summary say)."""
+    lines = [f"{before_label} -> {after_label}"]
+    for c in comparisons:
+        lines.append(f"step {c.step}: peak saved {_peak_text(c.peak_before, c.peak_after)}")
+        extra = c.recomputed_after - c.recomputed_before
+        if c.recomputed_after or c.recomputed_before:
+            lines.append(f"  recomputed in backward: {c.recomputed_before} -> {c.recomputed_after} ops ({extra:+d})")
+        for m in c.modules:
+            lines.append(f"  {m.path}: {human(m.before)} -> {human(m.after)} held at backward ({m.change:+,} B)")
+    return lines
+
+
+@dataclass
+class Suggestion:
+    """Checkpointing ``pattern`` (a module path, or ``parent.*`` for every numbered layer) would
+    drop what its nodes hold at the peak: ``held`` of the ``peak`` bytes on ``device`` at event ``at``."""
+
+    pattern: str
+    held: int
+    peak: int
+    device: str
+    at: int
+    types: str | None = None  # the module's class name (``TransformerEncoderLayer``)
+
+    def text(self) -> str:
+        share = f" ({self.held / self.peak:.0%})" if self.peak else ""
+        what = f" ({self.types})" if self.types else ""
+        return (f"checkpoint {self.pattern}{what}: its nodes hold {human(self.held)} of the {human(self.peak)} "
+                f"peak{share} at event {self.at}")
+
+
+def peak_at(run: Run) -> tuple[str, int, int] | None:
+    """(device, event, bytes) of the run's highest live saved bytes (the device with the most)."""
+    best = None
+    for index, device, a, p, i in run.memory_points:
+        total = a + p + i
+        if best is None or total > best[2]:
+            best = (device, index, total)
+    return best if best is not None and best[2] > 0 else None
+
+
+def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]:
+    """The modules whose checkpointing would cut the peak most, from what each module's nodes hold
+    at the peak (:meth:`Run.saved_bytes_held_by`), biggest first. Numbered layers side by side
+    (``encoder.layers.0``, ``encoder.layers.1``) are offered together as ``encoder.layers.*``;
+    modules the run already checkpoints are left out, and so is a module inside (or around) one
+    already offered."""
+    peak = peak_at(run)
+    if peak is None:
+        return []
+    device, at, total = peak
+    from graphview.core.options import RunOptions, module_matches
+
+    done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
+    vids_of: dict[str, set[int]] = {}
+    for node in run.op_nodes.values():
+        if node.module is None or node.module.startswith(RECOMPUTE_MODULE) or node.born > at:
+            continue
+        path = node.module
+        while path:
+            vids_of.setdefault(path, set()).add(node.vid)
+            parent, _, last = path.rpartition(".")
+            if parent and last.isdigit():
+                vids_of.setdefault(parent + ".*", set()).add(node.vid)
+            path = parent
+    candidates = []
+    for pattern, vids in vids_of.items():
+        if any(module_matches(p, pattern) or p == pattern for p in done):
+            continue
+        held = run.saved_bytes_held_by(vids, at)
+        if held:
+            candidates.append((held, pattern))
+    # the biggest first; of equal ones the pattern of every layer, then the deeper module
+    candidates.sort(key=lambda c: (-c[0], not c[1].endswith(".*"), -c[1].count("."), c[1]))
+    chosen: list[Suggestion] = []
+    for held, pattern in candidates:
+        stem = pattern.removesuffix(".*")
+        if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
+            continue
+        first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
+        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first)))
+        if len(chosen) == top:
+            break
+    return chosen
+
+
+def measured_text(pattern: str, before: Run, after: Run) -> str:
+    """What checkpointing ``pattern`` did, measured: the earlier run's peak and this run's, and the
+    ops recomputed in backward."""
+    peak_b, peak_a = before.peak_saved_bytes(), after.peak_saved_bytes()
+    recomputed = recomputed_ops(after, 0, len(after.events) - 1) - recomputed_ops(before, 0, len(before.events) - 1)
+    return (f"checkpoint {pattern}, measured: peak saved {_peak_text(peak_b, peak_a)}; "
+            f"{recomputed:+d} ops recomputed in backward")

@@ -1,0 +1,61 @@
+"""The what-if options on the command line: record, check's measured suggestions, diff's memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphview.core.run import Run
+from graphview.core.trace import read_trace
+from graphview.core.whatif import checkpoint_suggestions, compare_runs, human
+from tests.app.test_cli import graphview
+from tests.conftest import model
+
+pytestmark = pytest.mark.e2e
+TRANSFORMER = model("transformer_block")
+
+
+def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
+    plain, checkpointed = tmp_path / "plain.gvtrace", tmp_path / "checkpointed.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", plain, "-q").returncode == 0
+    result = graphview("record", TRANSFORMER, "-o", checkpointed, "-q", "--checkpoint", "encoder.layers.*")
+    assert result.returncode == 0, result.stderr
+    before, after = Run(read_trace(plain).events), Run(read_trace(checkpointed).events)
+    assert after.start["options"]["checkpoint"] == ["encoder.layers.*"]
+    info = graphview("info", checkpointed).stdout
+    assert "options:         checkpoint encoder.layers.*" in info
+    diff = graphview("diff", plain, checkpointed)
+    assert diff.returncode == 0, diff.stderr
+    [step] = compare_runs(before, after)
+    assert (f"step 1: peak saved cpu {human(step.peak_before['cpu'])} -> {human(step.peak_after['cpu'])}"
+            in diff.stdout)
+    assert f"recomputed in backward: 0 -> {step.recomputed_after} ops" in diff.stdout
+    assert "encoder.layers.0:" in diff.stdout
+
+
+def test_check_measures_its_suggestion(tmp_path):
+    trace = tmp_path / "plain.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    run = Run(read_trace(trace).events)
+    first = checkpoint_suggestions(run)[0]
+    assert first.pattern == "encoder.layers.*"
+    result = graphview("check", trace, "--measure", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert first.text() in result.stdout
+    measured = tmp_path / "measured.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", measured, "-q", "--checkpoint", "encoder.layers.*").returncode == 0
+    peak = Run(read_trace(measured).events).peak_saved_bytes()["cpu"]
+    assert (f"checkpoint encoder.layers.*, measured: peak saved cpu {human(run.peak_saved_bytes()['cpu'])} -> "
+            f"{human(peak)}") in result.stdout
+
+
+def test_bad_what_if_options_get_one_line(tmp_path):
+    result = graphview("record", TRANSFORMER, "-o", tmp_path / "x.gvtrace", "--checkpoint", "encoder..0")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("graphview: --checkpoint 'encoder..0': expected a module path such as "
+                                     "encoder.layers.0 or encoder.layers.*")
+
+
+def test_save_on_cpu_on_a_cpu_run_says_it_changes_nothing(tmp_path):
+    result = graphview("record", TRANSFORMER, "-o", tmp_path / "x.gvtrace", "--save-on-cpu")
+    assert result.returncode == 0
+    assert "graphview: note: --save-on-cpu moved nothing in this run" in result.stderr

@@ -1,0 +1,115 @@
+"""The what-if options (checkpoint, autocast, save_on_cpu) on the transformer sample, torch the oracle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from graphview.capture.fidelity import collect, compare, reference_in_fresh_process, run_once
+from graphview.capture.whatif import SAVE_ON_CPU_ON_CPU
+from graphview.core.options import RunOptions
+from tests.conftest import model
+
+TRANSFORMER = str(model("transformer_block"))
+EVERY_LAYER = ["encoder.layers.*"]
+
+
+def backward_start(run, number: int = 1) -> int:
+    return [i for i, e in enumerate(run.events) if e["ev"] == "backward_start"][number - 1]
+
+
+def test_checkpointing_each_layer_lowers_the_recorded_peak_and_recomputes_in_backward(record):
+    plain = record(TRANSFORMER)
+    checkpointed = record(TRANSFORMER, checkpoint=EVERY_LAYER)
+    assert checkpointed.status == "ok"
+    assert checkpointed.peak_saved_bytes()["cpu"] < plain.peak_saved_bytes()["cpu"]
+    # before backward the layer's activations are not held: only what lies outside the layer
+    assert (checkpointed.live_saved_bytes(backward_start(checkpointed))["total"]
+            < plain.live_saved_bytes(backward_start(plain))["total"])
+    # the layer's forward runs again inside backward, marked as the checkpoint's recompute
+    bid = next(iter(checkpointed.backwards))
+    forward = [e["op"] for _, e in plain.ops if (e.get("module") or "").startswith("encoder.layers.0")]
+    recomputed = [e for _, e in checkpointed.ops if e.get("recompute") == bid]
+    # in forward order; torch stops the recompute as soon as the last tensor backward needs is saved
+    # again (checkpoint's early stop: inside the layer's last op, whose return is never reached)
+    ops = [e["op"] for e in recomputed]
+    assert ops == forward[:len(ops)] and len(ops) >= len(forward) - 1
+    assert all(e["module"].startswith("checkpoint recompute") for e in recomputed)
+    assert not any(e.get("recompute") for _, e in plain.ops)
+
+
+def test_a_pattern_that_names_no_module_says_so(record):
+    run = record(TRANSFORMER, checkpoint=["decoder.*"])
+    notes = "".join(e["text"] for e in run.events if e["ev"] == "stderr")
+    assert "--checkpoint decoder.* matched no module called in this run" in notes
+    assert not any(e.get("recompute") for _, e in run.ops)
+
+
+@pytest.mark.parametrize("options", [dict(checkpoint=EVERY_LAYER), dict(autocast="bfloat16"), dict(save_on_cpu=True)],
+                         ids=["checkpoint", "autocast", "save_on_cpu"])
+def test_recorded_run_equals_the_plain_run_with_the_same_option(options):
+    """Loss, parameters and grads bit for bit, the graph at backward and its saved bytes (a walk
+    of every node's ``_raw_saved_*``) as an unrecorded run with that option has them."""
+    run_options = RunOptions(steps=2, **options)
+    process = reference_in_fresh_process(TRANSFORMER, run_options)
+    recorded = run_once(TRANSFORMER, run_options, record=True)
+    reference = collect(process)
+    assert compare(reference, recorded) == []
+    assert all(isinstance(r, torch.Tensor) for r in recorded["results"])
+
+
+def walk_saved(root) -> dict[str, int]:
+    """Bytes per dtype of the tensors autograd saved, from a walk of ``_raw_saved_*`` (deduplicated
+    by storage), the way torch holds them."""
+    storages: dict[tuple, tuple[str, int]] = {}
+    seen, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for attr in dir(node):
+            if attr.startswith("_raw_saved_"):
+                raw = getattr(node, attr)
+                for item in raw if isinstance(raw, (tuple, list)) else (raw,):
+                    data = getattr(item, "data", None) if item is not None else None
+                    if isinstance(data, torch.Tensor):
+                        storage = data.untyped_storage()
+                        storages[(storage.data_ptr(),)] = (str(data.dtype).removeprefix("torch."), storage.nbytes())
+        stack.extend(child for child, _ in node.next_functions)
+    by_dtype: dict[str, int] = {}
+    for dtype, nbytes in storages.values():
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
+    return by_dtype
+
+
+def test_autocast_saves_bfloat16_tensors_with_the_bytes_torch_holds(record):
+    run = record(TRANSFORMER, autocast="bfloat16")
+    at = backward_start(run)
+    recorded: dict[str, dict] = {}
+    for saved in run.saved.values():
+        if saved.born <= at and (saved.released is None or saved.released > at):
+            recorded.setdefault(saved.dtype, {})[(saved.device, saved.storage)] = saved.bytes
+    by_dtype = {dtype: sum(storages.values()) for dtype, storages in recorded.items()}
+    # the same forward, unrecorded, under the same autocast: what its graph holds
+    scope: dict = {}
+    exec(compile(open(TRANSFORMER).read(), TRANSFORMER, "exec"), scope)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = scope["step"]()
+    assert by_dtype == walk_saved(loss.grad_fn)
+    assert by_dtype["bfloat16"] > 0
+    bf16 = [s for s in run.saved.values() if s.dtype == "bfloat16"]
+    assert all(s.bytes >= math.prod(s.shape) * 2 for s in bf16)
+    assert run.peak_saved_bytes()["cpu"] < record(TRANSFORMER).peak_saved_bytes()["cpu"]
+
+
+def test_save_on_cpu_on_a_cpu_run_holds_the_same_bytes_and_says_why(record):
+    plain = record(TRANSFORMER)
+    offloaded = record(TRANSFORMER, save_on_cpu=True)
+    assert offloaded.peak_saved_bytes() == plain.peak_saved_bytes()
+    # every change of the live bytes is the same (the offloaded run has one event more: its note)
+    assert [p[1:] for p in offloaded.memory_points] == [p[1:] for p in plain.memory_points]
+    notes = [e["text"] for e in offloaded.events if e["ev"] == "stderr"]
+    assert notes == [SAVE_ON_CPU_ON_CPU]

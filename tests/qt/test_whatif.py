@@ -1,0 +1,101 @@
+"""What-if memory in the window: checkpoint a module from its box, see the summary, the boxes'
+bytes in both runs and a measured suggestion; every figure is the runs' own."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+
+from graphview.core.options import RunOptions
+from graphview.core.whatif import compare_runs, human, module_bytes_in_both
+from graphview.qt.formatting import human_bytes
+from tests.conftest import model
+
+TRANSFORMER = model("transformer_block")
+
+
+def before_backward(run) -> int:
+    return next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+
+
+def show(window, qtbot, run, options: RunOptions) -> None:
+    """``run`` streamed into the window as a live run of ``options`` is."""
+    window.begin_run(run.start["script"], options)
+    for start in range(0, len(run.events), 60):
+        window.append_events(run.events[start:start + 60])
+        qtbot.wait(1)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+
+
+def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(window, record, qtbot):
+    first = record(TRANSFORMER)
+    window.begin_run(first.start["script"], RunOptions(), first)  # a whole run: drawn and summarised at once
+    window.set_cursor(before_backward(first))
+    # the module box's context menu asks for a re-run with that checkpoint
+    asked: list[RunOptions] = []
+    window.sigRunRequested.connect(asked.append)
+    group = next(g for g in window.scene.groups.values() if g.path == "encoder.layers.0")
+    actions = []
+    window.view._add_checkpoint_actions(_Menu(actions), group.path)
+    assert [text for text, _ in actions] == ["Checkpoint this module (re-run): encoder.layers.0",
+                                            "Checkpoint every encoder.layers.* (re-run)"]
+    actions[1][1]()
+    assert asked and asked[-1].checkpoint == ["encoder.layers.*"]
+    assert window.toggles.checkpoint.text() == "encoder.layers.*"
+
+    second = record(TRANSFORMER, checkpoint=["encoder.layers.*"])
+    show(window, qtbot, second, asked[-1])
+    summary = window.whatif
+    assert summary.isVisibleTo(window)
+    [step] = summary.comparisons
+    assert step.peak_before == first.peak_per_step()[0]["peak"] and step.peak_after == second.peak_per_step()[0]["peak"]
+    assert step.peak_after["cpu"] < step.peak_before["cpu"]
+    assert step.recomputed_after == sum(1 for _, op in second.ops if op.get("recompute")) > 0
+    assert step.modules[0].path == "encoder.layers.0" and step.modules[0].after < step.modules[0].before
+    text = summary.text()
+    assert human_bytes(step.peak_before["cpu"]) in text and human_bytes(step.peak_after["cpu"]) in text
+    assert f"recomputed in backward: {step.recomputed_after} ops" in text
+    # each module box shows its own bytes in both runs
+    window.set_cursor(before_backward(second))
+    both = module_bytes_in_both(first, second, 1)
+    box = next(g for g in window.scene.groups.values() if g.path == "encoder.layers.0")
+    assert box.compared == both["encoder.layers.0"]
+    assert human_bytes(both["encoder.layers.0"][0]) in box.label()
+    # the Diagnostics list the measured result of the checkpoint tried
+    items = [window.diagnostics.topLevelItem(i).text(0) for i in range(window.diagnostics.topLevelItemCount())]
+    measured = next(t for t in items if t.startswith("✓ checkpoint encoder.layers.*, measured"))
+    assert human(first.peak_saved_bytes()["cpu"]) in measured and human(second.peak_saved_bytes()["cpu"]) in measured
+    assert compare_runs(first, second)[0].peak_after == step.peak_after
+
+
+def test_a_suggestion_names_the_layers_and_tries_them_in_one_click(window, record, qtbot):
+    first = record(TRANSFORMER)
+    window.begin_run(first.start["script"], RunOptions(), first)  # a whole run: drawn and summarised at once
+    panel = window.diagnostics
+    items = [panel.topLevelItem(i) for i in range(panel.topLevelItemCount())]
+    suggestion = next(i for i in items if i.data(0, panel.SUGGESTION) is not None)
+    assert suggestion.data(0, panel.SUGGESTION).pattern == "encoder.layers.*"
+    panel.list.setCurrentItem(suggestion)
+    assert panel.try_button.isVisibleTo(panel) and "encoder.layers.*" in panel.try_button.text()
+    asked: list[RunOptions] = []
+    window.sigRunRequested.connect(asked.append)
+    qtbot.mouseClick(panel.try_button, Qt.LeftButton)
+    assert asked[-1].checkpoint == ["encoder.layers.*"]
+
+
+def test_bad_what_if_options_in_the_panel_say_why_and_run_nothing(window, qtbot):
+    asked: list[RunOptions] = []
+    window.sigRunRequested.connect(asked.append)
+    window.toggles.checkpoint.setText("encoder..0")
+    window.toggles.run_button.click()
+    assert asked == []
+    assert "expected a module path" in window.toggles.arguments_error.text()
+
+
+class _Menu:
+    """Collects what a context menu would offer (a real QMenu blocks in exec)."""
+
+    def __init__(self, actions: list) -> None:
+        self.actions = actions
+
+    def addAction(self, text, slot) -> None:
+        self.actions.append((text, slot))
