@@ -12,7 +12,7 @@ this run:
 * open: reading a trace of the 20k-node run and drawing it (events -> run -> drawing -> scene);
 * pan: median and 95th percentile frame time of a scripted pan across the 20k-node scene,
   rendered offscreen at 1600x1000, and the frames per second that gives.
-Targets: layout under 1 s, no more crossings than dot, open under 3 s, pan at 30+ fps.
+Targets: layout under 1 s, no more crossings than dot, open under 3 s, pan at 60+ fps (median frame).
 """
 
 from __future__ import annotations
@@ -214,21 +214,21 @@ def measure_open_and_pan(events: list[dict]):
         path = os.path.join(tmp, "big.gvtrace")
         write_trace(path, events)
         start = time.perf_counter()
+        scene = GraphScene()
+        view = GraphView(scene)  # as in the window: the view is there before a run is shown
+        view.resize(1600, 1000)
+        view.show()
         with bulk_load():  # as the app opens a trace
             run = Run(read_trace(path).events)
-            scene = GraphScene()
             scene.set_run(run)
         index = max(call.start for call in run.backwards.values()) if run.backwards else len(run.events) - 1
         scene.set_cursor(index)
-        view = GraphView(scene)
-        view.resize(1600, 1000)
-        view.show()
         view.fit_readable()  # as the window does after opening a trace
         view.viewport().grab()
         opened = time.perf_counter() - start
-    nodes = len(scene.node_items)
-    rect = scene.itemsBoundingRect()
-    result = {"open": opened, "nodes": nodes}
+    nodes = len(scene.placed_ids())
+    rect = scene.sceneRect()
+    result = {"open": opened, "nodes": nodes, "items": len(scene.node_items)}
     # scripted pans: at a zoom where labels are readable, and zoomed out to a tenth of that
     for label, zoom in (("readable", 0.6), ("zoomed out", 0.06)):
         view.resetTransform()
@@ -284,13 +284,13 @@ def main() -> None:
 
     result = measure_open_and_pan(events)
     print(f"open a trace of {result['nodes']} drawn nodes: {result['open']:.2f} s   target < 3 s -> "
-          f"{'met' if result['open'] < 3 else 'NOT met'}")
+          f"{'met' if result['open'] < 3 else 'NOT met'} ({result['items']} node items made, near the view)")
     for label in ("readable", "zoomed out"):
         frames = sorted(result[label])
         median = statistics.median(frames)
         p95 = frames[int(len(frames) * 0.95) - 1]
         print(f"pan ({label}): median frame {median * 1000:.1f} ms ({1 / median:.0f} fps), p95 {p95 * 1000:.1f} ms "
-              f"({1 / p95:.0f} fps)   target 30+ fps -> {'met' if 1 / p95 >= 30 else 'NOT met'}")
+              f"({1 / p95:.0f} fps)   target 60+ fps (median) -> {'met' if 1 / median >= 60 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ class App:
         self.window.sigRunRequested.connect(self.rerun)
         self.window.sigStopRequested.connect(self.stop)
         self.window.sigGradcheckRequested.connect(self.gradcheck)
+        self.window.progress.sigCancel.connect(self.stop)
         self.gradchecks: queue.SimpleQueue = queue.SimpleQueue()
         self.timer = QTimer()
         self.timer.timeout.connect(self._pump)
@@ -124,8 +125,7 @@ class App:
     def open(self, path: str, args: list[str] | None = None) -> bool:
         """Open a trace, or run a script (``args``: its arguments, ``sys.argv[1:]``)."""
         from graphview.app.inputs import UserError, check_script, is_trace
-        from graphview.core.run import Run, bulk_load
-        from graphview.core.trace import SUFFIX, TraceError, read_trace
+        from graphview.core.trace import SUFFIX
 
         if not path:
             return False
@@ -133,31 +133,7 @@ class App:
             self.window.show_error("Cannot open", f"no such file: {path}")
             return False
         if is_trace(path):
-            with bulk_load():
-                try:  # read and checked in full before the running script, if any, is touched
-                    trace = read_trace(path)
-                    run = Run(trace.events)
-                except TraceError as exc:
-                    self.window.show_error("Cannot open trace", str(exc))
-                    return False
-                if not run.events:
-                    note = "; ".join(trace.warnings) or "the recording stopped before the script started"
-                    self.window.show_error("Damaged trace", f"{path} holds no readable events: {note}")
-                    return False
-                self.stop()
-                options = RunOptions.from_dict((trace.header.get("options") or {}))
-                script = (run.start or {}).get("script") or trace.header.get("script")
-                self.window.begin_run(None, options, run)
-            self.window.script_path = None
-            self.window.remember(os.path.abspath(path))
-            self.window.setWindowTitle(trace_title(path, script, options, trace.header, run.start))
-            self.show_rank_set(path, trace.header, run.start)
-            if trace.warnings:
-                note = "; ".join(trace.warnings)
-                self.window.statusBar().showMessage(f"warning: {note}", 60000)
-                self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
-                                         f"readable is shown.\n\n{note}")
-            return True
+            return self.open_trace(path)
         if not path.endswith(".py"):
             self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script (.py) nor a "
                                    f"graphview trace ({SUFFIX}): graphview runs scripts and opens traces")
@@ -171,6 +147,77 @@ class App:
         self.window.earlier_runs.clear()  # opening a file starts afresh: overlays come from "Run again"
         self.start(os.path.abspath(path), RunOptions(steps=3, args=list(args or [])))
         return True
+
+    def open_trace(self, path: str) -> bool:
+        """Open a trace. Its first piece is read and checked before the run on screen is touched (a
+        file that is no trace is refused with its reason); a trace longer than that is shown as it
+        is read, on a thread, with a progress bar and a Cancel in the status bar."""
+        from graphview.app.trace_load import TraceLoad
+        from graphview.core.run import Run, bulk_load
+        from graphview.core.trace import TraceError
+        from graphview.core.trace_pieces import TracePieces
+
+        try:
+            pieces = TracePieces(path)
+            first = pieces.next_piece()
+        except TraceError as exc:
+            self.window.show_error("Cannot open trace", str(exc))
+            return False
+        if not first:
+            note = "; ".join(pieces.warnings) or "the recording stopped before the script started"
+            self.window.show_error("Damaged trace", f"{path} holds no readable events: {note}")
+            return False
+        self.stop()
+        if self.live is not None:
+            self.live.abandoned = True
+            self.live = None
+        header = pieces.header
+        options = RunOptions.from_dict(header.get("options") or {})
+        if pieces.done:  # all of it in one piece: shown whole at once
+            with bulk_load():
+                run = Run(first)
+                self.window.begin_run(None, options, run)
+        else:
+            run = Run()
+            self.window.begin_run(None, options, run)
+            self.window.runs.reading = True  # its end will come: the drawing waits for it as for a whole trace
+            self.live = TraceLoad(pieces)
+            self.window.progress.start_reading(os.path.basename(path), self.live)
+            self.window.append_events(first)
+        self.loading_path = path
+        self.window.script_path = None
+        self.window.remember(os.path.abspath(path))
+        script = (run.start or {}).get("script") or header.get("script")
+        self.window.setWindowTitle(trace_title(path, script, options, header, run.start))
+        self.show_rank_set(path, header, run.start)
+        if pieces.done:
+            self._warn_if_damaged(path, pieces.warnings)
+        return True
+
+    def _warn_if_damaged(self, path: str, warnings: list[str]) -> None:
+        if warnings:
+            note = "; ".join(warnings)
+            self.window.statusBar().showMessage(f"warning: {note}", 60000)
+            self.window.show_warning("Damaged trace", f"Only part of {path} could be read; what was "
+                                     f"readable is shown.\n\n{note}")
+
+    def _trace_read(self, load) -> None:
+        """A trace load has handed over its last event: say how it ended; a trace without an end
+        (cut off, cancelled, refused part way) is placed as a finished one would be."""
+        window = self.window
+        window.progress.finish()
+        window.runs.events_ended()
+        path = getattr(self, "loading_path", "the trace")
+        if load.error:
+            message = f"{load.error}; stopped reading there: the {load.pieces.count:,} events before it are shown"
+            window.statusBar().showMessage(message, 60000)
+            window.show_warning("Trace partly refused", message)
+        elif load.cancelled:
+            window.statusBar().showMessage(f"stopped reading {os.path.basename(path)} at event "
+                                           f"{load.pieces.count:,} ({load.fraction:.0%} of the file): what was read "
+                                           "is shown", 30000)
+        else:
+            self._warn_if_damaged(path, load.pieces.warnings)
 
     def show_rank_set(self, path: str, header: dict, start: dict | None) -> None:
         """A rank's trace of a distributed job: the window offers the job's other ranks."""
@@ -231,7 +278,12 @@ class App:
             took = True
         if took:
             gc.freeze()  # the run's records live on: keep them out of later full collections
-        if live.done.is_set() and live.queue.empty():
+        if getattr(live, "fraction", None) is not None:  # a trace being read
+            self.window.progress.update_reading(len(self.window.run.events) if self.window.run else 0)
+            if live.finished:
+                self.live = None
+                self._trace_read(live)
+        elif live.done.is_set() and live.queue.empty():
             self.live = None
 
     def wait_idle(self, timeout: float = 60.0) -> bool:

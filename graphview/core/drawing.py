@@ -21,6 +21,7 @@ Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw 
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import islice
 from dataclasses import dataclass, field
 
 from graphview.core.events import summary_text
@@ -44,7 +45,7 @@ NODE_KINDS = {
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
 
-@dataclass
+@dataclass(slots=True)  # a big drawing holds ~10^5 of them
 class DrawNode:
     id: str  # the graph id (``op5``, ``t3``, ``t3v1``), shared with exports and the inspector
     kind: str
@@ -68,7 +69,7 @@ class DrawNode:
         return self.layer * LAYER_HEIGHT
 
 
-@dataclass
+@dataclass(slots=True)
 class DrawEdge:
     source: str
     target: str
@@ -89,6 +90,8 @@ class Drawing:
         self._occupied: dict[int, dict[int, str]] = {}  # layer -> slot -> node id
         self._seen_tensor_nodes: set[str] = set()
         self._seen_ops: set[int] = set()
+        self._tensor_nodes_seen = 0  # entries of run.tensor_nodes / run.op_nodes looked at so far
+        self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._deferred: list[str] = []
         self._processed_edges = 0
@@ -101,22 +104,27 @@ class Drawing:
 
 
     # ------------------------------------------------------------------ building
-    def update(self, final: bool = True) -> list[str]:
+    def update(self, final: bool = True, patient: bool = False) -> list[str]:
         """Place every element the run has gained since the last call. Returns new node ids.
 
         While a run is still streaming (``final=False``), a leaf nobody has used yet waits a
         little for its user, which is usually a few events away: placed now, it would land
-        far from it."""
+        far from it. ``patient`` (a trace being read, whose end is sure to come): it waits for
+        its user however far away, so the drawing is the one the whole trace at once gives."""
         run = self.run
         fresh: list[tuple[int, str, object]] = []
-        for tnode in run.tensor_nodes.values():
+        # the run's tables only grow (new keys at their end): look at the entries added since the
+        # last call, not at all of them again (a big trace streams in over hundreds of calls)
+        for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None):
             if tnode.id not in self._seen_tensor_nodes:
                 self._seen_tensor_nodes.add(tnode.id)
                 fresh.append((tnode.born, tnode.id, tnode))
-        for op in run.op_nodes.values():
+        self._tensor_nodes_seen = len(run.tensor_nodes)
+        for op in islice(run.op_nodes.values(), self._ops_seen, None):
             if op.vid not in self._seen_ops:
                 self._seen_ops.add(op.vid)
                 fresh.append((op.born, op.id, op))
+        self._ops_seen = len(run.op_nodes)
         fresh.sort(key=lambda item: item[0])
         created: list[str] = []
         for _, node_id, element in fresh:
@@ -134,7 +142,7 @@ class Drawing:
                 self._place(node)
         self._extra_edges()
         # what nobody has used yet: show it where the script is now (sources first)
-        horizon = len(self.run.events) - 200
+        horizon = len(self.run.events) - 200 if not patient else -1
         still = []
         for node_id in self._deferred:
             node = self.nodes[node_id]

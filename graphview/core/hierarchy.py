@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
 
 
-@dataclass
+@dataclass(slots=True)
 class ModuleBox:
     """The nodes of one call of one module path (a module called twice gets two boxes)."""
 
@@ -44,9 +44,15 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     A module's nodes split into calls where a row between them holds none of them (the layout
     stacks each call in rows of its own). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the child stands for it."""
-    types = drawing.run.module_types  # path -> class name, from the run's module_enter events
+    return module_boxes_of(drawing.nodes.values(), drawing.run.module_types)
+
+
+def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
+    """:func:`module_boxes` of ``nodes`` (DrawNodes), with ``types`` (module path -> class name,
+    from the run's module_enter events). It reads only what placing a node fixed (its row, its
+    module), so it may work on a copy of the node list while the drawing grows on."""
     rows: dict[str, dict[int, list[str]]] = {}
-    for node in drawing.nodes.values():
+    for node in nodes:
         if not node.placed or not node.module:
             continue
         path = node.module
@@ -72,6 +78,20 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     return kept
+
+
+def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int]]:
+    """For each box whose every node's end is known: (the first of its nodes' births, the last of
+    their ends). Outside that span none of its nodes is shown, so the box is not either: a long
+    training run's canvas need not look at the boxes of the steps before and after the cursor."""
+    spans: dict[str, tuple[int, int]] = {}
+    nodes = drawing.nodes
+    for box in boxes:
+        members = [nodes[m] for m in box.members]
+        deaths = [drawing.dead_index(n) for n in members]
+        if all(d is not None for d in deaths):
+            spans[box.key] = (min(n.born for n in members), max(deaths))
+    return spans
 
 
 def _nest(boxes: list[ModuleBox]) -> None:

@@ -195,18 +195,10 @@ def _check(checker: EventChecker, event: object, name: str, number: int) -> None
         raise TraceError(f"{name} is not a valid graphview trace: line {number}: {exc}") from None
 
 
-def parse_trace(data: bytes, name: str = "trace") -> Trace:
-    """Parse a trace; every event is checked against the schema (:class:`EventChecker`).
-
-    A line that is not JSON (damage, a cut-off last line) ends the trace there, with a warning.
-    An event that is JSON but breaks the schema (a wrong type, a missing field, an id no earlier
-    event introduced, nesting beyond the limits) is no recording graphview made: the whole file
-    is refused with a :class:`TraceError` naming the line and the fault."""
-    if not data.strip():
-        raise TraceError(f"{name} is empty, not a graphview trace")
-    lines = data.split(b"\n")
+def parse_header(line: bytes, name: str = "trace") -> dict:
+    """The header of a trace (its first line), checked; :class:`TraceError` with a one-line reason if unusable."""
     try:
-        header = json.loads(lines[0].decode("utf-8"))
+        header = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise TraceError(f"{name} is not a graphview trace (its first line is not a trace header)") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
@@ -219,6 +211,30 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
         )
     if not is_options(header.get("options", {})) or not isinstance(header.get("script", ""), (str, type(None))):
         raise TraceError(f"{name} is not a valid graphview trace: its header has a bad 'options' or 'script' field")
+    return header
+
+
+def end_warnings(events: list[dict], warnings: list[str], name: str) -> list[str]:
+    """What a reader says after the last event: no end-of-run event, a partial recording."""
+    if events and events[-1].get("ev") != "run_end" and not warnings:
+        warnings.append(f"{name} has no end-of-run event: the recording stopped before the script ended")
+    if name.endswith(PARTIAL_SUFFIX):
+        warnings.append(f"{name} is a partial recording: graphview could not finish writing it (it was killed, "
+                        "or its disk was full)")
+    return warnings
+
+
+def parse_trace(data: bytes, name: str = "trace") -> Trace:
+    """Parse a trace; every event is checked against the schema (:class:`EventChecker`).
+
+    A line that is not JSON (damage, a cut-off last line) ends the trace there, with a warning.
+    An event that is JSON but breaks the schema (a wrong type, a missing field, an id no earlier
+    event introduced, nesting beyond the limits) is no recording graphview made: the whole file
+    is refused with a :class:`TraceError` naming the line and the fault."""
+    if not data.strip():
+        raise TraceError(f"{name} is empty, not a graphview trace")
+    lines = data.split(b"\n")
+    header = parse_header(lines[0], name)
     events: list[dict] = []
     warnings: list[str] = []
     complete = data.endswith(b"\n")
@@ -252,9 +268,4 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
             raise TraceError(f"{name} is not a valid graphview trace: line {number} nests deeper than any event") from None
         _check(checker, event, name, number)
         events.append(event)
-    if events and events[-1].get("ev") != "run_end" and not warnings:
-        warnings.append(f"{name} has no end-of-run event: the recording stopped before the script ended")
-    if name.endswith(PARTIAL_SUFFIX):
-        warnings.append(f"{name} is a partial recording: graphview could not finish writing it (it was killed, "
-                        "or its disk was full)")
-    return Trace(header=header, events=events, warnings=warnings)
+    return Trace(header=header, events=events, warnings=end_warnings(events, warnings, name))

@@ -142,6 +142,17 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
         raise ExportError(f"the scale must be greater than 0, not {scale}")
     check_writable(path)
     scene.boxes.settle()  # a box opening or shutting glides: the picture shows every node at its place
+    region = scene.region
+    if region is not None:
+        scene.set_region(None)  # a big scene makes items near its view only: the picture has them all
+    try:
+        return _render(scene, path, suffix, scale, caption, legend)
+    finally:
+        if region is not None:
+            scene.set_region(region)
+
+
+def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: str, legend: bool) -> float | None:
     selected = scene.selectedItems()
     scene.clearSelection()
     page = ExportPage(content_rect(scene), caption, legend)

@@ -195,6 +195,7 @@ class MainWindow(QMainWindow):
         self.search.returnPressed.connect(self.find)
         self.timeline_bar.scrubbed.connect(self._on_scrubbed)
         self.scene.sigNodeSelected.connect(self.session.select)
+        self.scene.boxes.sigShutToFit.connect(self.runs.placement.on_shut_to_fit)
         self.code.sigLineClicked.connect(self._on_line_clicked)
         self.inspector.sigLineLink.connect(self._show_line)
         self.console.sigLineLink.connect(self._show_line)
@@ -363,7 +364,7 @@ class MainWindow(QMainWindow):
             return
         self.session.follow_live = False
         self.set_cursor(finding.index)
-        if finding.node and finding.node in self.scene.node_items:
+        if finding.node and self.scene.item_for(finding.node) is not None:
             self.scene.select_node(finding.node)
             self.view.center_on_node(finding.node)
         if finding.line:
@@ -392,13 +393,15 @@ class MainWindow(QMainWindow):
     def _on_selection_changed(self, node_id: str) -> None:
         if node_id and self.tabifiedDockWidgets(self.inspector_dock):
             self.inspector_dock.raise_()  # folded into tabs: a click on a node brings its details forward
-        item = self.scene.node_items.get(node_id) if node_id and self.run is not None else None
-        if item is not None and item.node.line is not None:
-            self._show_line(item.node.line)
+        node = self.scene.drawing.nodes.get(node_id) if node_id and self.run is not None and self.scene.drawing else None
+        if node is not None and node.line is not None:
+            self._show_line(node.line)
 
     def _on_line_clicked(self, line: int) -> None:
-        items = [i for i in self.scene.node_items.values() if i.node.line == line and self.scene.shown_at_cursor(i.node.id)]
-        self.scene.reveal([i.node.id for i in items])  # nodes inside shut module boxes: open them
+        ids = [n for n in self.scene.placed_ids() if self.scene.drawing.nodes[n].line == line
+               and self.scene.shown_at_cursor(n)]
+        self.scene.reveal(ids)  # nodes inside shut module boxes: open them
+        items = [item for item in map(self.scene.item_for, ids) if item is not None]
         self.scene.clearSelection()
         for item in items:
             item.setSelected(True)
@@ -409,10 +412,12 @@ class MainWindow(QMainWindow):
         text = self.search.text().strip().lower()
         if not text:
             return
-        matches = [i for i in self.scene.node_items.values()
-                   if self.scene.shown_at_cursor(i.node.id) and (text in i.node.title.lower() or text in i.node.subtitle.lower()
-                                         or text in (i.node.module or "").lower())]
-        self.scene.reveal([i.node.id for i in matches])  # hits inside shut module boxes: open them
+        nodes = self.scene.drawing.nodes if self.scene.drawing is not None else {}
+        hits = [n for n in self.scene.placed_ids() if self.scene.shown_at_cursor(n)
+                and (text in nodes[n].title.lower() or text in nodes[n].subtitle.lower()
+                     or text in (nodes[n].module or "").lower())]
+        self.scene.reveal(hits)  # hits inside shut module boxes: open them
+        matches = [item for item in map(self.scene.item_for, hits) if item is not None]
         self.scene.clearSelection()
         for item in matches:
             item.setSelected(True)
@@ -439,7 +444,7 @@ class MainWindow(QMainWindow):
         self.exports.trace(path)
 
     def node_item(self, node_id: str) -> NodeItem | None:
-        return self.scene.node_items.get(node_id)
+        return self.scene.item_for(node_id)
 
     def closeEvent(self, event) -> None:
         self.player.stop()

@@ -22,6 +22,7 @@ from graphview.core.diagnostics import diagnose
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
+from graphview.qt.background import BACKGROUND_ABOVE, Background
 from graphview.qt.formatting import human_bytes
 from graphview.qt.run_placement import RunPlacement
 
@@ -43,6 +44,11 @@ def nodes_per_step(run: Run) -> list[int]:
         if at >= 0 and (end is None or op.born <= end):
             counts[at] += 1
     return counts
+
+
+def forced_detaches(run: Run) -> list[dict]:
+    """The detach events the run options forced (``detach at``)."""
+    return [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
 
 
 class RunController(QObject):
@@ -68,8 +74,11 @@ class RunController(QObject):
         self.comparison = ""
         self.slices_pending = 0
         self.placement = RunPlacement(window)
+        self.background = Background(self)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
+        self._events_over = False  # no more events will come (a trace read to its end, or cancelled)
+        self.reading = False  # the run's events come from a trace being read, not from a runner
         self._chart_turn = 0
         # while a runner streams, the views catch up at most ten times a second
         self.live_refresh = QTimer(self)
@@ -81,8 +90,9 @@ class RunController(QObject):
     def settled(self) -> bool:
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
-        return not (self.live_refresh.isActive() or self.slices_pending > 0
-                    or (run is not None and run.end is not None and not self._finished))
+        return not (self.live_refresh.isActive() or self.slices_pending > 0 or self.background.pending > 0
+                    or self.window.scene.boxes.pending
+                    or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
     def overview_index(self) -> int:
         """The run's last graph complete, just before backward consumes it (what an image export
@@ -118,6 +128,8 @@ class RunController(QObject):
         w.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
                              "with other options")
         self._finished = False
+        self._events_over = False
+        self.reading = False
         self._chart_turn = 0
         w.whatif.clear()  # the comparison comes when this run has ended
         w.scene.boxes.set_compared({})
@@ -137,6 +149,7 @@ class RunController(QObject):
             w.progress.finish()
             self.grow()
             self.placement.place(final=True)
+            self._finished = self._events_over = True  # nothing of it is waiting
         elif script_path:
             w.progress.start(script_path)
 
@@ -160,6 +173,13 @@ class RunController(QObject):
         elif not self.live_refresh.isActive():
             self.live_refresh.start()
 
+    def events_ended(self) -> None:
+        """No more events will come for this run (a trace read to its end, cut off, or cancelled):
+        what is left is drawn and the run is placed as a finished one, even without an end event."""
+        self._events_over = True
+        if not self._finished and not self.live_refresh.isActive():
+            self.live_refresh.start()
+
     def _refresh_live(self) -> None:
         """One round of catching up with a streaming run, in short event-loop slices (new items;
         then the cursor and its panels; then, every fifth round, the chart), so the window
@@ -168,15 +188,18 @@ class RunController(QObject):
         run = w.run
         if run is None:
             return
-        ended = run.end is not None
+        ended = run.end is not None or self._events_over
         # while the runner streams, small rounds keep the window responsive; once it has ended,
         # nothing competes and the backlog is worked off in larger ones
         more = self.grow(budget=200 if ended else 40, chart=False)
         w.progress.update_run(run, w.options.steps)
-        self._chart_turn = (self._chart_turn + 1) % 5
+        # the chart of a trace being read is drawn less often: its picture of a million events costs
+        self._chart_turn = (self._chart_turn + 1) % (20 if self.reading and not ended else 5)
 
         def cursor_slice() -> None:
             self.slices_pending -= 1
+            if self.reading and w.run is run:
+                run.memory_series(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
                 if self.placement.active:
                     self.placement.place()
@@ -213,11 +236,12 @@ class RunController(QObject):
         """The run is over and drawn: its chart, diagnostics and summary, and (unless the user
         moved the cursor) the cursor where the run opens, in an event-loop slice of its own."""
         w = self.window
-        if w.run is None or w.run.end is None:
+        if w.run is None or (w.run.end is None and not self._events_over):
             return
         w.progress.finish()
         w.memory.show_run(w.run, self._device())
-        self.summarise()
+        if w.run.end is not None:
+            self.summarise()
         if self.placement.active:
             self.placement.place(final=True)
         else:
@@ -227,7 +251,8 @@ class RunController(QObject):
         """Take in what the run gained; returns True while canvas items are still waiting."""
         w = self.window
         run = w.run
-        w.scene.live = run.end is None
+        w.scene.live = run.end is None and not self._events_over
+        w.scene.patient = self.reading and not self._events_over
         more = w.scene.grow(budget=budget)
         w.timeline_bar.set_length(len(run.events))
         if run.start:
@@ -239,12 +264,25 @@ class RunController(QObject):
         return more
 
     def summarise(self) -> None:
-        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure."""
+        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure.
+        A big run is diagnosed on a thread (it no longer changes), so the window keeps answering."""
         w = self.window
         run = w.run
+        if len(run.events) > BACKGROUND_ABOVE:
+            w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
+
+            def then(result) -> None:
+                if w.run is run:
+                    self._summarise(run, *result)
+
+            self.background.run(lambda: (diagnose(run), forced_detaches(run)), then)
+            return
+        self._summarise(run, diagnose(run), forced_detaches(run))
+
+    def _summarise(self, run: Run, findings: list, forced: list) -> None:
+        w = self.window
         self._compare_with_earlier()
         self._what_if(run)
-        findings = diagnose(run)
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
@@ -257,15 +295,14 @@ class RunController(QObject):
         elif run.failed:
             self._report_failure(run)
         else:
-            self._report_ineffective_options(run, cut)
+            self._report_ineffective_options(run, cut, forced)
 
-    def _report_ineffective_options(self, run: Run, cut=None) -> None:
+    def _report_ineffective_options(self, run: Run, cut=None, forced: list = ()) -> None:
         """Options that changed nothing, or that left nothing to differentiate, say so; a graph cut
         off from every parameter (``cut``, the finding) brings the Diagnostics tab forward."""
         w = self.window
         notes = []
         options = RunOptions.from_dict((run.start or {}).get("options") or {})
-        forced = [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
         for spec in options.detach_at:
             if not forced:
                 notes.append(f"detach at {spec!r} matched nothing in this run")
@@ -296,7 +333,7 @@ class RunController(QObject):
         w.statusBar().showMessage(f"the script {ended}{where}: "
                                   f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
         w.bottom_tabs.setCurrentWidget(w.console)
-        if not w.scene.node_items:
+        if not w.scene.placed_ids():
             w.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
                                "The Console tab below has the traceback; fix the script and open it again.")
 

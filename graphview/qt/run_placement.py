@@ -17,6 +17,7 @@ from PySide6.QtCore import QPointF, QRectF
 from graphview.core import timeline
 from graphview.core.landmarks import Landmarks, place
 from graphview.core.run import Run
+from graphview.qt.canvas.style import NODE_H, NODE_W
 
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
@@ -46,6 +47,12 @@ class RunPlacement:
         self._later: Landmarks | None = None
         self._placed: int | None = None
         self._top_shown = False
+
+    def on_shut_to_fit(self) -> None:
+        """A big run's boxes came late and were shut: show its top again, unless the user moved."""
+        w = self.window
+        if w.cursor == (self._placed if self._placed is not None else w.cursor) and w.cursor <= 0:
+            show_top(w)
 
     def begin(self, run: Run, earlier: Run | None = None, cursor: int = -1) -> None:
         """``run`` is shown now; ``earlier`` is the run it re-runs (with the cursor it had), or None."""
@@ -103,14 +110,20 @@ def show_top(window: MainWindow) -> bool:
     """Zoom and scroll the canvas to the top of the run's whole graph (what the first steps
     show), at a zoom where names can be read; False while there is no node to show."""
     view, scene = window.view, window.scene
-    if scene.boxes.open_to_fit(view.fits_readable):  # a finished run too big to read: boxes shut first
+    if scene.boxes.open_to_fit(view.readable_fit()):  # a finished run too big to read: boxes shut first
         view.overview.schedule()
-    items = list(scene.node_items.values()) + [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
-    if not items:
-        return False
-    rect = QRectF(items[0].sceneBoundingRect())
-    for item in items[1:]:
-        rect = rect.united(item.sceneBoundingRect())
+    groups = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    if scene.virtual:  # items only near the view: the places of every node say where the graph is
+        if not scene._placed:
+            return False
+        rect = scene.sceneRect().adjusted(NODE_W - 11, NODE_H * 2 - 14, -NODE_W + 16, -NODE_H * 2 + 20)
+    else:
+        items = list(scene.node_items.values()) + groups
+        if not items:
+            return False
+        rect = QRectF(items[0].sceneBoundingRect())
+        for item in items[1:]:
+            rect = rect.united(item.sceneBoundingRect())
     rect.adjust(-40, -40, 40, 40)
     port = view.viewport().rect()
     zoom = min(port.width() / max(1.0, rect.width()), port.height() / max(1.0, rect.height()))
@@ -121,8 +134,13 @@ def show_top(window: MainWindow) -> bool:
     if rect.width() <= 2 * half_w:
         x = rect.center().x()
     else:  # wider than the view: where the run begins, its first nodes
-        first = sorted(scene.node_items.values(), key=lambda i: i.node.born)[:8]
-        x = sum(i.sceneBoundingRect().center().x() for i in first) / len(first)
+        if scene.virtual:
+            nodes = scene.drawing.nodes
+            first = [scene.place_of(n) for n in sorted(scene._placed, key=lambda n: nodes[n].born)[:8]]
+            x = sum(p[0] for p in first if p is not None) / len(first)
+        else:
+            items = sorted(scene.node_items.values(), key=lambda i: i.node.born)[:8]
+            x = sum(i.sceneBoundingRect().center().x() for i in items) / len(items)
         x = max(rect.left() + half_w, min(rect.right() - half_w, x))
     y = rect.center().y() if rect.height() <= 2 * half_h else rect.top() + half_h
     view.centerOn(QPointF(x, y))

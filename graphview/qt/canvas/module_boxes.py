@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
 
-from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
+from graphview.core.drawing import LAYER_HEIGHT
+from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
+                                      module_boxes, module_boxes_of)
+from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
 
 #: how long nodes take to glide to their places after a box opens or shuts
 GLIDE_MS = 280
+#: drawings with more placed nodes than this find their boxes on a thread
+BOXES_ON_A_THREAD_ABOVE = 20_000
 #: above this many moving nodes the new layout is shown at once
 GLIDE_LIMIT = 3000
 
@@ -28,6 +33,8 @@ class ModuleBoxes(QObject):
     sigRelaying = Signal(QPointF)
     #: a box was opened or shut: its key, its anchor before and after (scene coordinates)
     sigRelaid = Signal(str, QPointF, QPointF)
+    #: the boxes of a big drawing came (from a thread) and were shut to fit the screen
+    sigShutToFit = Signal()
 
     def __init__(self, scene) -> None:
         super().__init__()
@@ -42,6 +49,12 @@ class ModuleBoxes(QObject):
         self._glide: QVariantAnimation | None = None
         self._glide_moves: list = []
         self._hidden_by: dict[str, GroupItem] = {}
+        self._running: str | None = None
+        self._shown: set[str] = set()
+        self._finding = False  # boxes being found on a thread
+        self._spans: dict[str, tuple[int, int]] = {}  # box key -> when any of its nodes exists (where known)
+        self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
+        self._background = Background(self)
         # module path -> (bytes in the earlier run, in this run) at backward: a what-if comparison
         self.compared: dict[str, tuple[int, int]] = {}
 
@@ -55,6 +68,7 @@ class ModuleBoxes(QObject):
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
         self.settle()
         self.boxes, self.keyed, self.groups = [], {}, {}
+        self._spans = {}
         self.collapsed = set()
         self.layout = None
         self.opened_to_fit = False
@@ -67,8 +81,80 @@ class ModuleBoxes(QObject):
         drawing = self.scene.drawing
         if drawing is None or len(drawing.order) == self._placed:
             return
+        if len(drawing.order) > BOXES_ON_A_THREAD_ABOVE and not self.collapsed:
+            self._refresh_on_thread(drawing)
+            return
         self._placed = len(drawing.order)
-        self.boxes = module_boxes(drawing)
+        self._take(module_boxes(drawing))
+
+    def _refresh_on_thread(self, drawing) -> None:
+        """A big drawing: its boxes are found on a thread, from a copy of its node list (what
+        they read of a placed node never changes), and taken in when they come."""
+        if self._finding:
+            return
+        self._finding = True
+        placed = len(drawing.order)
+        nodes = list(drawing.nodes.values())
+        types = dict(drawing.run.module_types)
+
+        def then(result) -> None:
+            self._finding = False
+            if self.scene.drawing is drawing:
+                self._placed = placed
+                self._take(*result)
+                self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
+                if len(drawing.order) != placed:
+                    self.refresh()
+                fits, self._fit_wanted = self._fit_wanted, None
+                if fits is not None:
+                    self.open_to_fit(fits)
+
+        def work():
+            boxes = module_boxes_of(nodes, types)
+            return boxes, box_lifetimes(drawing, boxes)
+
+        self._background.run(work, then)
+
+    def _open_to_fit_on_thread(self, fits) -> None:
+        """open_to_fit for a big finished drawing: its boxes, the level that fits and that level's
+        layout are worked out on a thread (the drawing no longer changes); the boxes shut when they come."""
+        self.opened_to_fit = True
+        self._finding = True
+        drawing = self.scene.drawing
+        placed = len(drawing.order)
+        known = self.boxes if placed == self._placed else None
+
+        def work():
+            boxes = known if known is not None else module_boxes(drawing)
+            collapsed = levels_that_fit(drawing, boxes, fits)
+            layout = Layout(drawing, boxes, collapsed) if collapsed else None
+            return boxes, box_lifetimes(drawing, boxes), collapsed, layout
+
+        def then(result) -> None:
+            self._finding = False
+            if self.scene.drawing is not drawing:
+                return
+            boxes, spans, collapsed, layout = result
+            self._placed = placed
+            self._take(boxes, spans)
+            if collapsed:
+                self.settle()
+                self.collapsed = set(collapsed)
+                self._relaid(None, None, animate=False, layout=layout)
+                self.sigShutToFit.emit()
+            else:
+                self.scene.set_cursor(self.scene.cursor)
+
+        self._background.run(work, then)
+
+    @property
+    def pending(self) -> bool:
+        """Boxes are being found on a thread."""
+        return self._finding
+
+    def _take(self, boxes: list[ModuleBox], spans: dict | None = None) -> None:
+        self.boxes = boxes
+        self._spans = spans or {}
         self.keyed = {box.key: box for box in self.boxes}
         for key, group in self.groups.items():
             if key in self.keyed:
@@ -76,10 +162,11 @@ class ModuleBoxes(QObject):
         if self.collapsed:
             self.apply_layout()
 
-    def apply_layout(self) -> dict[str, QPointF]:
-        """Put every node where the current layout has it; returns the old positions of those that moved."""
+    def apply_layout(self, layout: Layout | None = None) -> dict[str, QPointF]:
+        """Put every node where the current layout (``layout``, if made already) has it; returns
+        the old positions of those that moved."""
         scene, drawing = self.scene, self.scene.drawing
-        self.layout = Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None
+        self.layout = layout or (Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None)
         moved: dict[str, QPointF] = {}
         for node_id, item in scene.node_items.items():
             where = self.layout.position(node_id) if self.layout else (item.node.x, item.node.y)
@@ -97,6 +184,7 @@ class ModuleBoxes(QObject):
             if clear != edge.clear or source.id in moved or target.id in moved:
                 edge.clear = clear
                 edge.route_between_nodes()
+        scene.layout_changed()
         scene.fit_scene_rect()
         return moved
 
@@ -148,8 +236,8 @@ class ModuleBoxes(QObject):
         self.collapsed = set(collapsed)
         self._relaid(None, None, animate=False)
 
-    def _relaid(self, key: str | None, before: QPointF | None, animate: bool) -> None:
-        old = self.apply_layout()
+    def _relaid(self, key: str | None, before: QPointF | None, animate: bool, layout: Layout | None = None) -> None:
+        old = self.apply_layout(layout)
         scene = self.scene
         scene._complete = False  # members of the box change visibility: revisit every item
         scene.set_cursor(scene.cursor)
@@ -196,8 +284,14 @@ class ModuleBoxes(QObject):
         scene = self.scene
         if self.opened_to_fit or scene.drawing is None or scene.run is None or scene.run.end is None:
             return False
-        self.opened_to_fit = True
+        if self._finding:  # a big drawing's boxes are still being found: shut them once they come
+            self._fit_wanted = fits
+            return False
+        if len(scene.drawing.order) > BOXES_ON_A_THREAD_ABOVE:
+            self._open_to_fit_on_thread(fits)
+            return False
         self.refresh()
+        self.opened_to_fit = True
         collapsed = levels_that_fit(scene.drawing, self.boxes, fits)
         if collapsed:
             self.set_all(collapsed)
@@ -253,16 +347,29 @@ class ModuleBoxes(QObject):
         """Show each box around its nodes shown at ``index`` (a shut one as one card holding
         them). Returns node id -> the shut box that hides it."""
         scene = self.scene
-        items = scene.node_items
         layout = self.layout
         shut = layout.collapsed if layout is not None else set()
+        run = scene.run
+        ev = run.events[index] if run is not None and 0 <= index < len(run.events) else {}
+        # the node the engine executes at the cursor, if any: its boxes light up
+        self._running = f"op{ev.get('vid')}" if ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") else None
+        self._shown = visible
         buried = {box.key for box in self.boxes if self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
+        region = scene._region_bounds if scene.virtual and layout is None else None
+        top, bottom = (region[1], region[3]) if region is not None else (0.0, 0.0)
+        spans = self._spans
         for box in self.boxes:
             group = self.groups.get(box.key)
-            members = [m for m in box.members if m in visible and items[m].isVisible()] \
-                if box.key not in buried else []
+            span = spans.get(box.key)
+            if (span is not None and not span[0] <= index < span[1]) or (
+                    region is not None and (box.bottom * LAYER_HEIGHT < top or box.top * LAYER_HEIGHT > bottom)):
+                # none of its nodes exists at the cursor, or (a big graph) it is far from the view
+                if group is not None and group.isVisible():
+                    group.setVisible(False)
+                continue
+            members = [m for m in box.members if m in visible] if box.key not in buried else []
             if box.key in shut:
                 ok = bool(members)
             else:
@@ -296,30 +403,37 @@ class ModuleBoxes(QObject):
         return False
 
     def _show_shut(self, group: GroupItem, box: ModuleBox, members: list[str], index: int, hidden: dict) -> None:
-        items = self.scene.node_items
+        scene = self.scene
+        items = scene.node_items
+        drawing = scene.drawing
         x, y = self.layout.position(box.key)
-        ops = [items[m] for m in members if items[m].node.kind in ("op", "accumulate")]
-        run = self.scene.run
-        saved = run.saved_bytes_held_by({i.node.ref for i in ops}, index) if run is not None else 0
-        running = any(i.state == "running" for i in ops)
-        grad_fns = [i for i in ops if i.node.kind == "op"]
-        freed = bool(grad_fns) and all(i.state == "freed" for i in grad_fns)
+        ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
+        run = scene.run
+        saved = run.saved_bytes_held_by({n.ref for n in ops}, index) if run is not None else 0
+        states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
+        running = self._running is not None and self._running in states
+        grad_fns = [n for n in ops if n.kind == "op"]
+        freed = bool(grad_fns) and all(states[n.id] == "freed" for n in grad_fns)
         for m in members:
-            items[m].setVisible(False)
+            if m in items:
+                items[m].setVisible(False)
             hidden[m] = group
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), saved, running, freed)
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
-        items = self.scene.node_items
+        scene = self.scene
+        items = scene.node_items
         layout = self.layout
         points = []
         for m in members:
             inner = layout.hidden_by.get(m) if layout is not None else None
             if inner is not None:
                 points.append(QPointF(*layout.position(inner)))
+            elif m in items:
+                points.append(items[m].pos())  # where it is now (it may be gliding)
             else:
-                points.append(items[m].pos())
+                points.append(QPointF(*scene.place_of(m)))
         xs = [p.x() for p in points]
         ys = [p.y() for p in points]
         rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
@@ -327,7 +441,7 @@ class ModuleBoxes(QObject):
         # boxes of two modules one after the other (the layout stacks them) never overlap
         level = 3 - min(3, box.level)
         pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
-        running = any(items[m].state == "running" for m in members)
+        running = self._running is not None and self._running in box.members and self._running in self._shown
         group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(members), 0, 0, running)
 
     def _place_labels(self, groups: list[GroupItem]) -> None:

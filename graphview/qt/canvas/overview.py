@@ -102,9 +102,7 @@ class Overview(QWidget):
         scene = self.view.scene()
         if scene is None:  # a view that outlived its scene: its timer may still fire
             return
-        rect = QRectF()
-        for item in self.view.shown_items():
-            rect = rect.united(item.sceneBoundingRect())
+        rect = scene.shown_rect()
         self.source = rect.adjusted(-40, -40, 40, 40)
         if rect.isNull():
             self.pixmap = None

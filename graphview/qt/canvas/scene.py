@@ -1,8 +1,18 @@
-"""GraphScene: the items of one run's drawing, shown at the timeline's cursor."""
+"""GraphScene: the items of one run's drawing, shown at the timeline's cursor.
+
+A big drawing is virtual: the scene knows every node's place and whether it is shown at the
+cursor, but makes items (``NodeItem``, ``EdgeItem``) only for the nodes in the region the view
+shows and around it (:meth:`GraphScene.set_region`), and takes them away once the view has moved
+on; a selected node keeps its item. What has no item is sketched (:mod:`graphview.qt.canvas.sketch`):
+a zoomed-out view, the overview, the margins a fast pan reaches first. A drawing of up to
+``VIRTUAL_ABOVE`` nodes has an item for every node, always.
+"""
 
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
@@ -14,8 +24,39 @@ from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.pulse import PulseItem
+from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.formatting import short_value
+
+
+#: drawings with more placed nodes than this make items only near the view
+VIRTUAL_ABOVE = 3000
+#: side of a cell of the index of node places, in scene units
+GRID = 800.0
+
+
+class Lifetimes:
+    """When each placed node of a finished run is born and destroyed, as arrays: which nodes are
+    shown at a cursor is then one comparison for all of them (made again when the run grew)."""
+
+    def __init__(self, scene: "GraphScene") -> None:
+        self.scene = scene
+        self._key: tuple[int, int] | None = None
+
+    def shown_at(self, index: int) -> set[str]:
+        scene = self.scene
+        drawing = scene.drawing
+        key = (len(scene._placed), len(scene.run.events))
+        if key != self._key:
+            self._key = key
+            self.ids = list(scene._placed)
+            nodes = drawing.nodes
+            self.born = np.array([nodes[n].born for n in self.ids], dtype=np.int64)
+            deaths = [drawing.dead_index(nodes[n]) for n in self.ids]
+            self.dead = np.array([d if d is not None else np.iinfo(np.int64).max for d in deaths], dtype=np.int64)
+        chosen = np.nonzero((self.born <= index) & (self.dead > index))[0]
+        ids = self.ids
+        return {ids[i] for i in chosen.tolist()}
 
 
 class GraphScene(QGraphicsScene):
@@ -27,13 +68,26 @@ class GraphScene(QGraphicsScene):
         super().__init__(parent)
         self.run: Run | None = None
         self.drawing: Drawing | None = None
-        self.node_items: dict[str, NodeItem] = {}
-        self.edge_items: list[EdgeItem] = []
+        self.node_items: dict[str, NodeItem] = {}  # the nodes that have an item now
+        self._edge_item_of: dict[int, EdgeItem] = {}  # index in drawing.edges -> its item
+        self._edges_done = 0  # drawing edges taken in so far
+        self._edge_ids_of: dict[str, list[int]] = {}  # node id -> indexes of its drawing edges
+        self._edges_blocked: dict[str, list[int]] = {}  # node id not taken in yet -> edges waiting for it
+        self._placed: list[str] = []  # every placed node the scene took in
+        self._taken: set[str] = set()
+        self.region: QRectF | None = None  # where items are made (None: everywhere)
+        self._region_bounds: tuple[float, float, float, float] | None = None  # its left, top, right, bottom
+        self._grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
+        self.sketch = SketchItem(self)
+        self._lifetimes = Lifetimes(self)
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
+        self.patient = False  # a trace is being read into it: leaves wait for their users, however far
         self._groups_at = 0.0
+        self._boxes_at = 0.0  # when the module boxes were last found again, and how often they may be
+        self._boxes_every = 0.5
         self._complete = False  # every item has been brought to the cursor once
         self._fresh: set[str] = set()  # items created since the last cursor move
         self._visible: set[str] = set()  # node ids shown at the cursor (module boxes look only at these)
@@ -54,6 +108,16 @@ class GraphScene(QGraphicsScene):
         self.update()
 
     @property
+    def edge_items(self) -> list[EdgeItem]:
+        """The edges that have an item now."""
+        return list(self._edge_item_of.values())
+
+    @property
+    def virtual(self) -> bool:
+        """Whether items are made only near the view (a big drawing shown in a view)."""
+        return self.region is not None and len(self._placed) > VIRTUAL_ABOVE
+
+    @property
     def groups(self) -> dict[str, GroupItem]:
         """Module box key (its path, ``path#2`` for a second call) -> its item."""
         return self.boxes.groups
@@ -66,8 +130,16 @@ class GraphScene(QGraphicsScene):
     def set_run(self, run: Run) -> None:
         self.boxes.reset()
         self.clear()
+        self.sketch = SketchItem(self)
         self.node_items.clear()
-        self.edge_items.clear()
+        self._edge_item_of = {}
+        self._edges_done = 0
+        self._edge_ids_of = {}
+        self._edges_blocked = {}
+        self._placed = []
+        self._taken = set()
+        self._grid = None
+        self._lifetimes = Lifetimes(self)
         self._edges_into.clear()
         self._waiting = []
         self._complete = False
@@ -88,51 +160,252 @@ class GraphScene(QGraphicsScene):
         """
         if self.drawing is None:
             return False
-        self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None))
-        if not self.live or time.monotonic() - self._groups_at >= 0.5 or self.boxes.collapsed:
-            self.boxes.refresh()  # streaming: boxes catch up twice a second
-        layout = self.boxes.layout
+        self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
+                                                 patient=self.patient))
+        now = time.monotonic()
+        if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
+            self.boxes.refresh()  # streaming: boxes catch up now and then, at most a tenth of the time
+            took = time.monotonic() - now
+            self._boxes_at = time.monotonic()
+            self._boxes_every = max(0.5, took * 10)
         made = taken = 0
         unplaced = []
         waiting = self._waiting
-        while taken < len(waiting) and (budget is None or made < budget):
+        # a big scene makes few items: it takes in more nodes a slice, but not without bound
+        limit = None if budget is None else (budget * 25 if self.virtual else budget)
+        while taken < len(waiting) and (limit is None or (made if not self.virtual else taken) < limit):
             node_id = waiting[taken]
             taken += 1
             node = self.drawing.nodes[node_id]
             if not node.placed:  # a leaf still waiting for its first user: no position yet
                 unplaced.append(node_id)
                 continue
-            item = NodeItem(node)
-            where = layout.position(node_id) if layout is not None else None
-            if where is not None:
-                item.setPos(*where)
-            self._show(item, node.born <= self.cursor)
-            self.node_items[node_id] = item
-            self._fresh.add(node_id)
+            self._placed.append(node_id)
+            self._taken.add(node_id)
+            if len(self._placed) == VIRTUAL_ABOVE + 1 and self.region is None:
+                self._ask_views_for_region()  # big from now on: items only where a view looks
+            if self._grid is not None:
+                self._index(node_id)
             tnode = self.drawing.run.tensor_nodes.get(node_id)
             if tnode is not None and tnode.grad_fn is not None:
                 self._tensors_of_op.setdefault(tnode.grad_fn, []).append(node_id)
-            made += 1
+            if not self.virtual or self._in_region(node_id):
+                self._make_item(node_id, node.born <= self.cursor)
+                made += 1
+            for number in self._edges_blocked.pop(node_id, ()):
+                self._take_edge(number)  # an edge that waited for this node
         self._waiting = unplaced + waiting[taken:]
-        for edge in self.drawing.edges[len(self.edge_items):]:
-            if edge.source not in self.node_items or edge.target not in self.node_items:
-                break  # edges come in order; the rest wait for their nodes
-            source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
-            half = NODE_W / 2 + 12
-            clear = (layout.path_clear(edge.source, edge.target, half) if layout is not None
-                     else self.drawing.path_clear(source.node, target.node, half))
-            item = (LabeledEdgeItem if edge.label else EdgeItem)(edge, source, target, clear=clear)
-            self._show(item, edge.born <= self.cursor and source.isVisible() and target.isVisible())
-            self.edge_items.append(item)
-            self._edges_into.setdefault(edge.target, []).append(item)
-            self._edges_from.setdefault(edge.source, []).append(item)
+        edges = self.drawing.edges
+        while self._edges_done < len(edges):
+            self._edges_done += 1
+            self._take_edge(self._edges_done - 1)
+        if self.region is None and len(self._placed) > VIRTUAL_ABOVE:
+            self._ask_views_for_region()
+        if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
+            self._sync_region()  # the drawing just became big: items only near the view from now on
         self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
+
+    # ------------------------------------------------------------------ items, made where they are seen
+    def _make_item(self, node_id: str, visible: bool, update: bool = False) -> NodeItem:
+        node = self.drawing.nodes[node_id]
+        item = NodeItem(node)
+        where = self.place_of(node_id)
+        if where is not None:
+            item.setPos(*where)
+        self._show(item, visible)
+        self.node_items[node_id] = item
+        self._fresh.add(node_id)
+        if update and self.cursor >= 0:  # made for the view after the cursor moved: its look there
+            self._update_item(item, self.cursor)
+        for number in self._edge_ids_of.get(node_id, ()):
+            if number not in self._edge_item_of:
+                self._make_edge(number)
+        return item
+
+    def _take_edge(self, number: int) -> None:
+        """Take in drawing edge ``number`` once both its nodes are taken in (until then it waits
+        for the missing one, without holding up the edges after it)."""
+        edge = self.drawing.edges[number]
+        for end in (edge.source, edge.target):
+            if end not in self._taken:
+                self._edges_blocked.setdefault(end, []).append(number)
+                return
+        self._edge_ids_of.setdefault(edge.source, []).append(number)
+        self._edge_ids_of.setdefault(edge.target, []).append(number)
+        self._make_edge(number, initial=True)
+
+    def _make_edge(self, number: int, initial: bool = False) -> None:
+        edge = self.drawing.edges[number]
+        source, target = self.node_items.get(edge.source), self.node_items.get(edge.target)
+        if source is None or target is None:
+            return
+        layout = self.boxes.layout
+        half = NODE_W / 2 + 12
+        clear = (layout.path_clear(edge.source, edge.target, half) if layout is not None
+                 else self.drawing.path_clear(source.node, target.node, half))
+        item = (LabeledEdgeItem if edge.label else EdgeItem)(edge, source, target, clear=clear)
+        self._edge_item_of[number] = item
+        self._edges_into.setdefault(edge.target, []).append(item)
+        self._edges_from.setdefault(edge.source, []).append(item)
+        if initial or not self._complete:
+            self._show(item, edge.born <= self.cursor and source.isVisible() and target.isVisible())
+        else:
+            self._update_edge(item, self.cursor, self.boxes._hidden_by)
+
+    def _drop_item(self, node_id: str) -> None:
+        """Take a node's item (and its edges' items) away: the view has moved on."""
+        item = self.node_items.pop(node_id, None)
+        if item is None:
+            return
+        for number in self._edge_ids_of.get(node_id, ()):
+            edge_item = self._edge_item_of.pop(number, None)
+            if edge_item is None:
+                continue
+            for table, key in ((self._edges_into, edge_item.edge.target), (self._edges_from, edge_item.edge.source)):
+                items = table.get(key)
+                if items is not None and edge_item in items:
+                    items.remove(edge_item)
+            if edge_item.scene() is not None:
+                self.removeItem(edge_item)
+        if item.scene() is not None:
+            self.removeItem(item)
+
+    def place_of(self, node_id: str) -> tuple[float, float] | None:
+        """Where a node is drawn now: its cell in the layout (a node inside a shut box: that box's),
+        or the drawing's own place."""
+        layout = self.boxes.layout
+        if layout is not None:
+            return layout.position(layout.hidden_by.get(node_id, node_id))
+        node = self.drawing.nodes[node_id]
+        return node.x, node.y
+
+    def _index(self, node_id: str) -> None:
+        where = self.place_of(node_id)
+        if where is not None:
+            self._grid.setdefault((int(where[0] // GRID), int(where[1] // GRID)), []).append(node_id)
+
+    def layout_changed(self) -> None:
+        """Nodes moved (a box opened or shut): the index of places is made again when next needed."""
+        self._grid = None
+        if self.virtual:
+            self._sync_region()
+
+    def _in_region(self, node_id: str) -> bool:
+        bounds = self._region_bounds
+        if bounds is None:
+            return self.region is None
+        where = self.place_of(node_id)
+        # plain comparisons: a call into Qt per node would hand the interpreter lock to a thread
+        # reading a trace and wait to get it back, thousands of times a slice
+        return where is not None and bounds[0] <= where[0] <= bounds[2] and bounds[1] <= where[1] <= bounds[3]
+
+    def ids_in(self, rect: QRectF) -> list[str]:
+        """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
+        if self._grid is None:
+            self._grid = {}
+            for node_id in self._placed:
+                self._index(node_id)
+        found = []
+        for gx in range(int(rect.left() // GRID), int(rect.right() // GRID) + 1):
+            for gy in range(int(rect.top() // GRID), int(rect.bottom() // GRID) + 1):
+                found.extend(self._grid.get((gx, gy), ()))
+        return found
+
+    def set_region(self, rect: QRectF | None) -> None:
+        """The view shows ``rect`` (scene units) and may soon show what is around it: a big
+        drawing makes items there and takes away the items of what is far from it (None: items
+        everywhere, as an export needs)."""
+        self.region = QRectF(rect) if rect is not None else None
+        region = self.region
+        self._region_bounds = None if region is None or region.isEmpty() else \
+            (region.left(), region.top(), region.right(), region.bottom())
+        if self.region is None or not self.virtual:
+            missing = [n for n in self._placed if n not in self.node_items]
+            for node_id in missing:
+                self._make_item(node_id, False)
+            if missing and self.cursor >= 0:
+                self._complete = False
+                self.set_cursor(self.cursor)
+            return
+        self._sync_region()
+
+    def _sync_region(self) -> None:
+        region = self.region
+        keep = set(self.ids_in(region)) if not region.isEmpty() else set()
+        selected = {i.node.id for i in self.selectedItems() if isinstance(i, NodeItem)}
+        for node_id in [n for n in self.node_items if n not in keep and n not in selected]:
+            self._drop_item(node_id)
+        made = [n for n in keep if n not in self.node_items and n in self._visible and self._in_region(n)]
+        for node_id in made:
+            self._make_item(node_id, True, update=True)
+        if self.cursor >= 0:  # the boxes near the view now, and the edges of the new items
+            hidden_by = self.boxes.update(self._visible, self.cursor)
+            for node_id in made:
+                for item in self._edges_into.get(node_id, []) + self._edges_from.get(node_id, []):
+                    self._update_edge(item, self.cursor, hidden_by)
+
+    def shown_anything(self) -> bool:
+        """Whether any node is shown at the cursor (as an item, in the sketch, or in a shut box)."""
+        return bool(self._visible)
+
+    def placed_ids(self) -> list[str]:
+        """Every node placed so far, in the order the scene took them in (items or not)."""
+        return list(self._placed)
+
+    def item_for(self, node_id: str) -> NodeItem | None:
+        """The item of a node, made now if the view has not made it (a search hit, a finding)."""
+        item = self.node_items.get(node_id)
+        if item is None and node_id in self._taken:
+            item = self._make_item(node_id, node_id in self._visible)
+            self._update_item(item, self.cursor)
+            hidden_by = self.boxes.update(self._visible, self.cursor)
+            for edge in self._edges_into.get(node_id, []) + self._edges_from.get(node_id, []):
+                self._update_edge(edge, self.cursor, hidden_by)
+        return item
+
+    def shown_rect(self) -> QRectF:
+        """What is shown at the cursor, nodes and shut boxes, in scene units (null: nothing)."""
+        rect = QRectF()
+        if not self.virtual:
+            for item in self.node_items.values():
+                if item.isVisible():
+                    rect = rect.united(item.sceneBoundingRect())
+        else:
+            xs, ys = [], []
+            hidden = self.boxes._hidden_by
+            for node_id in self._visible:
+                if node_id in hidden:
+                    continue
+                where = self.place_of(node_id)
+                if where is not None:
+                    xs.append(where[0])
+                    ys.append(where[1])
+            if xs:
+                probe = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # a NodeItem's bounds
+                rect = QRectF(min(xs) + probe.left(), min(ys) + probe.top(), max(xs) - min(xs) + probe.width(),
+                              max(ys) - min(ys) + probe.height())
+        for group in self.groups.values():
+            if group.isVisible() and group.collapsed:
+                rect = rect.united(group.sceneBoundingRect())
+        return rect
+
+    def newest_shown(self) -> str | None:
+        """The node shown at the cursor that was born last (where a run is)."""
+        hidden = self.boxes._hidden_by
+        shown = [n for n in self._visible if n not in hidden]
+        return max(shown, key=lambda n: self.drawing.nodes[n].born) if shown else None
 
     def fit_scene_rect(self) -> None:
         """The scene's rect: every placed node (or laid-out unit, with boxes shut) and a margin."""
         x0, y0, x1, y1 = self.boxes.bounds() or self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
+        self.sketch.changed()
+
+    def _ask_views_for_region(self) -> None:
+        for view in self.views():  # the view says where it looks
+            if hasattr(view, "update_region"):
+                view.update_region()
 
     def set_cursor(self, index: int) -> None:
         """Show the state after event ``index``.
@@ -148,13 +421,33 @@ class GraphScene(QGraphicsScene):
             return
         incremental = self._complete and previous >= 0 and abs(index - previous) <= 3000 and not self.boxes.collapsed
         if incremental:
-            touched = self._touched(min(previous, index), max(previous, index))
-            items = [self.node_items[i] for i in touched if i in self.node_items]
+            ids = [i for i in self._touched(min(previous, index), max(previous, index)) if i in self._taken]
+        elif self.virtual and not self.live and self.run is not None:
+            # a big finished run: which nodes are shown at once, for all of them; then only those
+            # that changed and those that have an item are revisited
+            shown = self._lifetimes.shown_at(index)
+            ids = list((shown ^ self._visible) | set(self.node_items))
         else:
-            items = list(self.node_items.values())
+            ids = self._placed
         self._fresh.clear()
-        for item in items:
-            self._update_item(item, index)
+        virtual = self.virtual
+        items = []
+        for node_id in ids:
+            item = self.node_items.get(node_id)
+            if item is not None:
+                self._update_item(item, index)
+                if virtual and not item.isVisible() and not item.isSelected():
+                    self._drop_item(node_id)  # gone at this cursor: no item kept for it
+                else:
+                    items.append(item)
+                continue
+            if drawing.visible(drawing.nodes[node_id], index):
+                self._visible.add(node_id)
+                if not virtual or self._in_region(node_id):
+                    items.append(self._make_item(node_id, True))
+                    self._update_item(items[-1], index)
+            else:
+                self._visible.discard(node_id)
         now = time.monotonic()
         if self.live and now - self._groups_at < 0.5 and not self.boxes.collapsed:
             hidden_by = {}  # streaming: module boxes catch up twice a second
@@ -169,6 +462,8 @@ class GraphScene(QGraphicsScene):
         for edge in edges:
             self._update_edge(edge, index, hidden_by)
         self._complete = True
+        if self.virtual:
+            self.sketch.update()
 
     def _show(self, item: QGraphicsItem, visible: bool) -> None:
         """Show or hide an item for the cursor. A hidden one also leaves the scene: every step of
@@ -253,6 +548,8 @@ class GraphScene(QGraphicsScene):
         hidden_by = self.boxes._hidden_by
         for node_id in candidates:
             item = self.node_items.get(node_id)
+            if item is None and node_id in self._visible and node_id not in hidden_by:
+                item = self.item_for(node_id)  # out of the view's region: made now
             if item is not None and item.isVisible():
                 return item
             if node_id in hidden_by:
@@ -336,10 +633,12 @@ class GraphScene(QGraphicsScene):
                 self.addItem(PulseItem(edge, text, duration_ms))
 
     def select_node(self, node_id: str) -> None:
-        item = self.node_items.get(node_id)
-        if item is None:
+        if node_id not in self._taken:
             return
         self.reveal([node_id])
+        item = self.item_for(node_id)
+        if item is None:
+            return
         self.clearSelection()
         item.setSelected(True)
 

@@ -13,11 +13,13 @@ from graphview.core.whatif import RECOMPUTE_MODULE
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
-from graphview.qt.canvas.scene import GraphScene
+from graphview.qt.canvas.scene import VIRTUAL_ABOVE, GraphScene
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: the room fit leaves around what it shows
 FIT_MARGIN = 40
+#: below this zoom a big graph has no items at all: its sketch draws it (no text could be read)
+SKETCH_BELOW = 0.3
 
 
 class GraphView(QGraphicsView):
@@ -43,6 +45,9 @@ class GraphView(QGraphicsView):
         scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
         scene.boxes.sigRelaid.connect(self._keep_box_in_place)
         scene.sceneRectChanged.connect(self._scene_grew)
+        for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
+            bar.valueChanged.connect(self.update_region)
+            bar.rangeChanged.connect(self.update_region)
         from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
 
         changes().changed.connect(self.apply_theme)
@@ -75,7 +80,9 @@ class GraphView(QGraphicsView):
 
     def drawForeground(self, painter, rect) -> None:
         super().drawForeground(painter, rect)
-        if not self.message or any(item.isVisible() for item in self.scene().node_items.values()):
+        scene = self.scene()
+        if not self.message or any(item.isVisible() for item in scene.node_items.values()) \
+                or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
             return
         painter.save()
         painter.resetTransform()
@@ -94,6 +101,37 @@ class GraphView(QGraphicsView):
             self.overview.pixmap = None
             self.overview.schedule()
         self.overview.sync()  # placed in a corner clear of the nodes being shown
+
+    def update_region(self) -> None:
+        """A big graph makes items only where this view looks and around it (a viewport each
+        side, so a pan reaches items before it reaches the sketch); zoomed out beyond reading,
+        none at all. Called as the view scrolls, zooms or resizes."""
+        scene = self.scene()
+        if scene is None or len(scene._placed) <= VIRTUAL_ABOVE:
+            return
+        if self.transform().m11() < SKETCH_BELOW:
+            if scene.region is None or not scene.region.isEmpty():
+                scene.set_region(QRectF())
+            return
+        seen = self.mapToScene(self.viewport().rect()).boundingRect()
+        region = scene.region
+        if region is not None and not region.isEmpty() and region.contains(seen) \
+                and region.width() <= seen.width() * 4:
+            return  # still well inside what has items
+        w, h = seen.width(), seen.height()
+        scene.set_region(seen.adjusted(-w, -h, w, h))
+
+    def setTransform(self, *args, **kwargs) -> None:
+        super().setTransform(*args, **kwargs)
+        self.update_region()
+
+    def scale(self, sx: float, sy: float) -> None:
+        super().scale(sx, sy)
+        self.update_region()
+
+    def resetTransform(self) -> None:
+        super().resetTransform()
+        self.update_region()
 
     def wheelEvent(self, event) -> None:
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
@@ -120,8 +158,20 @@ class GraphView(QGraphicsView):
         viewport = self.viewport()
         return min(viewport.width() / width, viewport.height() / height) >= self.readable_scale()
 
+    def readable_fit(self):
+        """:meth:`fits_readable` as it is now, as a function that asks Qt nothing (a thread may call it)."""
+        port = self.viewport()
+        width, height, scale = port.width(), port.height(), self.readable_scale()
+
+        def fits(rows: int, columns: int) -> bool:
+            w = (columns - 1) * SLOT_WIDTH + NODE_W + 2 * FIT_MARGIN
+            h = (rows - 1) * LAYER_HEIGHT + NODE_H + 2 * FIT_MARGIN + 30
+            return min(width / w, height / h) >= scale
+
+        return fits
+
     def shown_items(self) -> list:
-        """Nodes and shut module boxes shown at the cursor."""
+        """Nodes that have an item and shut module boxes, shown at the cursor."""
         scene = self.scene()
         shown = [i for i in scene.node_items.values() if i.isVisible()]
         shown += [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
@@ -132,11 +182,11 @@ class GraphView(QGraphicsView):
         scene = self.scene()
         scene.boxes.settle()
         self.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
-        visible = self.shown_items()
-        rect = visible[0].sceneBoundingRect() if visible else scene.sceneRect()
-        for item in visible[1:]:
-            rect = rect.united(item.sceneBoundingRect())
+        rect = scene.shown_rect()
+        if rect.isNull():
+            rect = scene.sceneRect()
         self.fitInView(rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN), Qt.KeepAspectRatio)
+        self.update_region()
         if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
             self.resetTransform()
             self.scale(1.4, 1.4)
@@ -147,16 +197,24 @@ class GraphView(QGraphicsView):
         it fits at a zoom where node names can be read, else that zoom around the newest node
         (where the run is; the overview in the corner shows the rest, F fits it all). A finished
         run too big to read at fit first shuts its module boxes down to the deepest level that does."""
-        if self.scene().boxes.open_to_fit(self.fits_readable):
+        if self.scene().boxes.open_to_fit(self.readable_fit()):
             self.overview.schedule()
         self.fit()
         if self.transform().m11() >= self.READABLE_ZOOM:
             return
-        visible = self.shown_items()
+        scene = self.scene()
+        newest_id = scene.newest_shown()
+        shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
         self.resetTransform()
         self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
-        if visible:  # the newest node in the lower part of the view, what led to it above
-            newest = max(visible, key=lambda i: i.node.born if isinstance(i, NodeItem) else -1).sceneBoundingRect().center()
+        item = scene.node_items.get(newest_id) if newest_id is not None else None
+        if item is not None:
+            newest = item.sceneBoundingRect().center()
+        elif newest_id is not None:
+            newest = QPointF(*scene.place_of(newest_id))
+        else:
+            newest = shut[0].sceneBoundingRect().center() if shut else None
+        if newest is not None:  # the newest node in the lower part of the view, what led to it above
             height = self.viewport().height() / self.READABLE_ZOOM
             self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
 
@@ -197,9 +255,9 @@ class GraphView(QGraphicsView):
     def center_on_node(self, node_id: str) -> None:
         """Centre on a node, opening the shut module boxes that hide it."""
         self.scene().reveal([node_id])
-        item = self.scene().node_items.get(node_id)
-        if item is not None:
-            self.centerOn(item)
+        where = self.scene().place_of(node_id) if node_id in self.scene()._taken else None
+        if where is not None:
+            self.centerOn(QPointF(*where))
 
     def contextMenuEvent(self, event) -> None:
         item = self.itemAt(event.pos())

@@ -1,0 +1,121 @@
+"""SketchItem: the nodes and edges of a big drawing that have no item, drawn in bulk.
+
+A virtual scene (see :mod:`graphview.qt.canvas.scene`) makes items only near the view. Whatever
+else is shown at the cursor, this one item paints: each node as a box in its kind's colours (a tensor's pill too) (grey
+when freed, lit when running), each edge as a straight line, all of one colour in one call, and no
+text (a zoomed-out view could not read it; the items that take over near the view have it). It
+draws only what lies in the part of the scene being painted, found through the scene's index of
+places, so a zoomed-out pan costs what is on screen, not what the graph holds.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QGraphicsItem
+
+from graphview.qt.canvas.style import NODE_H, NODE_W, colors
+
+#: how far an edge may reach out of the painted area and still be drawn (scene units)
+EDGE_REACH = 600.0
+
+
+class SketchItem(QGraphicsItem):
+    """Paints, without text, the shown nodes and edges of a virtual scene that have no item."""
+
+    def __init__(self, scene) -> None:
+        super().__init__()
+        self._scene = scene
+        self._bounds = QRectF()
+        self._states: dict[str, str] = {}  # node id -> its state at the cursor, found when first painted
+        self._cursor = -2
+        self.setZValue(-20)
+        self.setAcceptedMouseButtons(Qt.NoButton)
+        self.setFlag(QGraphicsItem.ItemUsesExtendedStyleOption, True)  # paint() learns what is exposed
+        scene.addItem(self)
+
+    def changed(self) -> None:
+        """The drawing grew or its layout changed: the area to paint may be larger."""
+        bounds = self._scene.sceneRect() if self._scene.drawing is not None else QRectF()
+        if bounds != self._bounds:
+            self.prepareGeometryChange()
+            self._bounds = QRectF(bounds)
+        self._states.clear()
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def _state(self, node) -> str:
+        state = self._states.get(node.id)
+        if state is None:
+            scene = self._scene
+            if node.kind in ("op", "accumulate"):
+                state = scene.drawing.op_state(node.ref, scene.cursor)
+            else:
+                state = "live"
+            self._states[node.id] = state
+        return state
+
+    def paint(self, painter, option, widget=None) -> None:
+        scene = self._scene
+        if not scene.virtual or scene.drawing is None:
+            return
+        if scene.cursor != self._cursor:
+            self._states.clear()
+            self._cursor = scene.cursor
+        exposed = option.exposedRect if option.exposedRect.isValid() else self._bounds
+        area = exposed.adjusted(-NODE_W, -NODE_H, NODE_W, NODE_H)
+        nodes = scene.drawing.nodes
+        shown = scene._visible
+        hidden = scene.boxes._hidden_by
+        items = scene.node_items
+        c = colors()
+        boxes: dict[tuple[str, str], list[QRectF]] = {}
+        lines: dict[bool, list[QLineF]] = {False: [], True: []}
+        places: dict[str, tuple[float, float]] = {}
+        ids = [n for n in scene.ids_in(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH))
+               if n in shown and n not in hidden]
+        for node_id in ids:
+            where = scene.place_of(node_id)
+            if where is not None:
+                places[node_id] = where
+        for node_id, (x, y) in places.items():
+            if not area.contains(x, y):
+                continue
+            item = items.get(node_id)
+            if item is not None and item.isVisible():
+                continue
+            node = nodes[node_id]
+            state = self._state(node)
+            boxes.setdefault((node.kind, state), []).append(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H))
+        edges = scene.drawing.edges
+        drawn = scene._edge_item_of
+        for node_id in places:
+            for number in scene._edge_ids_of.get(node_id, ()):
+                edge = edges[number]
+                if edge.source != node_id or edge.born > scene.cursor or edge.target not in places:
+                    continue
+                item = drawn.get(number)
+                if item is not None and item.isVisible():
+                    continue
+                (x0, y0), (x1, y1) = places[node_id], places[edge.target]
+                if not area.intersects(QRectF(min(x0, x1), min(y0, y1), abs(x1 - x0) + 1, abs(y1 - y0) + 1)):
+                    continue
+                freed = self._state(nodes[node_id]) == "freed" or self._state(nodes[edge.target]) == "freed"
+                lines[freed].append(QLineF(x0, y0 + NODE_H / 2, x1, y1 - NODE_H / 2))
+        for freed, batch in lines.items():
+            if batch:
+                painter.setPen(QPen(c.q("edge_freed" if freed else "edge"), 1.4))
+                painter.drawLines(batch)
+        for (kind, state), rects in boxes.items():
+            if state == "freed":
+                painter.setPen(QPen(c.q("freed_border"), 1.2, Qt.DashLine))
+                painter.setBrush(c.q("freed_fill"))
+            elif state == "running":
+                painter.setPen(QPen(c.q("running_border"), 3))
+                painter.setBrush(c.q("running_fill"))
+            else:
+                painter.setPen(QPen(c.border_of(kind), 1.4))
+                painter.setBrush(c.fill_of(kind))
+            painter.drawRects(rects)  # tensors' pills as boxes too: one call per colour

@@ -1,0 +1,123 @@
+"""A big graph: items only near the view, the sketch for the rest, search and panning still work."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from PySide6.QtCore import QPointF
+
+from graphview.core.options import RunOptions
+from graphview.qt.canvas.scene import VIRTUAL_ABOVE
+
+DEEP_MLP = """
+import torch
+torch.manual_seed(0)
+layers = [torch.nn.Linear(4, 4) for _ in range(450)]
+h = torch.randn(2, 4)
+for layer in layers:
+    h = torch.tanh(layer(h))
+loss = h.sum()
+loss.backward()
+"""
+
+
+@functools.cache
+def deep_events(tmp: str) -> list[dict]:
+    from graphview.capture.script import run_script
+
+    path = f"{tmp}/deep.py"
+    with open(path, "w") as f:
+        f.write(DEEP_MLP)
+    events: list[dict] = []
+    run_script(path, events.append)
+    return events
+
+
+@pytest.fixture
+def big(window, tmp_path_factory, qtbot):
+    from graphview.core.run import Run
+
+    run = Run(deep_events(str(tmp_path_factory.getbasetemp())))
+    window.begin_run(None, RunOptions(), run)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+    window.set_cursor(window.overview_index())  # the whole graph, before backward frees it
+    return window
+
+
+def shown_at(scene, index):
+    drawing = scene.drawing
+    return {n for n in scene.placed_ids() if drawing.visible(drawing.nodes[n], index)}
+
+
+def test_a_big_graph_has_items_only_near_the_view(big):
+    scene, view = big.scene, big.view
+    placed = scene.placed_ids()
+    assert len(placed) > VIRTUAL_ABOVE and scene.virtual
+    assert 0 < len(scene.node_items) < len(placed) / 4
+    for node_id, item in scene.node_items.items():
+        assert scene.region.contains(item.pos()) or item.isSelected()
+    assert scene._visible == shown_at(scene, big.cursor)  # every node's state is known, item or not
+    # pan to the bottom of the graph: items come there, the ones at the top go
+    top = set(scene.node_items)
+    bottom = scene.sceneRect().bottom() - 300
+    view.centerOn(QPointF(scene.sceneRect().center().x(), bottom))
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    hidden = scene.boxes._hidden_by  # inside a shut module box: the box is drawn, not the node
+    here = [n for n in scene.ids_in(seen) if n in scene._visible and n not in hidden
+            and seen.contains(QPointF(*scene.place_of(n)))]
+    assert here and all(n in scene.node_items and scene.node_items[n].isVisible() for n in here)
+    assert not top & set(scene.node_items)
+    # the edges between the items there are items too, routed between them
+    assert any(e.isVisible() and e.source.node.id in here and e.target.node.id in here for e in scene.edge_items)
+
+
+def test_zoomed_out_the_sketch_draws_every_shown_node(big):
+    scene, view = big.scene, big.view
+    view.resetTransform()
+    view.scale(0.05, 0.05)
+    assert not scene.node_items  # nothing selected: no item at all
+    node_id = next(n for n in scene.placed_ids() if n in scene._visible and scene.drawing.nodes[n].kind == "op"
+                   and n not in scene.boxes._hidden_by)
+    view.centerOn(QPointF(*scene.place_of(node_id)))
+    image = view.viewport().grab().toImage()
+    at = view.mapFromScene(QPointF(*scene.place_of(node_id)))
+    from graphview.qt.canvas.style import colors
+
+    want = colors().fill_of("op")
+    got = image.pixelColor(at.x(), at.y())
+    assert abs(got.red() - want.red()) + abs(got.green() - want.green()) + abs(got.blue() - want.blue()) < 30
+    # zoomed in again, the items come back where the view looks
+    view.resetTransform()
+    view.scale(0.8, 0.8)
+    view.centerOn(QPointF(*scene.place_of(node_id)))
+    assert node_id in scene.node_items and scene.node_items[node_id].isVisible()
+
+
+def test_search_finds_a_node_far_from_the_view_and_shows_it(big):
+    scene, view = big.scene, big.view
+    view.centerOn(QPointF(scene.sceneRect().center().x(), scene.sceneRect().top()))
+    scene.boxes.set_all(set())  # every box open: the nodes themselves are drawn
+    last = max((n for n in scene.placed_ids() if n in scene._visible), key=lambda n: scene.drawing.nodes[n].born)
+    title = scene.drawing.nodes[last].title
+    assert last not in scene.node_items
+    big.search.setText(title)
+    big.find()
+    selected = [i.node.id for i in scene.selectedItems() if hasattr(i, "node")]
+    assert last in selected
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert seen.contains(QPointF(*scene.place_of(selected[0])))
+    # a selected node keeps its item when the view moves away
+    view.centerOn(QPointF(scene.sceneRect().center().x(), scene.sceneRect().top()))
+    assert all(n in scene.node_items for n in selected)
+    assert big.inspector.isEnabled()
+
+
+def test_long_jumps_show_what_the_drawing_says_is_there(big):
+    scene = big.scene
+    run = big.run
+    for index in (0, run.ops[len(run.ops) // 2][0], big.overview_index(), len(run.events) - 1, 5):
+        big.set_cursor(index)
+        assert scene._visible == shown_at(scene, index)
+        for node_id, item in scene.node_items.items():
+            assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
