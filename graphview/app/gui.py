@@ -208,14 +208,14 @@ class App:
         window.progress.finish()
         window.runs.events_ended()
         path = getattr(self, "loading_path", "the trace")
+        shown = len(window.run.events) if window.run is not None else 0
         if load.error:
-            message = f"{load.error}; stopped reading there: the {load.pieces.count:,} events before it are shown"
+            message = f"{load.error}; stopped reading there: the {shown:,} events before it are shown"
             window.statusBar().showMessage(message, 60000)
             window.show_warning("Trace partly refused", message)
         elif load.cancelled:
-            window.statusBar().showMessage(f"stopped reading {os.path.basename(path)} at event "
-                                           f"{load.pieces.count:,} ({load.fraction:.0%} of the file): what was read "
-                                           "is shown", 30000)
+            window.statusBar().showMessage(f"stopped reading {os.path.basename(path)} at event {shown:,} "
+                                           f"({load.fraction:.0%} of the file): what was read is shown", 30000)
         else:
             self._warn_if_damaged(path, load.pieces.warnings)
 

@@ -80,17 +80,17 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
     return kept
 
 
-def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int]]:
-    """For each box whose every node's end is known: (the first of its nodes' births, the last of
-    their ends). Outside that span none of its nodes is shown, so the box is not either: a long
-    training run's canvas need not look at the boxes of the steps before and after the cursor."""
-    spans: dict[str, tuple[int, int]] = {}
+def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int | None]]:
+    """For each box: (the first of its nodes' births, the last of their ends, or None while any
+    end is not known yet). Outside that span none of its nodes is shown, so the box is not either:
+    a long training run's canvas need not look at the boxes of the steps before and after the cursor."""
+    spans: dict[str, tuple[int, int | None]] = {}
     nodes = drawing.nodes
     for box in boxes:
         members = [nodes[m] for m in box.members]
         deaths = [drawing.dead_index(n) for n in members]
-        if all(d is not None for d in deaths):
-            spans[box.key] = (min(n.born for n in members), max(deaths))
+        end = max(deaths) if all(d is not None for d in deaths) else None
+        spans[box.key] = (min(n.born for n in members), end)
     return spans
 
 

@@ -52,7 +52,7 @@ class ModuleBoxes(QObject):
         self._running: str | None = None
         self._shown: set[str] = set()
         self._finding = False  # boxes being found on a thread
-        self._spans: dict[str, tuple[int, int]] = {}  # box key -> when any of its nodes exists (where known)
+        self._spans: dict[str, tuple[int, int | None]] = {}  # box key -> when any of its nodes exists
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
         self._background = Background(self)
         # module path -> (bytes in the earlier run, in this run) at backward: a what-if comparison
@@ -363,7 +363,7 @@ class ModuleBoxes(QObject):
         for box in self.boxes:
             group = self.groups.get(box.key)
             span = spans.get(box.key)
-            if (span is not None and not span[0] <= index < span[1]) or (
+            if (span is not None and (index < span[0] or (span[1] is not None and index >= span[1]))) or (
                     region is not None and (box.bottom * LAYER_HEIGHT < top or box.top * LAYER_HEIGHT > bottom)):
                 # none of its nodes exists at the cursor, or (a big graph) it is far from the view
                 if group is not None and group.isVisible():
