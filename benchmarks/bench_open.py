@@ -35,22 +35,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-SCRIPT = '''\
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-blocks = []
-for _ in range({layers}):
-    blocks += [nn.Linear(16, 16), nn.ReLU()]
-model = nn.Sequential(*blocks)
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-inputs = torch.randn(8, 16)
-
-
-def step():
-    return model(inputs).pow(2).mean()
-'''
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from deep_mlp_script import STEP_SCRIPT as SCRIPT  # noqa: E402
 
 TARGETS = {"first": 3.0, "block": 0.100, "rss": 1024.0}
 

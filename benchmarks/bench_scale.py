@@ -38,29 +38,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from bench_capture import deep_mlp, measure, transformer  # noqa: E402
+from deep_mlp_script import STEP_SCRIPT  # noqa: E402
 
-STEP_SCRIPT = '''\
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-blocks = []
-for _ in range({layers}):
-    blocks += [nn.Linear(16, 16), nn.ReLU()]
-model = nn.Sequential(*blocks)
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-inputs = torch.randn(8, 16)
-
-
-def step():
-    return model(inputs).pow(2).mean()
-
-
-if __name__ == "__main__":
-    loss = step()
-    loss.backward()
-    optimizer.step()
-'''
 
 # measure -> (target ratio, what the ratio is)
 TARGETS = {

@@ -159,16 +159,24 @@ def write_trace(path: str | os.PathLike, events: Iterable[dict], header: dict | 
 def read_trace(path: str | os.PathLike) -> Trace:
     """Read a trace file. Raises :class:`TraceError` with a one-line reason if it is unusable."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
+    with open_trace_file(path) as f:
+        try:
             data = f.read()
+        except OSError as exc:
+            raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_trace(data, path)
+
+
+def open_trace_file(path: str) -> IO[bytes]:
+    """``path`` opened for reading in binary; :class:`TraceError` with a one-line reason if it cannot be."""
+    try:
+        return open(path, "rb")
     except FileNotFoundError:
         raise TraceError(f"no such file: {path}") from None
     except IsADirectoryError:
         raise TraceError(f"{path} is a folder, not a trace file") from None
     except OSError as exc:
         raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_trace(data, path)
 
 
 def _parse_lines_at_once(lines: list[bytes]) -> list | None:

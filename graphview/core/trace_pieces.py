@@ -14,7 +14,7 @@ import json
 import os
 
 from graphview.core.events import EventChecker
-from graphview.core.trace import Trace, TraceError, _check, _parse_lines_at_once, end_warnings, parse_header
+from graphview.core.trace import Trace, TraceError, _check, _parse_lines_at_once, end_warnings, open_trace_file, parse_header
 
 #: bytes read per piece (about 1,300 events of a typical trace: checked in some 50 ms)
 PIECE_BYTES = 256 << 10
@@ -41,14 +41,7 @@ class TracePieces:
     def __init__(self, path: str | os.PathLike, piece_bytes: int | None = None) -> None:
         self.path = os.fspath(path)
         self.piece_bytes = piece_bytes or PIECE_BYTES
-        try:
-            self._file = open(self.path, "rb")
-        except FileNotFoundError:
-            raise TraceError(f"no such file: {self.path}") from None
-        except IsADirectoryError:
-            raise TraceError(f"{self.path} is a folder, not a trace file") from None
-        except OSError as exc:
-            raise TraceError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        self._file = open_trace_file(self.path)
         self.size = os.fstat(self._file.fileno()).st_size
         first = self._file.readline()
         self._position = len(first)
