@@ -269,6 +269,18 @@ class Drawing:
             target_node.preds.append(source)
 
     # ------------------------------------------------------------------ placement
+    def _name_late(self, node: DrawNode) -> None:
+        """A parameter drawn before it had a name (a model's parameters exist from its constructor,
+        and a model that initialises them there is recorded doing it; they are named at the model's
+        first call) takes its name, and with it its module, when it is placed: the module box of
+        ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
+        if node.kind != "param" or node.module is not None or not node.title.startswith("tensor"):
+            return
+        name = self.run.tensor_name(node.ref)
+        if name:
+            node.title = name + node.title[len("tensor"):]
+            node.module = name.rpartition(".")[0] or None
+
     def _place(self, node: DrawNode) -> None:
         placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]
         waiting = [self.nodes[p] for p in node.preds if p in self.nodes and not self.nodes[p].placed]
@@ -382,6 +394,7 @@ class Drawing:
         return dead is not None and dead <= born
 
     def _put(self, node: DrawNode, layer: int, want: int) -> None:
+        self._name_late(node)
         taken = self._occupied.setdefault(layer, {})
         slot = want
         for distance in range(0, 100000):

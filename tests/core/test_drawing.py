@@ -96,3 +96,29 @@ def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_bo
     derived = [n for n in placed if n.id in drawing.derived]
     inside = [n for n in derived if (n.module or "").startswith("transformer")]
     assert inside and all(run.producers[n.ref].get("module") == n.module for n in inside)
+
+
+def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_boxes(record):
+    """BERT initialises its weights in its constructor (under no_grad): they are recorded there,
+    unnamed; they are named at the model's first call. Drawn as the run streams in (the app's
+    way), each weight still takes its name and its module when it is placed, so the module box
+    of ``...attention.self.query`` holds its weight (not a column of weights outside every box)."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+    from graphview.core.run import Run
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / "bert_mlm.py"), steps=1)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    named = {n.title: n for n in drawing.nodes.values() if n.kind == "param" and n.placed}
+    query = named["bert.encoder.layer.0.attention.self.query.weight"]
+    assert query.module == "bert.encoder.layer.0.attention.self.query"
+    assert all(n.module == title.rpartition(".")[0] for title, n in named.items() if "." in title)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    assert query.id in boxes["bert.encoder.layer.0.attention.self.query"].members
