@@ -99,6 +99,7 @@ class Drawing:
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
+        self._asking: set[str] = set()  # derived nodes whose death is being worked out (loops end there)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -454,14 +455,20 @@ class Drawing:
         known = self._deaths.get(node.id)
         if known is not None:
             return known
-        users = [self.nodes[e.target] for e in self._out.get(node.id, ())
-                 if e.target in self.nodes and (self.nodes[e.target].kind in ("op", "accumulate")
-                                                or e.target in self.derived)]
-        if users:
-            deaths = [self.dead_index(user) for user in users]
-            death = None if any(d is None for d in deaths) else max(deaths)
-        else:
-            death = self._step_end(node.born)
+        # an in-place op on a no-grad tensor fed by what was made from it (``shifted.masked_fill_(shifted
+        # == -100, 0)``) closes a loop: the tensors on the way here are not asked again
+        self._asking.add(node.id)
+        try:
+            users = [self.nodes[e.target] for e in self._out.get(node.id, ())
+                     if e.target in self.nodes and e.target not in self._asking
+                     and (self.nodes[e.target].kind in ("op", "accumulate") or e.target in self.derived)]
+            if users:
+                deaths = [self.dead_index(user) for user in users]
+                death = None if any(d is None for d in deaths) else max(deaths)
+            else:
+                death = self._step_end(node.born)
+        finally:
+            self._asking.discard(node.id)
         if death is not None:
             self._deaths[node.id] = death
         return death

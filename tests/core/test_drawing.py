@@ -122,3 +122,26 @@ def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_b
     assert all(n.module == title.rpartition(".")[0] for title, n in named.items() if "." in title)
     boxes = {box.path: box for box in module_boxes(drawing)}
     assert query.id in boxes["bert.encoder.layer.0.attention.self.query"].members
+
+
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier"])
+def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(record, script):
+    """The app draws a run as its events come. T5's ``_shift_right`` fills a no-grad tensor in place
+    with a mask made from it (a loop of no-grad edges), which once sent the drawing round that loop
+    until Python's recursion limit."""
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=2)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    at_once = Drawing(whole)
+    at_once.update(final=True)
+    assert {n.id for n in drawing.nodes.values() if n.placed} == {n.id for n in at_once.nodes.values() if n.placed}
+    end = len(whole.events) - 1
+    assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) == \
+        sum(at_once.visible(n, end) for n in at_once.nodes.values())
