@@ -149,7 +149,7 @@ class Drawing:
             node = self.nodes[node_id]
             if node.placed:
                 continue
-            if final or node.born < horizon:
+            if final or node.born < horizon and self._shown_unused(node):
                 if self._unused_constant(node):
                     continue  # not drawn unless something uses it later (then it goes above its user)
                 self._place_chain(node)
@@ -157,6 +157,17 @@ class Drawing:
                 still.append(node_id)
         self._deferred = still
         return created
+
+    def _shown_unused(self, node: DrawNode) -> bool:
+        """Whether a leaf nobody has used for a while is drawn anyway while the run streams (where the
+        script is then): a tensor the script made (``x = torch.randn(...)``) is news. A model's weights
+        and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
+        (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
+        they would sit in the encoder's rows and split every module box around them."""
+        if node.kind not in ("input", "input_grad"):
+            return False
+        info = self.run.tensors.get(node.ref)
+        return info is None or info.get("kind") != "buffer"
 
     def _unused_constant(self, node: DrawNode) -> bool:
         """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor

@@ -128,8 +128,12 @@ def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_b
 def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(record, script):
     """The app draws a run as its events come. T5's ``_shift_right`` fills a no-grad tensor in place
     with a mask made from it (a loop of no-grad edges), which once sent the drawing round that loop
-    until Python's recursion limit."""
+    until Python's recursion limit. T5's decoder weights, made in its constructor and first used
+    far into the step, were drawn in the encoder's rows while the run streamed, splitting the
+    decoder's box in two: the outermost boxes are those of the whole run drawn at once."""
     from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
 
     pytest.importorskip("transformers")
     whole = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=2)
@@ -145,3 +149,16 @@ def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(rec
     end = len(whole.events) - 1
     assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) == \
         sum(at_once.visible(n, end) for n in at_once.nodes.values())
+
+    # the first step drawn as it streams in has the module boxes of the first step drawn at once
+    first = whole.events[:whole.steps[0]["end"] + 1]
+    boxes = []
+    for chunk in (50, len(first)):
+        run = Run()
+        step = Drawing(run)
+        for start in range(0, len(first), chunk):
+            run.extend(first[start:start + chunk])
+            step.update(final=False)
+        step.update(final=True)
+        boxes.append([(box.key, box.top, box.bottom) for box in module_boxes(step) if box.level == 0])
+    assert boxes[0] == boxes[1]
