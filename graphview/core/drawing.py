@@ -160,12 +160,12 @@ class Drawing:
 
     def _shown_unused(self, node: DrawNode) -> bool:
         """Whether a leaf nobody has used for a while is drawn anyway while the run streams (where the
-        script is then): a tensor the script made (``x = torch.randn(...)``) is news. A model's weights
+        script is then): a tensor the script made and named (``x = torch.randn(...)``) is news. A model's weights
         and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
         (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
         they would sit in the encoder's rows and split every module box around them."""
-        if node.kind not in ("input", "input_grad"):
-            return False
+        if node.kind not in ("input", "input_grad") or not self.run.tensor_name(node.ref):
+            return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
         info = self.run.tensors.get(node.ref)
         return info is None or info.get("kind") != "buffer"
 
@@ -226,6 +226,8 @@ class Drawing:
             module = producer.module if producer is not None else None
         elif draw_kind == "param":
             module = name.rpartition(".")[0] or None
+        elif self._buffer_module(tnode.tid) is not None:  # a model's buffer (running_mean): in its module's box
+            module = self._buffer_module(tnode.tid)
         else:  # made without grad inside a module (an attention mask): that module's, else none
             producer_op = run.producers.get(tnode.tid)
             module = producer_op.get("module") if producer_op is not None else None
@@ -282,16 +284,24 @@ class Drawing:
 
     # ------------------------------------------------------------------ placement
     def _name_late(self, node: DrawNode) -> None:
-        """A parameter drawn before it had a name (a model's parameters exist from its constructor,
+        """A parameter or buffer drawn before it had a name (a model's parameters exist from its constructor,
         and a model that initialises them there is recorded doing it; they are named at the model's
         first call) takes its name, and with it its module, when it is placed: the module box of
         ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
-        if node.kind != "param" or node.module is not None or not node.title.startswith("tensor"):
+        if node.module is not None or node.kind not in ("param", "input"):
             return
         name = self.run.tensor_name(node.ref)
         if name:
-            node.title = name + node.title[len("tensor"):]
-            node.module = name.rpartition(".")[0] or None
+            if node.title.startswith("tensor"):  # (the canvas may have shown the name already)
+                node.title = name + node.title[len("tensor"):]
+            node.module = name.rpartition(".")[0] or None if node.kind == "param" else self._buffer_module(node.ref)
+
+    def _buffer_module(self, tid: int) -> str | None:
+        """The module whose buffer tensor ``tid`` is (``layer1.0.bn1.running_mean`` -> ``layer1.0.bn1``)."""
+        info = self.run.tensors.get(tid) or {}
+        if info.get("kind") != "buffer" or not info.get("name"):
+            return None
+        return info["name"].rpartition(".")[0] or None
 
     def _place(self, node: DrawNode) -> None:
         placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]

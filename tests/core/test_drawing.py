@@ -162,3 +162,28 @@ def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(rec
         step.update(final=True)
         boxes.append([(box.key, box.top, box.bottom) for box in module_boxes(step) if box.level == 0])
     assert boxes[0] == boxes[1]
+
+
+def test_buffers_a_model_makes_in_its_constructor_sit_in_their_module_boxes(record):
+    """ResNet's BatchNorm buffers (running_mean, running_var, num_batches_tracked) are made and filled
+    in its constructor, recorded there as plain inputs, and known as buffers at the model's first
+    call: drawn as the run streams in, each sits in its BatchNorm's box, not in a grid above the model."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / "resnet_classifier.py"), steps=1)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 20):
+        live.extend(whole.events[start:start + 20])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    buffers = [n for n in drawing.nodes.values()
+               if n.placed and n.id.startswith("t") and live.tensors[n.ref].get("kind") == "buffer"]
+    assert len(buffers) >= 9 and any(live.tensor_name(n.ref).endswith("running_mean") for n in buffers)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    for node in buffers:
+        assert node.module == live.tensor_name(node.ref).rpartition(".")[0]
+        assert node.id in boxes[node.module].members

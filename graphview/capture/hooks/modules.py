@@ -71,7 +71,10 @@ class ModuleHooks(TensorIdentity):
             entry = self._tensors.get(id(t))
             if entry is not None and entry[0]() is t:
                 # known since the model's constructor made (and initialised) it: it gets its name now
-                self._emit_fn({"ev": "name", "tid": entry[1], "name": self._names[id(t)]})
+                event = {"ev": "name", "tid": entry[1], "name": self._names[id(t)]}
+                if id(t) in self._buffers:
+                    event["kind"] = "buffer"  # recorded as a plain input until now
+                self._emit_fn(event)
             else:
                 self.tensor_ref(t, line, pending=False)
 
