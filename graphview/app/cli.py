@@ -24,7 +24,7 @@ import tempfile
 
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
-from graphview.app.whatif_cli import print_comparison, print_suggestions
+from graphview.app.whatif_cli import print_comparison, print_suggestions, suggestions_data
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
@@ -448,7 +448,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"graphview: warning: {w}", file=sys.stderr)
     findings = diagnose(run)
     if args.json:
-        print(json.dumps([f.to_dict() for f in findings], indent=2))
+        print(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args)},
+                         indent=2))
     else:
         script = (run.start or {}).get("script") or args.source
         for f in findings:
