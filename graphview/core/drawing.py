@@ -150,7 +150,7 @@ class Drawing:
             if node.placed:
                 continue
             if final or node.born < horizon and self._shown_unused(node):
-                if self._unused_constant(node):
+                if self._unused_constant(node) or final and self._scratch(node):
                     continue  # not drawn unless something uses it later (then it goes above its user)
                 self._place_chain(node)
             else:
@@ -176,6 +176,24 @@ class Drawing:
         the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
         return (node.kind in ("input", "param") and node.title == "tensor" and not node.preds
                 and not self._out.get(node.id))
+
+    def _scratch(self, node: DrawNode) -> bool:
+        """An unnamed tensor nothing drawn has used, whose no-grad offspring (``.data``, ``pad`` of it)
+        reach no op and no named tensor: what a model's constructor made and threw away (BERT's
+        bias before weight tying replaced it). Asked at the run's end, when nothing can use it any more."""
+        todo, seen = [node], {node.id}
+        while todo:
+            current = todo.pop()
+            if current.kind in ("op", "accumulate") or self.run.tensor_name(current.ref) or len(seen) > 64:
+                return False
+            for edge in self._out.get(current.id, ()):
+                target = self.nodes.get(edge.target)
+                if target is not None and target.id not in seen:
+                    if target.placed:
+                        return False
+                    seen.add(target.id)
+                    todo.append(target)
+        return True
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")

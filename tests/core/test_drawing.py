@@ -26,17 +26,22 @@ def _stream(events: list[dict], chunk: int) -> tuple[Run, Drawing, dict[str, tup
 @pytest.mark.parametrize("path", [model("transformer_block"), model("mlp_optimizer"), lesson("chain_rule")])
 def test_a_placed_node_never_moves_and_live_nodes_never_share_a_place(record, path):
     events = record(path, steps=3).events
-    _, drawing, first = _stream(events, chunk=7)
-    assert first and len(first) == len(drawing.nodes)
+    run, drawing, first = _stream(events, chunk=7)
+    # every node is drawn but what nothing drawn uses: graphview's own read of each step's loss
+    # (``loss.detach().reshape(-1).tolist()``)
+    unplaced = [n for n in drawing.nodes.values() if not n.placed]
+    assert all(n.kind == "detached" and not run.tensor_name(n.ref) for n in unplaced)
+    assert first and len(first) == len(drawing.nodes) - len(unplaced)
     for node in drawing.nodes.values():
-        assert (node.layer, node.slot) == first[node.id], node.id
+        if node.placed:
+            assert (node.layer, node.slot) == first[node.id], node.id
     # autograd edges read downwards, in every step (a parameter drawn in step 1 stays above the
     # AccumulateGrad node each later step makes for it)
     upward = [(e.source, e.target) for e in drawing.edges if e.kind in ("flow", "accumulate")
               and drawing.nodes[e.source].layer >= drawing.nodes[e.target].layer]
     assert upward == []
     for index in range(0, len(events), max(1, len(events) // 40)):
-        cells = [(n.layer, n.slot) for n in drawing.nodes.values() if drawing.visible(n, index)]
+        cells = [(n.layer, n.slot) for n in drawing.nodes.values() if n.placed and drawing.visible(n, index)]
         assert len(cells) == len(set(cells)), f"two live nodes share a place at event {index}"
 
 
@@ -187,3 +192,31 @@ def test_buffers_a_model_makes_in_its_constructor_sit_in_their_module_boxes(reco
     for node in buffers:
         assert node.module == live.tensor_name(node.ref).rpartition(".")[0]
         assert node.id in boxes[node.module].members
+
+
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "t5_seq2seq"])
+def test_what_a_models_constructor_made_and_threw_away_is_not_drawn(record, script):
+    """BERT's constructor pads a bias that weight tying then replaces (``.data``, ``pad``): tensors
+    nothing in the step uses. Every leaf or no-grad tensor drawn is named, or feeds an autograd node
+    or a named tensor (directly or through no-grad tensors)."""
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    run = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+
+    def reaches_something(node):
+        todo, seen = [node], {node.id}
+        while todo:
+            current = todo.pop()
+            if current.kind in ("op", "accumulate") or run.tensor_name(current.ref):
+                return True
+            for edge in drawing._out.get(current.id, ()):
+                if edge.target in drawing.nodes and edge.target not in seen:
+                    seen.add(edge.target)
+                    todo.append(drawing.nodes[edge.target])
+        return False
+
+    drawn = [n for n in drawing.nodes.values() if n.placed and n.kind not in ("op", "accumulate", "intermediate")]
+    assert drawn and all(reaches_something(n) for n in drawn)
