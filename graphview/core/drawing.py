@@ -99,7 +99,6 @@ class Drawing:
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
-        self._asking: set[str] = set()  # derived nodes whose death is being worked out (loops end there)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -164,7 +163,7 @@ class Drawing:
         and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
         (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
         they would sit in the encoder's rows and split every module box around them."""
-        if node.kind not in ("input", "input_grad") or not self.run.tensor_name(node.ref):
+        if node.kind not in ("input", "input_grad", "detached") or not self.run.tensor_name(node.ref):
             return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
         info = self.run.tensors.get(node.ref)
         return info is None or info.get("kind") != "buffer"
@@ -180,12 +179,16 @@ class Drawing:
     def _scratch(self, node: DrawNode) -> bool:
         """An unnamed tensor nothing drawn has used, whose no-grad offspring (``.data``, ``pad`` of it)
         reach no op and no named tensor: what a model's constructor made and threw away (BERT's
-        bias before weight tying replaced it). Asked at the run's end, when nothing can use it any more."""
+        bias before weight tying replaced it, a view of a weight it zeroed), and graphview's own
+        read of a step's loss (made outside the script: no line). Asked at the run's end, when nothing can use it any more."""
         todo, seen = [node], {node.id}
         while todo:
             current = todo.pop()
             if current.kind in ("op", "accumulate") or self.run.tensor_name(current.ref) or len(seen) > 64:
                 return False
+            if current.line is not None and not self._before_first_step(current.born) and \
+                    any(self.nodes[p].placed for p in current.preds if p in self.nodes):
+                return False  # made in the script from something drawn: a backward's seed, w.detach() for numpy
             for edge in self._out.get(current.id, ()):
                 target = self.nodes.get(edge.target)
                 if target is not None and target.id not in seen:
@@ -194,6 +197,11 @@ class Drawing:
                     seen.add(target.id)
                     todo.append(target)
         return True
+
+    def _before_first_step(self, index: int) -> bool:
+        """Whether event ``index`` comes before a step script's first step (its model being built)."""
+        steps = self.run.steps
+        return bool(steps) and index < steps[0]["start"]
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
@@ -310,9 +318,10 @@ class Drawing:
             return
         name = self.run.tensor_name(node.ref)
         if name:
-            if node.title.startswith("tensor"):  # (the canvas may have shown the name already)
+            # unnamed when made: "tensor", or "tensor (v2)" (the canvas may have shown the name already)
+            if node.title == "tensor" or node.title.startswith("tensor (v"):
                 node.title = name + node.title[len("tensor"):]
-            node.module = name.rpartition(".")[0] or None if node.kind == "param" else self._buffer_module(node.ref)
+            node.module = (name.rpartition(".")[0] or None) if node.kind == "param" else self._buffer_module(node.ref)
 
     def _buffer_module(self, tid: int) -> str | None:
         """The module whose buffer tensor ``tid`` is (``layer1.0.bn1.running_mean`` -> ``layer1.0.bn1``)."""
@@ -322,6 +331,7 @@ class Drawing:
         return info["name"].rpartition(".")[0] or None
 
     def _place(self, node: DrawNode) -> None:
+        self._name_late(node)  # its module decides which rows it may take
         placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]
         waiting = [self.nodes[p] for p in node.preds if p in self.nodes and not self.nodes[p].placed]
         if placed:
@@ -490,26 +500,62 @@ class Drawing:
         """A tensor made without grad from another (``targets.reshape(-1)``, ``out.detach()``,
         what ``loss.item()`` makes) has no graph that autograd destroys, yet leaving it on the
         canvas forever would add a column per training step. It goes with what it feeds: when
-        every op and derived tensor it fed is gone; if it fed nothing, at the end of its step."""
+        every op and derived tensor it fed is gone; if it fed nothing, at the end of its step.
+
+        Worked out without recursion: a no-grad chain may be thousands of tensors long
+        (``h = h * 0.999`` in a loop under no_grad). An in-place op on a no-grad tensor fed by what
+        was made from it (``shifted.masked_fill_(shifted == -100, 0)``) closes a loop: a tensor on
+        the way is not asked again, and an answer that skipped one is not kept (asked from
+        elsewhere, it may differ)."""
         known = self._deaths.get(node.id)
         if known is not None:
             return known
-        # an in-place op on a no-grad tensor fed by what was made from it (``shifted.masked_fill_(shifted
-        # == -100, 0)``) closes a loop: the tensors on the way here are not asked again
-        self._asking.add(node.id)
-        try:
-            users = [self.nodes[e.target] for e in self._out.get(node.id, ())
-                     if e.target in self.nodes and e.target not in self._asking
-                     and (self.nodes[e.target].kind in ("op", "accumulate") or e.target in self.derived)]
-            if users:
-                deaths = [self.dead_index(user) for user in users]
-                death = None if any(d is None for d in deaths) else max(deaths)
+        nodes, derived, deaths = self.nodes, self.derived, self._deaths
+        asking = {node.id}
+        # a frame: the tensor, its users still to ask, their deaths, whether one is unknown,
+        # how many users counted, whether a loop was cut below it
+        frames = [[node, iter(self._out.get(node.id, ())), [], False, 0, False]]
+        death = None
+        while frames:
+            frame = frames[-1]
+            edge = next(frame[1], None)
+            if edge is not None:
+                user = nodes.get(edge.target)
+                if user is None or not (user.kind in ("op", "accumulate") or user.id in derived):
+                    continue
+                if user.id in asking:
+                    frame[5] = True  # a loop: not asked again
+                    continue
+                frame[4] += 1
+                if user.id in derived:
+                    user_death = deaths.get(user.id)
+                    if user_death is None:
+                        asking.add(user.id)
+                        frames.append([user, iter(self._out.get(user.id, ())), [], False, 0, False])
+                        continue
+                else:
+                    user_death = self.dead_index(user)
+                if user_death is None:
+                    frame[3] = True
+                else:
+                    frame[2].append(user_death)
+                continue
+            frames.pop()
+            current, _, found, unknown, counted, cut = frame
+            asking.discard(current.id)
+            if not counted:
+                death = self._step_end(current.born)
             else:
-                death = self._step_end(node.born)
-        finally:
-            self._asking.discard(node.id)
-        if death is not None:
-            self._deaths[node.id] = death
+                death = None if unknown else max(found)
+            if death is not None and not cut:
+                deaths[current.id] = death
+            if frames:
+                parent = frames[-1]
+                parent[5] = parent[5] or cut
+                if death is None:
+                    parent[3] = True
+                else:
+                    parent[2].append(death)
         return death
 
     def derived_changing(self, low: int, high: int) -> list[str]:

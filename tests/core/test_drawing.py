@@ -197,8 +197,8 @@ def test_buffers_a_model_makes_in_its_constructor_sit_in_their_module_boxes(reco
 @pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "t5_seq2seq"])
 def test_what_a_models_constructor_made_and_threw_away_is_not_drawn(record, script):
     """BERT's constructor pads a bias that weight tying then replaces (``.data``, ``pad``): tensors
-    nothing in the step uses. Every leaf or no-grad tensor drawn is named, or feeds an autograd node
-    or a named tensor (directly or through no-grad tensors)."""
+    nothing in the step uses. Every leaf or no-grad tensor the constructor made that is drawn is
+    named, or feeds an autograd node or a named tensor (directly or through no-grad tensors)."""
     from pathlib import Path
 
     pytest.importorskip("transformers")
@@ -218,5 +218,41 @@ def test_what_a_models_constructor_made_and_threw_away_is_not_drawn(record, scri
                     todo.append(drawing.nodes[edge.target])
         return False
 
-    drawn = [n for n in drawing.nodes.values() if n.placed and n.kind not in ("op", "accumulate", "intermediate")]
+    built = run.steps[0]["start"]
+    drawn = [n for n in drawing.nodes.values()
+             if n.placed and n.born < built and n.kind not in ("op", "accumulate", "intermediate")]
     assert drawn and all(reaches_something(n) for n in drawn)
+
+
+@pytest.mark.parametrize("name,made_at", [("nonscalar_seed", 6), ("numpy_mlp_comparison", 17)])
+def test_what_the_script_makes_from_a_drawn_tensor_is_drawn(record, name, made_at):
+    """The seed of ``y.backward(torch.ones_like(y))`` and ``w1.detach()`` before ``.numpy()`` are the
+    lessons' point: unnamed and feeding no autograd node, they are still drawn (made in the script
+    from something drawn)."""
+    run = record(lesson(name))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    made = [n for n in drawing.nodes.values() if n.kind == "detached" and n.line == made_at]
+    assert made and all(n.placed for n in made)
+
+
+def test_a_long_no_grad_chain_is_drawn_and_steps_through(write_script, record):
+    """``h = h * 0.999`` under no_grad, 1,500 times: a chain of derived tensors far longer than
+    Python's recursion limit allows to walk recursively."""
+    script = write_script("import torch\nh = torch.ones(2)\nwith torch.no_grad():\n"
+                          "    for _ in range(1500):\n        h = h * 0.999\nprint(h.sum().item())\n")
+    run = record(script)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    end = len(run.events) - 1
+    assert len(drawing.derived) >= 1400
+    assert isinstance(drawing.derived_changing(0, end), list)
+    assert any(drawing.visible(n, end) for n in drawing.nodes.values())
+
+
+def test_a_variable_named_like_tensor_keeps_its_name(write_script, record):
+    run = record(write_script("import torch\ntensor_a = torch.ones(3)\nw = torch.ones(3, requires_grad=True)\n"
+                              "loss = (w * tensor_a).sum()\nloss.backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    assert "tensor_a" in {n.title for n in drawing.nodes.values()}

@@ -303,7 +303,9 @@ def _peak_decimate(values, limit: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _unbroken(label: str) -> str:
     """``label`` as HTML that wraps only between its parts: "parameters (leaves that require grad)" may
-    break before its bracket, nowhere else."""
-    parts = label.split(" (", 1)
-    parts = [html.escape(part).replace(" ", "&nbsp;") for part in parts]
-    return " (".join(parts)
+    break before its bracket, "earlier run 2: retain_graph, checkpoint encoder.layers.* options" after
+    its colon and commas, nowhere else."""
+    words = html.escape(label).replace(" ", "&nbsp;")
+    for breaking in ("&nbsp;(", ":&nbsp;", ",&nbsp;"):
+        words = words.replace(breaking, breaking.replace("&nbsp;", " "))
+    return words
