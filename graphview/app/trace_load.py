@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 
+from graphview.core.event_log import Piece
 from graphview.core.trace import TraceError
 from graphview.core.trace_pieces import TracePieces
 
@@ -45,7 +46,7 @@ class TraceLoad:
         self.error = ""
         self.cancelled = False
         self.abandoned = False  # another run replaced this one: nobody reads the queue any more
-        self._held: list[dict] = []
+        self._held = Piece()
         pieces.piece_bytes = THREAD_PIECE_BYTES
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -73,16 +74,18 @@ class TraceLoad:
             self.pieces.close()
             self.done.set()
 
-    def drain(self, limit: int = 20000) -> list[dict]:
-        """Up to ``limit`` events read and not yet taken."""
+    def drain(self, limit: int = 20000) -> Piece:
+        """Up to ``limit`` events read and not yet taken, with their lines."""
         events = self._held
         while len(events) < limit:
             try:
-                events.extend(self.queue.get_nowait())
+                piece = self.queue.get_nowait()
             except queue.Empty:
                 break
-        self._held = events[limit:]
-        return events[:limit]
+            events.extend(piece)
+            events.lines.extend(piece.lines)
+        self._held = Piece(events[limit:], events.lines[limit:])
+        return Piece(events[:limit], events.lines[:limit])
 
     @property
     def finished(self) -> bool:
