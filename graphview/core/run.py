@@ -19,15 +19,18 @@ from bisect import bisect_right
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
+from graphview.core.event_log import EventLog
+from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.events import FAILED_STATUSES
 from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+_NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorNode:
     """One tensor as it appears in the graph (a tensor object, or a new grad_fn state of it)."""
 
@@ -39,7 +42,7 @@ class TensorNode:
     info: dict  # the latest ``tensor`` event for this state
 
 
-@dataclass
+@dataclass(slots=True)
 class OpNode:
     id: str
     vid: int
@@ -57,7 +60,7 @@ class OpNode:
     executed: list = field(default_factory=list)  # [(bid, index), ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class SavedNode:
     id: str
     sid: int
@@ -73,19 +76,52 @@ class SavedNode:
     released: int | None = None
 
 
-@dataclass
 class GradEntry:
-    """One change of a tensor's ``.grad``: what the gradient ledger lists."""
+    """One change of a tensor's ``.grad``: what the gradient ledger lists.
 
-    index: int
-    step: int | None
-    how: str  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
-    increment: dict | None
-    value: dict | None  # the value of .grad after the change (None: .grad is None)
-    bid: int | None = None
+    ``increment`` and ``value`` (the value of ``.grad`` after the change; None: ``.grad`` is None)
+    are given, or (:meth:`recorded`) read from the event that recorded them when asked for.
+    """
+
+    __slots__ = ("index", "step", "how", "bid", "_increment", "_value", "_log")
+
+    def __init__(self, index: int, step: int | None, how: str, increment: dict | None, value: dict | None,
+                 bid: int | None = None) -> None:
+        self.index = index
+        self.step = step
+        self.how = how  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
+        self.bid = bid
+        self._increment = increment
+        self._value = value
+        self._log = None
+
+    @classmethod
+    def recorded(cls, log: EventLog, index: int, step: int | None, how: str, bid: int | None) -> "GradEntry":
+        """An entry whose increment and value are the ``increment`` and ``grad`` of event ``index``."""
+        entry = cls(index, step, how, None, None, bid)
+        entry._log = log
+        return entry
+
+    @property
+    def increment(self) -> dict | None:
+        return self._log[self.index].get("increment") if self._log is not None else self._increment
+
+    @property
+    def value(self) -> dict | None:
+        return self._log[self.index].get("grad") if self._log is not None else self._value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GradEntry):
+            return NotImplemented
+        return ((self.index, self.step, self.how, self.increment, self.value, self.bid)
+                == (other.index, other.step, other.how, other.increment, other.value, other.bid))
+
+    def __repr__(self) -> str:
+        return (f"GradEntry(index={self.index}, step={self.step}, how={self.how!r}, increment={self.increment!r}, "
+                f"value={self.value!r}, bid={self.bid})")
 
 
-@dataclass
+@dataclass(slots=True)
 class BackwardCall:
     bid: int
     api: str
@@ -101,12 +137,13 @@ class BackwardCall:
     end: int | None = None
     ok: bool | None = None
     order: list = field(default_factory=list)  # vids in execution order
-    grads_in: dict = field(default_factory=dict)  # vid -> [summary...] arriving at the node
-    grads_out: dict = field(default_factory=dict)  # vid -> [summary...] sent along next edges
+    # vid -> [summary...] arriving at the node / sent along its next edges (read from the events)
+    grads_in: Mapping = field(default_factory=dict)
+    grads_out: Mapping = field(default_factory=dict)
     results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
 
 
-@dataclass
+@dataclass(slots=True)
 class Edge:
     source: str
     target: str
@@ -119,7 +156,7 @@ class Run:
     """All that is known about one run, built from its events."""
 
     def __init__(self, events: Iterable[dict] = ()) -> None:
-        self.events: list[dict] = []
+        self.events = EventLog()  # reads like a list of the event dicts; compact for a big run
         self.start: dict | None = None
         self.end: dict | None = None
         self.tensors: dict[int, dict] = {}  # tid -> latest tensor event (+ "name")
@@ -154,21 +191,27 @@ class Run:
         self._reachable_cache: dict[int, tuple] = {}
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
         self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
-        for event in events:
-            self.add(event)
+        self.extend(events)
 
     # ------------------------------------------------------------------ ingest
-    def add(self, event: dict) -> int:
+    def add(self, event: dict, line: bytes | None = None) -> int:
+        """Take in the next event (``line``: its JSON text, when it was read from a trace)."""
         index = len(self.events)
-        self.events.append(event)
+        self.events.append(event, line)
         handler = getattr(self, "_on_" + str(event.get("ev")), None)
         if handler is not None:
             handler(index, event)
         return index
 
     def extend(self, events: Iterable[dict]) -> None:
-        for event in events:
-            self.add(event)
+        """Take in events in order; a :class:`~graphview.core.event_log.Piece` brings its lines."""
+        lines = getattr(events, "lines", None)
+        if lines is None:
+            for event in events:
+                self.add(event)
+        else:
+            for event, line in zip(events, lines):
+                self.add(event, line)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -178,7 +221,7 @@ class Run:
         if key in self._edge_keys:
             return
         self._edge_keys.add(key)
-        self.edges.append(Edge(source, target, kind, born, dict(attrs)))
+        self.edges.append(Edge(source, target, kind, born, dict(attrs) if attrs else _NO_ATTRS))
 
     def _on_run_start(self, index: int, ev: dict) -> None:
         self.start = ev
@@ -383,18 +426,16 @@ class Run:
             create_graph=bool(ev.get("create_graph")), seeds=ev.get("seeds") or [],
             inputs=ev.get("inputs") or [], forced=ev.get("forced") or [],
         )
+        call = self.backwards[ev["bid"]]
+        call.grads_out = EventRefs(self.events, "grads_out", default=())
+        call.grads_in = GradsIn(self.events, call.grads_out)
 
     def _on_bw_node(self, index: int, ev: dict) -> None:
         call = self.backwards.get(ev["bid"])
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
             call.order.append(ev["vid"])
-            grads_in = ev.get("grads_in")
-            if grads_in is None and ev.get("from_edge"):
-                consumer, position = ev["from_edge"]
-                sent = call.grads_out.get(consumer) or []
-                grads_in = [sent[position]] if position < len(sent) else [None]
-            call.grads_in[ev["vid"]] = grads_in
+            call.grads_in.note(ev["vid"], index)
         if node is not None:
             node.executed.append((ev["bid"], index))
 
@@ -402,19 +443,19 @@ class Run:
         call = self.backwards.get(ev["bid"])
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
-            call.grads_out[ev["vid"]] = ev.get("grads_out") or []
+            call.grads_out.note(ev["vid"], index)
         if (node is not None and call is not None and not call.retain_graph and node.freed is None
                 and node.name != ACCUMULATE_GRAD):  # AccumulateGrad holds nothing; later graphs reuse it
             node.freed = index
 
     def _on_accumulate(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry(index, self._step, "accumulate", ev.get("increment"), ev.get("grad"), ev.get("bid"))
+            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"))
         )
 
     def _on_tensor_grad(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry(index, self._step, "retained", None, ev.get("grad"), ev.get("bid"))
+            GradEntry.recorded(self.events, index, self._step, "retained", ev.get("bid"))
         )
 
     def _on_grad_result(self, index: int, ev: dict) -> None:

@@ -48,7 +48,7 @@ def nodes_per_step(run: Run) -> list[int]:
 
 def forced_detaches(run: Run) -> list[dict]:
     """The detach events the run options forced (``detach at``)."""
-    return [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
+    return [ev for _, ev in run.events.where({"detach"}) if ev.get("forced")]
 
 
 class RunController(QObject):
