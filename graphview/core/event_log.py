@@ -44,6 +44,7 @@ class EventLog:
         self._cache: dict[int, list[dict]] = {}
         self._lock = threading.Lock()
         self._has_odd = False
+        self._size = BLOCK
         for event in events:
             self.append(event)
 
@@ -62,7 +63,7 @@ class EventLog:
         self._kinds.append(code)
         self._tail.append(event)
         self._tail_lines.append(line)
-        if len(self._tail) >= BLOCK:
+        if len(self._tail) >= self._size:
             self._seal()
 
     def _seal(self) -> None:
@@ -106,7 +107,7 @@ class EventLog:
             index += n
         if not 0 <= index < n:
             raise IndexError("event index out of range")
-        return self._block(index // BLOCK)[index % BLOCK]
+        return self._block(index // self._size)[index % self._size]
 
     def __iter__(self) -> Iterator[dict]:
         """Every event in order (blocks decoded one at a time, not kept)."""

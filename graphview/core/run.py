@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, Mapping
 from graphview.core.event_log import EventLog
 from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.events import FAILED_STATUSES
+from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
@@ -186,7 +187,7 @@ class Run:
         self.alloc_points: list[tuple[int, str, int]] = []
         self._points_by_device: dict[str, list] = {}
         self._allocs_by_device: dict[str, list] = {}
-        self._series: dict[str, dict] = {}
+        self._series: dict[str, MemoryArrays] = {}
         self._step: int | None = None
         self._reachable_cache: dict[int, tuple] = {}
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
@@ -607,35 +608,20 @@ class Run:
         result["total"] = result["activation"] + result["param"] + result["input"]
         return result
 
-    def memory_series(self, device: str) -> dict[str, list[int]]:
-        """Live saved bytes on ``device`` after every event: lists of length ``len(run)``.
+    def memory_arrays(self, device: str) -> MemoryArrays:
+        """Live saved bytes on ``device`` after every event, as numpy arrays (grown as the run grows)."""
+        arrays = self._series.get(device)
+        if arrays is None:
+            arrays = self._series[device] = MemoryArrays(self, device)
+        return arrays.update()
 
-        Extended incrementally as the run grows (a live run asks after every batch of events).
-        """
-        cache = self._series.get(device)
-        if cache is None:
-            cache = self._series[device] = {"activation": [], "param": [], "input": [], "total": [],
-                                           "allocated": [], "_mem": 0, "_alloc": 0, "_cur": (0, 0, 0), "_val": None}
-        n = len(self.events)
-        points = self._points_by_device.get(device, [])
-        allocs = self._allocs_by_device.get(device, [])
-        j, k = cache["_mem"], cache["_alloc"]
-        current, value = cache["_cur"], cache["_val"]
-        act, par, inp, total, alloc = (cache[key] for key in ("activation", "param", "input", "total", "allocated"))
-        for i in range(len(total), n):
-            while j < len(points) and points[j][0] <= i:
-                current = points[j][2:]
-                j += 1
-            while k < len(allocs) and allocs[k][0] <= i:
-                value = allocs[k][2]
-                k += 1
-            act.append(current[0])
-            par.append(current[1])
-            inp.append(current[2])
-            total.append(current[0] + current[1] + current[2])
-            alloc.append(value)
-        cache["_mem"], cache["_alloc"], cache["_cur"], cache["_val"] = j, k, current, value
-        return {key: cache[key] for key in ("activation", "param", "input", "total", "allocated")}
+    def memory_series(self, device: str) -> dict[str, list]:
+        """Live saved bytes on ``device`` after every event: lists of length ``len(run)`` (the CUDA
+        allocator's figure None until one was recorded)."""
+        arrays = self.memory_arrays(device)
+        series = {key: arrays.array(key).tolist() for key in ("activation", "param", "input", "total")}
+        series["allocated"] = [None if v != v else int(v) for v in arrays.array("allocated").tolist()]
+        return series
 
     def peak_saved_bytes(self) -> dict[str, int]:
         """Peak of live saved bytes (all kinds) per device over the whole run."""

@@ -199,7 +199,7 @@ class RunController(QObject):
         def cursor_slice() -> None:
             self.slices_pending -= 1
             if self.reading and w.run is run:
-                run.memory_series(self._device())  # kept current a little at a time; pictured now and then
+                run.memory_arrays(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
                 if self.placement.active:
                     self.placement.place()
