@@ -115,6 +115,14 @@ class EventLog:
             yield from _decode(self._blocks[number])
         yield from list(self._tail)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a list (or log) of the same events in the same order."""
+        if not isinstance(other, (EventLog, list)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
     def kind(self, index: int) -> str | None:
         """The ``ev`` of event ``index``, without decoding it."""
         code = self._kinds[index]

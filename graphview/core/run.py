@@ -17,6 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 import gc
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
@@ -29,6 +30,15 @@ from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
+
+
+def _lean(ev: dict) -> dict:
+    """``ev`` with its short strings interned: a kept event shares ``"float32"``, ``"cpu"``,
+    an op's or a module's name with every other event that has it, not a copy of its own."""
+    for key, value in ev.items():
+        if type(value) is str and len(value) <= 80:
+            ev[key] = sys.intern(value)
+    return ev
 
 
 @dataclass(slots=True)
@@ -170,6 +180,7 @@ class Run:
         self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
         self.edges: list[Edge] = []
         self._edge_keys: set = set()
+        self._edge_attrs: dict[tuple, dict] = {}
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
         self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
@@ -222,7 +233,13 @@ class Run:
         if key in self._edge_keys:
             return
         self._edge_keys.add(key)
-        self.edges.append(Edge(source, target, kind, born, dict(attrs) if attrs else _NO_ATTRS))
+        shared = _NO_ATTRS
+        if attrs:  # edges with the same attrs share one dict of them (read, never changed)
+            items = tuple(attrs.items())
+            shared = self._edge_attrs.get(items)
+            if shared is None:
+                shared = self._edge_attrs[items] = dict(attrs)
+        self.edges.append(Edge(source, target, kind, born, shared))
 
     def _on_run_start(self, index: int, ev: dict) -> None:
         self.start = ev
@@ -262,7 +279,7 @@ class Run:
     def _on_tensor(self, index: int, ev: dict) -> None:
         tid = ev["tid"]
         previous = self.tensors.get(tid)
-        info = dict(ev)
+        info = _lean(dict(ev))
         if previous is not None:
             info.setdefault("name", None)
             if info["name"] is None:
@@ -327,15 +344,18 @@ class Run:
 
     def _on_node(self, index: int, ev: dict) -> None:
         vid = ev["vid"]
+        _lean(ev)
         node = OpNode(
-            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=ev.get("next") or [],
+            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=[tuple(edge) for edge in ev.get("next") or ()],
             seq=ev.get("seq"), leaf=ev.get("leaf"), custom=bool(ev.get("custom")),
             line=ev.get("line"), module=ev.get("module"),
         )
         self.op_nodes[vid] = node
         for child, input_nr in node.next:
             if child is not None:
-                self._add_edge(node.id, f"op{child}", "next", index, input_nr=input_nr)
+                known = self.op_nodes.get(child)
+                self._add_edge(node.id, known.id if known is not None else f"op{child}", "next", index,
+                               input_nr=input_nr)
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:
@@ -347,7 +367,7 @@ class Run:
             node.dead = index
 
     def _on_op(self, index: int, ev: dict) -> None:
-        self.ops.append((index, ev))
+        self.ops.append((index, _lean(ev)))
         vid = ev.get("grad_fn")
         node = self.op_nodes.get(vid) if vid is not None else None
         if node is not None and node.op is None and node.born >= self._last_op:
@@ -377,6 +397,7 @@ class Run:
             self._add_edge(src, dst, "detach", index, forced=bool(ev.get("forced")))
 
     def _on_saved(self, index: int, ev: dict) -> None:
+        _lean(ev)
         sid = ev["sid"]
         node = SavedNode(
             id=f"s{sid}", sid=sid, born=index, bytes=ev["bytes"], storage=ev["storage"],

@@ -67,6 +67,7 @@ class MemoryChart(pg.PlotWidget):
         self.series: dict[str, np.ndarray] = {}
         self.device = "cpu"
         self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
+        self._title_text = ""
         self.apply_theme()
         themes.changes().changed.connect(self.apply_theme)
 
@@ -118,7 +119,7 @@ class MemoryChart(pg.PlotWidget):
                                   brush=QColor(t.chart_fills[kind]), stepMode="right")
                 self.curves[kind] = curve
             else:
-                curve.setData(x, y)
+                _set_data(curve, x, y)
             if kind == "activation":
                 peak_x, peak_value = (int(x[np.argmax(y)]), int(y.max())) if len(y) else (0, 0)
         if arrays.has_alloc:
@@ -127,7 +128,7 @@ class MemoryChart(pg.PlotWidget):
                 self.curves["allocated"] = self.plot(x, values, name="CUDA allocated",
                                                      pen=self._pen("allocated", themes.current()))
             else:
-                self.curves["allocated"].setData(x, values)
+                _set_data(self.curves["allocated"], x, values)
         elif "allocated" in self.curves:
             self.curves["allocated"].setData([], [])  # an earlier run's allocator line
         # opaque stacked areas: the tallest (activations, the total) at the back, inputs in front
@@ -163,7 +164,11 @@ class MemoryChart(pg.PlotWidget):
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
                                       f"<span style='color:{t.chart_text}'> {html.escape(label)}</span>"
                                       for color, mark, label in keys)
-        self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+        title = f"{headline}&nbsp;&nbsp;&nbsp; {legend}"
+        if title == self._title_text:
+            return  # unchanged: laying the title out again costs a repaint of the whole chart
+        self._title_text = title
+        self.setTitle(title, size="9pt")
         self._wrap_title()
 
     def _wrap_title(self) -> None:
@@ -255,3 +260,12 @@ class MemoryChart(pg.PlotWidget):
             rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
                         f"{'' if alloc != alloc else int(alloc)}")
         return "\n".join(rows) + "\n"
+
+
+def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``curve.setData(x, y)`` unless it shows those points already: new data makes pyqtgraph
+    build the curve's fill path again at the next paint."""
+    shown_x, shown_y = curve.getData()
+    if shown_x is not None and np.array_equal(shown_x, x) and np.array_equal(shown_y, y, equal_nan=True):
+        return
+    curve.setData(x, y)
