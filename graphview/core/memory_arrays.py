@@ -9,7 +9,8 @@ and keeps the peaks of the bins already complete, so a refresh costs about the s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -19,17 +20,20 @@ if TYPE_CHECKING:
 #: the arrays: bytes by kind, the stack tops the chart fills (inputs, + parameters, + activations
 #: = total) and the CUDA allocator's figure (NaN where none was recorded yet)
 KEYS = ("activation", "param", "input", "input_param", "total", "allocated")
+#: what is kept: the stack tops (the kinds are their differences) and the allocator's figure
+_KEPT = ("input", "input_param", "total")
 
 
-class MemoryArrays:
-    """The saved bytes on ``device`` after each event of ``run`` (call :meth:`update` as it grows)."""
+class MemoryArrays(Mapping):
+    """The saved bytes on ``device`` after each event of ``run`` (call :meth:`update` as it grows):
+    a mapping of :data:`KEYS` to arrays of one value per event."""
 
     def __init__(self, run: Run, device: str) -> None:
         self.run = run
         self.device = device
         self.n = 0
         self.has_alloc = False
-        self._buffers = {key: np.zeros(1024, dtype=np.float64 if key == "allocated" else np.int64) for key in KEYS}
+        self._buffers = {key: np.zeros(1024, dtype=np.int64) for key in _KEPT}
         self._points = 0  # change points taken in
         self._allocs = 0
         self._current = (0, 0, 0)
@@ -56,10 +60,9 @@ class MemoryArrays:
         # after event i hold the bytes of the last change point at or before i
         which = np.searchsorted(at, np.arange(old, n), side="right")
         b = self._buffers
-        for column, key in enumerate(("activation", "param", "input")):
-            b[key][old:n] = values[which, column]
-        b["input_param"][old:n] = b["input"][old:n] + b["param"][old:n]
-        b["total"][old:n] = b["input_param"][old:n] + b["activation"][old:n]
+        b["input"][old:n] = values[which, 2]
+        b["input_param"][old:n] = b["input"][old:n] + values[which, 1]
+        b["total"][old:n] = b["input_param"][old:n] + values[which, 0]
         self._points = taken
         self._current = tuple(int(v) for v in values[-1])
         allocs = self.run._allocs_by_device.get(self.device, [])
@@ -68,20 +71,38 @@ class MemoryArrays:
             taken += 1
         new = allocs[self._allocs:taken]
         if new or self.has_alloc:
-            self.has_alloc = True
+            if not self.has_alloc:  # the first figure: none before it
+                self.has_alloc = True
+                b["allocated"] = np.full(len(b["total"]), np.nan)
             at = np.array([p[0] for p in new], dtype=np.int64)
             values = np.array([self._value] + [p[2] for p in new], dtype=np.float64)
             b["allocated"][old:n] = values[np.searchsorted(at, np.arange(old, n), side="right")]
             self._value = float(values[-1])
-        else:
-            b["allocated"][old:n] = np.nan
         self._allocs = taken
         self.n = n
         return self
 
     def array(self, key: str) -> np.ndarray:
         """The values of ``key`` (one of :data:`KEYS`) after each event so far (a view: copy to keep)."""
-        return self._buffers[key][:self.n]
+        b, n = self._buffers, self.n
+        if key in b:
+            return b[key][:n]
+        if key == "activation":
+            return b["total"][:n] - b["input_param"][:n]
+        if key == "param":
+            return b["input_param"][:n] - b["input"][:n]
+        if key == "allocated":  # no figure recorded (a CPU run)
+            return np.full(n, np.nan)
+        raise KeyError(key)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.array(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KEYS)
+
+    def __len__(self) -> int:
+        return len(KEYS)
 
     def peaks(self, key: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """At most about ``limit`` points of ``key``: each bin of events keeps its highest value

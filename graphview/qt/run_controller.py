@@ -205,7 +205,8 @@ class RunController(QObject):
                     self.placement.place()
                 else:
                     w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
-            if self._chart_turn == 0 or not more:
+            # while a trace is read, the chart waits its turn even when the canvas has caught up
+            if self._chart_turn == 0 or (not more and (ended or not self.reading)):
                 self._later(chart_slice)
 
         def chart_slice() -> None:

@@ -8,6 +8,7 @@ other event counts, and the same step's hump must sit on the same hump.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
 import numpy as np
 import pyqtgraph as pg
@@ -64,7 +65,7 @@ class MemoryChart(pg.PlotWidget):
         self.peak = pg.ScatterPlotItem(size=9)
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
-        self.series: dict[str, np.ndarray] = {}
+        self.series: Mapping[str, np.ndarray] = {}
         self.device = "cpu"
         self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
         self._title_text = ""
@@ -104,7 +105,7 @@ class MemoryChart(pg.PlotWidget):
         self.device = device
         arrays = run.memory_arrays(device)
         self._arrays = arrays
-        self.series = {key: arrays.array(key) for key in ("activation", "param", "input", "total", "allocated")}
+        self.series = arrays  # the arrays by kind, read when asked for (the CSV, a click)
         self._show_axes(arrays.n > 0)
         self._align_overlays(run)
         for kind, top in (("input", "input"), ("param", "input_param"), ("activation", "total")):
@@ -254,8 +255,10 @@ class MemoryChart(pg.PlotWidget):
 
     def to_csv(self) -> str:
         rows = ["event,activation_bytes,param_bytes,input_bytes,total_bytes,cuda_allocated_bytes"]
-        s = self.series
-        for i in range(len(s.get("total", []))):
+        if not len(self.series.get("total", ())):
+            return "\n".join(rows) + "\n"
+        s = {key: self.series[key].tolist() for key in ("activation", "param", "input", "total", "allocated")}
+        for i in range(len(s["total"])):
             alloc = s["allocated"][i]
             rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
                         f"{'' if alloc != alloc else int(alloc)}")
