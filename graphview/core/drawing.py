@@ -99,6 +99,7 @@ class Drawing:
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
+        self._asking: set[str] = set()  # derived nodes whose death is being worked out (loops end there)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -148,7 +149,7 @@ class Drawing:
             node = self.nodes[node_id]
             if node.placed:
                 continue
-            if final or node.born < horizon:
+            if final or node.born < horizon and self._shown_unused(node):
                 if self._unused_constant(node):
                     continue  # not drawn unless something uses it later (then it goes above its user)
                 self._place_chain(node)
@@ -156,6 +157,17 @@ class Drawing:
                 still.append(node_id)
         self._deferred = still
         return created
+
+    def _shown_unused(self, node: DrawNode) -> bool:
+        """Whether a leaf nobody has used for a while is drawn anyway while the run streams (where the
+        script is then): a tensor the script made (``x = torch.randn(...)``) is news. A model's weights
+        and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
+        (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
+        they would sit in the encoder's rows and split every module box around them."""
+        if node.kind not in ("input", "input_grad"):
+            return False
+        info = self.run.tensors.get(node.ref)
+        return info is None or info.get("kind") != "buffer"
 
     def _unused_constant(self, node: DrawNode) -> bool:
         """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
@@ -269,6 +281,18 @@ class Drawing:
             target_node.preds.append(source)
 
     # ------------------------------------------------------------------ placement
+    def _name_late(self, node: DrawNode) -> None:
+        """A parameter drawn before it had a name (a model's parameters exist from its constructor,
+        and a model that initialises them there is recorded doing it; they are named at the model's
+        first call) takes its name, and with it its module, when it is placed: the module box of
+        ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
+        if node.kind != "param" or node.module is not None or not node.title.startswith("tensor"):
+            return
+        name = self.run.tensor_name(node.ref)
+        if name:
+            node.title = name + node.title[len("tensor"):]
+            node.module = name.rpartition(".")[0] or None
+
     def _place(self, node: DrawNode) -> None:
         placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]
         waiting = [self.nodes[p] for p in node.preds if p in self.nodes and not self.nodes[p].placed]
@@ -382,6 +406,7 @@ class Drawing:
         return dead is not None and dead <= born
 
     def _put(self, node: DrawNode, layer: int, want: int) -> None:
+        self._name_late(node)
         taken = self._occupied.setdefault(layer, {})
         slot = want
         for distance in range(0, 100000):
@@ -441,14 +466,20 @@ class Drawing:
         known = self._deaths.get(node.id)
         if known is not None:
             return known
-        users = [self.nodes[e.target] for e in self._out.get(node.id, ())
-                 if e.target in self.nodes and (self.nodes[e.target].kind in ("op", "accumulate")
-                                                or e.target in self.derived)]
-        if users:
-            deaths = [self.dead_index(user) for user in users]
-            death = None if any(d is None for d in deaths) else max(deaths)
-        else:
-            death = self._step_end(node.born)
+        # an in-place op on a no-grad tensor fed by what was made from it (``shifted.masked_fill_(shifted
+        # == -100, 0)``) closes a loop: the tensors on the way here are not asked again
+        self._asking.add(node.id)
+        try:
+            users = [self.nodes[e.target] for e in self._out.get(node.id, ())
+                     if e.target in self.nodes and e.target not in self._asking
+                     and (self.nodes[e.target].kind in ("op", "accumulate") or e.target in self.derived)]
+            if users:
+                deaths = [self.dead_index(user) for user in users]
+                death = None if any(d is None for d in deaths) else max(deaths)
+            else:
+                death = self._step_end(node.born)
+        finally:
+            self._asking.discard(node.id)
         if death is not None:
             self._deaths[node.id] = death
         return death

@@ -96,3 +96,69 @@ def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_bo
     derived = [n for n in placed if n.id in drawing.derived]
     inside = [n for n in derived if (n.module or "").startswith("transformer")]
     assert inside and all(run.producers[n.ref].get("module") == n.module for n in inside)
+
+
+def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_boxes(record):
+    """BERT initialises its weights in its constructor (under no_grad): they are recorded there,
+    unnamed; they are named at the model's first call. Drawn as the run streams in (the app's
+    way), each weight still takes its name and its module when it is placed, so the module box
+    of ``...attention.self.query`` holds its weight (not a column of weights outside every box)."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+    from graphview.core.run import Run
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / "bert_mlm.py"), steps=1)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    named = {n.title: n for n in drawing.nodes.values() if n.kind == "param" and n.placed}
+    query = named["bert.encoder.layer.0.attention.self.query.weight"]
+    assert query.module == "bert.encoder.layer.0.attention.self.query"
+    assert all(n.module == title.rpartition(".")[0] for title, n in named.items() if "." in title)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    assert query.id in boxes["bert.encoder.layer.0.attention.self.query"].members
+
+
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier"])
+def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(record, script):
+    """The app draws a run as its events come. T5's ``_shift_right`` fills a no-grad tensor in place
+    with a mask made from it (a loop of no-grad edges), which once sent the drawing round that loop
+    until Python's recursion limit. T5's decoder weights, made in its constructor and first used
+    far into the step, were drawn in the encoder's rows while the run streamed, splitting the
+    decoder's box in two: the outermost boxes are those of the whole run drawn at once."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=2)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    at_once = Drawing(whole)
+    at_once.update(final=True)
+    assert {n.id for n in drawing.nodes.values() if n.placed} == {n.id for n in at_once.nodes.values() if n.placed}
+    end = len(whole.events) - 1
+    assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) == \
+        sum(at_once.visible(n, end) for n in at_once.nodes.values())
+
+    # the first step drawn as it streams in has the module boxes of the first step drawn at once
+    first = whole.events[:whole.steps[0]["end"] + 1]
+    boxes = []
+    for chunk in (50, len(first)):
+        run = Run()
+        step = Drawing(run)
+        for start in range(0, len(first), chunk):
+            run.extend(first[start:start + chunk])
+            step.update(final=False)
+        step.update(final=True)
+        boxes.append([(box.key, box.top, box.bottom) for box in module_boxes(step) if box.level == 0])
+    assert boxes[0] == boxes[1]

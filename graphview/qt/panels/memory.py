@@ -162,8 +162,9 @@ class MemoryChart(pg.PlotWidget):
         if self._arrays is not None and self._arrays.has_alloc:
             keys.append((lines["allocated"], "┅", "CUDA allocated"))
         keys += [(color, "┅", label) for label, color in self._overlay_labels]
+        # a key's mark and its words never part at a line's end: the mark would read as the last key's
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
-                                      f"<span style='color:{t.chart_text}'> {html.escape(label)}</span>"
+                                      f"<span style='color:{t.chart_text}'>&nbsp;{_unbroken(label)}</span>"
                                       for color, mark, label in keys)
         title = f"{headline}&nbsp;&nbsp;&nbsp; {legend}"
         if title == self._title_text:
@@ -272,3 +273,11 @@ def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
     if shown_x is not None and np.array_equal(shown_x, x) and np.array_equal(shown_y, y, equal_nan=True):
         return
     curve.setData(x, y)
+
+
+def _unbroken(label: str) -> str:
+    """``label`` as HTML that wraps only between its parts: "parameters (leaves that require grad)" may
+    break before its bracket, nowhere else."""
+    parts = label.split(" (", 1)
+    parts = [html.escape(part).replace(" ", "&nbsp;") for part in parts]
+    return " (".join(parts)
