@@ -141,6 +141,17 @@ def test_a_trace_opened_in_pieces_keeps_its_lines_and_writes_back_byte_for_byte(
     assert answers(run) == answers(run_with_block(as_json(events), 10**9, monkeypatch))
 
 
+def test_a_trace_read_whole_hands_its_lines_to_the_run(recorded, tmp_path):
+    from graphview.core.trace import read_trace
+
+    events = recorded[model("transformer_block")]
+    path = tmp_path / "run.gvtrace"
+    write_trace(path, events, make_header())
+    trace = read_trace(path)
+    assert [json.loads(line) for line in trace.events.lines] == trace.events == as_json(events)
+    assert Run(trace.events).events == as_json(events)
+
+
 def test_events_of_odd_kinds_are_kept_and_found():
     log = EventLog()
     events = [{"ev": "op", "n": 1}, {"ev": None}, {"n": 2}, {"ev": "op", "n": 3}] * 100
