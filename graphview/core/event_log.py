@@ -25,8 +25,9 @@ import numpy as np
 
 #: events per compressed block: decoding one takes about 1 ms
 BLOCK = 256
-#: decoded blocks kept for the next look (stepping, a view reading around the cursor)
-CACHED_BLOCKS = 16
+#: decoded blocks kept for the next look (stepping, a view reading around the cursor, the
+#: gradient ledger going tensor by tensor through the ~25 backward regions each was changed in)
+CACHED_BLOCKS = 64
 #: the kind code of an event whose kind is not a string or came after 254 others (read from the event)
 _ODD = 255
 
