@@ -135,8 +135,9 @@ class EventLog:
         codes = [self._codes[k] for k in kinds if k in self._codes]
         if self._has_odd:
             codes.append(_ODD)  # a kind without a code of its own may hide among the odd ones
-        chunk = np.frombuffer(self._kinds, dtype=np.uint8, count=stop - start, offset=start) if stop > start \
-            else np.zeros(0, dtype=np.uint8)
+        # a copy of the kinds asked about: a view would pin the bytearray, and an append (another
+        # thread taking in events) would then fail
+        chunk = np.frombuffer(self._kinds[start:stop], dtype=np.uint8) if stop > start else np.zeros(0, dtype=np.uint8)
         return np.isin(chunk, codes) if codes else np.zeros(len(chunk), dtype=bool)
 
     def indices(self, kinds: Iterable[str], start: int = 0, stop: int | None = None) -> list[int]:
