@@ -230,14 +230,19 @@ def record_cut(tally: RunTally, output: str):
 def read_run(path: str) -> tuple[Run, list[str], dict]:
     """A trace's run, its warnings and its header; a trace with no readable event is refused."""
     from graphview.core.run import bulk_load
+    from graphview.core.trace_pieces import TracePieces
 
     with bulk_load():
-        trace = read_trace(path)
-        if not trace.events:
-            if trace.warnings:
+        # a piece at a time: only the run's compact form of the events read so far is kept
+        pieces = TracePieces(path)
+        run = Run()
+        while not pieces.done:
+            run.extend(pieces.next_piece())
+        if not run.events:
+            if pieces.warnings:
                 raise UserError(f"{path} is damaged right after its header: no event in it could be read")
             raise UserError(f"{path} holds no events: the recording stopped before the script started")
-        return Run(trace.events), trace.warnings, trace.header
+        return run, pieces.warnings, pieces.header
 
 
 def load_run(path: str) -> tuple[Run, list[str]]:

@@ -151,7 +151,7 @@ class App:
     def open_trace(self, path: str) -> bool:
         """Open a trace. Its first piece is read and checked before the run on screen is touched (a
         file that is no trace is refused with its reason); a trace longer than that is shown as it
-        is read, on a thread, with a progress bar and a Cancel in the status bar."""
+        is read on a piece at a time between repaints, with a progress bar and a Cancel in the status bar."""
         from graphview.app.trace_load import TraceLoad
         from graphview.core.run import Run, bulk_load
         from graphview.core.trace import TraceError

@@ -1,32 +1,33 @@
-"""TraceLoad: a big trace read on a thread of its own while the window shows what came so far.
+"""TraceLoad: the rest of a big trace read a small piece at a time, between the window's repaints.
 
 The app reads a trace's first piece itself (so a file that is no trace is refused before the run
-on screen is touched); a trace longer than that is read on by a :class:`TraceLoad`, which puts its
-events in a queue that the GUI thread drains in batches, as it drains a live runner's. The pieces
-are small (a quarter of a megabyte), so decoding one never holds the interpreter for long and the
-window keeps answering. Cancelling stops the reading; what was read stays.
+on screen is touched); a trace longer than that is read on by a :class:`TraceLoad`: each
+:meth:`TraceLoad.drain` reads the next piece (a few dozen kilobytes, decoded and checked in a few
+milliseconds) and hands over its events, which the GUI thread's pump takes in as it takes a live
+runner's, for a few milliseconds per timer tick. The window repaints and answers between pieces.
+
+The reading happens on the GUI thread, not on a thread of its own: decoding and checking events
+is Python work that holds the interpreter lock either way, so a reader thread reads no faster,
+and sharing the lock with it made the GUI thread wait for it at every return from Qt (a repaint
+of the canvas makes thousands): the window froze for hundreds of milliseconds at a time.
+Cancelling stops the reading; what was read stays.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
-import time
 
+from graphview.core.event_log import Piece
 from graphview.core.trace import TraceError
 from graphview.core.trace_pieces import TracePieces
 
-#: bytes per piece read on the thread: small, so no single decode (one call that keeps the
-#: interpreter lock, about 2 ms for 64 KB) holds the GUI thread up for long
-THREAD_PIECE_BYTES = 64 << 10
-#: pieces read ahead of the GUI at most (the reader waits beyond that)
-QUEUE_PIECES = 64
-#: pieces read ahead of the GUI after which the reader pauses until the GUI has taken some
-AHEAD_PIECES = 16
+#: bytes read per piece (about 115 events of a typical trace: decoded, checked and taken in
+#: by the run in ~4 ms, so the pump's 12 ms per tick is never overrun by much)
+SLICE_BYTES = 16 << 10
 
 
 class TraceLoad:
-    """Reads the rest of ``pieces`` on a thread; :meth:`drain` hands the events to the GUI thread.
+    """Reads the rest of ``pieces``, a piece per :meth:`drain`.
 
     Attributes
     ----------
@@ -40,54 +41,39 @@ class TraceLoad:
 
     def __init__(self, pieces: TracePieces) -> None:
         self.pieces = pieces
-        self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_PIECES)
         self.done = threading.Event()
         self.error = ""
         self.cancelled = False
-        self.abandoned = False  # another run replaced this one: nobody reads the queue any more
-        self._held: list[dict] = []
-        pieces.piece_bytes = THREAD_PIECE_BYTES
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        self.abandoned = False  # another run replaced this one: nothing more is read
+        pieces.piece_bytes = SLICE_BYTES
+        if pieces.done:
+            self._stop()
 
-    def _read(self) -> None:
+    def drain(self, limit: int = 20000) -> Piece:
+        """The events of the next piece of the file, with their lines (an empty piece once reading
+        has stopped). A piece holds a few hundred events, fewer than the pump's ``limit``."""
+        if self.cancelled or self.abandoned:
+            self._stop()
+        if self.done.is_set():
+            return Piece()
         try:
-            while not (self.pieces.done or self.cancelled or self.abandoned):
-                try:
-                    piece = self.pieces.next_piece()
-                except TraceError as exc:
-                    self.error = str(exc)
-                    break
-                while piece and not (self.cancelled or self.abandoned):
-                    try:
-                        self.queue.put(piece, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                while self.queue.qsize() >= AHEAD_PIECES and not (self.cancelled or self.abandoned):
-                    # far enough ahead: let the GUI thread have the interpreter. Each call it makes
-                    # into Qt gives the lock up, and taking it back waits on a busy reader: reading
-                    # on regardless would make every slice of the GUI wait, not finish the load sooner
-                    time.sleep(0.02)
-        finally:
-            self.pieces.close()
-            self.done.set()
+            piece = self.pieces.next_piece()
+        except TraceError as exc:
+            self.error = str(exc)
+            self._stop()
+            return Piece()
+        if self.pieces.done:
+            self._stop()
+        return piece
 
-    def drain(self, limit: int = 20000) -> list[dict]:
-        """Up to ``limit`` events read and not yet taken."""
-        events = self._held
-        while len(events) < limit:
-            try:
-                events.extend(self.queue.get_nowait())
-            except queue.Empty:
-                break
-        self._held = events[limit:]
-        return events[:limit]
+    def _stop(self) -> None:
+        self.pieces.close()
+        self.done.set()
 
     @property
     def finished(self) -> bool:
         """Reading has stopped and every event read has been taken."""
-        return self.done.is_set() and self.queue.empty() and not self._held
+        return self.done.is_set()
 
     @property
     def fraction(self) -> float:
@@ -97,3 +83,4 @@ class TraceLoad:
     def stop(self) -> None:
         """Cancel: stop reading (what was read stays)."""
         self.cancelled = True
+        self._stop()

@@ -57,7 +57,7 @@ def find_cut(run: Run, tid: int | None) -> Cut | None:
     """The cut nearest to tensor ``tid`` on the ops that made it, or None if its history has none."""
     if tid is None:
         return None
-    detached = {ev["dst"]: (index, ev) for index, ev in enumerate(run.events) if ev.get("ev") == "detach"}
+    detached = {ev["dst"]: (index, ev) for index, ev in run.events.where({"detach"})}
     op_index = {id(op): index for index, op in run.ops}
     seen: set[int] = set()
     queue = deque([tid])
@@ -112,8 +112,8 @@ def losses(run: Run) -> list[tuple[int, int]]:
     found = [(call.start, tid) for call in run.backwards.values() for tid in call.roots_tensors]
     ran = {step["step"] for step in run.steps
            if any(step["start"] <= call.start <= (step["end"] or call.start) for call in run.backwards.values())}
-    for index, ev in enumerate(run.events):
-        if ev.get("ev") == "step_end" and ev.get("tid") is not None and ev.get("step") not in ran:
+    for index, ev in run.events.where({"step_end"}):
+        if ev.get("tid") is not None and ev.get("step") not in ran:
             found.append((index, ev["tid"]))
     return sorted(found)
 

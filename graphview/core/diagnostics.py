@@ -118,8 +118,8 @@ def _what_cut(run: Run, tid: int | None) -> tuple[int | None, str]:
 # ---------------------------------------------------------------------- 2. .grad is None when read
 def _grad_none(run: Run):
     reported = set()
-    for index, ev in enumerate(run.events):
-        if ev.get("ev") != "grad_read" or not ev.get("none") or ev["tid"] in reported:
+    for index, ev in run.events.where({"grad_read"}):
+        if not ev.get("none") or ev["tid"] in reported:
             continue
         tid = ev["tid"]
         info = run.tensors.get(tid, {})
@@ -155,9 +155,7 @@ def _grad_none(run: Run):
 def _cut_below(run: Run, tid: int, before: int) -> tuple[int | None, str] | None:
     """Follow ``tid`` forward through the ops that used it: was the path cut (detach, no_grad)?"""
     reached = {tid}
-    for index, ev in enumerate(run.events):
-        if index > before:
-            break
+    for index, ev in run.events.where({"detach", "op"}, stop=before + 1):
         if ev.get("ev") == "detach" and ev["src"] in reached:
             return ev.get("line"), "detached it (detach() makes a tensor without grad_fn)"
         if ev.get("ev") == "op" and any(t in reached for t, _ in ev.get("inputs") or ()):
@@ -318,9 +316,8 @@ def _nan_grad(run: Run):
                     op = run.op_nodes.get(vid)
                     name = op.name if op else f"node {vid}"
                     # the moment the bad gradient leaves the node (its bw_node_done in this call)
-                    index = next((i for i in range(call.start, len(run.events))
-                                  if run.events[i].get("ev") == "bw_node_done" and run.events[i].get("vid") == vid
-                                  and run.events[i].get("bid") == call.bid), call.start)
+                    index = call.grads_out.index_of(vid)
+                    index = call.start if index is None else index
                     yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
                                   op.line if op else call.line,
                                   f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "
@@ -360,9 +357,8 @@ def _inplace_saved(run: Run):
 # ---------------------------------------------------------------------- 8. detach is not a copy
 def _detach_write(run: Run):
     detached = {}
-    for index, ev in enumerate(run.events):
-        if ev.get("ev") == "detach":
-            detached[ev["dst"]] = ev
+    for index, ev in run.events.where({"detach"}):
+        detached[ev["dst"]] = ev
     for index, op in run.ops:
         if op.get("inplace") and op.get("inputs") and op["inputs"][0][0] in detached:
             src = detached[op["inputs"][0][0]]["src"]
@@ -375,7 +371,7 @@ def _detach_write(run: Run):
 
 # ---------------------------------------------------------------------- 7 and 9. eval() and graphs kept by inference
 def _eval_is_not_no_grad(run: Run):
-    evals = [(i, ev) for i, ev in enumerate(run.events) if ev.get("ev") == "module_mode" and not ev.get("training")]
+    evals = [(i, ev) for i, ev in run.events.where({"module_mode"}) if not ev.get("training")]
     if not evals:
         return
     index, ev = evals[0]
@@ -532,7 +528,7 @@ def cut_finding(run: Run) -> Finding | None:
 
 
 def _step_ends(run: Run):
-    return ((i, ev) for i, ev in enumerate(run.events) if ev.get("ev") == "step_end")
+    return run.events.where({"step_end"})
 
 
 def _options(run: Run) -> RunOptions:

@@ -28,6 +28,7 @@ Name = tuple  # (step, kind, key, n)
 
 _BY_LINE = frozenset({"detach", "grad_reset", "optimizer_step", "module_mode", "mode", "backward_start"})
 _PLAIN = frozenset({"run_start", "run_end", "step_start", "step_end"})
+_NAMED = _BY_LINE | _PLAIN | {"op", "bw_node", "bw_node_done", "backward_end", "error"}  # the kinds of landmarks
 
 
 class Landmarks:
@@ -50,11 +51,11 @@ class Landmarks:
     def update(self) -> "Landmarks":
         """Name the events the run gained since the last call."""
         events = self.run.events
-        for index in range(len(self.names), len(events)):
-            ev = events[index]
+        begin = len(self.names)
+        self.names.extend([None] * (len(events) - begin))
+        for index, ev in events.where(_NAMED, begin):
             key = self._key(ev)
             if key is None:
-                self.names.append(None)
                 continue
             if ev.get("ev") == "step_start":
                 self._step = ev.get("step", self._step + 1)
@@ -62,7 +63,7 @@ class Landmarks:
             n = self._counts.get(counted, 0)
             self._counts[counted] = n + 1
             name = (*counted, n)
-            self.names.append(name)
+            self.names[index] = name
             self._index_of[name] = index
         return self
 

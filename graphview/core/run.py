@@ -17,17 +17,31 @@ from __future__ import annotations
 from bisect import bisect_right
 
 import gc
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
+from graphview.core.event_log import EventLog
+from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.events import FAILED_STATUSES
+from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+_NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
 
 
-@dataclass
+def _lean(ev: dict) -> dict:
+    """``ev`` with its short strings interned: a kept event shares ``"float32"``, ``"cpu"``,
+    an op's or a module's name with every other event that has it, not a copy of its own."""
+    for key, value in ev.items():
+        if type(value) is str and len(value) <= 80:
+            ev[key] = sys.intern(value)
+    return ev
+
+
+@dataclass(slots=True)
 class TensorNode:
     """One tensor as it appears in the graph (a tensor object, or a new grad_fn state of it)."""
 
@@ -39,7 +53,7 @@ class TensorNode:
     info: dict  # the latest ``tensor`` event for this state
 
 
-@dataclass
+@dataclass(slots=True)
 class OpNode:
     id: str
     vid: int
@@ -57,7 +71,7 @@ class OpNode:
     executed: list = field(default_factory=list)  # [(bid, index), ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class SavedNode:
     id: str
     sid: int
@@ -73,19 +87,52 @@ class SavedNode:
     released: int | None = None
 
 
-@dataclass
 class GradEntry:
-    """One change of a tensor's ``.grad``: what the gradient ledger lists."""
+    """One change of a tensor's ``.grad``: what the gradient ledger lists.
 
-    index: int
-    step: int | None
-    how: str  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
-    increment: dict | None
-    value: dict | None  # the value of .grad after the change (None: .grad is None)
-    bid: int | None = None
+    ``increment`` and ``value`` (the value of ``.grad`` after the change; None: ``.grad`` is None)
+    are given, or (:meth:`recorded`) read from the event that recorded them when asked for.
+    """
+
+    __slots__ = ("index", "step", "how", "bid", "_increment", "_value", "_log")
+
+    def __init__(self, index: int, step: int | None, how: str, increment: dict | None, value: dict | None,
+                 bid: int | None = None) -> None:
+        self.index = index
+        self.step = step
+        self.how = how  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
+        self.bid = bid
+        self._increment = increment
+        self._value = value
+        self._log = None
+
+    @classmethod
+    def recorded(cls, log: EventLog, index: int, step: int | None, how: str, bid: int | None) -> "GradEntry":
+        """An entry whose increment and value are the ``increment`` and ``grad`` of event ``index``."""
+        entry = cls(index, step, how, None, None, bid)
+        entry._log = log
+        return entry
+
+    @property
+    def increment(self) -> dict | None:
+        return self._log[self.index].get("increment") if self._log is not None else self._increment
+
+    @property
+    def value(self) -> dict | None:
+        return self._log[self.index].get("grad") if self._log is not None else self._value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GradEntry):
+            return NotImplemented
+        return ((self.index, self.step, self.how, self.increment, self.value, self.bid)
+                == (other.index, other.step, other.how, other.increment, other.value, other.bid))
+
+    def __repr__(self) -> str:
+        return (f"GradEntry(index={self.index}, step={self.step}, how={self.how!r}, increment={self.increment!r}, "
+                f"value={self.value!r}, bid={self.bid})")
 
 
-@dataclass
+@dataclass(slots=True)
 class BackwardCall:
     bid: int
     api: str
@@ -101,12 +148,13 @@ class BackwardCall:
     end: int | None = None
     ok: bool | None = None
     order: list = field(default_factory=list)  # vids in execution order
-    grads_in: dict = field(default_factory=dict)  # vid -> [summary...] arriving at the node
-    grads_out: dict = field(default_factory=dict)  # vid -> [summary...] sent along next edges
+    # vid -> [summary...] arriving at the node / sent along its next edges (read from the events)
+    grads_in: Mapping = field(default_factory=dict)
+    grads_out: Mapping = field(default_factory=dict)
     results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
 
 
-@dataclass
+@dataclass(slots=True)
 class Edge:
     source: str
     target: str
@@ -119,7 +167,7 @@ class Run:
     """All that is known about one run, built from its events."""
 
     def __init__(self, events: Iterable[dict] = ()) -> None:
-        self.events: list[dict] = []
+        self.events = EventLog()  # reads like a list of the event dicts; compact for a big run
         self.start: dict | None = None
         self.end: dict | None = None
         self.tensors: dict[int, dict] = {}  # tid -> latest tensor event (+ "name")
@@ -132,6 +180,7 @@ class Run:
         self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
         self.edges: list[Edge] = []
         self._edge_keys: set = set()
+        self._edge_attrs: dict[tuple, dict] = {}
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
         self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
@@ -149,26 +198,32 @@ class Run:
         self.alloc_points: list[tuple[int, str, int]] = []
         self._points_by_device: dict[str, list] = {}
         self._allocs_by_device: dict[str, list] = {}
-        self._series: dict[str, dict] = {}
+        self._series: dict[str, MemoryArrays] = {}
         self._step: int | None = None
         self._reachable_cache: dict[int, tuple] = {}
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
         self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
-        for event in events:
-            self.add(event)
+        self.extend(events)
 
     # ------------------------------------------------------------------ ingest
-    def add(self, event: dict) -> int:
+    def add(self, event: dict, line: bytes | None = None) -> int:
+        """Take in the next event (``line``: its JSON text, when it was read from a trace)."""
         index = len(self.events)
-        self.events.append(event)
+        self.events.append(event, line)
         handler = getattr(self, "_on_" + str(event.get("ev")), None)
         if handler is not None:
             handler(index, event)
         return index
 
     def extend(self, events: Iterable[dict]) -> None:
-        for event in events:
-            self.add(event)
+        """Take in events in order; a :class:`~graphview.core.event_log.Piece` brings its lines."""
+        lines = getattr(events, "lines", None)
+        if lines is None:
+            for event in events:
+                self.add(event)
+        else:
+            for event, line in zip(events, lines):
+                self.add(event, line)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -178,7 +233,13 @@ class Run:
         if key in self._edge_keys:
             return
         self._edge_keys.add(key)
-        self.edges.append(Edge(source, target, kind, born, dict(attrs)))
+        shared = _NO_ATTRS
+        if attrs:  # edges with the same attrs share one dict of them (read, never changed)
+            items = tuple(attrs.items())
+            shared = self._edge_attrs.get(items)
+            if shared is None:
+                shared = self._edge_attrs[items] = dict(attrs)
+        self.edges.append(Edge(source, target, kind, born, shared))
 
     def _on_run_start(self, index: int, ev: dict) -> None:
         self.start = ev
@@ -218,7 +279,7 @@ class Run:
     def _on_tensor(self, index: int, ev: dict) -> None:
         tid = ev["tid"]
         previous = self.tensors.get(tid)
-        info = dict(ev)
+        info = _lean(dict(ev))
         if previous is not None:
             info.setdefault("name", None)
             if info["name"] is None:
@@ -287,15 +348,18 @@ class Run:
 
     def _on_node(self, index: int, ev: dict) -> None:
         vid = ev["vid"]
+        _lean(ev)
         node = OpNode(
-            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=ev.get("next") or [],
+            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=[tuple(edge) for edge in ev.get("next") or ()],
             seq=ev.get("seq"), leaf=ev.get("leaf"), custom=bool(ev.get("custom")),
             line=ev.get("line"), module=ev.get("module"),
         )
         self.op_nodes[vid] = node
         for child, input_nr in node.next:
             if child is not None:
-                self._add_edge(node.id, f"op{child}", "next", index, input_nr=input_nr)
+                known = self.op_nodes.get(child)
+                self._add_edge(node.id, known.id if known is not None else f"op{child}", "next", index,
+                               input_nr=input_nr)
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:
@@ -307,7 +371,7 @@ class Run:
             node.dead = index
 
     def _on_op(self, index: int, ev: dict) -> None:
-        self.ops.append((index, ev))
+        self.ops.append((index, _lean(ev)))
         vid = ev.get("grad_fn")
         node = self.op_nodes.get(vid) if vid is not None else None
         if node is not None and node.op is None and node.born >= self._last_op:
@@ -337,6 +401,7 @@ class Run:
             self._add_edge(src, dst, "detach", index, forced=bool(ev.get("forced")))
 
     def _on_saved(self, index: int, ev: dict) -> None:
+        _lean(ev)
         sid = ev["sid"]
         node = SavedNode(
             id=f"s{sid}", sid=sid, born=index, bytes=ev["bytes"], storage=ev["storage"],
@@ -387,18 +452,16 @@ class Run:
             create_graph=bool(ev.get("create_graph")), seeds=ev.get("seeds") or [],
             inputs=ev.get("inputs") or [], forced=ev.get("forced") or [],
         )
+        call = self.backwards[ev["bid"]]
+        call.grads_out = EventRefs(self.events, "grads_out", default=())
+        call.grads_in = GradsIn(self.events, call.grads_out)
 
     def _on_bw_node(self, index: int, ev: dict) -> None:
         call = self.backwards.get(ev["bid"])
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
             call.order.append(ev["vid"])
-            grads_in = ev.get("grads_in")
-            if grads_in is None and ev.get("from_edge"):
-                consumer, position = ev["from_edge"]
-                sent = call.grads_out.get(consumer) or []
-                grads_in = [sent[position]] if position < len(sent) else [None]
-            call.grads_in[ev["vid"]] = grads_in
+            call.grads_in.note(ev["vid"], index)
         if node is not None:
             node.executed.append((ev["bid"], index))
 
@@ -406,19 +469,19 @@ class Run:
         call = self.backwards.get(ev["bid"])
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
-            call.grads_out[ev["vid"]] = ev.get("grads_out") or []
+            call.grads_out.note(ev["vid"], index)
         if (node is not None and call is not None and not call.retain_graph and node.freed is None
                 and node.name != ACCUMULATE_GRAD):  # AccumulateGrad holds nothing; later graphs reuse it
             node.freed = index
 
     def _on_accumulate(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry(index, self._step, "accumulate", ev.get("increment"), ev.get("grad"), ev.get("bid"))
+            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"))
         )
 
     def _on_tensor_grad(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry(index, self._step, "retained", None, ev.get("grad"), ev.get("bid"))
+            GradEntry.recorded(self.events, index, self._step, "retained", ev.get("bid"))
         )
 
     def _on_grad_result(self, index: int, ev: dict) -> None:
@@ -570,35 +633,20 @@ class Run:
         result["total"] = result["activation"] + result["param"] + result["input"]
         return result
 
-    def memory_series(self, device: str) -> dict[str, list[int]]:
-        """Live saved bytes on ``device`` after every event: lists of length ``len(run)``.
+    def memory_arrays(self, device: str) -> MemoryArrays:
+        """Live saved bytes on ``device`` after every event, as numpy arrays (grown as the run grows)."""
+        arrays = self._series.get(device)
+        if arrays is None:
+            arrays = self._series[device] = MemoryArrays(self, device)
+        return arrays.update()
 
-        Extended incrementally as the run grows (a live run asks after every batch of events).
-        """
-        cache = self._series.get(device)
-        if cache is None:
-            cache = self._series[device] = {"activation": [], "param": [], "input": [], "total": [],
-                                           "allocated": [], "_mem": 0, "_alloc": 0, "_cur": (0, 0, 0), "_val": None}
-        n = len(self.events)
-        points = self._points_by_device.get(device, [])
-        allocs = self._allocs_by_device.get(device, [])
-        j, k = cache["_mem"], cache["_alloc"]
-        current, value = cache["_cur"], cache["_val"]
-        act, par, inp, total, alloc = (cache[key] for key in ("activation", "param", "input", "total", "allocated"))
-        for i in range(len(total), n):
-            while j < len(points) and points[j][0] <= i:
-                current = points[j][2:]
-                j += 1
-            while k < len(allocs) and allocs[k][0] <= i:
-                value = allocs[k][2]
-                k += 1
-            act.append(current[0])
-            par.append(current[1])
-            inp.append(current[2])
-            total.append(current[0] + current[1] + current[2])
-            alloc.append(value)
-        cache["_mem"], cache["_alloc"], cache["_cur"], cache["_val"] = j, k, current, value
-        return {key: cache[key] for key in ("activation", "param", "input", "total", "allocated")}
+    def memory_series(self, device: str) -> dict[str, list]:
+        """Live saved bytes on ``device`` after every event: lists of length ``len(run)`` (the CUDA
+        allocator's figure None until one was recorded)."""
+        arrays = self.memory_arrays(device)
+        series = {key: arrays.array(key).tolist() for key in ("activation", "param", "input", "total")}
+        series["allocated"] = [None if v != v else int(v) for v in arrays.array("allocated").tolist()]
+        return series
 
     def peak_saved_bytes(self) -> dict[str, int]:
         """Peak of live saved bytes (all kinds) per device over the whole run."""

@@ -18,13 +18,9 @@ STOP_EVENTS = frozenset({"op", "bw_node", "backward_start", "backward_end", "gra
 
 
 def _find(run: Run, start: int, kinds: frozenset | set, step: int = 1) -> int | None:
-    events = run.events
-    i = start + step
-    while 0 <= i < len(events):
-        if events[i].get("ev") in kinds:
-            return i
-        i += step
-    return None
+    if not 0 <= start + step < len(run.events):
+        return None
+    return run.events.find(kinds, start + step, step)
 
 
 def error_line(run: Run, index: int) -> int | None:
@@ -75,21 +71,14 @@ def next_step(run: Run, cursor: int) -> int:
 def step_over_module(run: Run, cursor: int) -> int:
     """Past the next module call (its enter to its matching exit), or one step if there is none."""
     events = run.events
-    enter = None
-    i = cursor + 1
-    while i < len(events):
-        kind = events[i].get("ev")
-        if kind == "module_enter":
-            enter = i
-            break
-        if kind in STOP_EVENTS:
-            return i
-        i += 1
+    enter = _find(run, cursor, STOP_EVENTS | {"module_enter"})
     if enter is None:
         return last(run)
+    if events.kind(enter) != "module_enter":
+        return enter
     depth = 0
-    for j in range(enter, len(events)):
-        kind = events[j].get("ev")
+    for j in events.indices({"module_enter", "module_exit"}, enter):
+        kind = events.kind(j)
         if kind == "module_enter":
             depth += 1
         elif kind == "module_exit":

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
+from graphview.core.event_log import Piece
 from graphview.core.events import SCHEMA_VERSION, EventChecker, SchemaError, is_options
 from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
                                   os_reason)
@@ -250,11 +251,13 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
     if body and body[-1] == b"":
         body = body[:-1]
     checker = EventChecker()
+    kept: list[bytes] = []  # the line of each event: a run keeps it rather than encode the event again
     parsed = _parse_lines_at_once(body if complete else body[:-1])
     if parsed is not None:
         for number, event in enumerate(parsed, start=2):
             _check(checker, event, name, number)
         events = parsed
+        kept = body[:len(parsed)]
         body = body[len(parsed):]  # what is left: the cut-off last line, if any
     first = len(events) + 2
     for number, raw in enumerate(body, start=first):
@@ -276,4 +279,5 @@ def parse_trace(data: bytes, name: str = "trace") -> Trace:
             raise TraceError(f"{name} is not a valid graphview trace: line {number} nests deeper than any event") from None
         _check(checker, event, name, number)
         events.append(event)
-    return Trace(header=header, events=events, warnings=end_warnings(events, warnings, name))
+        kept.append(raw)
+    return Trace(header=header, events=Piece(events, kept), warnings=end_warnings(events, warnings, name))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from graphview.core.event_log import Piece
 from graphview.core.events import EventChecker
 from graphview.core.trace import Trace, TraceError, _check, _parse_lines_at_once, end_warnings, open_trace_file, parse_header
 
@@ -73,10 +74,10 @@ class TracePieces:
         while this one reads, and the file's lock would make it wait)."""
         return self._position
 
-    def next_piece(self) -> list[dict]:
-        """The next events (an empty list once :attr:`done`)."""
+    def next_piece(self) -> Piece:
+        """The next events, with their lines (an empty piece once :attr:`done`)."""
         if self.done:
-            return []
+            return Piece()
         raw = self._file.readlines(self.piece_bytes)
         self._position += sum(map(len, raw))
         at_end = len(raw) == 0 or not raw[-1].endswith(b"\n") or self._file.peek(1) == b""
@@ -84,12 +85,14 @@ class TracePieces:
         complete = not raw or raw[-1].endswith(b"\n")
         number = self.count + 2  # the line number of the first event of this piece
         events: list[dict] = []
+        kept: list[bytes] = []
         whole = lines if complete else lines[:-1]
         parsed = _parse_lines_at_once(whole)
         if parsed is not None:
             for offset, event in enumerate(parsed):
                 _check(self._checker, event, self.path, number + offset)
             events = parsed
+            kept = whole
             rest = lines[len(parsed):]
         else:
             rest = lines
@@ -112,6 +115,7 @@ class TracePieces:
                                  "than any event") from None
             _check(self._checker, event, self.path, start + offset)
             events.append(event)
+            kept.append(line)
         self.count += len(events)
         if events:
             self._last = events[-1]
@@ -120,14 +124,16 @@ class TracePieces:
             self._position = self.size
             end_warnings([self._last] if self._last is not None else [], self.warnings, self.path)
             self.close()
-        return events
+        return Piece(events, kept[:len(events)])
 
     def close(self) -> None:
         self._file.close()
 
     def read_all(self) -> Trace:
         """The rest of the trace in one :class:`~graphview.core.trace.Trace` (what ``read_trace`` returns)."""
-        events: list[dict] = []
+        events = Piece()
         while not self.done:
-            events.extend(self.next_piece())
+            piece = self.next_piece()
+            events.extend(piece)
+            events.lines.extend(piece.lines)
         return Trace(header=self.header, events=events, warnings=self.warnings)

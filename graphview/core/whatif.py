@@ -57,7 +57,8 @@ def recomputed_ops(run: Run, start: int, end: int) -> int:
 
 def backward_start_in(run: Run, start: int, end: int) -> int:
     """The event the step's forward ends at: its first backward's start (no backward: its end)."""
-    return next((i for i in range(start, end + 1) if run.events[i].get("ev") == "backward_start"), end)
+    found = run.events.find({"backward_start"}, start) if start < len(run.events) else None
+    return found if found is not None and found <= end else end
 
 
 def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:

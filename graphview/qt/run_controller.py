@@ -48,7 +48,7 @@ def nodes_per_step(run: Run) -> list[int]:
 
 def forced_detaches(run: Run) -> list[dict]:
     """The detach events the run options forced (``detach at``)."""
-    return [ev for ev in run.events if ev.get("ev") == "detach" and ev.get("forced")]
+    return [ev for _, ev in run.events.where({"detach"}) if ev.get("forced")]
 
 
 class RunController(QObject):
@@ -205,13 +205,14 @@ class RunController(QObject):
         def cursor_slice() -> None:
             self.slices_pending -= 1
             if self.reading and w.run is run:
-                run.memory_series(self._device())  # kept current a little at a time; pictured now and then
+                run.memory_arrays(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
                 if self.placement.active:
                     self.placement.place()
                 else:
                     w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
-            if self._chart_turn == 0 or not more:
+            # while a trace is read, the chart waits its turn even when the canvas has caught up
+            if self._chart_turn == 0 or (not more and (ended or not self.reading)):
                 self._later(chart_slice)
 
         def chart_slice() -> None:

@@ -16,7 +16,7 @@ def test_a_big_trace_is_read_on_and_ends_as_the_whole_file_would(app, tmp_path, 
     from graphview.core import trace_pieces
 
     monkeypatch.setattr(trace_pieces, "PIECE_BYTES", 20000)  # the first piece: a small part of the file
-    monkeypatch.setattr("graphview.app.trace_load.THREAD_PIECE_BYTES", 20000)
+    monkeypatch.setattr("graphview.app.trace_load.SLICE_BYTES", 20000)
     path = big_trace(tmp_path, record)
     whole = read_trace(str(path))
     assert app.open(str(path))
@@ -34,7 +34,7 @@ def test_cancel_keeps_what_was_read(app, tmp_path, record, monkeypatch, qtbot):
     from graphview.core import trace_pieces
 
     monkeypatch.setattr(trace_pieces, "PIECE_BYTES", 20000)
-    monkeypatch.setattr("graphview.app.trace_load.THREAD_PIECE_BYTES", 4000)
+    monkeypatch.setattr("graphview.app.trace_load.SLICE_BYTES", 4000)
     path = big_trace(tmp_path, record)
     whole = read_trace(str(path))
     assert app.open(str(path))

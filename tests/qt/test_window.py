@@ -146,6 +146,26 @@ def test_gradient_ledger_lists_each_accumulation(window, record):
     assert top.child(0).text(0) == "backward 1: .grad += -8"
 
 
+def test_a_long_ledger_lists_the_latest_changes_and_counts_the_older(window, record, monkeypatch):
+    from graphview.qt.formatting import capped
+    from graphview.qt.panels import ledger
+
+    monkeypatch.setattr(ledger, "SHOWN_BEFORE", 3)
+    monkeypatch.setattr(ledger, "SHOWN_AFTER", 1)
+    run = record(model("mlp_optimizer"), steps=4)
+    show(window, run)
+    window.bottom_tabs.setCurrentWidget(window.ledger)
+    tid, entries = next(iter(run.grads.items()))
+    cursor = entries[5].index
+    window.set_cursor(cursor)
+    top = window.ledger.topLevelItem(0)
+    assert top.text(0) == run.tensor_name(tid)
+    rows = [top.child(i).text(0) for i in range(top.childCount())]
+    assert rows[0] == "… 3 earlier changes" and len(rows) == 1 + 3 + 1  # entries 3, 4, 5 and 6 after the cursor
+    values = [top.child(i).text(1) for i in range(1, top.childCount())]
+    assert values == [capped(e.value) for e in entries[3:7]] and top.text(1) == capped(entries[5].value)
+
+
 def test_console_shows_the_error_with_a_link_and_marks_the_line(window, record):
     run = record(lesson("error_backward_twice"))
     show(window, run)

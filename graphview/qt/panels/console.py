@@ -14,6 +14,9 @@ from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.widgets.fonts import MONO
 
+#: the events the console shows something for
+_SHOWN = frozenset({"stdout", "stderr", "step_end", "output_capped", "error", "run_end"})
+
 
 class Console(QTextBrowser):
     """The script's output and errors; traceback lines are links into the code pane."""
@@ -64,8 +67,7 @@ class Console(QTextBrowser):
             cache = self._cache = (run, [], [0])
         _, pieces, scanned = cache
         events = run.events
-        for i in range(scanned[0], len(events)):
-            ev = events[i]
+        for i, ev in events.where(_SHOWN, scanned[0]):
             kind = ev.get("ev")
             if kind == "stdout":
                 pieces.append((i, html.escape(ev["text"])))

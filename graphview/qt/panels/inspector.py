@@ -135,9 +135,8 @@ class Inspector(QTextBrowser):
             nexts.append(html.escape(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
         rows.append(("next_functions", "<br>".join(nexts) or "none"))
         state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
-        runs = [i for _, i in op.executed if i <= index]
-        if runs and not any(ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid
-                            for ev in run.events[runs[-1]:index + 1]):
+        runs = [(bid, i) for bid, i in op.executed if i <= index]
+        if runs and not _done_by(run, op.vid, *runs[-1], index):
             rows.append(("state", f"<b class='running'>running now</b> (backward); executed {len(runs) - 1}× before"))
         else:
             rows.append(("state", f"{state}; executed {len(runs)}×"))
@@ -162,9 +161,7 @@ class Inspector(QTextBrowser):
         for call in run.backwards.values():
             if started.get(call.bid, index + 1) <= index:  # only what has happened by the cursor
                 rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
-                done = next((i for i, ev in enumerate(run.events[started[call.bid]:index + 1], started[call.bid])
-                             if ev.get("ev") == "bw_node_done" and ev.get("vid") == op.vid), None)
-                if done is not None and op.vid in call.grads_out:
+                if _done_by(run, op.vid, call.bid, started[call.bid], index) and op.vid in call.grads_out:
                     outs = call.grads_out.get(op.vid) or []
                     labels = []
                     for (child, _), g in zip(op.next, outs):
@@ -227,6 +224,13 @@ def histogram_image(counts: list[int], lo: float, hi: float, width: int = 232, h
     painter.drawText(QRectF(width / 2, plot_h + 1, width / 2, 14), Qt.AlignRight | Qt.AlignVCenter, f"{hi:.4g}")
     painter.end()
     return image
+
+
+def _done_by(run: Run, vid: int, bid: int, started: int, index: int) -> bool:
+    """Whether node ``vid``, started at event ``started`` in backward ``bid``, had finished by ``index``."""
+    call = run.backwards.get(bid)
+    done = call.grads_out.index_of(vid) if call is not None else None
+    return done is not None and started <= done <= index
 
 
 def _grads(grads) -> str:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped
+
+#: changes listed per tensor: the latest ones up to the cursor and the next few after it (a long
+#: run's older changes are counted in one row, not listed: each row reads its values from the run)
+SHOWN_BEFORE = 40
+SHOWN_AFTER = 8
 
 
 class GradLedger(QTreeWidget):
@@ -45,18 +52,23 @@ class GradLedger(QTreeWidget):
             return
         self._pending = None
         self._index = index
-        key = (id(run), sum(1 for entries in run.grads.values() for e in entries if e.index <= index),
-               sum(len(entries) for entries in run.grads.values()))
+        reached = {tid: bisect_right(entries, index, key=lambda e: e.index) for tid, entries in run.grads.items()}
+        key = (id(run), sum(reached.values()), sum(len(entries) for entries in run.grads.values()))
         if key == getattr(self, "_shown_key", None):
             return  # nothing to redraw
         self._shown_key = key
         self.clear()
         for tid, entries in run.grads.items():
             name = run.tensor_name(tid) or f"tensor {tid}"
-            shown = [e for e in entries if e.index <= index]
-            top = QTreeWidgetItem([name, capped(shown[-1].value) if shown else "None"])
+            done = reached[tid]
+            top = QTreeWidgetItem([name, capped(entries[done - 1].value) if done else "None"])
             self.addTopLevelItem(top)
-            for e in entries:
+            first = max(0, done - SHOWN_BEFORE)
+            if first:
+                earlier = QTreeWidgetItem([f"… {first} earlier changes", ""])
+                earlier.setForeground(0, QColor(themes.current().disabled))
+                top.addChild(earlier)
+            for e in entries[first:done + SHOWN_AFTER]:
                 step = f"step {e.step}: " if e.step is not None else (f"backward {e.bid}: " if e.bid else "")
                 if e.how in ("accumulate", "retained"):
                     what = (f"{step}.grad += {capped(e.increment, 4)}" if e.increment is not None

@@ -8,6 +8,7 @@ other event counts, and the same step's hump must sit on the same hump.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,6 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 
 from graphview.core.alignment import Alignment
+from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
@@ -59,13 +61,14 @@ class MemoryChart(pg.PlotWidget):
         self._overlay_peaks: list[int] = []
         self._overlay_data: list[tuple[Run, np.ndarray, np.ndarray]] = []  # (earlier run, its x, y)
         self._alignments: list[Alignment | None] = []
-        self._cache: dict | None = None  # the series as numpy arrays, extended as a run grows (_arrays)
+        self._arrays: MemoryArrays | None = None  # the shown run's series (grown as it grows)
         self.peak = pg.ScatterPlotItem(size=9)
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
         self.scene().sigMouseClicked.connect(self._clicked)
-        self.series: dict[str, list] = {}
+        self.series: Mapping[str, np.ndarray] = {}
         self.device = "cpu"
         self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
+        self._title_text = ""
         self.apply_theme()
         themes.changes().changed.connect(self.apply_theme)
 
@@ -96,20 +99,19 @@ class MemoryChart(pg.PlotWidget):
 
     def show_run(self, run: Run, device: str) -> None:
         """Plot ``run``'s series on ``device``. A live run calls this as it grows: only the new
-        events are converted, and binning, stacking and the peak run in numpy, so a refresh
-        costs about the same at event 1,000 as at event 1,000,000."""
+        events are converted, and the peaks of the bins already drawn are kept
+        (:class:`~graphview.core.memory_arrays.MemoryArrays`), so a refresh costs about the same at
+        event 1,000 as at event 1,000,000."""
         self.device = device
-        series = run.memory_series(device)
-        self.series = series
-        self._show_axes(bool(series["total"]))
+        arrays = run.memory_arrays(device)
+        self._arrays = arrays
+        self.series = arrays  # the arrays by kind, read when asked for (the CSV, a click)
+        self._show_axes(arrays.n > 0)
         self._align_overlays(run)
-        arrays = self._arrays(run, device, series)
-        stack = np.zeros(len(arrays["total"]), dtype=np.int64)
-        for kind in ("input", "param", "activation"):
-            top = stack + arrays[kind]
+        for kind, top in (("input", "input"), ("param", "input_param"), ("activation", "total")):
             label = {"activation": "activations", "param": "leaves that require grad (parameters)",
                      "input": "inputs and constants"}[kind]
-            x, y = _peak_decimate(top, self.MAX_POINTS)
+            x, y = arrays.peaks(top, self.MAX_POINTS)
             curve = self.curves.get(kind)
             if curve is None:
                 # steps, not ramps: the bytes after event i hold until event i + 1
@@ -118,31 +120,29 @@ class MemoryChart(pg.PlotWidget):
                                   brush=QColor(t.chart_fills[kind]), stepMode="right")
                 self.curves[kind] = curve
             else:
-                curve.setData(x, y)
-            stack = top
-        if self._cache["has_alloc"]:
-            x, values = _peak_decimate(arrays["allocated"], self.MAX_POINTS)
+                _set_data(curve, x, y)
+            if kind == "activation":
+                peak_x, peak_value = (int(x[np.argmax(y)]), int(y.max())) if len(y) else (0, 0)
+        if arrays.has_alloc:
+            x, values = arrays.peaks("allocated", self.MAX_POINTS)
             if "allocated" not in self.curves:
                 self.curves["allocated"] = self.plot(x, values, name="CUDA allocated",
                                                      pen=self._pen("allocated", themes.current()))
             else:
-                self.curves["allocated"].setData(x, values)
+                _set_data(self.curves["allocated"], x, values)
         elif "allocated" in self.curves:
             self.curves["allocated"].setData([], [])  # an earlier run's allocator line
         # opaque stacked areas: the tallest (activations, the total) at the back, inputs in front
         for z, kind in enumerate(("activation", "param", "input", "allocated")):
             if kind in self.curves:
                 self.curves[kind].setZValue(-10 + z)
-        total = arrays["total"]
-        peak_x = int(np.argmax(total)) if len(total) else 0
-        if len(total) and total[peak_x] > 0:
-            peak_value = int(total[peak_x])
+        if peak_value > 0:  # the first event with the highest total (a bin keeps its first)
             self.peak.setData([peak_x], [peak_value])
             self._title("peak", device, human_bytes(peak_value), str(peak_x))
         else:
             self.peak.setData([], [])
             self._title("empty", device)
-        self._headroom(int(total.max()) if len(total) else 0)
+        self._headroom(peak_value)
 
     def _title(self, what: str, device: str, *figures: str) -> None:
         """The title: the peak (``what`` ``"peak"``, with its bytes and event), its absence (``"empty"``) or
@@ -159,14 +159,18 @@ class MemoryChart(pg.PlotWidget):
         lines = t.chart_lines
         keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters (leaves that require grad)"),
                 (lines["input"], "■", "inputs and constants")]
-        if self._cache is not None and self._cache["has_alloc"]:
+        if self._arrays is not None and self._arrays.has_alloc:
             keys.append((lines["allocated"], "┅", "CUDA allocated"))
         keys += [(color, "┅", label) for label, color in self._overlay_labels]
         # a key's mark and its words never part at a line's end: the mark would read as the last key's
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
                                       f"<span style='color:{t.chart_text}'>&nbsp;{_unbroken(label)}</span>"
                                       for color, mark, label in keys)
-        self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
+        title = f"{headline}&nbsp;&nbsp;&nbsp; {legend}"
+        if title == self._title_text:
+            return  # unchanged: laying the title out again costs a repaint of the whole chart
+        self._title_text = title
+        self.setTitle(title, size="9pt")
         self._wrap_title()
 
     def _wrap_title(self) -> None:
@@ -196,33 +200,9 @@ class MemoryChart(pg.PlotWidget):
         self.enableAutoRange(axis="y", enable=False)
         self.setYRange(0, max(top, 1) * 1.12, padding=0)
 
-    def _arrays(self, run: Run, device: str, series: dict) -> dict[str, np.ndarray]:
-        """The series as numpy arrays, extended by only what is new since the last call."""
-        cache = self._cache
-        n = len(series["total"])
-        if cache is None or cache["run"] is not run or cache["device"] != device or cache["n"] > n:
-            cache = self._cache = {"run": run, "device": device, "n": 0, "has_alloc": False,
-                                   "buffers": {k: np.zeros(1024, dtype=np.float64 if k == "allocated" else np.int64)
-                                               for k in ("activation", "param", "input", "total", "allocated")}}
-        old = cache["n"]
-        if n > old:
-            for kind, buffer in cache["buffers"].items():
-                if len(buffer) < n:
-                    grown = np.zeros(max(n, 2 * len(buffer)), dtype=buffer.dtype)
-                    grown[:old] = buffer[:old]
-                    cache["buffers"][kind] = buffer = grown
-                tail = series[kind][old:n]
-                if kind == "allocated":
-                    if any(v is not None for v in tail):
-                        cache["has_alloc"] = True
-                    tail = [np.nan if v is None else v for v in tail]
-                buffer[old:n] = tail
-            cache["n"] = n
-        return {kind: buffer[:n] for kind, buffer in cache["buffers"].items()}
-
     def add_overlay(self, run: Run, label: str, color: str) -> None:
         """An earlier ``run`` drawn dotted; lined up with the current run from its next :meth:`show_run`."""
-        x, y = _peak_decimate(run.memory_series(self.device)["total"], self.MAX_POINTS)
+        x, y = run.memory_arrays(self.device).peaks("total", self.MAX_POINTS)
         curve = self.plot(x, y, name=label, pen=pg.mkPen(color, width=2, style=Qt.DotLine))
         self.overlays.append(curve)
         self._overlay_labels.append((label, color))
@@ -255,6 +235,7 @@ class MemoryChart(pg.PlotWidget):
             curve.setData([], [])
         self.peak.setData([], [])
         self.series = {}
+        self._arrays = None
         self._show_axes(bool(run.events))
         if not run.events:
             self._title("waiting", self.device)
@@ -269,36 +250,29 @@ class MemoryChart(pg.PlotWidget):
 
     def _clicked(self, event) -> None:
         point = self.plotItem.vb.mapSceneToView(event.scenePos())
-        if self.series.get("total"):
+        if len(self.series.get("total", ())):
             index = int(round(point.x()))
             self.sigJump.emit(max(0, min(index, len(self.series["total"]) - 1)))
 
     def to_csv(self) -> str:
         rows = ["event,activation_bytes,param_bytes,input_bytes,total_bytes,cuda_allocated_bytes"]
-        s = self.series
-        for i in range(len(s.get("total", []))):
+        if not len(self.series.get("total", ())):
+            return "\n".join(rows) + "\n"
+        s = {key: self.series[key].tolist() for key in ("activation", "param", "input", "total", "allocated")}
+        for i in range(len(s["total"])):
             alloc = s["allocated"][i]
             rows.append(f"{i},{s['activation'][i]},{s['param'][i]},{s['input'][i]},{s['total'][i]},"
-                        f"{'' if alloc is None else alloc}")
+                        f"{'' if alloc != alloc else int(alloc)}")
         return "\n".join(rows) + "\n"
 
 
-def _peak_decimate(values, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``limit`` points: each bin of events keeps its highest value (peaks survive)."""
-    values = np.asarray(values)
-    n = len(values)
-    if n <= limit:
-        return np.arange(n), values
-    width = -(-n // limit)
-    bins = -(-n // width)
-    padded = np.full(bins * width, -np.inf if values.dtype.kind == "f" else np.iinfo(np.int64).min, dtype=values.dtype)
-    padded[:n] = values
-    rows = padded.reshape(bins, width)
-    if values.dtype.kind == "f":
-        rows = np.where(np.isnan(rows), -np.inf, rows)
-    offsets = np.argmax(rows, axis=1)
-    xs = np.arange(bins) * width + offsets
-    return xs, values[xs]
+def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``curve.setData(x, y)`` unless it shows those points already: new data makes pyqtgraph
+    build the curve's fill path again at the next paint."""
+    shown_x, shown_y = curve.getData()
+    if shown_x is not None and np.array_equal(shown_x, x) and np.array_equal(shown_y, y, equal_nan=True):
+        return
+    curve.setData(x, y)
 
 
 def _unbroken(label: str) -> str:

@@ -1,0 +1,195 @@
+"""EventLog: a run's events kept compact, decoded when asked for.
+
+A big run has a million events; as Python dicts they take some 800 bytes each, most of them
+never looked at again once :class:`~graphview.core.run.Run` has indexed them. The log keeps
+every event's kind in one byte and the events themselves as JSON text, compressed in blocks
+of :data:`BLOCK` events (about 20 bytes an event). It reads like the list of event dicts it
+replaces: ``len(log)``, ``log[i]``, ``log[a:b]`` and iteration give the events (decoded from
+their JSON, as a trace file gives them), and the views that look for events of some kinds ask
+for just those: :meth:`EventLog.where` and :meth:`EventLog.find` test the kind bytes and decode
+only the events they hand out.
+
+The newest events (the block being filled) stay as the dicts that came; a full block is turned
+into text once (the lines of the trace file it was read from, when the caller passes them, else
+``json.dumps``) and compressed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zlib
+from typing import Iterable, Iterator
+
+import numpy as np
+
+#: events per compressed block: decoding one takes about 1 ms
+BLOCK = 256
+#: decoded blocks kept for the next look (stepping, a view reading around the cursor, the
+#: gradient ledger going tensor by tensor through the ~25 backward regions each was changed in)
+CACHED_BLOCKS = 64
+#: the kind code of an event whose kind is not a string or came after 254 others (read from the event)
+_ODD = 255
+
+
+class EventLog:
+    """A run's events, in order: compact storage with the reading interface of a list of dicts."""
+
+    def __init__(self, events: Iterable[dict] = ()) -> None:
+        self._codes: dict[str, int] = {}
+        self._names: list[str] = []
+        self._kinds = bytearray()
+        self._blocks: list[bytes] = []  # zlib of the block's events, one JSON text a line
+        self._tail: list[dict] = []
+        self._tail_lines: list[bytes | None] = []
+        self._cache: dict[int, list[dict]] = {}
+        self._lock = threading.Lock()
+        self._has_odd = False
+        self._size = BLOCK
+        for event in events:
+            self.append(event)
+
+    # ------------------------------------------------------------------ writing
+    def append(self, event: dict, line: bytes | None = None) -> None:
+        """Add ``event``; ``line`` is its JSON text if the caller has it (a trace file's line)."""
+        kind = event.get("ev")
+        code = self._codes.get(kind) if type(kind) is str else _ODD
+        if code is None:
+            code = _ODD
+            if len(self._names) < _ODD:
+                code = self._codes[kind] = len(self._names)
+                self._names.append(kind)
+        if code == _ODD:
+            self._has_odd = True
+        self._kinds.append(code)
+        self._tail.append(event)
+        self._tail_lines.append(line)
+        if len(self._tail) >= self._size:
+            self._seal()
+
+    def _seal(self) -> None:
+        events, lines = self._tail, self._tail_lines
+        if any(line is None for line in lines):
+            text = "\n".join(json.dumps(events[i], separators=(",", ":")) if line is None else line.decode("utf-8")
+                             for i, line in enumerate(lines)).encode("utf-8")
+        else:
+            text = b"\n".join(lines)
+        self._blocks.append(zlib.compress(text, 1))
+        self._tail = []
+        self._tail_lines = []
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __bool__(self) -> bool:
+        return len(self._kinds) > 0
+
+    def _block(self, number: int) -> list[dict]:
+        """The events of block ``number`` (the tail when it is the block being filled)."""
+        if number == len(self._blocks):
+            return self._tail
+        with self._lock:
+            found = self._cache.get(number)
+        if found is not None:
+            return found
+        events = _decode(self._blocks[number])
+        with self._lock:
+            if len(self._cache) >= CACHED_BLOCKS:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[number] = events
+        return events
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self._kinds)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("event index out of range")
+        return self._block(index // self._size)[index % self._size]
+
+    def __iter__(self) -> Iterator[dict]:
+        """Every event in order (blocks decoded one at a time, not kept)."""
+        for number in range(len(self._blocks)):
+            yield from _decode(self._blocks[number])
+        yield from list(self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a list (or log) of the same events in the same order."""
+        if not isinstance(other, (EventLog, list)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def kind(self, index: int) -> str | None:
+        """The ``ev`` of event ``index``, without decoding it."""
+        code = self._kinds[index]
+        if code == _ODD:
+            return self[index].get("ev")
+        return self._names[code]
+
+    def _mask(self, kinds: Iterable[str], start: int, stop: int) -> np.ndarray:
+        codes = [self._codes[k] for k in kinds if k in self._codes]
+        if self._has_odd:
+            codes.append(_ODD)  # a kind without a code of its own may hide among the odd ones
+        # a copy of the kinds asked about: a view would pin the bytearray, and an append (another
+        # thread taking in events) would then fail
+        chunk = np.frombuffer(self._kinds[start:stop], dtype=np.uint8) if stop > start else np.zeros(0, dtype=np.uint8)
+        return np.isin(chunk, codes) if codes else np.zeros(len(chunk), dtype=bool)
+
+    def indices(self, kinds: Iterable[str], start: int = 0, stop: int | None = None) -> list[int]:
+        """Indices of the events of these kinds in ``start <= i < stop``, in order."""
+        kinds = set(kinds)
+        n = len(self)
+        stop = n if stop is None else max(0, min(stop, n))
+        start = max(0, start)
+        found = (np.flatnonzero(self._mask(kinds, start, stop)) + start).tolist()
+        if self._has_odd:
+            found = [i for i in found if self.kind(i) in kinds]
+        return found
+
+    def where(self, kinds: Iterable[str], start: int = 0, stop: int | None = None) -> Iterator[tuple[int, dict]]:
+        """``(index, event)`` for the events of these kinds in ``start <= index < stop``, in order."""
+        kinds = set(kinds)
+        for i in self.indices(kinds, start, stop):
+            yield i, self[i]
+
+    def find(self, kinds: Iterable[str], start: int, step: int = 1) -> int | None:
+        """The first index from ``start`` (included) going by ``step`` (1 or -1) whose event is of
+        one of ``kinds``, or None."""
+        kinds = set(kinds)
+        n = len(self)
+        width = 512
+        if step > 0:
+            at = max(0, start)
+            while at < n:
+                hits = self.indices(kinds, at, at + width)
+                if hits:
+                    return hits[0]
+                at += width
+                width *= 4
+        else:
+            at = min(start, n - 1) + 1
+            while at > 0:
+                hits = self.indices(kinds, max(0, at - width), at)
+                if hits:
+                    return hits[-1]
+                at -= width
+                width *= 4
+        return None
+
+
+def _decode(block: bytes) -> list[dict]:
+    return json.loads(b"[" + zlib.decompress(block).replace(b"\n", b",") + b"]")
+
+
+class Piece(list):
+    """Events read from a trace, with the JSON line each came from (``lines[i]`` is ``self[i]``'s):
+    a run keeps the line rather than encode the event again."""
+
+    def __init__(self, events: Iterable[dict] = (), lines: list[bytes | None] | None = None) -> None:
+        super().__init__(events)
+        self.lines = list(lines) if lines is not None else [None] * len(self)
