@@ -9,6 +9,7 @@ from PySide6.QtCore import QPointF
 
 from graphview.core.options import RunOptions
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE
+from graphview.qt.canvas.style import NODE_H
 
 DEEP_MLP = """
 import torch
@@ -121,3 +122,37 @@ def test_long_jumps_show_what_the_drawing_says_is_there(big):
         assert scene._visible == shown_at(scene, index)
         for node_id, item in scene.node_items.items():
             assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+
+
+def test_items_taken_away_are_used_again_for_the_nodes_the_view_comes_to(big, qtbot):
+    scene, view = big.scene, big.view
+    scene.boxes.set_all(set())  # every box open: the nodes themselves are drawn
+    rect = scene.sceneRect()
+    view.centerOn(QPointF(rect.center().x(), rect.top()))
+    before = {id(item) for item in scene.node_items.values()}
+    view.centerOn(QPointF(rect.center().x(), rect.bottom() - 300))
+    after = scene.node_items
+    assert before & {id(item) for item in after.values()}  # the same objects, given other nodes
+    for node_id, item in after.items():
+        node = scene.drawing.nodes[node_id]
+        assert item.node is node and item.kind in (node.kind, "output")
+        assert (item.pos().x(), item.pos().y()) == scene.place_of(node_id)
+        assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+    for edge in scene.edge_items:  # each edge item runs between its own edge's nodes
+        assert (edge.source.node.id, edge.target.node.id) == (edge.edge.source, edge.edge.target)
+        assert edge.source is after[edge.edge.source] and edge.target is after[edge.edge.target]
+        assert edge.path().pointAtPercent(0).y() == edge.source.pos().y() + NODE_H / 2 or edge.rerouted
+
+
+def test_a_jump_makes_the_items_seen_first_and_the_margin_once_the_view_rests(big, qtbot):
+    scene, view = big.scene, big.view
+    scene.boxes.set_all(set())
+    rect = scene.sceneRect()
+    view.centerOn(QPointF(rect.center().x(), rect.top()))
+    qtbot.waitUntil(lambda: not view._widen.isActive(), timeout=5000)
+    view.centerOn(QPointF(rect.center().x(), rect.center().y()))  # far from every item
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert scene.region.contains(seen) and scene.region.height() < seen.height() * 2
+    qtbot.waitUntil(lambda: scene.region.height() >= seen.height() * 3 - 1, timeout=5000)
+    below = seen.translated(0, seen.height())  # a viewport further down has its items before it is seen
+    assert any(below.contains(item.pos()) for item in scene.node_items.values())

@@ -19,10 +19,11 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from graphview.core.drawing import Drawing
 from graphview.core.run import Run
-from graphview.qt.canvas.edges import EdgeItem, LabeledEdgeItem
+from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.pool import ItemPool
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
@@ -79,6 +80,7 @@ class GraphScene(QGraphicsScene):
         self._region_bounds: tuple[float, float, float, float] | None = None  # its left, top, right, bottom
         self._grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
         self.sketch = SketchItem(self)
+        self._pool = ItemPool()  # items taken away near a view that moved on, to be used again
         self._lifetimes = Lifetimes(self)
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
@@ -209,7 +211,7 @@ class GraphScene(QGraphicsScene):
     # ------------------------------------------------------------------ items, made where they are seen
     def _make_item(self, node_id: str, visible: bool, update: bool = False) -> NodeItem:
         node = self.drawing.nodes[node_id]
-        item = NodeItem(node)
+        item = self._pool.node_item(node)
         where = self.place_of(node_id)
         if where is not None:
             item.setPos(*where)
@@ -244,7 +246,7 @@ class GraphScene(QGraphicsScene):
         half = NODE_W / 2 + 12
         clear = (layout.path_clear(edge.source, edge.target, half) if layout is not None
                  else self.drawing.path_clear(source.node, target.node, half))
-        item = (LabeledEdgeItem if edge.label else EdgeItem)(edge, source, target, clear=clear)
+        item = self._pool.edge_item(edge, source, target, clear)
         self._edge_item_of[number] = item
         self._edges_into.setdefault(edge.target, []).append(item)
         self._edges_from.setdefault(edge.source, []).append(item)
@@ -268,8 +270,10 @@ class GraphScene(QGraphicsScene):
                     items.remove(edge_item)
             if edge_item.scene() is not None:
                 self.removeItem(edge_item)
+            self._pool.give_back(edge_item)
         if item.scene() is not None:
             self.removeItem(item)
+        self._pool.give_back(item)
 
     def place_of(self, node_id: str) -> tuple[float, float] | None:
         """Where a node is drawn now: its cell in the layout (a node inside a shut box: that box's),

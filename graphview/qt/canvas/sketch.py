@@ -66,6 +66,9 @@ class SketchItem(QGraphicsItem):
             self._cursor = scene.cursor
         exposed = option.exposedRect if option.exposedRect.isValid() else self._bounds
         area = exposed.adjusted(-NODE_W, -NODE_H, NODE_W, NODE_H)
+        region = scene.region
+        if region is not None and region.contains(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH)):
+            return  # every shown node there, and every edge it could draw there, has an item
         nodes = scene.drawing.nodes
         shown = scene._visible
         hidden = scene.boxes._hidden_by
