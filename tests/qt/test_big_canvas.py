@@ -156,3 +156,50 @@ def test_a_jump_makes_the_items_seen_first_and_the_margin_once_the_view_rests(bi
     qtbot.waitUntil(lambda: scene.region.height() >= seen.height() * 3 - 1, timeout=5000)
     below = seen.translated(0, seen.height())  # a viewport further down has its items before it is seen
     assert any(below.contains(item.pos()) for item in scene.node_items.values())
+
+
+STEPS = """
+import torch
+torch.manual_seed(0)
+layers = [torch.nn.Linear(4, 4) for _ in range(150)]
+for step in range(3):
+    h = torch.randn(2, 4)
+    for layer in layers:
+        h = torch.tanh(layer(h))
+    loss = h.sum()
+    loss.backward()
+    del loss, h
+"""
+
+
+def test_what_is_shown_stays_true_while_a_big_run_grows_in_slices(qtbot, tmp_path):
+    """The lifetimes of a growing run are kept up to date in place: after each slice, a long jump
+    of the cursor shows exactly the nodes the drawing says exist there (each step's graph is
+    destroyed in a later slice than the one that made it)."""
+    from graphview.capture.script import run_script
+    from graphview.core.run import Run
+    from graphview.qt.canvas import GraphScene, GraphView
+
+    (tmp_path / "steps.py").write_text(STEPS)
+    events: list[dict] = []
+    run_script(str(tmp_path / "steps.py"), events.append)
+    assert sum(e.get("ev") == "node_dead" for e in events) > 1000
+    run = Run([])
+    scene = GraphScene()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(900, 700)
+    view.show()
+    scene.set_run(run)
+    checked = 0
+    for start in range(0, len(events), len(events) // 7):
+        for event in events[start:start + len(events) // 7]:
+            run.add(event)
+        scene.grow()
+        if not scene.virtual:
+            continue
+        for index in (len(run.events) - 1, len(run.events) // 3, 0):
+            scene.set_cursor(index)
+            assert scene._visible == shown_at(scene, index)
+            checked += 1
+    assert checked >= 6
