@@ -203,3 +203,44 @@ def test_what_is_shown_stays_true_while_a_big_run_grows_in_slices(qtbot, tmp_pat
             assert scene._visible == shown_at(scene, index)
             checked += 1
     assert checked >= 6
+
+
+def test_a_picture_too_small_for_nodes_shows_the_cells_that_hold_shown_nodes(big):
+    """The overview of a big graph: nodes under two pixels wide are drawn as the cells of the
+    index of places that hold a shown node, in that node's colours; empty cells stay empty."""
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QImage, QPainter
+
+    from graphview.qt.canvas.style import colors
+
+    scene = big.scene
+    scene.boxes.set_all(set())
+    big.set_cursor(big.run.ops[len(big.run.ops) // 2][0])  # the later half of the graph is not made yet
+    source = scene.sceneRect()
+    scale = 1.0 / 200  # a node 172 units wide: under a pixel
+    image = QImage(int(source.width() * scale) + 1, int(source.height() * scale) + 1, QImage.Format_ARGB32)
+    image.fill(Qt.transparent)
+    painter = QPainter(image)
+    scene.render(painter, QRectF(0, 0, source.width() * scale, source.height() * scale), source, Qt.IgnoreAspectRatio)
+    painter.end()
+    background = colors().q("background")
+    shown = [n for n in scene.placed_ids() if n in scene._visible]
+    hidden = [n for n in scene.placed_ids() if n not in scene._visible]
+    assert shown and hidden
+    step = scene.GRID
+    for node_id in shown[:: max(1, len(shown) // 40)]:
+        x, y = scene.place_of(node_id)
+        cx, cy = (x // step + 0.5) * step, (y // step + 0.5) * step  # the middle of its cell
+        pixel = image.pixelColor(int((cx - source.left()) * scale), int((cy - source.top()) * scale))
+        assert pixel.alpha() > 0 and pixel != background
+    cells_with_shown = {(int(scene.place_of(n)[0] // step), int(scene.place_of(n)[1] // step)) for n in shown}
+    empty = 0
+    for node_id in hidden:  # a cell holding only nodes not shown at the cursor is not drawn
+        x, y = scene.place_of(node_id)
+        cell = (int(x // step), int(y // step))
+        if cell not in cells_with_shown:
+            cx, cy = (cell[0] + 0.5) * step, (cell[1] + 0.5) * step
+            pixel = image.pixelColor(int((cx - source.left()) * scale), int((cy - source.top()) * scale))
+            assert pixel.alpha() == 0 or pixel == background
+            empty += 1
+    assert empty

@@ -5,7 +5,7 @@ one comparison for all of them, not a call per node: a big run's open and every 
 cursor look at every node. The arrays grow with the scene: a node's birth and place never change
 once it is placed, and its death, once known, neither; so when the run grew only the new nodes,
 and those whose death was not known yet, are looked at again (a trace being read grows the run
-hundreds of times).
+hundreds of times): most die with an autograd node, whose death is one lookup.
 """
 
 from __future__ import annotations
@@ -27,7 +27,13 @@ class Lifetimes:
         self.dead = np.zeros(0, dtype=np.int64)
         self.slots = np.zeros(0, dtype=np.int64)
         self.layers = np.zeros(0, dtype=np.int64)
+        self.vids = np.zeros(0, dtype=np.int64)  # the autograd node each dies with (-1: none)
+        self._index_of: dict[str, int] = {}
         self._events = -1  # the run's length when the deaths were last looked at
+
+    def grow(self) -> None:
+        """Take in the nodes placed, and the deaths learnt, since the last call."""
+        self._arrays()
 
     def _arrays(self) -> None:
         scene = self.scene
@@ -37,16 +43,34 @@ class Lifetimes:
         drawing = scene.drawing
         nodes, dead_index = drawing.nodes, drawing.dead_index
         if events != self._events:  # deaths not known before may be known now
-            unknown = np.nonzero(self.dead == _NEVER)[0]
+            op_nodes = drawing.run.op_nodes
+            unknown = np.nonzero((self.dead == _NEVER) & (self.vids >= 0))[0]
             if len(unknown):
-                ids = self.ids
-                found = [dead_index(nodes[ids[i]]) for i in unknown.tolist()]
-                self.dead[unknown] = [d if d is not None else _NEVER for d in found]
+                ops = [op_nodes.get(v) for v in self.vids[unknown].tolist()]
+                self.dead[unknown] = [op.dead if op is not None and op.dead is not None else _NEVER for op in ops]
+            index_of = self._index_of
+            for node_id in drawing.derived:  # no-grad tensors made from others: they go with what they feed
+                i = index_of.get(node_id)
+                if i is not None and self.dead[i] == _NEVER:
+                    death = dead_index(nodes[node_id])
+                    if death is not None:
+                        self.dead[i] = death
             self._events = events
         if placed != len(self.ids):
             new = [nodes[n] for n in scene._placed[len(self.ids):]]
             count = len(new)
-            self.ids.extend(scene._placed[len(self.ids):])
+            for node in new:
+                self._index_of[node.id] = len(self.ids)
+                self.ids.append(node.id)
+            tensor_nodes = drawing.run.tensor_nodes
+            vids = []
+            for node in new:
+                if node.kind in ("op", "accumulate"):
+                    vids.append(node.ref)
+                else:
+                    tnode = tensor_nodes.get(node.id)
+                    vids.append(tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1)
+            self.vids = np.concatenate([self.vids, np.array(vids, dtype=np.int64)])
             deaths = (d if d is not None else _NEVER for d in map(dead_index, new))
             self.born = np.concatenate([self.born, np.fromiter((n.born for n in new), np.int64, count)])
             self.dead = np.concatenate([self.dead, np.fromiter(deaths, np.int64, count)])

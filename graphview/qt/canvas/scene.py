@@ -186,6 +186,8 @@ class GraphScene(QGraphicsScene):
             self._ask_views_for_region()
         if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
             self._sync_region()  # the drawing just became big: items only near the view from now on
+        if self.virtual and not self.live:
+            self._lifetimes.grow()  # a slice's worth now, not the whole run at the next long jump
         self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
 
@@ -307,12 +309,28 @@ class GraphScene(QGraphicsScene):
         # reading a trace and wait to get it back, thousands of times a slice
         return where is not None and bounds[0] <= where[0] <= bounds[2] and bounds[1] <= where[1] <= bounds[3]
 
-    def ids_in(self, rect: QRectF) -> list[str]:
-        """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
+    #: side of a cell of the index of places (scene units)
+    GRID = GRID
+
+    def cells_in(self, rect: QRectF) -> list[tuple[tuple[int, int], list[str]]]:
+        """The cells of the index of places that meet ``rect``: ((column, row), node ids placed there)."""
+        grid = self._built_grid()
+        x0, x1 = int(rect.left() // GRID), int(rect.right() // GRID)
+        y0, y1 = int(rect.top() // GRID), int(rect.bottom() // GRID)
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > len(grid):
+            return [(cell, ids) for cell, ids in grid.items() if x0 <= cell[0] <= x1 and y0 <= cell[1] <= y1]
+        return [((gx, gy), grid[(gx, gy)]) for gx in range(x0, x1 + 1) for gy in range(y0, y1 + 1) if (gx, gy) in grid]
+
+    def _built_grid(self) -> dict[tuple[int, int], list[str]]:
         if self._grid is None:
             self._grid = {}
             for node_id in self._placed:
                 self._index(node_id)
+        return self._grid
+
+    def ids_in(self, rect: QRectF) -> list[str]:
+        """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
+        self._built_grid()
         found = []
         for gx in range(int(rect.left() // GRID), int(rect.right() // GRID) + 1):
             for gy in range(int(rect.top() // GRID), int(rect.bottom() // GRID) + 1):
