@@ -186,8 +186,9 @@ class GraphScene(QGraphicsScene):
             self._ask_views_for_region()
         if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
             self._sync_region()  # the drawing just became big: items only near the view from now on
-        if self.virtual and not self.live:
-            self._lifetimes.grow()  # a slice's worth now, not the whole run at the next long jump
+        if self.virtual and (not self.live or self.patient):
+            # a slice's worth now (a trace being read too), not the whole run at the next long jump
+            self._lifetimes.grow()
         self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
 
