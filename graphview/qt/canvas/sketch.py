@@ -68,6 +68,10 @@ class SketchItem(QGraphicsItem):
             self._states.clear()
             self._cursor = scene.cursor
         exposed = option.exposedRect if option.exposedRect.isValid() else self._bounds
+        if painter.hasClipping():  # scene.render (the overview, exports) exposes the whole item: its clip says what is drawn
+            clip = painter.clipBoundingRect()
+            if clip.isValid():
+                exposed = exposed.intersected(clip)
         area = exposed.adjusted(-NODE_W, -NODE_H, NODE_W, NODE_H)
         region = scene.region
         if region is not None and region.contains(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH)):
