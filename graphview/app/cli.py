@@ -24,7 +24,7 @@ import tempfile
 
 from graphview.app.inputs import UserError, check_script, check_writable, is_trace
 from graphview.app.runner_client import Interrupted
-from graphview.app.whatif_cli import print_comparison, print_suggestions
+from graphview.app.whatif_cli import print_comparison, print_suggestions, suggestions_data
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
@@ -85,6 +85,16 @@ def positive_scale(text: str) -> float:
     return value
 
 
+def non_negative_depth(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphview",
@@ -118,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="PNG, SVG, PDF: leave out the legend of node and edge kinds below the graph")
     exp.add_argument("--no-caption", dest="caption", action="store_false",
                      help="PNG, SVG, PDF: leave out the caption above the graph (script, step, event)")
+    exp.add_argument("--depth", type=non_negative_depth, default=None, metavar="LEVEL",
+                     help="PNG, SVG, PDF: open module boxes down to this level, deeper ones drawn shut as one box "
+                          "each (0: each top-level module as one box; default: every box open)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source")
@@ -323,7 +336,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         qt_app()
         scale = DEFAULT_SCALE if args.scale is None else args.scale
-        used = render_run(run, args.output, at=args.at, scale=scale, caption=args.caption, legend=args.legend)
+        used = render_run(run, args.output, at=args.at, scale=scale, caption=args.caption, legend=args.legend,
+                          depth=args.depth)
         if suffix != ".png" and args.scale is not None:
             print(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
                   file=sys.stderr)
@@ -332,8 +346,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                   f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
         fmt = suffix[1:]
     else:
-        if not (args.legend and args.caption):
-            print("graphview: note: --no-legend and --no-caption apply to pictures only (PNG, SVG, PDF)",
+        if not (args.legend and args.caption) or args.depth is not None:
+            print("graphview: note: --no-legend, --no-caption and --depth apply to pictures only (PNG, SVG, PDF)",
                   file=sys.stderr)
         fmt = export_graph(run, args.output, at=args.at)
     what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
@@ -434,7 +448,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"graphview: warning: {w}", file=sys.stderr)
     findings = diagnose(run)
     if args.json:
-        print(json.dumps([f.to_dict() for f in findings], indent=2))
+        print(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args)},
+                         indent=2))
     else:
         script = (run.start or {}).get("script") or args.source
         for f in findings:

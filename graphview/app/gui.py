@@ -144,7 +144,7 @@ class App:
             self.window.show_error("Cannot open script", str(exc))
             return False
         self.window.remember(os.path.abspath(path))
-        self.window.earlier_runs.clear()  # opening a file starts afresh: overlays come from "Run again"
+        self.window.runs.start_afresh()  # opening a file starts afresh: overlays come from "Run again"
         self.start(os.path.abspath(path), RunOptions(steps=3, args=list(args or [])))
         return True
 

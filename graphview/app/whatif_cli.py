@@ -12,7 +12,8 @@ import tempfile
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
-from graphview.core.whatif import checkpoint_suggestions, compare_runs, comparison_lines, measured_text
+from graphview.core.whatif import (checkpoint_suggestions, compare_runs, comparison_lines, measured_text,
+                                   recomputed_ops)
 
 
 def run_label(run: Run) -> str:
@@ -30,11 +31,46 @@ def print_comparison(before: Run, after: Run) -> None:
         print(f"  {line}")
 
 
+def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
+    """``check --json``'s suggestions: each with its pattern, module type, the bytes its nodes hold at
+    the peak, the peak, its device and event; with ``--measure``, the peak a re-run with
+    ``--checkpoint`` measured (``measured_peak``, bytes per device) and its ops recomputed in backward."""
+    data = []
+    for s in checkpoint_suggestions(run):
+        entry = {"pattern": s.pattern, "type": s.types, "held": s.held, "peak": s.peak, "device": s.device,
+                 "at": s.at}
+        if getattr(args, "measure", False):
+            after = _measure(run, args, s.pattern)
+            if after is not None:
+                entry["measured_peak"] = after.peak_saved_bytes()
+                entry["recomputed_ops"] = recomputed_ops(after, 0, len(after.events) - 1) - \
+                    recomputed_ops(run, 0, len(run.events) - 1)
+        data.append(entry)
+    return data
+
+
+def _measure(run: Run, args: argparse.Namespace, pattern: str) -> Run | None:
+    """The run re-recorded with ``pattern`` checkpointed as well (None, said on stderr, when the
+    script of a trace is not here)."""
+    from graphview.app.cli import load_run, options_from_args, record_to
+
+    script = (run.start or {}).get("script")
+    if script is None or not os.path.exists(script):
+        print("    cannot measure: the script of this trace is not here", file=sys.stderr)
+        return None
+    base = options_from_args(args) if not args.source.endswith(SUFFIX) else \
+        RunOptions.from_dict((run.start or {}).get("options") or {})
+    options = dataclasses.replace(base, checkpoint=[*base.checkpoint, pattern])
+    with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
+        trace = os.path.join(tmp, "run" + SUFFIX)
+        record_to(script, trace, options, args.timeout, echo=False, script_args=options.args)
+        after, _ = load_run(trace)
+    return after
+
+
 def print_suggestions(run: Run, args: argparse.Namespace) -> None:
     """What checkpointing would cut, from the recorded run; with ``--measure`` (a script), each
     suggestion re-recorded with ``--checkpoint`` and its peak measured."""
-    from graphview.app.cli import load_run, options_from_args, record_to
-
     suggestions = checkpoint_suggestions(run)
     if not suggestions:
         return
@@ -48,14 +84,6 @@ def print_suggestions(run: Run, args: argparse.Namespace) -> None:
             hint = f"--checkpoint '{s.pattern}'" if "*" in s.pattern else f"--checkpoint {s.pattern}"
             print(f"    try it: graphview record {script or args.source} {hint} -o checkpointed{SUFFIX}")
             continue
-        if script is None or not os.path.exists(script):
-            print("    cannot measure: the script of this trace is not here", file=sys.stderr)
-            continue
-        base = options_from_args(args) if not args.source.endswith(SUFFIX) else \
-            RunOptions.from_dict((run.start or {}).get("options") or {})
-        options = dataclasses.replace(base, checkpoint=[*base.checkpoint, s.pattern])
-        with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-            trace = os.path.join(tmp, "run" + SUFFIX)
-            record_to(script, trace, options, args.timeout, echo=False, script_args=options.args)
-            after, _ = load_run(trace)
-        print(f"    {measured_text(s.pattern, run, after)}")
+        after = _measure(run, args, s.pattern)
+        if after is not None:
+            print(f"    {measured_text(s.pattern, run, after)}")

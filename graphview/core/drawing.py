@@ -99,6 +99,7 @@ class Drawing:
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
+        self._asking: set[str] = set()  # derived nodes whose death is being worked out (loops end there)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
 
@@ -149,14 +150,25 @@ class Drawing:
             node = self.nodes[node_id]
             if node.placed:
                 continue
-            if final or node.born < horizon:
-                if self._unused_constant(node):
+            if final or node.born < horizon and self._shown_unused(node):
+                if self._unused_constant(node) or final and self._scratch(node):
                     continue  # not drawn unless something uses it later (then it goes above its user)
                 self._place_chain(node)
             else:
                 still.append(node_id)
         self._deferred = still
         return created
+
+    def _shown_unused(self, node: DrawNode) -> bool:
+        """Whether a leaf nobody has used for a while is drawn anyway while the run streams (where the
+        script is then): a tensor the script made and named (``x = torch.randn(...)``) is news. A model's weights
+        and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
+        (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
+        they would sit in the encoder's rows and split every module box around them."""
+        if node.kind not in ("input", "input_grad") or not self.run.tensor_name(node.ref):
+            return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
+        info = self.run.tensors.get(node.ref)
+        return info is None or info.get("kind") != "buffer"
 
     def _unused_constant(self, node: DrawNode) -> bool:
         """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
@@ -165,6 +177,24 @@ class Drawing:
         the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
         return (node.kind in ("input", "param") and node.title == "tensor" and not node.preds
                 and not self._out.get(node.id))
+
+    def _scratch(self, node: DrawNode) -> bool:
+        """An unnamed tensor nothing drawn has used, whose no-grad offspring (``.data``, ``pad`` of it)
+        reach no op and no named tensor: what a model's constructor made and threw away (BERT's
+        bias before weight tying replaced it). Asked at the run's end, when nothing can use it any more."""
+        todo, seen = [node], {node.id}
+        while todo:
+            current = todo.pop()
+            if current.kind in ("op", "accumulate") or self.run.tensor_name(current.ref) or len(seen) > 64:
+                return False
+            for edge in self._out.get(current.id, ()):
+                target = self.nodes.get(edge.target)
+                if target is not None and target.id not in seen:
+                    if target.placed:
+                        return False
+                    seen.add(target.id)
+                    todo.append(target)
+        return True
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
@@ -217,6 +247,8 @@ class Drawing:
             module = producer.module if producer is not None else None
         elif draw_kind == "param":
             module = name.rpartition(".")[0] or None
+        elif self._buffer_module(tnode.tid) is not None:  # a model's buffer (running_mean): in its module's box
+            module = self._buffer_module(tnode.tid)
         else:  # made without grad inside a module (an attention mask): that module's, else none
             producer_op = run.producers.get(tnode.tid)
             module = producer_op.get("module") if producer_op is not None else None
@@ -281,6 +313,26 @@ class Drawing:
             target_node.preds.append(source)
 
     # ------------------------------------------------------------------ placement
+    def _name_late(self, node: DrawNode) -> None:
+        """A parameter or buffer drawn before it had a name (a model's parameters exist from its constructor,
+        and a model that initialises them there is recorded doing it; they are named at the model's
+        first call) takes its name, and with it its module, when it is placed: the module box of
+        ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
+        if node.module is not None or node.kind not in ("param", "input"):
+            return
+        name = self.run.tensor_name(node.ref)
+        if name:
+            if node.title.startswith("tensor"):  # (the canvas may have shown the name already)
+                node.title = name + node.title[len("tensor"):]
+            node.module = name.rpartition(".")[0] or None if node.kind == "param" else self._buffer_module(node.ref)
+
+    def _buffer_module(self, tid: int) -> str | None:
+        """The module whose buffer tensor ``tid`` is (``layer1.0.bn1.running_mean`` -> ``layer1.0.bn1``)."""
+        info = self.run.tensors.get(tid) or {}
+        if info.get("kind") != "buffer" or not info.get("name"):
+            return None
+        return info["name"].rpartition(".")[0] or None
+
     def _place(self, node: DrawNode) -> None:
         nodes = self.nodes
         placed, waiting = [], []
@@ -402,6 +454,7 @@ class Drawing:
         return dead is not None and dead <= born
 
     def _put(self, node: DrawNode, layer: int, want: int) -> None:
+        self._name_late(node)
         taken = self._occupied.get(layer)
         if taken is None:
             taken = self._occupied[layer] = {}
@@ -474,14 +527,20 @@ class Drawing:
         known = self._deaths.get(node.id)
         if known is not None:
             return known
-        users = [self.nodes[e.target] for e in self._out.get(node.id, ())
-                 if e.target in self.nodes and (self.nodes[e.target].kind in ("op", "accumulate")
-                                                or e.target in self.derived)]
-        if users:
-            deaths = [self.dead_index(user) for user in users]
-            death = None if any(d is None for d in deaths) else max(deaths)
-        else:
-            death = self._step_end(node.born)
+        # an in-place op on a no-grad tensor fed by what was made from it (``shifted.masked_fill_(shifted
+        # == -100, 0)``) closes a loop: the tensors on the way here are not asked again
+        self._asking.add(node.id)
+        try:
+            users = [self.nodes[e.target] for e in self._out.get(node.id, ())
+                     if e.target in self.nodes and e.target not in self._asking
+                     and (self.nodes[e.target].kind in ("op", "accumulate") or e.target in self.derived)]
+            if users:
+                deaths = [self.dead_index(user) for user in users]
+                death = None if any(d is None for d in deaths) else max(deaths)
+            else:
+                death = self._step_end(node.born)
+        finally:
+            self._asking.discard(node.id)
         if death is not None:
             self._deaths[node.id] = death
         return death

@@ -32,7 +32,9 @@ output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
                dtype, device, requires_grad, is_leaf, grad_fn (vid | None), base (tid | None),
                line, values | stats
-name           tid, name                  (the script bound the tensor to a variable)
+name           tid, name [, kind]         (the script bound the tensor to a variable, or the tensor's
+                                          model was first called: its qualified name; kind "buffer"
+                                          for a buffer recorded before that as an input)
 value          tid, version, values | stats, reason   (new values after an update)
 op             oid, op, line, module, module_type, inputs [[tid, version]...],
                outputs [[tid, version]...], grad_fn (vid | None), mode, inplace,

@@ -17,6 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+from graphview.core.whatif import RECOMPUTE_MODULE
 
 
 @dataclass(slots=True)
@@ -34,8 +35,12 @@ class ModuleBox:
 
     @property
     def label(self) -> str:
-        """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is."""
-        return f"{self.path} · {self.type}" if self.type else self.path
+        """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is; inside a
+        checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``."""
+        path = self.path
+        if path.startswith(RECOMPUTE_MODULE + "."):
+            path = f"{path[len(RECOMPUTE_MODULE) + 1:]} (recomputed)"
+        return f"{path} · {self.type}" if self.type else path
 
 
 def module_boxes(drawing: Drawing) -> list[ModuleBox]:

@@ -249,6 +249,10 @@ class Run:
             info["name"] = ev["name"]
             for node in self._tensor_nodes_of.get(ev["tid"], ()):
                 node.info["name"] = ev["name"]
+        if info is not None and ev.get("kind"):  # a model's buffer, known before its model was first called
+            info["kind"] = ev["kind"]
+            for node in self._tensor_nodes_of.get(ev["tid"], ()):
+                node.info["kind"] = ev["kind"]
 
     def _note_value(self, tid: int, index: int, ev: dict) -> None:
         if "values" in ev:

@@ -175,11 +175,12 @@ def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: st
 
 
 def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, caption: bool = True,
-               legend: bool = True) -> float | None:
+               legend: bool = True, depth: int | None = None) -> float | None:
     """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
 
     By default the state just before the last backward: the last graph complete, with its saved
-    tensors (at the very end of a run autograd has freed most of what it built). Returns what
+    tensors (at the very end of a run autograd has freed most of what it built). ``depth``: module
+    boxes open down to that level, deeper ones shut (None: all open). Returns what
     :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
@@ -187,6 +188,8 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
     if not 0 <= index < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
+    if depth is not None:
+        scene.boxes.show_down_to(depth)
     return render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend)
 
 

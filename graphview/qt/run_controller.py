@@ -70,6 +70,7 @@ class RunController(QObject):
         super().__init__(window)
         self.window = window
         self.earlier_runs: list[tuple[str, Run]] = []
+        self._afresh = False  # the next run begun is of a file opened anew, not a re-run
         self.measured: dict[str, str] = {}  # checkpoint pattern tried -> what its re-run measured
         self.comparison = ""
         self.slices_pending = 0
@@ -99,6 +100,10 @@ class RunController(QObject):
         draws by default)."""
         return timeline.overview(self.window.run)
 
+    def start_afresh(self) -> None:
+        """A file is opened (again): the next run has no earlier runs to compare with, even of the same script."""
+        self._afresh = True
+
     def note_rerun(self, options: RunOptions | None = None) -> None:
         """A re-run of the shown script was asked for: the next run begun keeps the cursor's place."""
         w = self.window
@@ -110,8 +115,9 @@ class RunController(QObject):
         rerun, self._rerun_from = self._rerun_from, None
         if rerun is not None and (script_path is None or script_path != w.script_path or rerun[0] is not w.run):
             rerun = None  # the place of a run of another script means nothing here
-        if script_path is None or script_path != w.script_path:
-            self.earlier_runs.clear()  # another script: nothing to compare with
+        afresh, self._afresh = self._afresh, False
+        if afresh or script_path is None or script_path != w.script_path:
+            self.earlier_runs.clear()  # another script, or a file opened anew: nothing to compare with
             self.measured.clear()
         elif w.run is not None and len(w.run.events) > 1:
             label = RunOptions.from_dict((w.run.start or {}).get("options", {})).label()
@@ -139,8 +145,8 @@ class RunController(QObject):
         w.search.clear()
         if w.bottom_tabs.currentWidget() is w.console:  # brought forward by an earlier failure
             w.bottom_tabs.setCurrentWidget(w.memory_tab)
-        for i, (label, earlier) in enumerate(self.earlier_runs[-6:]):
-            w.memory.add_overlay(earlier, f"earlier run: {label} options", OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
+        for i, (name, earlier) in enumerate(overlay_names(self.earlier_runs[-6:])):
+            w.memory.add_overlay(earlier, name, OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
         w.show_workspace()
         name = os.path.basename(script_path) if script_path else "run"
         w.setWindowTitle(f"graphview — {name} [{options.label()}]")
@@ -419,3 +425,18 @@ class RunController(QObject):
             w.code_note.hide()
         # the number of steps means something only for a step script
         w.toggles.steps.setEnabled(bool(start) and start.get("mode") == "step")
+
+
+def overlay_names(earlier_runs: list[tuple[str, Run]]) -> list[tuple[str, Run]]:
+    """The memory chart's name of each earlier run: its options, numbered where two runs had the same
+    options (a script edited and run again), so that no two lines of the legend read alike."""
+    counts: dict[str, int] = {}
+    for label, _ in earlier_runs:
+        counts[label] = counts.get(label, 0) + 1
+    seen: dict[str, int] = {}
+    named = []
+    for label, run in earlier_runs:
+        seen[label] = seen.get(label, 0) + 1
+        number = f" {seen[label]}" if counts[label] > 1 else ""
+        named.append((f"earlier run{number}: {label} options", run))
+    return named

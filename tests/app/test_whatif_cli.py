@@ -48,6 +48,21 @@ def test_check_measures_its_suggestion(tmp_path):
             f"{human(peak)}") in result.stdout
 
 
+def test_check_json_gives_the_findings_and_the_suggestions(tmp_path):
+    import json
+
+    trace = tmp_path / "plain.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    run = Run(read_trace(trace).events)
+    result = graphview("check", trace, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["findings"] == []
+    assert data["suggestions"] == [{"pattern": s.pattern, "type": s.types, "held": s.held, "peak": s.peak,
+                                    "device": s.device, "at": s.at} for s in checkpoint_suggestions(run)]
+    assert data["suggestions"][0]["peak"] == run.peak_saved_bytes()["cpu"]
+
+
 def test_bad_what_if_options_get_one_line(tmp_path):
     result = graphview("record", TRANSFORMER, "-o", tmp_path / "x.gvtrace", "--checkpoint", "encoder..0")
     assert result.returncode == 2

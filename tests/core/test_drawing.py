@@ -26,17 +26,22 @@ def _stream(events: list[dict], chunk: int) -> tuple[Run, Drawing, dict[str, tup
 @pytest.mark.parametrize("path", [model("transformer_block"), model("mlp_optimizer"), lesson("chain_rule")])
 def test_a_placed_node_never_moves_and_live_nodes_never_share_a_place(record, path):
     events = record(path, steps=3).events
-    _, drawing, first = _stream(events, chunk=7)
-    assert first and len(first) == len(drawing.nodes)
+    run, drawing, first = _stream(events, chunk=7)
+    # every node is drawn but what nothing drawn uses: graphview's own read of each step's loss
+    # (``loss.detach().reshape(-1).tolist()``)
+    unplaced = [n for n in drawing.nodes.values() if not n.placed]
+    assert all(n.kind == "detached" and not run.tensor_name(n.ref) for n in unplaced)
+    assert first and len(first) == len(drawing.nodes) - len(unplaced)
     for node in drawing.nodes.values():
-        assert (node.layer, node.slot) == first[node.id], node.id
+        if node.placed:
+            assert (node.layer, node.slot) == first[node.id], node.id
     # autograd edges read downwards, in every step (a parameter drawn in step 1 stays above the
     # AccumulateGrad node each later step makes for it)
     upward = [(e.source, e.target) for e in drawing.edges if e.kind in ("flow", "accumulate")
               and drawing.nodes[e.source].layer >= drawing.nodes[e.target].layer]
     assert upward == []
     for index in range(0, len(events), max(1, len(events) // 40)):
-        cells = [(n.layer, n.slot) for n in drawing.nodes.values() if drawing.visible(n, index)]
+        cells = [(n.layer, n.slot) for n in drawing.nodes.values() if n.placed and drawing.visible(n, index)]
         assert len(cells) == len(set(cells)), f"two live nodes share a place at event {index}"
 
 
@@ -96,3 +101,122 @@ def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_bo
     derived = [n for n in placed if n.id in drawing.derived]
     inside = [n for n in derived if (n.module or "").startswith("transformer")]
     assert inside and all(run.producers[n.ref].get("module") == n.module for n in inside)
+
+
+def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_boxes(record):
+    """BERT initialises its weights in its constructor (under no_grad): they are recorded there,
+    unnamed; they are named at the model's first call. Drawn as the run streams in (the app's
+    way), each weight still takes its name and its module when it is placed, so the module box
+    of ``...attention.self.query`` holds its weight (not a column of weights outside every box)."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+    from graphview.core.run import Run
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / "bert_mlm.py"), steps=1)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    named = {n.title: n for n in drawing.nodes.values() if n.kind == "param" and n.placed}
+    query = named["bert.encoder.layer.0.attention.self.query.weight"]
+    assert query.module == "bert.encoder.layer.0.attention.self.query"
+    assert all(n.module == title.rpartition(".")[0] for title, n in named.items() if "." in title)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    assert query.id in boxes["bert.encoder.layer.0.attention.self.query"].members
+
+
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier"])
+def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(record, script):
+    """The app draws a run as its events come. T5's ``_shift_right`` fills a no-grad tensor in place
+    with a mask made from it (a loop of no-grad edges), which once sent the drawing round that loop
+    until Python's recursion limit. T5's decoder weights, made in its constructor and first used
+    far into the step, were drawn in the encoder's rows while the run streamed, splitting the
+    decoder's box in two: the outermost boxes are those of the whole run drawn at once."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=2)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 50):
+        live.extend(whole.events[start:start + 50])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    at_once = Drawing(whole)
+    at_once.update(final=True)
+    assert {n.id for n in drawing.nodes.values() if n.placed} == {n.id for n in at_once.nodes.values() if n.placed}
+    end = len(whole.events) - 1
+    assert sum(drawing.visible(n, end) for n in drawing.nodes.values()) == \
+        sum(at_once.visible(n, end) for n in at_once.nodes.values())
+
+    # the first step drawn as it streams in has the module boxes of the first step drawn at once
+    first = whole.events[:whole.steps[0]["end"] + 1]
+    boxes = []
+    for chunk in (50, len(first)):
+        run = Run()
+        step = Drawing(run)
+        for start in range(0, len(first), chunk):
+            run.extend(first[start:start + chunk])
+            step.update(final=False)
+        step.update(final=True)
+        boxes.append([(box.key, box.top, box.bottom) for box in module_boxes(step) if box.level == 0])
+    assert boxes[0] == boxes[1]
+
+
+def test_buffers_a_model_makes_in_its_constructor_sit_in_their_module_boxes(record):
+    """ResNet's BatchNorm buffers (running_mean, running_var, num_batches_tracked) are made and filled
+    in its constructor, recorded there as plain inputs, and known as buffers at the model's first
+    call: drawn as the run streams in, each sits in its BatchNorm's box, not in a grid above the model."""
+    from pathlib import Path
+
+    from graphview.core.hierarchy import module_boxes
+
+    pytest.importorskip("transformers")
+    whole = record(str(Path(__file__).parents[1] / "zoo" / "resnet_classifier.py"), steps=1)
+    live = Run()
+    drawing = Drawing(live)
+    for start in range(0, len(whole.events), 20):
+        live.extend(whole.events[start:start + 20])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    buffers = [n for n in drawing.nodes.values()
+               if n.placed and n.id.startswith("t") and live.tensors[n.ref].get("kind") == "buffer"]
+    assert len(buffers) >= 9 and any(live.tensor_name(n.ref).endswith("running_mean") for n in buffers)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    for node in buffers:
+        assert node.module == live.tensor_name(node.ref).rpartition(".")[0]
+        assert node.id in boxes[node.module].members
+
+
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "t5_seq2seq"])
+def test_what_a_models_constructor_made_and_threw_away_is_not_drawn(record, script):
+    """BERT's constructor pads a bias that weight tying then replaces (``.data``, ``pad``): tensors
+    nothing in the step uses. Every leaf or no-grad tensor drawn is named, or feeds an autograd node
+    or a named tensor (directly or through no-grad tensors)."""
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    run = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+
+    def reaches_something(node):
+        todo, seen = [node], {node.id}
+        while todo:
+            current = todo.pop()
+            if current.kind in ("op", "accumulate") or run.tensor_name(current.ref):
+                return True
+            for edge in drawing._out.get(current.id, ()):
+                if edge.target in drawing.nodes and edge.target not in seen:
+                    seen.add(edge.target)
+                    todo.append(drawing.nodes[edge.target])
+        return False
+
+    drawn = [n for n in drawing.nodes.values() if n.placed and n.kind not in ("op", "accumulate", "intermediate")]
+    assert drawn and all(reaches_something(n) for n in drawn)

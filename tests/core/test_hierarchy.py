@@ -15,6 +15,17 @@ def _drawing(record, name: str, **options) -> Drawing:
     return drawing
 
 
+def test_boxes_a_checkpoint_recomputes_in_backward_say_so(record):
+    drawing = _drawing(record, "transformer_block", steps=1, checkpoint=["encoder.layers.*"])
+    boxes = {box.key: box for box in module_boxes(drawing)}
+    recomputed = [box for key, box in boxes.items() if key.startswith("checkpoint recompute.")]
+    assert recomputed and all(box.parent is not None for box in recomputed)
+    labels = {box.label for box in recomputed}
+    assert "encoder.layers.0.self_attn (recomputed) · MultiheadAttention" in labels
+    assert any(label.startswith("encoder.layers.0 (recomputed)") for label in labels)
+    assert not any("checkpoint recompute." in label for label in labels)
+
+
 def test_boxes_name_their_path_and_type_and_hold_their_parameters(record):
     drawing = _drawing(record, "transformer_block", steps=1)
     boxes = {box.key: box for box in module_boxes(drawing)}

@@ -156,3 +156,21 @@ def test_the_caption_goes_on_top_and_pushes_the_graph_down(window, record, tmp_p
     dark = [(x, y) for x in range(band.left(), band.right(), 2) for y in range(band.top(), band.bottom(), 2)
             if QColor(image.pixel(x, y)).lightness() < 100]
     assert len(dark) > 20
+
+
+def test_a_picture_exported_with_a_depth_draws_deeper_modules_shut(qapp, transformer, tmp_path):
+    from graphview.qt.export import render_run
+
+    def text_of(depth):
+        path = tmp_path / f"depth{depth}.pdf"
+        render_run(transformer, str(path), depth=depth)
+        return words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+
+    everything, top, inner = text_of(None), text_of(0), text_of(1)
+    # the head's addmm and the attention's inside are drawn when open; shut, their modules are one box each
+    assert "AddmmBackward0" in everything and "AddmmBackward0" not in top
+    assert "NllLossBackward0" in top  # the loss is outside every module
+    for box in ("embed", "encoder.layers.0", "head"):
+        assert box in top
+    assert "encoder.layers.0.self_attn" in inner and "encoder.layers.0.self_attn" in everything
+    assert len(top) < len(inner) < len(everything)

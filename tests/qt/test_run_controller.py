@@ -60,6 +60,19 @@ def test_earlier_runs_of_the_same_script_are_kept_and_another_script_clears_them
     assert window.earlier_runs == [] and window.memory.overlays == []
 
 
+def test_a_script_opened_anew_has_no_earlier_runs_and_runs_alike_are_numbered(window, record):
+    first = record(lesson("chain_rule"))
+    script = first.start["script"]
+    window.begin_run(script, RunOptions(), first)
+    window.begin_run(script, RunOptions(), record(lesson("chain_rule")))  # "Run again", same options
+    window.begin_run(script, RunOptions(), record(lesson("chain_rule")))
+    assert [o.name() for o in window.memory.overlays] == ["earlier run 1: default options",
+                                                          "earlier run 2: default options"]
+    window.runs.start_afresh()  # File > Open of the same script
+    window.begin_run(script, RunOptions(), record(lesson("chain_rule")))
+    assert window.earlier_runs == [] and window.memory.overlays == []
+
+
 def test_a_new_live_run_does_not_show_the_last_runs_pitfalls(window, record):
     failed = record(lesson("error_backward_twice"))
     window.begin_run(failed.start["script"], RunOptions(), failed)

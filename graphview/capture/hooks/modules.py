@@ -68,7 +68,15 @@ class ModuleHooks(TensorIdentity):
         frame, _ = self.user_frame(3)
         line = frame.f_lineno if frame else None
         for t in new_tensors:
-            self.tensor_ref(t, line, pending=False)
+            entry = self._tensors.get(id(t))
+            if entry is not None and entry[0]() is t:
+                # known since the model's constructor made (and initialised) it: it gets its name now
+                event = {"ev": "name", "tid": entry[1], "name": self._names[id(t)]}
+                if id(t) in self._buffers:
+                    event["kind"] = "buffer"  # recorded as a plain input until now
+                self._emit_fn(event)
+            else:
+                self.tensor_ref(t, line, pending=False)
 
     def _root_prefix(self, root: torch.nn.Module) -> str:
         """What a called root module's names start with (see :func:`root_prefix`)."""

@@ -230,6 +230,16 @@ class ModuleBoxes(QObject):
         level = max(0, min(deepest, self.level() + delta))
         self.set_all(collapsed_at_level(self.boxes, level))
 
+    def show_down_to(self, level: int) -> None:
+        """Boxes open down to ``level``, deeper ones shut, at once: the boxes are found here, not on
+        a thread (a headless export waits for them anyway)."""
+        drawing = self.scene.drawing
+        if drawing is None:
+            return
+        self._placed = len(drawing.order)
+        self._take(module_boxes(drawing))
+        self.set_all(collapsed_at_level(self.boxes, level))
+
     def set_all(self, collapsed: set[str]) -> None:
         """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
         self.settle()

@@ -162,8 +162,9 @@ class MemoryChart(pg.PlotWidget):
         if self._cache is not None and self._cache["has_alloc"]:
             keys.append((lines["allocated"], "┅", "CUDA allocated"))
         keys += [(color, "┅", label) for label, color in self._overlay_labels]
+        # a key's mark and its words never part at a line's end: the mark would read as the last key's
         legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
-                                      f"<span style='color:{t.chart_text}'> {html.escape(label)}</span>"
+                                      f"<span style='color:{t.chart_text}'>&nbsp;{_unbroken(label)}</span>"
                                       for color, mark, label in keys)
         self.setTitle(f"{headline}&nbsp;&nbsp;&nbsp; {legend}", size="9pt")
         self._wrap_title()
@@ -298,3 +299,11 @@ def _peak_decimate(values, limit: int) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.argmax(rows, axis=1)
     xs = np.arange(bins) * width + offsets
     return xs, values[xs]
+
+
+def _unbroken(label: str) -> str:
+    """``label`` as HTML that wraps only between its parts: "parameters (leaves that require grad)" may
+    break before its bracket, nowhere else."""
+    parts = label.split(" (", 1)
+    parts = [html.escape(part).replace(" ", "&nbsp;") for part in parts]
+    return " (".join(parts)
