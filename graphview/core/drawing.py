@@ -95,7 +95,7 @@ class Drawing:
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._deferred: list[str] = []
         self._processed_edges = 0
-        self._bounds: tuple[float, float, float, float] | None = None
+        self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
@@ -115,29 +115,30 @@ class Drawing:
         fresh: list[tuple[int, str, object]] = []
         # the run's tables only grow (new keys at their end): look at the entries added since the
         # last call, not at all of them again (a big trace streams in over hundreds of calls)
+        seen_tensors, seen_ops = self._seen_tensor_nodes, self._seen_ops
         for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None):
-            if tnode.id not in self._seen_tensor_nodes:
-                self._seen_tensor_nodes.add(tnode.id)
-                fresh.append((tnode.born, tnode.id, tnode))
+            if tnode.id not in seen_tensors:
+                seen_tensors.add(tnode.id)
+                if tnode.info.get("kind") != "grad":  # a leaf's .grad the script read: shown on the leaf
+                    fresh.append((tnode.born, tnode))
         self._tensor_nodes_seen = len(run.tensor_nodes)
         for op in islice(run.op_nodes.values(), self._ops_seen, None):
-            if op.vid not in self._seen_ops:
-                self._seen_ops.add(op.vid)
-                fresh.append((op.born, op.id, op))
+            if op.vid not in seen_ops:
+                seen_ops.add(op.vid)
+                fresh.append((op.born, op))
         self._ops_seen = len(run.op_nodes)
-        fresh.sort(key=lambda item: item[0])
+        fresh.sort(key=_born)
         created: list[str] = []
-        for _, node_id, element in fresh:
-            if getattr(element, "info", {}).get("kind") == "grad":
-                continue  # a leaf's .grad the script read: shown on the leaf, not as a node
+        nodes, deferred = self.nodes, self._deferred
+        for _, element in fresh:
             node = self._make_node(element)
-            self.nodes[node.id] = node
+            nodes[node.id] = node
             created.append(node.id)
             self._connect(node, element)
             # leaves, their AccumulateGrad and ops fed only by those (weight.t()) wait for their
             # first user, then sit just above it
             if self._waits(node):
-                self._deferred.append(node.id)
+                deferred.append(node.id)
             else:
                 self._place(node)
         self._extra_edges()
@@ -210,9 +211,11 @@ class Drawing:
         """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user."""
         if node.kind == "accumulate":
             return True
-        preds = [self.nodes[p] for p in node.preds if p in self.nodes]
-        if any(p.placed for p in preds):
-            return False
+        nodes = self.nodes
+        preds = [nodes[p] for p in node.preds if p in nodes]
+        for p in preds:
+            if p.placed:
+                return False
         if not preds:
             return self._deferrable(node)
         return node.kind == "op" and all(p.kind == "accumulate" for p in preds)
@@ -267,11 +270,14 @@ class Drawing:
                 leaf_id = run._current_tensor_node.get(op.leaf)
                 if leaf_id in self.nodes:
                     self._edge(leaf_id, node.id, "accumulate", op.born)
+            output_of, nodes = self._output_of_op, self.nodes
             for child, _ in op.next:
                 if child is None:
                     continue
-                src = self._output_of_op.get(child, f"op{child}")
-                if src in self.nodes:
+                src = output_of.get(child)
+                if src is None:
+                    src = f"op{child}"
+                if src in nodes:
                     self._edge(src, node.id, "flow", op.born)
         elif node.kind in ("intermediate",):
             producer = f"op{element.grad_fn}"
@@ -294,17 +300,23 @@ class Drawing:
         self._processed_edges = len(run.edges)
 
     def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
-        source_node = self.nodes.get(source)
-        target_node = self.nodes.get(target)
+        nodes = self.nodes
+        source_node = nodes.get(source)
+        target_node = nodes.get(target)
         if source_node is not None and not source_node.placed and target_node is not None and target_node.placed:
             self._place_above(source_node, target_node)  # a leaf seen first as this op's input
         key = (source, target, kind)
-        if key in self._edge_keys:
+        keys = self._edge_keys
+        if key in keys:
             return
-        self._edge_keys.add(key)
+        keys.add(key)
         edge = DrawEdge(source, target, kind, born, label)
         self.edges.append(edge)
-        self._out.setdefault(source, []).append(edge)
+        out = self._out.get(source)
+        if out is None:
+            self._out[source] = [edge]
+        else:
+            out.append(edge)
         if target_node is not None and source not in target_node.preds:
             target_node.preds.append(source)
 
@@ -332,18 +344,23 @@ class Drawing:
 
     def _place(self, node: DrawNode) -> None:
         self._name_late(node)  # its module decides which rows it may take
-        placed = [self.nodes[p] for p in node.preds if p in self.nodes and self.nodes[p].placed]
-        waiting = [self.nodes[p] for p in node.preds if p in self.nodes and not self.nodes[p].placed]
-        if placed:
+        nodes = self.nodes
+        placed, waiting = [], []
+        for p in node.preds:
+            pred = nodes.get(p)
+            if pred is not None:
+                (placed if pred.placed else waiting).append(pred)
+        if len(placed) == 1:  # (most nodes: one input drawn)
+            layer, want = placed[0].layer + 1, placed[0].slot
+        elif placed:
             layer = max(p.layer for p in placed) + 1
             want = round(sum(p.slot for p in placed) / len(placed))
         else:
             layer = 2 if waiting else 0
             want = None  # a new, independent computation: the leftmost column free below
-        if waiting and layer < 2 and not placed:
-            layer = 2
-        layer = max(layer, self._chain_floor(node, 0))
-        reach = 1 + max((self._chain_depth(p) for p in waiting), default=0)  # rows it and its leaves take
+        if waiting:
+            layer = max(layer, self._chain_floor(node, 0))  # (a node with no waiting pred has no chain)
+        reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
         for _ in range(1000):
             if not self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
                 break
@@ -382,7 +399,10 @@ class Drawing:
 
     def _chain_depth(self, node: DrawNode) -> int:
         """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``)."""
-        below = [self._chain_depth(self.nodes[p]) for p in node.preds if p in self.nodes and not self.nodes[p].placed]
+        if not node.preds:
+            return 1
+        nodes = self.nodes
+        below = [self._chain_depth(nodes[p]) for p in node.preds if p in nodes and not nodes[p].placed]
         return 1 + max(below, default=0)
 
     def _related(self, a: str, b: str) -> bool:
@@ -445,19 +465,32 @@ class Drawing:
 
     def _put(self, node: DrawNode, layer: int, want: int) -> None:
         self._name_late(node)
-        taken = self._occupied.setdefault(layer, {})
+        taken = self._occupied.get(layer)
+        if taken is None:
+            taken = self._occupied[layer] = {}
         slot = want
-        for distance in range(0, 100000):
-            if self._free(taken, want + distance, node.born):
-                slot = want + distance
-                break
-            if distance and self._free(taken, want - distance, node.born):
-                slot = want - distance
-                break
+        if want in taken:
+            for distance in range(0, 100000):
+                if self._free(taken, want + distance, node.born):
+                    slot = want + distance
+                    break
+                if distance and self._free(taken, want - distance, node.born):
+                    slot = want - distance
+                    break
         taken[slot] = node.id
         node.layer, node.slot, node.placed = layer, slot, True
-        x0, y0, x1, y1 = self._bounds or (node.x, node.y, node.x, node.y)
-        self._bounds = (min(x0, node.x), min(y0, node.y), max(x1, node.x), max(y1, node.y))
+        extent = self._extent
+        if extent is None:
+            self._extent = [slot, layer, slot, layer]
+        else:
+            if slot < extent[0]:
+                extent[0] = slot
+            elif slot > extent[2]:
+                extent[2] = slot
+            if layer < extent[1]:
+                extent[1] = layer
+            elif layer > extent[3]:
+                extent[3] = layer
         if node.module is not None:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self.order.append(node.id)
@@ -628,12 +661,19 @@ class Drawing:
 
     def bounds(self) -> tuple[float, float, float, float]:
         """Left, top, right, bottom of every placed node's centre (kept up to date as nodes are placed)."""
-        return self._bounds or (0.0, 0.0, 0.0, 0.0)
+        extent = self._extent
+        if extent is None:
+            return 0.0, 0.0, 0.0, 0.0
+        return extent[0] * SLOT_WIDTH, extent[1] * LAYER_HEIGHT, extent[2] * SLOT_WIDTH, extent[3] * LAYER_HEIGHT
+
+
+def _born(item: tuple) -> int:
+    return item[0]
 
 
 def _shape_text(info: dict) -> str:
     shape = info.get("shape") or []
-    dims = "×".join(str(d) for d in shape) if shape else "scalar"
+    dims = "×".join(map(str, shape)) if shape else "scalar"
     values = info.get("values")
     if values is not None and len(values) == 1:
         return f"{dims} = {summary_text({'shape': [], 'values': values})}"

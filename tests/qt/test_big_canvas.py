@@ -9,6 +9,7 @@ from PySide6.QtCore import QPointF
 
 from graphview.core.options import RunOptions
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE
+from graphview.qt.canvas.style import NODE_H
 
 DEEP_MLP = """
 import torch
@@ -121,3 +122,125 @@ def test_long_jumps_show_what_the_drawing_says_is_there(big):
         assert scene._visible == shown_at(scene, index)
         for node_id, item in scene.node_items.items():
             assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+
+
+def test_items_taken_away_are_used_again_for_the_nodes_the_view_comes_to(big, qtbot):
+    scene, view = big.scene, big.view
+    scene.boxes.set_all(set())  # every box open: the nodes themselves are drawn
+    rect = scene.sceneRect()
+    view.centerOn(QPointF(rect.center().x(), rect.top()))
+    before = {id(item) for item in scene.node_items.values()}
+    view.centerOn(QPointF(rect.center().x(), rect.bottom() - 300))
+    after = scene.node_items
+    assert before & {id(item) for item in after.values()}  # the same objects, given other nodes
+    for node_id, item in after.items():
+        node = scene.drawing.nodes[node_id]
+        assert item.node is node and item.kind in (node.kind, "output")
+        assert (item.pos().x(), item.pos().y()) == scene.place_of(node_id)
+        assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+    for edge in scene.edge_items:  # each edge item runs between its own edge's nodes
+        assert (edge.source.node.id, edge.target.node.id) == (edge.edge.source, edge.edge.target)
+        assert edge.source is after[edge.edge.source] and edge.target is after[edge.edge.target]
+        assert edge.path().pointAtPercent(0).y() == edge.source.pos().y() + NODE_H / 2 or edge.rerouted
+
+
+def test_a_jump_makes_the_items_seen_first_and_the_margin_once_the_view_rests(big, qtbot):
+    scene, view = big.scene, big.view
+    scene.boxes.set_all(set())
+    rect = scene.sceneRect()
+    view.centerOn(QPointF(rect.center().x(), rect.top()))
+    qtbot.waitUntil(lambda: not view._widen.isActive(), timeout=5000)
+    view.centerOn(QPointF(rect.center().x(), rect.center().y()))  # far from every item
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert scene.region.contains(seen) and scene.region.height() < seen.height() * 2
+    qtbot.waitUntil(lambda: scene.region.height() >= seen.height() * 3 - 1, timeout=5000)
+    below = seen.translated(0, seen.height())  # a viewport further down has its items before it is seen
+    assert any(below.contains(item.pos()) for item in scene.node_items.values())
+
+
+STEPS = """
+import torch
+torch.manual_seed(0)
+layers = [torch.nn.Linear(4, 4) for _ in range(150)]
+for step in range(3):
+    h = torch.randn(2, 4)
+    for layer in layers:
+        h = torch.tanh(layer(h))
+    loss = h.sum()
+    loss.backward()
+    del loss, h
+"""
+
+
+def test_what_is_shown_stays_true_while_a_big_run_grows_in_slices(qtbot, tmp_path):
+    """The lifetimes of a growing run are kept up to date in place: after each slice, a long jump
+    of the cursor shows exactly the nodes the drawing says exist there (each step's graph is
+    destroyed in a later slice than the one that made it)."""
+    from graphview.capture.script import run_script
+    from graphview.core.run import Run
+    from graphview.qt.canvas import GraphScene, GraphView
+
+    (tmp_path / "steps.py").write_text(STEPS)
+    events: list[dict] = []
+    run_script(str(tmp_path / "steps.py"), events.append)
+    assert sum(e.get("ev") == "node_dead" for e in events) > 1000
+    run = Run([])
+    scene = GraphScene()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(900, 700)
+    view.show()
+    scene.set_run(run)
+    checked = 0
+    for start in range(0, len(events), len(events) // 7):
+        for event in events[start:start + len(events) // 7]:
+            run.add(event)
+        scene.grow()
+        if not scene.virtual:
+            continue
+        for index in (len(run.events) - 1, len(run.events) // 3, 0):
+            scene.set_cursor(index)
+            assert scene._visible == shown_at(scene, index)
+            checked += 1
+    assert checked >= 6
+
+
+def test_a_picture_too_small_for_nodes_shows_the_cells_that_hold_shown_nodes(big):
+    """The overview of a big graph: nodes under two pixels wide are drawn as the cells of the
+    index of places that hold a shown node, in that node's colours; empty cells stay empty."""
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QImage, QPainter
+
+    from graphview.qt.canvas.style import colors
+
+    scene = big.scene
+    scene.boxes.set_all(set())
+    big.set_cursor(big.run.ops[len(big.run.ops) // 2][0])  # the later half of the graph is not made yet
+    source = scene.sceneRect()
+    scale = 1.0 / 200  # a node 172 units wide: under a pixel
+    image = QImage(int(source.width() * scale) + 1, int(source.height() * scale) + 1, QImage.Format_ARGB32)
+    image.fill(Qt.transparent)
+    painter = QPainter(image)
+    scene.render(painter, QRectF(0, 0, source.width() * scale, source.height() * scale), source, Qt.IgnoreAspectRatio)
+    painter.end()
+    background = colors().q("background")
+    shown = [n for n in scene.placed_ids() if n in scene._visible]
+    hidden = [n for n in scene.placed_ids() if n not in scene._visible]
+    assert shown and hidden
+    step = scene.GRID
+    for node_id in shown[:: max(1, len(shown) // 40)]:
+        x, y = scene.place_of(node_id)
+        cx, cy = (x // step + 0.5) * step, (y // step + 0.5) * step  # the middle of its cell
+        pixel = image.pixelColor(int((cx - source.left()) * scale), int((cy - source.top()) * scale))
+        assert pixel.alpha() > 0 and pixel != background
+    cells_with_shown = {(int(scene.place_of(n)[0] // step), int(scene.place_of(n)[1] // step)) for n in shown}
+    empty = 0
+    for node_id in hidden:  # a cell holding only nodes not shown at the cursor is not drawn
+        x, y = scene.place_of(node_id)
+        cell = (int(x // step), int(y // step))
+        if cell not in cells_with_shown:
+            cx, cy = (cell[0] + 0.5) * step, (cell[1] + 0.5) * step
+            pixel = image.pixelColor(int((cx - source.left()) * scale), int((cy - source.top()) * scale))
+            assert pixel.alpha() == 0 or pixel == background
+            empty += 1
+    assert empty

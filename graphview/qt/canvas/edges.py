@@ -17,6 +17,12 @@ from graphview.qt.canvas.style import NODE_H, colors
 class EdgeItem(QGraphicsPathItem):
     def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         super().__init__()
+        self.setZValue(1)
+        self.bind(edge, source, target, clear)
+
+    def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
+        """Draw ``edge`` between two node items, as a new item would (an item a big scene took
+        away is used again)."""
         self.edge = edge
         self.label = edge.label
         self.source, self.target = source, target
@@ -24,7 +30,6 @@ class EdgeItem(QGraphicsPathItem):
         self.freed = False
         self.rerouted = False
         self.route_between_nodes()
-        self.setZValue(1)
         self._style()
 
     def default_route(self) -> None:

@@ -20,17 +20,22 @@ class NodeItem(QGraphicsItem):
 
     def __init__(self, node: DrawNode) -> None:
         super().__init__()
+        self.setFlag(QGraphicsItem.ItemIsSelectable, True)
+        self.setAcceptHoverEvents(True)
+        self.setCursor(Qt.PointingHandCursor)
+        self.setZValue(2)
+        self.bind(node)
+
+    def bind(self, node: DrawNode) -> None:
+        """Show ``node``, as a new item would (an item a big scene took away is used again)."""
         self.node = node
         self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
         self.grad: str | None = None
         self.setPos(node.x, node.y)
-        self.setFlag(QGraphicsItem.ItemIsSelectable, True)
-        self.setAcceptHoverEvents(True)
-        self.setCursor(Qt.PointingHandCursor)
-        self.setZValue(2)
         self._tooltip()
+        self.update()
 
     def _tooltip(self) -> None:
         n = self.node

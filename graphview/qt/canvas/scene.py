@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
-from graphview.core.drawing import Drawing
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
 from graphview.core.run import Run
-from graphview.qt.canvas.edges import EdgeItem, LabeledEdgeItem
+from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.canvas.lifetimes import Lifetimes
 from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.pool import ItemPool
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
@@ -33,30 +33,6 @@ from graphview.qt.formatting import short_value
 VIRTUAL_ABOVE = 3000
 #: side of a cell of the index of node places, in scene units
 GRID = 800.0
-
-
-class Lifetimes:
-    """When each placed node of a finished run is born and destroyed, as arrays: which nodes are
-    shown at a cursor is then one comparison for all of them (made again when the run grew)."""
-
-    def __init__(self, scene: "GraphScene") -> None:
-        self.scene = scene
-        self._key: tuple[int, int] | None = None
-
-    def shown_at(self, index: int) -> set[str]:
-        scene = self.scene
-        drawing = scene.drawing
-        key = (len(scene._placed), len(scene.run.events))
-        if key != self._key:
-            self._key = key
-            self.ids = list(scene._placed)
-            nodes = drawing.nodes
-            self.born = np.array([nodes[n].born for n in self.ids], dtype=np.int64)
-            deaths = [drawing.dead_index(nodes[n]) for n in self.ids]
-            self.dead = np.array([d if d is not None else np.iinfo(np.int64).max for d in deaths], dtype=np.int64)
-        chosen = np.nonzero((self.born <= index) & (self.dead > index))[0]
-        ids = self.ids
-        return {ids[i] for i in chosen.tolist()}
 
 
 class GraphScene(QGraphicsScene):
@@ -79,6 +55,7 @@ class GraphScene(QGraphicsScene):
         self._region_bounds: tuple[float, float, float, float] | None = None  # its left, top, right, bottom
         self._grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
         self.sketch = SketchItem(self)
+        self._pool = ItemPool()  # items taken away near a view that moved on, to be used again
         self._lifetimes = Lifetimes(self)
         self._edges_into: dict[str, list[EdgeItem]] = {}
         self._waiting: list[str] = []
@@ -172,44 +149,53 @@ class GraphScene(QGraphicsScene):
         unplaced = []
         waiting = self._waiting
         # a big scene makes few items: it takes in more nodes a slice, but not without bound
-        limit = None if budget is None else (budget * 25 if self.virtual else budget)
-        while taken < len(waiting) and (limit is None or (made if not self.virtual else taken) < limit):
+        virtual = self.virtual
+        limit = None if budget is None else (budget * 25 if virtual else budget)
+        nodes, tensor_nodes = self.drawing.nodes, self.drawing.run.tensor_nodes
+        placed, taken_in, blocked, of_op = self._placed, self._taken, self._edges_blocked, self._tensors_of_op
+        while taken < len(waiting) and (limit is None or (made if not virtual else taken) < limit):
             node_id = waiting[taken]
             taken += 1
-            node = self.drawing.nodes[node_id]
+            node = nodes[node_id]
             if not node.placed:  # a leaf still waiting for its first user: no position yet
                 unplaced.append(node_id)
                 continue
-            self._placed.append(node_id)
-            self._taken.add(node_id)
-            if len(self._placed) == VIRTUAL_ABOVE + 1 and self.region is None:
-                self._ask_views_for_region()  # big from now on: items only where a view looks
+            placed.append(node_id)
+            taken_in.add(node_id)
+            if len(placed) == VIRTUAL_ABOVE + 1:
+                if self.region is None:
+                    self._ask_views_for_region()  # big from now on: items only where a view looks
+                virtual = self.virtual
             if self._grid is not None:
                 self._index(node_id)
-            tnode = self.drawing.run.tensor_nodes.get(node_id)
+            tnode = tensor_nodes.get(node_id)
             if tnode is not None and tnode.grad_fn is not None:
-                self._tensors_of_op.setdefault(tnode.grad_fn, []).append(node_id)
-            if not self.virtual or self._in_region(node_id):
+                of_op.setdefault(tnode.grad_fn, []).append(node_id)
+            if not virtual or self._in_region(node_id):
                 self._make_item(node_id, node.born <= self.cursor)
                 made += 1
-            for number in self._edges_blocked.pop(node_id, ()):
-                self._take_edge(number)  # an edge that waited for this node
+            if node_id in blocked:
+                for number in blocked.pop(node_id):
+                    self._take_edge(number)  # an edge that waited for this node
         self._waiting = unplaced + waiting[taken:]
         edges = self.drawing.edges
-        while self._edges_done < len(edges):
-            self._edges_done += 1
-            self._take_edge(self._edges_done - 1)
+        for number in range(self._edges_done, len(edges)):
+            self._take_edge(number)
+        self._edges_done = len(edges)
         if self.region is None and len(self._placed) > VIRTUAL_ABOVE:
             self._ask_views_for_region()
         if self.virtual and len(self.node_items) > 2 * VIRTUAL_ABOVE:
             self._sync_region()  # the drawing just became big: items only near the view from now on
+        if self.virtual and (not self.live or self.patient):
+            # a slice's worth now (a trace being read too), not the whole run at the next long jump
+            self._lifetimes.grow()
         self.fit_scene_rect()
         return any(self.drawing.nodes[n].placed for n in self._waiting)
 
     # ------------------------------------------------------------------ items, made where they are seen
     def _make_item(self, node_id: str, visible: bool, update: bool = False) -> NodeItem:
         node = self.drawing.nodes[node_id]
-        item = NodeItem(node)
+        item = self._pool.node_item(node)
         where = self.place_of(node_id)
         if where is not None:
             item.setPos(*where)
@@ -227,13 +213,22 @@ class GraphScene(QGraphicsScene):
         """Take in drawing edge ``number`` once both its nodes are taken in (until then it waits
         for the missing one, without holding up the edges after it)."""
         edge = self.drawing.edges[number]
-        for end in (edge.source, edge.target):
-            if end not in self._taken:
+        source, target = edge.source, edge.target
+        taken = self._taken
+        for end in (source, target):
+            if end not in taken:
                 self._edges_blocked.setdefault(end, []).append(number)
                 return
-        self._edge_ids_of.setdefault(edge.source, []).append(number)
-        self._edge_ids_of.setdefault(edge.target, []).append(number)
-        self._make_edge(number, initial=True)
+        ids_of = self._edge_ids_of
+        for end in (source, target):
+            numbers = ids_of.get(end)
+            if numbers is None:
+                ids_of[end] = [number]
+            else:
+                numbers.append(number)
+        items = self.node_items
+        if source in items and target in items:  # (a big scene: most nodes have no item)
+            self._make_edge(number, initial=True)
 
     def _make_edge(self, number: int, initial: bool = False) -> None:
         edge = self.drawing.edges[number]
@@ -244,7 +239,7 @@ class GraphScene(QGraphicsScene):
         half = NODE_W / 2 + 12
         clear = (layout.path_clear(edge.source, edge.target, half) if layout is not None
                  else self.drawing.path_clear(source.node, target.node, half))
-        item = (LabeledEdgeItem if edge.label else EdgeItem)(edge, source, target, clear=clear)
+        item = self._pool.edge_item(edge, source, target, clear)
         self._edge_item_of[number] = item
         self._edges_into.setdefault(edge.target, []).append(item)
         self._edges_from.setdefault(edge.source, []).append(item)
@@ -268,8 +263,10 @@ class GraphScene(QGraphicsScene):
                     items.remove(edge_item)
             if edge_item.scene() is not None:
                 self.removeItem(edge_item)
+            self._pool.give_back(edge_item)
         if item.scene() is not None:
             self.removeItem(item)
+        self._pool.give_back(item)
 
     def place_of(self, node_id: str) -> tuple[float, float] | None:
         """Where a node is drawn now: its cell in the layout (a node inside a shut box: that box's),
@@ -281,6 +278,15 @@ class GraphScene(QGraphicsScene):
         return node.x, node.y
 
     def _index(self, node_id: str) -> None:
+        if self.boxes.layout is None:  # (the common case, inline: a big graph indexes every node)
+            node = self.drawing.nodes[node_id]
+            key = (int(node.slot * SLOT_WIDTH // GRID), int(node.layer * LAYER_HEIGHT // GRID))
+            cell = self._grid.get(key)
+            if cell is None:
+                self._grid[key] = [node_id]
+            else:
+                cell.append(node_id)
+            return
         where = self.place_of(node_id)
         if where is not None:
             self._grid.setdefault((int(where[0] // GRID), int(where[1] // GRID)), []).append(node_id)
@@ -295,17 +301,37 @@ class GraphScene(QGraphicsScene):
         bounds = self._region_bounds
         if bounds is None:
             return self.region is None
+        if self.boxes.layout is None:  # at its drawing place (inline: called for every node a big graph takes in)
+            node = self.drawing.nodes[node_id]
+            x, y = node.slot * SLOT_WIDTH, node.layer * LAYER_HEIGHT
+            return bounds[0] <= x <= bounds[2] and bounds[1] <= y <= bounds[3]
         where = self.place_of(node_id)
         # plain comparisons: a call into Qt per node would hand the interpreter lock to a thread
         # reading a trace and wait to get it back, thousands of times a slice
         return where is not None and bounds[0] <= where[0] <= bounds[2] and bounds[1] <= where[1] <= bounds[3]
 
-    def ids_in(self, rect: QRectF) -> list[str]:
-        """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
+    #: side of a cell of the index of places (scene units)
+    GRID = GRID
+
+    def cells_in(self, rect: QRectF) -> list[tuple[tuple[int, int], list[str]]]:
+        """The cells of the index of places that meet ``rect``: ((column, row), node ids placed there)."""
+        grid = self._built_grid()
+        x0, x1 = int(rect.left() // GRID), int(rect.right() // GRID)
+        y0, y1 = int(rect.top() // GRID), int(rect.bottom() // GRID)
+        if (x1 - x0 + 1) * (y1 - y0 + 1) > len(grid):
+            return [(cell, ids) for cell, ids in grid.items() if x0 <= cell[0] <= x1 and y0 <= cell[1] <= y1]
+        return [((gx, gy), grid[(gx, gy)]) for gx in range(x0, x1 + 1) for gy in range(y0, y1 + 1) if (gx, gy) in grid]
+
+    def _built_grid(self) -> dict[tuple[int, int], list[str]]:
         if self._grid is None:
             self._grid = {}
             for node_id in self._placed:
                 self._index(node_id)
+        return self._grid
+
+    def ids_in(self, rect: QRectF) -> list[str]:
+        """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
+        self._built_grid()
         found = []
         for gx in range(int(rect.left() // GRID), int(rect.right() // GRID) + 1):
             for gy in range(int(rect.top() // GRID), int(rect.bottom() // GRID) + 1):
@@ -371,6 +397,12 @@ class GraphScene(QGraphicsScene):
             for item in self.node_items.values():
                 if item.isVisible():
                     rect = rect.united(item.sceneBoundingRect())
+        elif self.boxes.layout is None and not self.live and self.run is not None:
+            extent = self._lifetimes.extent_at(self.cursor)  # every node at its drawing place
+            if extent is not None:
+                x0, y0, x1, y1 = extent
+                probe = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # a NodeItem's bounds
+                rect = QRectF(x0 + probe.left(), y0 + probe.top(), x1 - x0 + probe.width(), y1 - y0 + probe.height())
         else:
             xs, ys = [], []
             hidden = self.boxes._hidden_by
@@ -423,10 +455,12 @@ class GraphScene(QGraphicsScene):
         if incremental:
             ids = [i for i in self._touched(min(previous, index), max(previous, index)) if i in self._taken]
         elif self.virtual and not self.live and self.run is not None:
-            # a big finished run: which nodes are shown at once, for all of them; then only those
-            # that changed and those that have an item are revisited
+            # a big finished run: which nodes are shown, at once for all of them; then only the
+            # items and the nodes near the view are revisited
             shown = self._lifetimes.shown_at(index)
-            ids = list((shown ^ self._visible) | set(self.node_items))
+            self._visible = shown
+            near = [n for n in self.ids_in(self.region) if n in shown] if not self.region.isEmpty() else []
+            ids = list(set(self.node_items).union(near))
         else:
             ids = self._placed
         self._fresh.clear()

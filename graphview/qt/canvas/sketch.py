@@ -18,6 +18,9 @@ from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: how far an edge may reach out of the painted area and still be drawn (scene units)
 EDGE_REACH = 600.0
+#: below this size of a node on the screen (pixels wide), each cell of the scene's index of places
+#: that holds a shown node is drawn as one box instead of its nodes (the overview of a big graph)
+CELLS_BELOW_PX = 2.0
 
 
 class SketchItem(QGraphicsItem):
@@ -65,7 +68,17 @@ class SketchItem(QGraphicsItem):
             self._states.clear()
             self._cursor = scene.cursor
         exposed = option.exposedRect if option.exposedRect.isValid() else self._bounds
+        if painter.hasClipping():  # scene.render (the overview, exports) exposes the whole item: its clip says what is drawn
+            clip = painter.clipBoundingRect()
+            if clip.isValid():
+                exposed = exposed.intersected(clip)
         area = exposed.adjusted(-NODE_W, -NODE_H, NODE_W, NODE_H)
+        region = scene.region
+        if region is not None and region.contains(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH)):
+            return  # every shown node there, and every edge it could draw there, has an item
+        if option.levelOfDetailFromTransform(painter.worldTransform()) * NODE_W < CELLS_BELOW_PX:
+            self._paint_cells(painter, area)
+            return
         nodes = scene.drawing.nodes
         shown = scene._visible
         hidden = scene.boxes._hidden_by
@@ -119,3 +132,25 @@ class SketchItem(QGraphicsItem):
                 painter.setPen(QPen(c.border_of(kind), 1.4))
                 painter.setBrush(c.fill_of(kind))
             painter.drawRects(rects)  # tensors' pills as boxes too: one call per colour
+
+    def _paint_cells(self, painter, area: QRectF) -> None:
+        """Nodes smaller than a pixel or two: each cell of the index of places that holds a shown
+        node (one a box does not hide) as one box in that node's colours, so the picture of a
+        graph of 10^5 nodes costs its cells, not its nodes."""
+        scene = self._scene
+        grid = scene.cells_in(area)
+        shown = scene._visible
+        hidden = scene.boxes._hidden_by
+        nodes = scene.drawing.nodes
+        step = scene.GRID
+        boxes: dict[str, list[QRectF]] = {}
+        for (gx, gy), ids in grid:
+            for node_id in ids:
+                if node_id in shown and node_id not in hidden:
+                    boxes.setdefault(nodes[node_id].kind, []).append(QRectF(gx * step, gy * step, step, step))
+                    break
+        c = colors()
+        painter.setPen(Qt.NoPen)
+        for kind, rects in boxes.items():
+            painter.setBrush(c.border_of(kind))
+            painter.drawRects(rects)

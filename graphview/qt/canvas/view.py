@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QGraphicsView, QMenu
 
@@ -20,6 +20,8 @@ from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 FIT_MARGIN = 40
 #: below this zoom a big graph has no items at all: its sketch draws it (no text could be read)
 SKETCH_BELOW = 0.3
+#: after a jump, items are made around what is seen only once the view has rested this long
+WIDEN_AFTER_MS = 120
 
 
 class GraphView(QGraphicsView):
@@ -41,13 +43,17 @@ class GraphView(QGraphicsView):
         self.message = ""
         self.cursor_index = -1  # the session's cursor: the overview keeps clear of its node
         self.overview = Overview(self)
+        self._widen = QTimer(self)  # a jump made items only for what is seen: the margin comes at rest
+        self._widen.setSingleShot(True)
+        self._widen.setInterval(WIDEN_AFTER_MS)
+        self._widen.timeout.connect(lambda: self.update_region(widen=True))
         self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
         scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
         scene.boxes.sigRelaid.connect(self._keep_box_in_place)
         scene.sceneRectChanged.connect(self._scene_grew)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
-            bar.valueChanged.connect(self.update_region)
-            bar.rangeChanged.connect(self.update_region)
+            bar.valueChanged.connect(lambda *_: self.update_region())  # (not the bar's value as ``widen``)
+            bar.rangeChanged.connect(lambda *_: self.update_region())
         from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
 
         changes().changed.connect(self.apply_theme)
@@ -102,10 +108,15 @@ class GraphView(QGraphicsView):
             self.overview.schedule()
         self.overview.sync()  # placed in a corner clear of the nodes being shown
 
-    def update_region(self) -> None:
+    def update_region(self, widen: bool = False) -> None:
         """A big graph makes items only where this view looks and around it (a viewport each
         side, so a pan reaches items before it reaches the sketch); zoomed out beyond reading,
-        none at all. Called as the view scrolls, zooms or resizes."""
+        none at all. Called as the view scrolls, zooms or resizes.
+
+        A jump (a view that lands clear of every item: an overview click, a search hit, a long
+        scroll) first makes the items of what is seen and a quarter viewport around it; the
+        rest of the margin comes once the view has rested (``widen``), so a run of jumps pays
+        for what each shows, not for nine viewports each."""
         scene = self.scene()
         if scene is None or len(scene._placed) <= VIRTUAL_ABOVE:
             return
@@ -115,11 +126,20 @@ class GraphView(QGraphicsView):
             return
         seen = self.mapToScene(self.viewport().rect()).boundingRect()
         region = scene.region
-        if region is not None and not region.isEmpty() and region.contains(seen) \
+        w, h = seen.width(), seen.height()
+        full = seen.adjusted(-w, -h, w, h)
+        landed = region is None or region.isEmpty() or not region.intersects(seen)
+        if widen:
+            if region is not None and not region.isEmpty() and region.contains(full.adjusted(w / 4, h / 4, -w / 4, -h / 4)):
+                return  # the margin is there already
+        elif region is not None and not region.isEmpty() and region.contains(seen) \
                 and region.width() <= seen.width() * 4:
             return  # still well inside what has items
-        w, h = seen.width(), seen.height()
-        scene.set_region(seen.adjusted(-w, -h, w, h))
+        if landed and not widen:
+            scene.set_region(seen.adjusted(-w / 4, -h / 4, w / 4, h / 4))
+            self._widen.start()
+            return
+        scene.set_region(full)
 
     def setTransform(self, *args, **kwargs) -> None:
         super().setTransform(*args, **kwargs)

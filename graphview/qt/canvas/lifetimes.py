@@ -1,0 +1,113 @@
+"""Lifetimes: when each placed node of a run is born and destroyed, and where it is drawn.
+
+Kept as arrays, so which nodes are shown at a cursor (and the extent they take on the canvas) is
+one comparison for all of them, not a call per node: a big run's open and every long jump of its
+cursor look at every node. The arrays grow with the scene: a node's birth and place never change
+once it is placed, and its death, once known, neither; so when the run grew only the new nodes,
+and those whose death was not known yet, are looked at again (a trace being read grows the run
+hundreds of times): most die with an autograd node, whose death is one lookup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
+
+_NEVER = np.iinfo(np.int64).max
+
+
+class Lifetimes:
+    """Births, deaths and drawing places of the placed nodes of one scene's drawing."""
+
+    def __init__(self, scene) -> None:
+        self.scene = scene
+        self.ids: list[str] = []
+        self.born = np.zeros(0, dtype=np.int64)
+        self.dead = np.zeros(0, dtype=np.int64)
+        self.slots = np.zeros(0, dtype=np.int64)
+        self.layers = np.zeros(0, dtype=np.int64)
+        self.vids = np.zeros(0, dtype=np.int64)  # the autograd node each dies with (-1: none)
+        self._index_of: dict[str, int] = {}
+        self._pending = np.zeros(0, dtype=np.int64)  # nodes that die with an autograd node not dead yet
+        self._events = -1  # the run's length when the deaths were last looked at
+
+    def grow(self) -> None:
+        """Take in the nodes placed, and the deaths learnt, since the last call."""
+        self._arrays()
+
+    def _arrays(self) -> None:
+        scene = self.scene
+        placed, events = len(scene._placed), len(scene.run.events)
+        if placed == len(self.ids) and events == self._events:
+            return
+        if events != self._events:
+            self._learn_deaths()
+            self._events = events
+        if placed != len(self.ids):
+            self._take_new()
+
+    def _learn_deaths(self) -> None:
+        """Deaths not known before may be known now."""
+        drawing = self.scene.drawing
+        nodes, dead_index = drawing.nodes, drawing.dead_index
+        op_nodes = drawing.run.op_nodes
+        unknown = self._pending
+        if len(unknown):
+            ops = [op_nodes.get(v) for v in self.vids[unknown].tolist()]
+            self.dead[unknown] = [op.dead if op is not None and op.dead is not None else _NEVER for op in ops]
+            self._pending = unknown[self.dead[unknown] == _NEVER]
+        index_of = self._index_of
+        for node_id in drawing.derived:  # no-grad tensors made from others: they go with what they feed
+            i = index_of.get(node_id)
+            if i is not None and self.dead[i] == _NEVER:
+                death = dead_index(nodes[node_id])
+                if death is not None:
+                    self.dead[i] = death
+
+    def _take_new(self) -> None:
+        """The nodes placed since the last call: their births, places, deaths so far."""
+        scene = self.scene
+        drawing = scene.drawing
+        nodes, dead_index = drawing.nodes, drawing.dead_index
+        new = [nodes[n] for n in scene._placed[len(self.ids):]]
+        count = len(new)
+        for node in new:
+            self._index_of[node.id] = len(self.ids)
+            self.ids.append(node.id)
+        tensor_nodes = drawing.run.tensor_nodes
+        vids = []
+        for node in new:
+            if node.kind in ("op", "accumulate"):
+                vids.append(node.ref)
+            else:
+                tnode = tensor_nodes.get(node.id)
+                vids.append(tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1)
+        self.vids = np.concatenate([self.vids, np.array(vids, dtype=np.int64)])
+        deaths = (d if d is not None else _NEVER for d in map(dead_index, new))
+        self.born = np.concatenate([self.born, np.fromiter((n.born for n in new), np.int64, count)])
+        self.dead = np.concatenate([self.dead, np.fromiter(deaths, np.int64, count)])
+        self.slots = np.concatenate([self.slots, np.fromiter((n.slot for n in new), np.int64, count)])
+        self.layers = np.concatenate([self.layers, np.fromiter((n.layer for n in new), np.int64, count)])
+        first = len(self.ids) - count
+        fresh = np.nonzero((self.dead[first:] == _NEVER) & (self.vids[first:] >= 0))[0] + first
+        self._pending = np.concatenate([self._pending, fresh])
+
+    def _chosen(self, index: int) -> np.ndarray:
+        self._arrays()
+        return np.nonzero((self.born <= index) & (self.dead > index))[0]
+
+    def shown_at(self, index: int) -> set[str]:
+        """Ids of the placed nodes shown at ``index`` (born, not yet destroyed)."""
+        chosen = self._chosen(index)
+        ids = self.ids
+        return {ids[i] for i in chosen.tolist()}
+
+    def extent_at(self, index: int) -> tuple[float, float, float, float] | None:
+        """Left, top, right, bottom of the drawing places of the nodes shown at ``index`` (None: none)."""
+        chosen = self._chosen(index)
+        if not len(chosen):
+            return None
+        slots, layers = self.slots[chosen], self.layers[chosen]
+        return (float(slots.min()) * SLOT_WIDTH, float(layers.min()) * LAYER_HEIGHT,
+                float(slots.max()) * SLOT_WIDTH, float(layers.max()) * LAYER_HEIGHT)
