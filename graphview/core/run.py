@@ -408,9 +408,19 @@ class Run:
             node.freed = index
 
     def _on_accumulate(self, index: int, ev: dict) -> None:
-        self.grads.setdefault(ev["tid"], []).append(
-            GradEntry(index, self._step, "accumulate", ev.get("increment"), ev.get("grad"), ev.get("bid"))
-        )
+        increment, grad = self.accumulation(ev)
+        self.grads.setdefault(ev["tid"], []).append(GradEntry(index, self._step, "accumulate", increment, grad, ev.get("bid")))
+
+    def accumulation(self, ev: dict) -> tuple[dict | None, dict | None]:
+        """(increment, new ``.grad``) of an ``accumulate`` event. A missing ``increment`` is the
+        gradient the node's ``bw_node`` showed arriving; a missing ``grad`` is the increment."""
+        if "increment" in ev:
+            increment = ev["increment"]
+        else:
+            call = self.backwards.get(ev.get("bid"))
+            arrived = call.grads_in.get(ev.get("vid")) if call is not None else None
+            increment = arrived[0] if arrived else None
+        return increment, (ev["grad"] if "grad" in ev else increment)
 
     def _on_tensor_grad(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
