@@ -115,7 +115,9 @@ class TensorIdentity(RecorderState):
     def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True, summary: dict | None = None) -> list:
         """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed.
 
-        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it."""
+        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it;
+        ``{}`` when the caller emits the value in an event right after (the optimizer's ``value``):
+        the tensor event then says only what changed, without encoding the values twice."""
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)

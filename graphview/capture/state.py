@@ -75,6 +75,9 @@ class RecorderState:
     def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
                  sample_cuda: bool | None = None) -> None:
         self._emit_fn = emit
+        # the emitter's "write what you hold": called where control goes back to the script (an
+        # op returned), so a crash in the script's next line loses nothing (see runner.EventPipe)
+        self.handover: Callable[[], None] = getattr(emit, "handover", None) or _nothing
         self.script = os.path.abspath(script)
         self.options = options or RunOptions()
         self._lock = threading.RLock()
@@ -288,6 +291,10 @@ class RecorderState:
             "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
         }
+
+
+def _nothing() -> None:
+    return None
 
 
 def _tensor_ids(args, kwargs) -> set:
