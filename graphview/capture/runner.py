@@ -44,6 +44,7 @@ class EventPipe:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        _widen_pipe(fd)
         self._dumps = event_encoder()
         self._lines: list[str] = []
         self._since = time.perf_counter()
@@ -92,6 +93,17 @@ class EventPipe:
             os.close(self._fd)
         except OSError:
             pass
+
+
+def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Give a pipe room for a step's events (Linux: 64 KiB by default), so the script does not
+    wait while the parent, busy on the other core, has not read them yet."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (ImportError, OSError, ValueError):  # not a pipe, not Linux, or above pipe-max-size
+        pass
 
 
 def event_encoder():

@@ -14,7 +14,6 @@ import sys
 import threading
 import weakref
 from typing import Any, Callable
-from weakref import KeyedRef
 
 import torch
 
@@ -32,6 +31,19 @@ _INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_paramet
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
 _DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
+
+
+class KeyedRef(weakref.ref):
+    """A weak reference that carries a key (``weakref.KeyedRef`` without its Python ``__new__``
+    and ``__init__``: made thousands of times a step, they cost more than the rest of it)."""
+
+    __slots__ = ("key",)
+
+
+def _keyed_ref(obj, callback, key) -> KeyedRef:
+    ref = KeyedRef(obj, callback)
+    ref.key = key
+    return ref
 
 
 class _Packed:
@@ -135,15 +147,15 @@ class RecorderState:
 
     def watch_node(self, life, vid: int) -> None:
         """``_node_died(vid)`` once ``life`` (in the node's metadata) dies with the node."""
-        self._watched.add(KeyedRef(life, self._on_node_gone, vid))
+        self._watched.add(_keyed_ref(life, self._on_node_gone, vid))
 
     def watch_packed(self, packed: "_Packed") -> None:
         """``_release(sid)`` once autograd drops the saved tensor ``packed`` stands for."""
-        self._watched.add(KeyedRef(packed, self._on_packed_gone, packed.sid))
+        self._watched.add(_keyed_ref(packed, self._on_packed_gone, packed.sid))
 
     def tensor_ref_to(self, t: torch.Tensor) -> KeyedRef:
         """A weak reference to ``t`` whose death removes its entry from ``_tensors``."""
-        return KeyedRef(t, self._on_tensor_gone, id(t))
+        return _keyed_ref(t, self._on_tensor_gone, id(t))
 
     # _node_died (identity.py) and _release (hooks/saved.py) say what a death means
     def _node_gone(self, ref: KeyedRef) -> None:
