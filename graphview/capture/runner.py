@@ -47,6 +47,7 @@ class EventPipe:
         _widen_pipe(fd)
         self._dumps = event_encoder()
         self._lines: list[str] = []
+        self._unsent = b""
         self._since = time.perf_counter()
         self.broken = False
         self._closed = False
@@ -56,7 +57,7 @@ class EventPipe:
 
     def _forked(self) -> None:
         self._off = True
-        self._lines = []
+        self._lines, self._unsent = [], b""
 
     def __call__(self, event: dict) -> None:
         if self._off:
@@ -70,17 +71,16 @@ class EventPipe:
 
     def handover(self) -> None:
         """Write what is buffered: control goes back to code that could crash the process."""
-        lines = self._lines
-        if not lines or self._off:
+        if self._off or not (self._lines or self._unsent):
             return
-        self._lines = []
-        lines.append("")
-        data = "\n".join(lines).encode("ascii")
+        data = self._unsent + ("\n".join(self._lines) + "\n").encode("ascii") if self._lines else self._unsent
+        # one statement that runs no Python code in between: a Stop (SIGTERM raises in this
+        # thread) loses no line and writes none twice; what a write left is sent first next time
+        self._unsent, self._lines = data, []
         self._since = time.perf_counter()
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view):]
+            while self._unsent:
+                self._unsent = self._unsent[os.write(self._fd, self._unsent):]
         except (BrokenPipeError, OSError, ValueError):  # the parent went away: finish quietly
             self.broken = self._off = True
 
