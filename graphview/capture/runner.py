@@ -22,6 +22,7 @@ from json.encoder import c_make_encoder, encode_basestring_ascii
 import os
 import signal
 import sys
+import threading
 import time
 
 from graphview.core.options import RunOptions
@@ -33,10 +34,11 @@ class EventPipe:
 
     Lines wait in a buffer while the recorder works inside one torch call and go out in one
     write when it hands control back to the script (:meth:`handover`: an op returned, backward
-    ended), at once for the script's output and the run's and steps' boundaries, and at
-    least every :data:`WRITE_EVERY_S` inside a long native call (a backward of thousands of
-    nodes): a crash there loses at most that much of its events. A write per event (11,000 a
-    step of a 256-layer MLP) cost more than the recording itself.
+    ended), at once for the script's output and the run's and steps' boundaries, and otherwise
+    within :data:`WRITE_EVERY_S` (a backward of thousands of nodes; nodes freed by the script's
+    ``del``, then a long stretch of plain Python: a small thread writes what waits). A crash in
+    native code loses at most that much of its events. A write per event (11,000 a step of a
+    256-layer MLP) cost more than the recording itself.
 
     Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
     parent has the script's native output before it learns that the run ended. A process forked
@@ -52,12 +54,17 @@ class EventPipe:
         self.broken = False
         self._closed = False
         self._off = False  # a closed, broken or forked-off pipe writes nothing
+        # the script's thread and the late-line writer; re-entered when a finaliser emits
+        self._lock = threading.RLock()
+        self._waiting = threading.Event()  # lines wait for a handover
         if hasattr(os, "register_at_fork"):  # not os.getpid() per event: a system call each
             os.register_at_fork(after_in_child=self._forked)
+        threading.Thread(target=self._write_late_lines, name="graphview-pipe", daemon=True).start()
 
     def _forked(self) -> None:
         self._off = True
         self._lines, self._unsent = [], b""
+        self._lock = threading.RLock()  # a fork may have copied it held
 
     def __call__(self, event: dict) -> None:
         if self._off:
@@ -65,18 +72,32 @@ class EventPipe:
         kind = event.get("ev")
         if kind == "run_end":
             flush_native_output()
-        self._lines.append(self._dumps(event))
-        if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
-            self.handover()
+        line = self._dumps(event)
+        with self._lock:
+            self._lines.append(line)
+            if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
+                self._write()
+            elif len(self._lines) == 1:
+                self._waiting.set()
 
     def handover(self) -> None:
         """Write what is buffered: control goes back to code that could crash the process."""
-        if self._off or not (self._lines or self._unsent):
+        if self._lines or self._unsent:
+            with self._lock:
+                self._write()
+
+    def _write(self) -> None:
+        if self._off:
             return
-        data = self._unsent + ("\n".join(self._lines) + "\n").encode("ascii") if self._lines else self._unsent
-        # one statement that runs no Python code in between: a Stop (SIGTERM raises in this
-        # thread) loses no line and writes none twice; what a write left is sent first next time
-        self._unsent, self._lines = data, []
+        lines = self._lines
+        if lines:
+            # no container is made from here to the clear (that could start the collector, whose
+            # finalisers emit: see NOTE [Deaths reported by finalisers]), and a Stop (SIGTERM raises
+            # in the script's thread) loses no line; what a write left goes first next time
+            self._unsent += ("\n".join(lines) + "\n").encode("ascii")
+            lines.clear()
+        if not self._unsent:
+            return
         self._since = time.perf_counter()
         try:
             while self._unsent:
@@ -84,11 +105,22 @@ class EventPipe:
         except (BrokenPipeError, OSError, ValueError):  # the parent went away: finish quietly
             self.broken = self._off = True
 
+    def _write_late_lines(self) -> None:
+        """Lines that no handover follows (the script freed a graph, then runs plain Python for a
+        while) are written :data:`WRITE_EVERY_S` after they came."""
+        while not self._closed:
+            self._waiting.wait()
+            time.sleep(WRITE_EVERY_S)
+            self._waiting.clear()
+            if self._lines:
+                self.handover()
+
     def close(self) -> None:
         if self._closed:
             return
         self.handover()
         self._closed = self._off = True
+        self._waiting.set()  # the writer thread ends
         try:
             os.close(self._fd)
         except OSError:

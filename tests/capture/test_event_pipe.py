@@ -75,3 +75,16 @@ def test_the_encoder_writes_what_json_does():
     event = {"ev": "tensor", "name": "poids_é", "stats": {"min": -1.5e-45, "max": 3.4028234663852886e38},
              "values": [0.1, -0.0, 1, True, None], "shape": [2, 3], "text": 'a "quoted"\nline', "odd": object()}
     assert event_encoder()(event) == json.dumps(event, separators=(",", ":"), default=str)
+
+
+def test_lines_no_handover_follows_are_written_soon(pipe):
+    """The script frees a graph (node deaths come from its `del`), then runs plain Python."""
+    pipe, read_fd = pipe
+    runner.WRITE_EVERY_S = 0.002  # the fixture's monkeypatch restores it
+    pipe({"ev": "node_dead", "vid": 7})
+    deadline = time.monotonic() + 5
+    seen = b""
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.005)
+        seen = _readable(read_fd)
+    assert json.loads(seen) == {"ev": "node_dead", "vid": 7}
