@@ -5,7 +5,8 @@
 For each model, steps alternate plain / recorded (interleaved, so machine noise hits both) and
 the script prints the median of each and their ratio. A recorded step does everything the
 runner does: the recorder's hooks, value summaries, and every event serialized to JSON and
-written to a pipe that another process drains. Target: at most 1.3x for the transformer.
+written to a pipe that another process drains (in the runner's writes: see EventPipe).
+Targets: at most 1.15x for the transformer, 3x for the 256-layer MLP.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from torch import nn  # noqa: E402
 
 from graphview.capture.recorder import Recorder  # noqa: E402
 from graphview.capture.runner import EventPipe  # noqa: E402
+
+
+#: recorded / plain step, at most (issue 14): the transformer, the 256-layer MLP
+TARGETS = (1.15, 3.0)
 
 
 def transformer():
@@ -78,6 +83,8 @@ def measure(name: str, make_step, reps: int) -> dict:
         counted["events"] += 1
         pipe(event)
 
+    emit.handover = pipe.handover  # as the runner's pipe: written where control goes back to the script
+
     step = make_step()
     recorder = Recorder(emit, __file__)
     for _ in range(2):  # warm up both paths
@@ -115,8 +122,9 @@ def main() -> None:
     for row in rows:
         print(f"{row['model']}\n    plain {row['plain_ms']:8.2f} ms   recorded {row['recorded_ms']:8.2f} ms   "
               f"ratio {row['ratio']:.2f}x   ({row['events_per_step']:.0f} events per step)")
-    target = rows[0]["ratio"] <= 1.3
-    print(f"target for the transformer: at most 1.30x -> {'met' if target else 'NOT met'}")
+    for row, target in zip(rows, TARGETS):
+        print(f"target for the {row['model'].split(' (')[0]}: at most {target:.2f}x -> "
+              f"{'met' if row['ratio'] <= target else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,19 @@ from graphview.capture.summaries import device_name, dtype_name, summarize
 
 
 class _Life:
-    """Put in a node's ``metadata``: it dies when autograd destroys the node (``watch_node``)."""
+    """Put in a node's ``metadata``: it dies when autograd destroys the node, and says so
+    (see NOTE [Deaths reported by finalisers] in state.py)."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("rec", "vid")
+
+    def __init__(self, rec, vid: int) -> None:
+        self.rec = rec  # a weak reference to the recorder
+        self.vid = vid
+
+    def __del__(self) -> None:
+        rec = self.rec()
+        if rec is not None:
+            rec._node_died(self.vid)
 
 
 class _Stale:
@@ -115,7 +125,9 @@ class TensorIdentity(RecorderState):
     def tensor_ref(self, t: torch.Tensor, line: int | None, pending: bool = True, summary: dict | None = None) -> list:
         """``[tid, version]`` of ``t``; emits a ``tensor`` event if it is new or changed.
 
-        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it."""
+        ``summary``: ``summarize(t, hist=True)`` of ``t`` as it is now, if the caller has it;
+        ``{}`` when the caller emits the value in an event right after (the optimizer's ``value``):
+        the tensor event then says only what changed, without encoding the values twice."""
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)
@@ -183,8 +195,7 @@ class TensorIdentity(RecorderState):
             if VID_KEY in md:
                 continue
             vid = md[VID_KEY] = next(self._vids)
-            life = md[LIFE_KEY] = _Life()
-            self.watch_node(life, vid)
+            md[LIFE_KEY] = _Life(self._self_ref, vid)
             stack.append((node, True))
             for child, _ in node.next_functions:
                 if child is not None and VID_KEY not in child.metadata:

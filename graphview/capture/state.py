@@ -14,7 +14,6 @@ import sys
 import threading
 import weakref
 from typing import Any, Callable
-from weakref import KeyedRef
 
 import torch
 
@@ -34,12 +33,25 @@ _DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
 
 
+class KeyedRef(weakref.ref):
+    """A weak reference that carries a key (``weakref.KeyedRef`` without its Python ``__new__``
+    and ``__init__``: made thousands of times a step, they cost more than the rest of it)."""
+
+    __slots__ = ("key",)
+
+
+def _keyed_ref(obj, callback, key) -> KeyedRef:
+    ref = KeyedRef(obj, callback)
+    ref.key = key
+    return ref
+
+
 class _Packed:
     """What autograd holds instead of a saved tensor while the recorder is on."""
 
-    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "inner", "__weakref__")
+    __slots__ = ("t", "sid", "version", "token", "output_nr", "gf_name", "source", "inner", "rec")
 
-    def __init__(self, t, sid, version, token, output_nr, gf_name, source, inner=None):
+    def __init__(self, t, sid, version, token, output_nr, gf_name, source, inner=None, rec=None):
         self.t = t
         self.sid = sid
         self.version = version
@@ -48,6 +60,20 @@ class _Packed:
         self.gf_name = gf_name
         self.source = source  # weakref to the tensor autograd passed in
         self.inner = inner  # what a script's own pack hook (save_on_cpu) made of it, if one runs inside ours
+        self.rec = rec  # a weak reference to the recorder, told when autograd drops this (see NOTE below)
+
+    def __del__(self) -> None:
+        rec = self.rec() if self.rec is not None else None
+        if rec is not None:
+            rec._release(self.sid)
+
+
+# NOTE [Deaths reported by finalisers]
+# A node's death (its sentinel in ``node.metadata``) and a saved tensor's release (its ``_Packed``)
+# are reported by the object's own ``__del__``, which runs at the moment its last reference goes,
+# as a weak reference's callback would: one object each, where a keyed weak reference and its
+# entry in a set cost two more objects that the cyclic collector keeps scanning, thousands a step.
+# They hold the recorder weakly: a graph that outlives the recording keeps nothing of it alive.
 
 
 
@@ -75,6 +101,9 @@ class RecorderState:
     def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
                  sample_cuda: bool | None = None) -> None:
         self._emit_fn = emit
+        # the emitter's "write what you hold": called where control goes back to the script (an
+        # op returned), so a crash in the script's next line loses nothing (see runner.EventPipe)
+        self.handover: Callable[[], None] = getattr(emit, "handover", None) or _nothing
         self.script = os.path.abspath(script)
         self.options = options or RunOptions()
         self._lock = threading.RLock()
@@ -118,38 +147,17 @@ class RecorderState:
         self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
         self._alloc_last: int | None = None
         self._active = False
-        # weak references to node sentinels and saved-tensor handles, alive until their object dies
-        # (a ``weakref.finalize`` each cost five objects the collector keeps scanning)
-        self._watched: set[KeyedRef] = set()
-        self._on_node_gone = self._node_gone  # bound once: every reference shares it
-        self._on_packed_gone = self._packed_gone
-        self._on_tensor_gone = self._tensor_gone
+        self._self_ref = weakref.ref(self)  # what node sentinels and saved handles hold (NOTE above)
+        self._on_tensor_gone = self._tensor_gone  # bound once: every reference shares it
         self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
         self.detach_hits = 0
         self.optimizer_step_count = 0
 
-    def watch_node(self, life, vid: int) -> None:
-        """``_node_died(vid)`` once ``life`` (in the node's metadata) dies with the node."""
-        self._watched.add(KeyedRef(life, self._on_node_gone, vid))
-
-    def watch_packed(self, packed: "_Packed") -> None:
-        """``_release(sid)`` once autograd drops the saved tensor ``packed`` stands for."""
-        self._watched.add(KeyedRef(packed, self._on_packed_gone, packed.sid))
-
     def tensor_ref_to(self, t: torch.Tensor) -> KeyedRef:
         """A weak reference to ``t`` whose death removes its entry from ``_tensors``."""
-        return KeyedRef(t, self._on_tensor_gone, id(t))
-
-    # _node_died (identity.py) and _release (hooks/saved.py) say what a death means
-    def _node_gone(self, ref: KeyedRef) -> None:
-        self._watched.discard(ref)
-        self._node_died(ref.key)
-
-    def _packed_gone(self, ref: KeyedRef) -> None:
-        self._watched.discard(ref)
-        self._release(ref.key)
+        return _keyed_ref(t, self._on_tensor_gone, id(t))
 
     def _tensor_gone(self, ref: KeyedRef) -> None:
         entry = self._tensors.get(ref.key)
@@ -288,6 +296,10 @@ class RecorderState:
             "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
         }
+
+
+def _nothing() -> None:
+    return None
 
 
 def _tensor_ids(args, kwargs) -> set:

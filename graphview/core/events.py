@@ -58,7 +58,10 @@ bw_node        bid, vid, grads_in [summary | None...]   (a node starts executing
                or grads_in None and from_edge [consumer vid, i]: the node is fed by that one
                edge, so its incoming gradient is the consumer's grads_out[i]
 bw_node_done   bid, vid, grads_out [summary | None...]  (one per next edge)
-accumulate     bid, tid, vid, increment, grad (new value of ``.grad``), first (bool)
+accumulate     bid, tid, vid, increment, grad (new value of ``.grad``), first (bool);
+               increment is left out when it is the gradient the node's bw_node showed arriving,
+               grad when it equals the increment (``.grad`` was None and is now that tensor):
+               ``Run.accumulation`` gives both
 tensor_grad    bid, tid, grad             (``.grad`` of a tensor that called retain_grad)
 grad_result    bid, tid, grad             (a result of ``autograd.grad`` for input tid)
 backward_end   bid, ok, freed (saved tensors released, i.e. no retain_graph)
@@ -287,7 +290,7 @@ SCHEMA: dict[str, dict] = {
     "bw_node": {"bid": _INT, "vid": _INT, "grads_in": _maybe(_list_of(_is_summary)),
                 "from_edge?": lambda v: type(v) is list and len(v) == 2 and all(_is_int(x) and x >= 0 for x in v)},
     "bw_node_done": {"bid": _INT, "vid": _INT, "grads_out": _list_of(_is_summary)},
-    "accumulate": {"bid": _OINT, "tid": _INT, "vid": _OINT, "increment": _is_summary, "grad": _is_summary,
+    "accumulate": {"bid": _OINT, "tid": _INT, "vid": _OINT, "increment?": _is_summary, "grad?": _is_summary,
                    "first?": _BOOL},
     "tensor_grad": {"bid": _OINT, "tid": _INT, "grad": _is_summary},
     "grad_result": {"bid": _INT, "tid": _INT, "grad": _is_summary},

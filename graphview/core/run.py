@@ -20,7 +20,7 @@ import gc
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from graphview.core.event_log import EventLog
 from graphview.core.event_refs import EventRefs, GradsIn
@@ -94,7 +94,7 @@ class GradEntry:
     are given, or (:meth:`recorded`) read from the event that recorded them when asked for.
     """
 
-    __slots__ = ("index", "step", "how", "bid", "_increment", "_value", "_log")
+    __slots__ = ("index", "step", "how", "bid", "_increment", "_value", "_log", "_resolve")
 
     def __init__(self, index: int, step: int | None, how: str, increment: dict | None, value: dict | None,
                  bid: int | None = None) -> None:
@@ -105,21 +105,31 @@ class GradEntry:
         self._increment = increment
         self._value = value
         self._log = None
+        self._resolve = None
 
     @classmethod
-    def recorded(cls, log: EventLog, index: int, step: int | None, how: str, bid: int | None) -> "GradEntry":
-        """An entry whose increment and value are the ``increment`` and ``grad`` of event ``index``."""
+    def recorded(cls, log: EventLog, index: int, step: int | None, how: str, bid: int | None,
+                 resolve: Callable[[dict], tuple[dict | None, dict | None]] | None = None) -> "GradEntry":
+        """An entry whose increment and value are the ``increment`` and ``grad`` of event ``index``
+        (or what ``resolve`` makes of the event: an ``accumulate`` may leave them to its bw_node)."""
         entry = cls(index, step, how, None, None, bid)
         entry._log = log
+        entry._resolve = resolve
         return entry
 
     @property
     def increment(self) -> dict | None:
-        return self._log[self.index].get("increment") if self._log is not None else self._increment
+        if self._log is None:
+            return self._increment
+        ev = self._log[self.index]
+        return self._resolve(ev)[0] if self._resolve is not None else ev.get("increment")
 
     @property
     def value(self) -> dict | None:
-        return self._log[self.index].get("grad") if self._log is not None else self._value
+        if self._log is None:
+            return self._value
+        ev = self._log[self.index]
+        return self._resolve(ev)[1] if self._resolve is not None else ev.get("grad")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GradEntry):
@@ -475,9 +485,21 @@ class Run:
             node.freed = index
 
     def _on_accumulate(self, index: int, ev: dict) -> None:
+        # read back when shown: an event may leave out what its bw_node showed (see accumulation)
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"))
+            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"), self.accumulation)
         )
+
+    def accumulation(self, ev: dict) -> tuple[dict | None, dict | None]:
+        """(increment, new ``.grad``) of an ``accumulate`` event. A missing ``increment`` is the
+        gradient the node's ``bw_node`` showed arriving; a missing ``grad`` is the increment."""
+        if "increment" in ev:
+            increment = ev["increment"]
+        else:
+            call = self.backwards.get(ev.get("bid"))
+            arrived = call.grads_in.get(ev.get("vid")) if call is not None else None
+            increment = arrived[0] if arrived else None
+        return increment, (ev["grad"] if "grad" in ev else increment)
 
     def _on_tensor_grad(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(

@@ -167,7 +167,8 @@ def _describe(run: Run, ev: dict) -> str:
     if kind == "module_exit":
         return f"leaves module {ev.get('path') or '(root)'}"
     if kind == "accumulate":
-        return f"{tensor(ev['tid'])}.grad += {summary_text(ev.get('increment'))} → {summary_text(ev.get('grad'))}"
+        increment, grad = run.accumulation(ev)
+        return f"{tensor(ev['tid'])}.grad += {summary_text(increment)} → {summary_text(grad)}"
     if kind == "backward_end":
         return "backward finished" + (" (graph freed)" if ev.get("freed") else " (graph kept)" if ev.get("ok") else " with an error")
     if kind == "release":

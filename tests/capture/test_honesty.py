@@ -272,3 +272,36 @@ def test_histograms_of_parameters_and_grads_equal_torch_histc(record, write_scri
     # activations stay cheap: no histogram
     assert not any("hist" in (ev.get("stats") or {}) for ev in run.events if ev["ev"] == "tensor" and ev["kind"] == "activation")
 
+
+
+def test_accumulations_that_leave_values_out_still_say_torchs_values(record, write_script):
+    """An accumulate event leaves out the increment its bw_node showed arriving and, when .grad was
+    None, a small .grad that is that very tensor: Run still gives torch's values, bit for bit."""
+    import torch
+
+    path = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "fc = torch.nn.Linear(16, 8)\n"
+        "x = torch.randn(4, 16)\n"
+        "fc(x).square().sum().backward()\n"
+        "first = {n: p.grad.clone() for n, p in fc.named_parameters()}\n"
+        "fc(x).pow(3).sum().backward()\n"
+        "second = {n: p.grad.clone() for n, p in fc.named_parameters()}\n"
+    )
+    keep: dict = {}
+    run = record(path, keep=keep)
+    bias = next(t for t, info in run.tensors.items() if info.get("name") == "fc.bias")
+    weight = next(t for t, info in run.tensors.items() if info.get("name") == "fc.weight")
+    raw = [ev for ev in run.events if ev["ev"] == "accumulate" and ev["tid"] == bias]
+    assert "increment" not in raw[0] and "grad" not in raw[0]  # both are the gradient that arrived
+    assert "increment" not in raw[1] and "grad" in raw[1]  # the sum is a new value
+    first, second = keep["first"], keep["second"]
+    entries = run.grads[bias]
+    assert entries[0].value["values"] == first["bias"].tolist() == entries[0].increment["values"]
+    assert entries[1].value["values"] == second["bias"].tolist()
+    assert entries[1].increment["values"] == (second["bias"] - first["bias"]).tolist() or torch.equal(
+        torch.tensor(entries[1].increment["values"]) + first["bias"], second["bias"])
+    weights = run.grads[weight]
+    assert weights[1].value["stats"]["min"] == second["weight"].min().item()
+    assert weights[0].increment["stats"]["norm"] > 0 and "hist" in weights[0].value["stats"]

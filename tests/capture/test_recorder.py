@@ -73,10 +73,36 @@ def test_an_error_inside_the_recording_unwinds_everything():
 
 
 def test_recording_a_compiled_script_leaves_no_module_hooks_behind():
-    import torch._dynamo  # noqa: F401 - as after any torch.compile: the recorder starts compile-safe
+    torch.compile(lambda x: x + 1, backend="eager")  # compiled before: the recorder starts compile-safe
 
     before = torch_hook_state()
     for _ in range(3):
         with Recorder(lambda e: None, __file__):
             torch.nn.Linear(2, 2)(torch.ones(1, 2))
         assert torch_hook_state() == before
+
+
+def test_an_optimizer_built_before_recording_leaves_the_recorder_unwrapped():
+    """Building an optimizer imports Dynamo; only a torch.compile call makes the recorder compile-safe
+    (its wrappers cost on every recorded call). In a fresh process: other tests compile."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from graphview.capture.hooks import ops\n"
+        "from graphview.capture.recorder import Recorder\n"
+        "model = torch.nn.Linear(2, 2)\n"
+        "torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "recorder = Recorder(lambda e: None, 'probe.py')\n"
+        "with recorder:\n"
+        "    unwrapped = ops._OpMode.__torch_function__ is ops._RECORDING_TORCH_FUNCTION\n"
+        "    model(torch.ones(1, 2)).sum().backward()\n"
+        "torch.compile(lambda x: x + 1, backend='eager')\n"
+        "with Recorder(lambda e: None, 'probe.py'):\n"
+        "    wrapped = ops._OpMode.__torch_function__ is not ops._RECORDING_TORCH_FUNCTION\n"
+        "print(unwrapped, recorder._compile_safe_on, wrapped)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "True"]

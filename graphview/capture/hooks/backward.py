@@ -20,6 +20,7 @@ from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.identity import TensorIdentity
 from graphview.capture.state import ACCUMULATE_GRAD, _identity, tracing
 from graphview.capture.summaries import LightSummaries, summarize
+from graphview.core.events import FULL_VALUES_MAX
 
 _REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
 
@@ -217,18 +218,35 @@ class BackwardHooks(TensorIdentity):
         with self.at_work():
             leaf = leaf_ref()
             call.grad_was_none[vid] = leaf is None or leaf.grad is None
+            if len(grad_outputs) == 1 and grad_outputs[0] is not None:
+                call.arrived[vid] = _identity(grad_outputs[0])
         return None
 
     def _bw_accumulate_hook(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_inputs,
                             grad_outputs) -> None:
+        """The ``accumulate`` event. Its increment is the gradient the node's ``bw_node`` event
+        showed arriving (the same tensor, unchanged): then the event leaves ``increment`` out and
+        readers take the node's incoming gradient. When ``.grad`` was None and is now that very
+        tensor (autograd stole it), a small one's values are the increment's: ``grad`` is left
+        out too. Each is still written in full whenever anything could have changed it."""
         with self.at_work():
             leaf = leaf_ref()
-            increment = call.light.summary(grad_outputs[0]) if grad_outputs else None
+            first = call.grad_was_none.get(vid, True)
+            event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
+            incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
+            same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == _identity(incoming)
+            increment = None
+            if not same_as_arrived:
+                increment = event["increment"] = call.light.summary(grad_outputs[0]) if grad_outputs else None
             grad = leaf.grad if leaf is not None else None
             if grad is not None:
                 self._note_grad(grad, tid)
-            self._emit_fn({"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "increment": increment,
-                           "grad": summarize(grad, hist=True), "first": call.grad_was_none.get(vid, True)})
+            if (first and same_as_arrived and grad is not None and incoming.numel() <= FULL_VALUES_MAX
+                    and _identity(grad) == _identity(incoming)):
+                pass  # .grad is the increment itself: its full values are the increment's
+            else:
+                event["grad"] = summarize(grad, hist=True)
+            self._emit_fn(event)
             self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
         return None
 
@@ -236,11 +254,12 @@ class BackwardHooks(TensorIdentity):
 class _BackwardCall:
     """What the hooks of one backward call share."""
 
-    __slots__ = ("bid", "releases", "sent", "grad_was_none", "light")
+    __slots__ = ("bid", "releases", "sent", "grad_was_none", "arrived", "light")
 
     def __init__(self, bid: int, releases: bool) -> None:
         self.bid = bid
         self.releases = releases  # no retain_graph: each node frees its saved values once it ran
         self.sent: dict[tuple, tuple] = {}  # (consumer vid, index) -> _identity of the grad it sent
         self.grad_was_none: dict[int, bool] = {}  # AccumulateGrad vid -> its leaf had no .grad before
+        self.arrived: dict[int, tuple] = {}  # AccumulateGrad vid -> _identity of the gradient its bw_node showed
         self.light = LightSummaries()  # the gradients' light summaries, once per run of memory

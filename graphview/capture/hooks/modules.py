@@ -145,8 +145,8 @@ class ModuleHooks(TensorIdentity):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    summary = summarize(p, hist=True)  # one summary for the tensor event and the value
-                    ref = self.tensor_ref(p, line, pending=False, summary=summary)
+                    summary = summarize(p, hist=True)
+                    ref = self.tensor_ref(p, line, pending=False, summary={})  # the value event right after has it
                     tids.append(ref[0])
                     self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
@@ -167,6 +167,7 @@ class ModuleHooks(TensorIdentity):
                 frame, _ = recorder.user_frame(2)
                 recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
                                    "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
+            recorder.handover()
             return result
 
         zero_grad.__wrapped__ = original
@@ -185,6 +186,7 @@ class ModuleHooks(TensorIdentity):
                     with recorder.at_work():
                         recorder._emit_fn({"ev": "module_mode", "type": type(module).__name__, "training": bool(mode),
                                            "line": frame.f_lineno})
+                    recorder.handover()
             return result
 
         train.__wrapped__ = original

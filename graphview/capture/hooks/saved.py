@@ -68,11 +68,11 @@ class SavedTensorHooks(TensorIdentity):
                 token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type
+            # its finaliser reports the release (see NOTE [Deaths reported by finalisers] in state.py)
             if inner is not None:  # the script's hooks keep the tensor (or its copy): hold only what they made
-                packed = _Packed(None, sid, version, token, output_nr, gf_name, weakref.ref(t), inner)
+                packed = _Packed(None, sid, version, token, output_nr, gf_name, weakref.ref(t), inner, self._self_ref)
             else:
-                packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t))
-            self.watch_packed(packed)
+                packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t), None, self._self_ref)
             self._emit_fn(event)
             return packed
 

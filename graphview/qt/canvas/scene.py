@@ -514,6 +514,13 @@ class GraphScene(QGraphicsScene):
         drawing = self.drawing
         run = drawing.run
         node = item.node
+        if node.kind not in ("op", "accumulate"):
+            # a name can come after the item was made (the script binds it once the op returned,
+            # and a live run's events come in batches): hidden or not, the item takes it
+            name = run.tensor_name(node.ref)
+            if name and not node.title.startswith(name):
+                node.title = name + (node.title[node.title.index(" ("):] if " (v" in node.title else "")
+                item.update()
         visible = drawing.visible(node, index)
         self._show(item, visible)
         if not visible:
@@ -525,10 +532,6 @@ class GraphScene(QGraphicsScene):
             item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
             return
         kind = "output" if node.kind == "intermediate" and drawing.is_output(node.ref, index) else node.kind
-        name = run.tensor_name(node.ref)
-        if name and not node.title.startswith(name):
-            node.title = name + (node.title[node.title.index(" ("):] if " (v" in node.title else "")
-            item.update()
         entry = run.grad_at(node.ref, index)
         item.set_value(run.value_at(node.ref, index))
         grad = short_value(entry.value) if entry is not None and entry.value is not None else None

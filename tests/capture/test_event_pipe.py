@@ -1,0 +1,90 @@
+"""The runner's pipe: few writes, and nothing the script could see lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import time
+
+import pytest
+
+from graphview.capture import runner
+from graphview.capture.runner import EventPipe, event_encoder
+
+
+def _readable(fd: int) -> bytes:
+    chunks = []
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.fixture
+def pipe(monkeypatch):
+    # a minute: what this test sees does not depend on how busy the machine is
+    monkeypatch.setattr(runner, "WRITE_EVERY_S", 60.0)
+    read_fd, write_fd = os.pipe()
+    pipe = EventPipe(write_fd)
+    yield pipe, read_fd
+    pipe.close()
+    os.close(read_fd)
+
+
+def test_lines_wait_for_the_handover_and_go_in_order(pipe):
+    pipe, read_fd = pipe
+    events = [{"ev": "node", "vid": i, "next": [[None, 0]]} for i in range(50)]
+    for event in events:
+        pipe(event)
+    assert _readable(read_fd) == b""  # inside one torch call: not written yet
+    pipe.handover()
+    lines = _readable(read_fd).decode("ascii").splitlines()
+    assert [json.loads(line) for line in lines] == events
+
+
+def test_output_and_boundaries_are_written_at_once(pipe):
+    pipe, read_fd = pipe
+    pipe({"ev": "op", "oid": 1})
+    pipe({"ev": "stdout", "text": "printed just before a crash\n"})
+    assert [json.loads(line)["ev"] for line in _readable(read_fd).splitlines()] == ["op", "stdout"]
+    pipe({"ev": "step_end", "step": 1, "result": None})
+    assert json.loads(_readable(read_fd))["ev"] == "step_end"
+
+
+def test_a_long_native_call_still_writes_every_few_milliseconds(pipe, monkeypatch):
+    pipe, read_fd = pipe
+    monkeypatch.setattr(runner, "WRITE_EVERY_S", 0.002)
+    pipe({"ev": "bw_node", "bid": 1, "vid": 1, "grads_in": None})
+    time.sleep(0.01)
+    pipe({"ev": "bw_node_done", "bid": 1, "vid": 1, "grads_out": []})
+    assert len(_readable(read_fd).splitlines()) == 2
+
+
+def test_close_writes_what_is_left(pipe):
+    pipe, read_fd = pipe
+    pipe({"ev": "release", "sid": 3})
+    assert _readable(read_fd) == b""
+    pipe.close()
+    assert json.loads(_readable(read_fd)) == {"ev": "release", "sid": 3}
+
+
+def test_the_encoder_writes_what_json_does():
+    event = {"ev": "tensor", "name": "poids_é", "stats": {"min": -1.5e-45, "max": 3.4028234663852886e38},
+             "values": [0.1, -0.0, 1, True, None], "shape": [2, 3], "text": 'a "quoted"\nline', "odd": object()}
+    assert event_encoder()(event) == json.dumps(event, separators=(",", ":"), default=str)
+
+
+def test_lines_no_handover_follows_are_written_soon(pipe):
+    """The script frees a graph (node deaths come from its `del`), then runs plain Python."""
+    pipe, read_fd = pipe
+    runner.WRITE_EVERY_S = 0.002  # the fixture's monkeypatch restores it
+    pipe({"ev": "node_dead", "vid": 7})
+    deadline = time.monotonic() + 5
+    seen = b""
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.005)
+        seen = _readable(read_fd)
+    assert json.loads(seen) == {"ev": "node_dead", "vid": 7}
