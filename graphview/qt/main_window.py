@@ -82,7 +82,7 @@ class MainWindow(QMainWindow):
         self._attach_views()
         self._connect()
         self._form_keys = FormKeys(self)
-        QApplication.instance().installEventFilter(self._form_keys)
+        self._form_keys.watch(QApplication.instance())
         fit_to_screen(self)
 
     # ------------------------------------------------------------------ layout
