@@ -27,6 +27,11 @@ def model(name: str) -> str:
     return str(MODELS / f"{name}.py")
 
 
+def zoo(name: str) -> str:
+    """A real architecture or autograd pattern of the test zoo (tests/zoo), by name."""
+    return str(ROOT / "tests" / "zoo" / f"{name}.py")
+
+
 @pytest.fixture
 def record():
     """``record(path, **options)`` runs a script in-process under the recorder: (Run, globals)."""

@@ -255,11 +255,12 @@ class Drawing:
             module = producer.module if producer is not None else None
         elif draw_kind == "param":
             module = name.rpartition(".")[0] or None
-        elif self._buffer_module(tnode.tid) is not None:  # a model's buffer (running_mean): in its module's box
+        else:  # a model's buffer (running_mean) is in its module's box; made without grad inside a
+            # module (an attention mask): that module's, else none
             module = self._buffer_module(tnode.tid)
-        else:  # made without grad inside a module (an attention mask): that module's, else none
-            producer_op = run.producers.get(tnode.tid)
-            module = producer_op.get("module") if producer_op is not None else None
+            if module is None:
+                producer_op = run.producers.get(tnode.tid)
+                module = producer_op.get("module") if producer_op is not None else None
         return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, module, info.get("line"))
 
     def _connect(self, node: DrawNode, element) -> None:
@@ -449,6 +450,7 @@ class Drawing:
     def _place_above(self, node: DrawNode, user: DrawNode) -> None:
         if node.placed:
             return
+        self._name_late(node)
         self._put(node, user.layer - 1, user.slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)
@@ -464,7 +466,6 @@ class Drawing:
         return dead is not None and dead <= born
 
     def _put(self, node: DrawNode, layer: int, want: int) -> None:
-        self._name_late(node)
         taken = self._occupied.get(layer)
         if taken is None:
             taken = self._occupied[layer] = {}

@@ -119,17 +119,16 @@ class GradEntry:
 
     @property
     def increment(self) -> dict | None:
-        if self._log is None:
-            return self._increment
-        ev = self._log[self.index]
-        return self._resolve(ev)[0] if self._resolve is not None else ev.get("increment")
+        return self._increment if self._log is None else self._read()[0]
 
     @property
     def value(self) -> dict | None:
-        if self._log is None:
-            return self._value
+        return self._value if self._log is None else self._read()[1]
+
+    def _read(self) -> tuple[dict | None, dict | None]:
+        """(increment, value) as the recording event gives them."""
         ev = self._log[self.index]
-        return self._resolve(ev)[1] if self._resolve is not None else ev.get("grad")
+        return self._resolve(ev) if self._resolve is not None else (ev.get("increment"), ev.get("grad"))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GradEntry):

@@ -6,7 +6,7 @@ import pytest
 
 from graphview.core.drawing import Drawing
 from graphview.core.run import Run
-from tests.conftest import lesson, model
+from tests.conftest import lesson, model, zoo
 
 
 def _stream(events: list[dict], chunk: int) -> tuple[Run, Drawing, dict[str, tuple[int, int]]]:
@@ -88,9 +88,7 @@ def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_bo
     """GPT-2's constructor makes its weights with torch.empty before they become Parameters:
     dozens of unnamed tensors nothing uses, which drawn would be a row as wide as the model.
     Tensors a module makes without grad (masks, position ids) belong to that module's box."""
-    from pathlib import Path
-
-    run = record(str(Path(__file__).parents[1] / "zoo" / "gpt2_lm.py"), steps=1)
+    run = record(zoo("gpt2_lm"), steps=1)
     drawing = Drawing(run)
     drawing.update(final=True)
     scratch = [n for n in drawing.nodes.values() if n.kind == "input" and n.title == "tensor"
@@ -108,19 +106,11 @@ def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_b
     unnamed; they are named at the model's first call. Drawn as the run streams in (the app's
     way), each weight still takes its name and its module when it is placed, so the module box
     of ``...attention.self.query`` holds its weight (not a column of weights outside every box)."""
-    from pathlib import Path
-
     from graphview.core.hierarchy import module_boxes
-    from graphview.core.run import Run
 
     pytest.importorskip("transformers")
-    whole = record(str(Path(__file__).parents[1] / "zoo" / "bert_mlm.py"), steps=1)
-    live = Run()
-    drawing = Drawing(live)
-    for start in range(0, len(whole.events), 50):
-        live.extend(whole.events[start:start + 50])
-        drawing.update(final=False)
-    drawing.update(final=True)
+    whole = record(zoo("bert_mlm"), steps=1)
+    live, drawing, _ = _stream(whole.events, chunk=50)
     named = {n.title: n for n in drawing.nodes.values() if n.kind == "param" and n.placed}
     query = named["bert.encoder.layer.0.attention.self.query.weight"]
     assert query.module == "bert.encoder.layer.0.attention.self.query"
@@ -136,18 +126,11 @@ def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(rec
     until Python's recursion limit. T5's decoder weights, made in its constructor and first used
     far into the step, were drawn in the encoder's rows while the run streamed, splitting the
     decoder's box in two: the outermost boxes are those of the whole run drawn at once."""
-    from pathlib import Path
-
     from graphview.core.hierarchy import module_boxes
 
     pytest.importorskip("transformers")
-    whole = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=2)
-    live = Run()
-    drawing = Drawing(live)
-    for start in range(0, len(whole.events), 50):
-        live.extend(whole.events[start:start + 50])
-        drawing.update(final=False)
-    drawing.update(final=True)
+    whole = record(zoo(script), steps=2)
+    live, drawing, _ = _stream(whole.events, chunk=50)
     at_once = Drawing(whole)
     at_once.update(final=True)
     assert {n.id for n in drawing.nodes.values() if n.placed} == {n.id for n in at_once.nodes.values() if n.placed}
@@ -159,12 +142,7 @@ def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(rec
     first = whole.events[:whole.steps[0]["end"] + 1]
     boxes = []
     for chunk in (50, len(first)):
-        run = Run()
-        step = Drawing(run)
-        for start in range(0, len(first), chunk):
-            run.extend(first[start:start + chunk])
-            step.update(final=False)
-        step.update(final=True)
+        _, step, _ = _stream(first, chunk)
         boxes.append([(box.key, box.top, box.bottom) for box in module_boxes(step) if box.level == 0])
     assert boxes[0] == boxes[1]
 
@@ -173,18 +151,11 @@ def test_buffers_a_model_makes_in_its_constructor_sit_in_their_module_boxes(reco
     """ResNet's BatchNorm buffers (running_mean, running_var, num_batches_tracked) are made and filled
     in its constructor, recorded there as plain inputs, and known as buffers at the model's first
     call: drawn as the run streams in, each sits in its BatchNorm's box, not in a grid above the model."""
-    from pathlib import Path
-
     from graphview.core.hierarchy import module_boxes
 
     pytest.importorskip("transformers")
-    whole = record(str(Path(__file__).parents[1] / "zoo" / "resnet_classifier.py"), steps=1)
-    live = Run()
-    drawing = Drawing(live)
-    for start in range(0, len(whole.events), 20):
-        live.extend(whole.events[start:start + 20])
-        drawing.update(final=False)
-    drawing.update(final=True)
+    whole = record(zoo("resnet_classifier"), steps=1)
+    live, drawing, _ = _stream(whole.events, chunk=20)
     buffers = [n for n in drawing.nodes.values()
                if n.placed and n.id.startswith("t") and live.tensors[n.ref].get("kind") == "buffer"]
     assert len(buffers) >= 9 and any(live.tensor_name(n.ref).endswith("running_mean") for n in buffers)
@@ -199,10 +170,8 @@ def test_what_a_models_constructor_made_and_threw_away_is_not_drawn(record, scri
     """BERT's constructor pads a bias that weight tying then replaces (``.data``, ``pad``): tensors
     nothing in the step uses. Every leaf or no-grad tensor the constructor made that is drawn is
     named, or feeds an autograd node or a named tensor (directly or through no-grad tensors)."""
-    from pathlib import Path
-
     pytest.importorskip("transformers")
-    run = record(str(Path(__file__).parents[1] / "zoo" / f"{script}.py"), steps=1)
+    run = record(zoo(script), steps=1)
     drawing = Drawing(run)
     drawing.update(final=True)
 
