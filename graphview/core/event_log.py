@@ -52,7 +52,41 @@ class EventLog:
     # ------------------------------------------------------------------ writing
     def append(self, event: dict, line: bytes | None = None) -> None:
         """Add ``event``; ``line`` is its JSON text if the caller has it (a trace file's line)."""
-        kind = event.get("ev")
+        self._kinds.append(self._code(event.get("ev")))
+        self._tail.append(event)
+        self._tail_lines.append(line)
+        if len(self._tail) >= self._size:
+            self._seal()
+
+    def extend(self, events: list[dict], lines: list[bytes | None] | None = None) -> None:
+        """Add ``events`` in order (``lines[i]``: the JSON text of ``events[i]``, when the caller has
+        it), as :meth:`append` of each does."""
+        if not events:
+            return
+        kinds = [event.get("ev") for event in events]
+        try:
+            for kind in dict.fromkeys(kinds):  # each kind once, in the order they first come
+                if kind not in self._codes:
+                    self._code(kind)
+            codes = list(map(self._codes.get, kinds))
+        except TypeError:  # a kind that cannot be a key (an odd event): one at a time
+            codes = [self._code(kind) for kind in kinds]
+        if None in codes:  # kinds without a code of their own (no string, or after 254 others)
+            codes = [_ODD if code is None else code for code in codes]
+        if lines is None:
+            lines = [None] * len(events)
+        at, n = 0, len(events)
+        while at < n:  # the events fill the block being filled, then whole blocks
+            take = min(self._size - len(self._tail), n - at)
+            self._tail.extend(events[at:at + take])
+            self._tail_lines.extend(lines[at:at + take])
+            at += take
+            if len(self._tail) >= self._size:
+                self._seal()
+        self._kinds.extend(codes)  # last: a reader that counts the events finds each one stored
+
+    def _code(self, kind: object) -> int:
+        """The kind byte of ``kind``, given it a new one if it is a string not seen yet (at most 255)."""
         code = self._codes.get(kind) if type(kind) is str else _ODD
         if code is None:
             code = _ODD
@@ -61,11 +95,7 @@ class EventLog:
                 self._names.append(kind)
         if code == _ODD:
             self._has_odd = True
-        self._kinds.append(code)
-        self._tail.append(event)
-        self._tail_lines.append(line)
-        if len(self._tail) >= self._size:
-            self._seal()
+        return code
 
     def _seal(self) -> None:
         events, lines = self._tail, self._tail_lines

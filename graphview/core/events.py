@@ -188,7 +188,7 @@ def _depth_ok(v: object, depth: int = 0) -> bool:
 
 
 def _list_of(check):
-    return lambda v: type(v) is list and all(check(x) for x in v)
+    return lambda v: type(v) is list and all(map(check, v))
 
 
 def _maybe(check):
@@ -196,7 +196,22 @@ def _maybe(check):
 
 
 def _is_shape(v: object) -> bool:
-    return type(v) is list and len(v) <= MAX_DIMS and all(_is_int(d) and 0 <= d < 1 << 48 for d in v)
+    if type(v) is not list or len(v) > MAX_DIMS:
+        return False
+    if not v:
+        return True
+    # every size an int (one C pass over the types), then the range from the extremes
+    return _only(v, _INT_TYPE) and min(v) >= 0 and max(v) < 1 << 48
+
+
+_INT_TYPE = frozenset({int})
+#: the types of a tensor element that pass :func:`_is_value` by their type alone
+_PLAIN_VALUE_TYPES = frozenset({int, float, bool})
+
+
+def _only(items: list, types: frozenset) -> bool:
+    """Every item's type is one of ``types`` (the set of types is made in C, not item by item in Python)."""
+    return set(map(type, items)) <= types
 
 
 _STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_int,
@@ -210,7 +225,8 @@ def _values_problem(holder: dict) -> str | None:
         return "shape is not a list of sizes"
     if "values" in holder:
         values = holder["values"]
-        if type(values) is not list or len(values) > FULL_VALUES_MAX or not all(map(_is_value, values)):
+        if (type(values) is not list or len(values) > FULL_VALUES_MAX
+                or not (_only(values, _PLAIN_VALUE_TYPES) or all(map(_is_value, values)))):
             return f"values is not a list of at most {FULL_VALUES_MAX} numbers"
         numel = 1
         for d in holder["shape"]:
@@ -356,6 +372,26 @@ INTRODUCES = {"tensor": ("tid", "tid"), "node": ("vid", "vid"), "saved": ("sid",
               "backward_start": ("bid", "bid")}
 
 
+#: checks that pass every value of these types without being called (the checks of a plain int,
+#: string or bool field, or of one that may also be null): the checker tests the type instead
+_SURE_TYPES = {_INT: frozenset({int}), _STR: frozenset({str}), _BOOL: frozenset({bool}),
+               _OINT: frozenset({int, type(None)}), _OSTR: frozenset({str, type(None)})}
+_UNSURE: frozenset = frozenset()
+
+
+def _plan(kind: str) -> tuple:
+    """What :meth:`EventChecker.check` tests of an event of ``kind``: its fields as
+    ``(name, optional, types that surely pass, check)``, whether it carries values, and its
+    references as ``(field, id kind, how)``, all in the order of :data:`SCHEMA` and :data:`REFERENCES`."""
+    fields = tuple((name.rstrip("?"), name.endswith("?"), _SURE_TYPES.get(check, _UNSURE), check)
+                   for name, check in SCHEMA[kind].items())
+    references = tuple((name, what, how) for name, (what, how) in REFERENCES.get(kind, {}).items())
+    return fields, kind in ("tensor", "value"), references
+
+
+_PLANS = {kind: _plan(kind) for kind in SCHEMA}
+
+
 class EventChecker:
     """Checks events in stream order: schema and references to earlier events."""
 
@@ -364,6 +400,31 @@ class EventChecker:
 
     def check(self, event: object) -> None:
         """Raise :class:`SchemaError` naming what is wrong with ``event``."""
+        kind = event.get("ev") if type(event) is dict else None
+        plan = _PLANS.get(kind) if type(kind) is str else None
+        if plan is None or not _fields_pass(event, plan):
+            self._check_fields(event)  # says what is wrong (raises), or finds nothing the quick test missed
+        known = self.known
+        for name, what, how in plan[2]:
+            if name not in event:
+                continue
+            value = event[name]
+            ids = known[what]
+            if how == "one":
+                if value is not None and value not in ids:
+                    raise SchemaError(f"{kind} event refers to {what} {value}, which no earlier event introduced")
+                continue
+            for ident in _ids(value, how):
+                if ident is not None and ident not in ids:
+                    raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
+        introduced = INTRODUCES.get(kind)
+        if introduced is not None:
+            known[introduced[0]].add(event[introduced[1]])
+
+    @staticmethod
+    def _check_fields(event: object) -> None:
+        """Every field of ``event`` tested in the schema's order, the first fault raised as a
+        :class:`SchemaError` that names it (the references are :meth:`check`'s)."""
         if type(event) is not dict:
             raise SchemaError("not an event (a JSON object)")
         kind = event.get("ev")
@@ -385,15 +446,21 @@ class EventChecker:
             problem = _values_problem(event) if ("values" in event or "stats" in event) else None
             if problem:
                 raise SchemaError(f"{kind} event: {problem}")
-        for name, (what, how) in REFERENCES.get(kind, {}).items():
-            if name not in event:
-                continue
-            for ident in _ids(event[name], how):
-                if ident is not None and ident not in self.known[what]:
-                    raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
-        introduced = INTRODUCES.get(kind)
-        if introduced is not None:
-            self.known[introduced[0]].add(event[introduced[1]])
+
+
+def _fields_pass(event: dict, plan: tuple) -> bool:
+    """Whether every field of ``event`` passes (as :meth:`EventChecker._check_fields` would find),
+    testing a field's type where that settles it and calling its check only where it does not."""
+    for name, optional, sure, check in plan[0]:
+        if name in event:
+            value = event[name]
+            if type(value) not in sure and not check(value):
+                return False
+        elif not optional:
+            return False
+    if plan[1] and ("values" in event or "stats" in event) and _values_problem(event) is not None:
+        return False
+    return True
 
 
 def _short(value: object) -> str:

@@ -32,13 +32,22 @@ ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
 
 
-def _lean(ev: dict) -> dict:
-    """``ev`` with its short strings interned: a kept event shares ``"float32"``, ``"cpu"``,
-    an op's or a module's name with every other event that has it, not a copy of its own."""
-    for key, value in ev.items():
+def _lean(ev: dict, keys: tuple) -> dict:
+    """``ev`` with the short strings of ``keys`` interned: what the run keeps of an event shares
+    ``"float32"``, ``"cpu"``, an op's or a module's name with every other event that has it, not
+    a copy of its own (a string JSON decodes is new each time)."""
+    for key in keys:
+        value = ev.get(key)
         if type(value) is str and len(value) <= 80:
             ev[key] = sys.intern(value)
     return ev
+
+
+# the strings of each kind of event that the run keeps (in a kept event, or copied into its model)
+_TENSOR_STRINGS = ("name", "kind", "dtype", "device")
+_NODE_STRINGS = ("name", "module")
+_OP_STRINGS = ("op", "module", "module_type", "mode")
+_SAVED_STRINGS = ("storage", "device", "kind", "dtype", "attr")
 
 
 @dataclass(slots=True)
@@ -219,36 +228,47 @@ class Run:
         """Take in the next event (``line``: its JSON text, when it was read from a trace)."""
         index = len(self.events)
         self.events.append(event, line)
-        handler = getattr(self, "_on_" + str(event.get("ev")), None)
+        kind = event.get("ev")
+        handler = _HANDLERS.get(kind) if type(kind) is str else None
         if handler is not None:
-            handler(index, event)
+            handler(self, index, event)
         return index
 
     def extend(self, events: Iterable[dict]) -> None:
-        """Take in events in order; a :class:`~graphview.core.event_log.Piece` brings its lines."""
+        """Take in events in order; a :class:`~graphview.core.event_log.Piece` brings its lines.
+
+        The same as :meth:`add` of each in turn: the events go into the log together, then each is
+        handled (a handler reads earlier events only, and those are in the log already)."""
         lines = getattr(events, "lines", None)
-        if lines is None:
-            for event in events:
-                self.add(event)
-        else:
-            for event, line in zip(events, lines):
-                self.add(event, line)
+        if not isinstance(events, list):
+            events = list(events)
+        index = len(self.events)
+        self.events.extend(events, lines)
+        handlers = _HANDLERS
+        for event in events:
+            kind = event.get("ev")
+            handler = handlers.get(kind) if type(kind) is str else None
+            if handler is not None:
+                handler(self, index, event)
+            index += 1
 
     def __len__(self) -> int:
         return len(self.events)
 
-    def _add_edge(self, source: str, target: str, kind: str, born: int, **attrs: object) -> None:
-        key = (source, target, kind, attrs.get("input_nr"))
-        if key in self._edge_keys:
+    def _add_edge(self, source: str, target: str, kind: str, born: int, items: tuple = ()) -> None:
+        """An edge, unless the run has it already; ``items``: its attrs as ``((name, value), ...)``
+        (an edge of the graph is one per source, target, kind and ``input_nr``)."""
+        key = (source, target, kind, items[0][1] if items and items[0][0] == "input_nr" else None)
+        keys = self._edge_keys
+        if key in keys:
             return
-        self._edge_keys.add(key)
-        shared = _NO_ATTRS
-        if attrs:  # edges with the same attrs share one dict of them (read, never changed)
-            items = tuple(attrs.items())
-            shared = self._edge_attrs.get(items)
-            if shared is None:
-                shared = self._edge_attrs[items] = dict(attrs)
-        self.edges.append(Edge(source, target, kind, born, shared))
+        keys.add(key)
+        attrs = _NO_ATTRS
+        if items:  # edges with the same attrs share one dict of them (read, never changed)
+            attrs = self._edge_attrs.get(items)
+            if attrs is None:
+                attrs = self._edge_attrs[items] = dict(items)
+        self.edges.append(Edge(source, target, kind, born, attrs))
 
     def _on_run_start(self, index: int, ev: dict) -> None:
         self.start = ev
@@ -288,7 +308,9 @@ class Run:
     def _on_tensor(self, index: int, ev: dict) -> None:
         tid = ev["tid"]
         previous = self.tensors.get(tid)
-        info = _lean(dict(ev))
+        info = dict(ev)
+        info["ev"] = "tensor"  # equal to the decoded one (it is this handler's kind), and shared
+        _lean(info, _TENSOR_STRINGS)
         if previous is not None:
             info.setdefault("name", None)
             if info["name"] is None:
@@ -357,7 +379,7 @@ class Run:
 
     def _on_node(self, index: int, ev: dict) -> None:
         vid = ev["vid"]
-        _lean(ev)
+        _lean(ev, _NODE_STRINGS)
         node = OpNode(
             id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=[tuple(edge) for edge in ev.get("next") or ()],
             seq=ev.get("seq"), leaf=ev.get("leaf"), custom=bool(ev.get("custom")),
@@ -368,7 +390,7 @@ class Run:
             if child is not None:
                 known = self.op_nodes.get(child)
                 self._add_edge(node.id, known.id if known is not None else f"op{child}", "next", index,
-                               input_nr=input_nr)
+                               (("input_nr", input_nr),))
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:
@@ -380,7 +402,8 @@ class Run:
             node.dead = index
 
     def _on_op(self, index: int, ev: dict) -> None:
-        self.ops.append((index, _lean(ev)))
+        ev["ev"] = "op"  # equal to the decoded one (it is this handler's kind), and shared
+        self.ops.append((index, _lean(ev, _OP_STRINGS)))
         vid = ev.get("grad_fn")
         node = self.op_nodes.get(vid) if vid is not None else None
         if node is not None and node.op is None and node.born >= self._last_op:
@@ -398,7 +421,7 @@ class Run:
             for src in inputs:
                 for dst in outputs:
                     if src and dst and src != dst:
-                        self._add_edge(src, dst, "no_grad_op", index, op=ev.get("op"))
+                        self._add_edge(src, dst, "no_grad_op", index, (("op", ev.get("op")),))
         self._last_op = index
         for tid, _ in ev.get("outputs") or ():
             self.producers[tid] = ev
@@ -407,10 +430,10 @@ class Run:
         src = self._current_tensor_node.get(ev["src"])
         dst = self._current_tensor_node.get(ev["dst"])
         if src and dst:
-            self._add_edge(src, dst, "detach", index, forced=bool(ev.get("forced")))
+            self._add_edge(src, dst, "detach", index, (("forced", bool(ev.get("forced"))),))
 
     def _on_saved(self, index: int, ev: dict) -> None:
-        _lean(ev)
+        _lean(ev, _SAVED_STRINGS)
         sid = ev["sid"]
         node = SavedNode(
             id=f"s{sid}", sid=sid, born=index, bytes=ev["bytes"], storage=ev["storage"],
@@ -420,7 +443,7 @@ class Run:
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
-            self._add_edge(f"op{node.owner}", node.id, "saved", index, attr=node.attr)
+            self._add_edge(f"op{node.owner}", node.id, "saved", index, (("attr", node.attr),))
         if self._saved_bytes.save(node.device, node.storage, node.kind, node.bytes):
             self._memory_point(index, node.device)
 
@@ -430,7 +453,7 @@ class Run:
             node.owner = ev["owner"]
             node.attr = ev.get("attr")
             self.saved_by_owner.setdefault(node.owner, []).append(node)
-            self._add_edge(f"op{node.owner}", node.id, "saved", node.born, attr=node.attr)
+            self._add_edge(f"op{node.owner}", node.id, "saved", node.born, (("attr", node.attr),))
 
     def _on_release(self, index: int, ev: dict) -> None:
         node = self.saved.get(ev["sid"])
@@ -720,6 +743,10 @@ class Run:
             "peak_per_step": self.peak_per_step(),
             "errors": errors,
         }
+
+
+#: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)
+_HANDLERS: dict[str, Callable] = {name[4:]: method for name, method in vars(Run).items() if name.startswith("_on_")}
 
 
 @contextmanager
