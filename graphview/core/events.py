@@ -377,6 +377,7 @@ INTRODUCES = {"tensor": ("tid", "tid"), "node": ("vid", "vid"), "saved": ("sid",
 _SURE_TYPES = {_INT: frozenset({int}), _STR: frozenset({str}), _BOOL: frozenset({bool}),
                _OINT: frozenset({int, type(None)}), _OSTR: frozenset({str, type(None)})}
 _UNSURE: frozenset = frozenset()
+_MISSING = object()  # what a missing field reads as (its type is in no set of sure types)
 
 
 def _plan(kind: str) -> tuple:
@@ -451,12 +452,15 @@ class EventChecker:
 def _fields_pass(event: dict, plan: tuple) -> bool:
     """Whether every field of ``event`` passes (as :meth:`EventChecker._check_fields` would find),
     testing a field's type where that settles it and calling its check only where it does not."""
+    get = event.get
     for name, optional, sure, check in plan[0]:
-        if name in event:
-            value = event[name]
-            if type(value) not in sure and not check(value):
+        value = get(name, _MISSING)
+        if type(value) in sure:
+            continue
+        if value is _MISSING:
+            if not optional:
                 return False
-        elif not optional:
+        elif not check(value):
             return False
     if plan[1] and ("values" in event or "stats" in event) and _values_problem(event) is not None:
         return False

@@ -380,16 +380,17 @@ class Run:
     def _on_node(self, index: int, ev: dict) -> None:
         vid = ev["vid"]
         _lean(ev, _NODE_STRINGS)
-        node = OpNode(
-            id=f"op{vid}", vid=vid, name=ev["name"], born=index, next=[tuple(edge) for edge in ev.get("next") or ()],
-            seq=ev.get("seq"), leaf=ev.get("leaf"), custom=bool(ev.get("custom")),
-            line=ev.get("line"), module=ev.get("module"),
-        )
-        self.op_nodes[vid] = node
+        get = ev.get
+        node_id = f"op{vid}"
+        # (id, vid, name, born, next, seq, leaf, custom, line, module): by position, a big run makes 10^5
+        node = OpNode(node_id, vid, ev["name"], index, [tuple(edge) for edge in get("next") or ()], get("seq"),
+                      get("leaf"), bool(get("custom")), get("line"), get("module"))
+        op_nodes = self.op_nodes
+        op_nodes[vid] = node
         for child, input_nr in node.next:
             if child is not None:
-                known = self.op_nodes.get(child)
-                self._add_edge(node.id, known.id if known is not None else f"op{child}", "next", index,
+                known = op_nodes.get(child)
+                self._add_edge(node_id, known.id if known is not None else f"op{child}", "next", index,
                                (("input_nr", input_nr),))
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
@@ -435,11 +436,10 @@ class Run:
     def _on_saved(self, index: int, ev: dict) -> None:
         _lean(ev, _SAVED_STRINGS)
         sid = ev["sid"]
-        node = SavedNode(
-            id=f"s{sid}", sid=sid, born=index, bytes=ev["bytes"], storage=ev["storage"],
-            device=ev["device"], kind=ev["kind"], shape=ev.get("shape") or [],
-            dtype=ev.get("dtype", ""), owner=ev.get("owner"), attr=ev.get("attr"),
-        )
+        get = ev.get
+        # (id, sid, born, bytes, storage, device, kind, shape, dtype, owner, attr), by position
+        node = SavedNode(f"s{sid}", sid, index, ev["bytes"], ev["storage"], ev["device"], ev["kind"],
+                         get("shape") or [], get("dtype", ""), get("owner"), get("attr"))
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
