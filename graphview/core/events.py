@@ -357,9 +357,9 @@ REFERENCES: dict[str, dict] = {
 }
 
 
-def _ids(value: object, how: str) -> list:
+def _ids(value: object, how: str) -> "list | tuple":
     if how == "one":
-        return [value]
+        return (value,)
     if how == "refs" or how == "next":
         return [item[0] for item in value]
     if how == "edge":
@@ -409,13 +409,8 @@ class EventChecker:
         for name, what, how in plan[2]:
             if name not in event:
                 continue
-            value = event[name]
             ids = known[what]
-            if how == "one":
-                if value is not None and value not in ids:
-                    raise SchemaError(f"{kind} event refers to {what} {value}, which no earlier event introduced")
-                continue
-            for ident in _ids(value, how):
+            for ident in _ids(event[name], how):
                 if ident is not None and ident not in ids:
                     raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
         introduced = INTRODUCES.get(kind)
