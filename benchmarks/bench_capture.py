@@ -25,6 +25,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from graphview.capture.recorder import Recorder  # noqa: E402
+from graphview.app.runner_client import _FULL_READ, READ_PACE_S  # noqa: E402
 from graphview.capture.runner import EventPipe  # noqa: E402
 
 
@@ -75,7 +76,9 @@ def deep_mlp(layers: int = 256, width: int = 64):
 
 
 def measure(name: str, make_step, reps: int) -> dict:
-    sink = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    # the parent's side reads as graphview's does (runner_client: a short read, then a pause)
+    drain = f"import os, time\nwhile chunk := os.read(0, 1 << 16):\n    len(chunk) < {_FULL_READ} and time.sleep({READ_PACE_S})"
+    sink = subprocess.Popen([sys.executable, "-c", drain], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     pipe = EventPipe(os.dup(sink.stdin.fileno()))
     counted = {"events": 0}
 

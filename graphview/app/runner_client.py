@@ -30,6 +30,13 @@ from graphview.core.options import RunOptions
 STDERR_KEEP = 64 * 1024
 STOP_GRACE = 0.5  # seconds a runner has to write its run_end after SIGTERM before its group is killed
 STARTUP_ALLOWANCE = 120.0  # seconds graphview's own start-up (Python, importing torch) may take before a --timeout counts
+#: after a short read, the events pipe is read again this much later. A reader blocked on the
+#: pipe is woken by each of the runner's writes (one per op it hands back to the script): on two
+#: cores that cost the recording script ~30 us a write, more than the write itself. Pausing a
+#: few milliseconds lets the writes of that while pile up in the pipe (1 MiB) and go in one read.
+READ_PACE_S = 0.004
+#: a read at least this long means more is coming: read on at once
+_FULL_READ = 1 << 15
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ``python -c`` puts the cwd first on sys.path (``-P`` does not): drop it before anything is imported,
 # so that a json.py where the user stands is never run; graphview itself is found from its own root,
@@ -249,6 +256,8 @@ class RunnerProcess:
                 if not chunk:
                     break
                 buffer = self._deliver_lines(buffer + chunk)
+                if len(chunk) < _FULL_READ:
+                    time.sleep(READ_PACE_S)
             elif self._exited():
                 # the runner is gone, but a process the script forked may hold the pipe open: take
                 # what is already there and stop reading

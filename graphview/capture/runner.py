@@ -35,9 +35,10 @@ class EventPipe:
     Lines wait in a buffer while the recorder works inside one torch call and go out in one
     write when it hands control back to the script (:meth:`handover`: an op returned, backward
     ended), at once for the script's output and the run's and steps' boundaries, and otherwise
-    within :data:`WRITE_EVERY_S` (a backward of thousands of nodes; nodes freed by the script's
-    ``del``, then a long stretch of plain Python: a small thread writes what waits). A crash in
-    native code loses at most that much of its events. A write per event (11,000 a step of a
+    within :data:`WRITE_EVERY_S` while events keep coming (a backward of thousands of nodes),
+    within :data:`LATE_WRITE_S` when none follow (nodes freed by the script's ``del``, then a long
+    stretch of plain Python: a small thread writes what waits). A crash in native code loses at
+    most that much of its events. A write per event (11,000 a step of a
     256-layer MLP) cost more than the recording itself.
 
     Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
@@ -56,7 +57,6 @@ class EventPipe:
         self._off = False  # a closed, broken or forked-off pipe writes nothing
         # the script's thread and the late-line writer; re-entered when a finaliser emits
         self._lock = threading.RLock()
-        self._waiting = threading.Event()  # lines wait for a handover
         if hasattr(os, "register_at_fork"):  # not os.getpid() per event: a system call each
             os.register_at_fork(after_in_child=self._forked)
         threading.Thread(target=self._write_late_lines, name="graphview-pipe", daemon=True).start()
@@ -77,8 +77,6 @@ class EventPipe:
             self._lines.append(line)
             if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
                 self._write()
-            elif len(self._lines) == 1:
-                self._waiting.set()
 
     def handover(self) -> None:
         """Write what is buffered: control goes back to code that could crash the process."""
@@ -107,20 +105,22 @@ class EventPipe:
 
     def _write_late_lines(self) -> None:
         """Lines that no handover follows (the script freed a graph, then runs plain Python for a
-        while) are written :data:`WRITE_EVERY_S` after they came."""
+        while) are written within :data:`LATE_WRITE_S` of their coming.
+
+        The thread looks on its own clock and is never woken by the script's thread: waking it
+        whenever a line came after a write (an Event set at every op) made it take the
+        interpreter lock from the script twice per op, which cost more than writing the lines
+        (about 30 ms of a 256-layer MLP step)."""
         while not self._closed:
-            self._waiting.wait()
-            time.sleep(WRITE_EVERY_S)
-            self._waiting.clear()
-            if self._lines:
+            time.sleep(LATE_WRITE_S)
+            if self._lines and time.perf_counter() - self._since >= LATE_WRITE_S:
                 self.handover()
 
     def close(self) -> None:
         if self._closed:
             return
         self.handover()
-        self._closed = self._off = True
-        self._waiting.set()  # the writer thread ends
+        self._closed = self._off = True  # the writer thread ends at its next look
         try:
             os.close(self._fd)
         except OSError:
@@ -153,6 +153,8 @@ def event_encoder():
 
 #: the longest a line waits in the pipe's buffer while the recorder keeps working
 WRITE_EVERY_S = 0.002
+#: the longest a line waits when nothing follows it (no handover, no other event)
+LATE_WRITE_S = 0.02
 #: kinds written at once: the script's output (printed just before a crash) and the boundaries
 _WRITE_AT_ONCE = frozenset({"run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
                             "error", "phase", "backward_end", "optimizer_step", "paused", "resumed"})
