@@ -310,8 +310,10 @@ def _update_in_graph(run: Run):
 # ---------------------------------------------------------------------- 12. NaN / Inf in gradients
 def _nan_grad(run: Run):
     for call in run.backwards.values():
+        sampled_before = False  # an earlier gradient's statistics were of a sample: it may hide a NaN
         for vid in call.order:
-            for g in call.grads_out.get(vid) or ():
+            grads = call.grads_out.get(vid) or ()
+            for g in grads:
                 if _non_finite(g):
                     op = run.op_nodes.get(vid)
                     name = op.name if op else f"node {vid}"
@@ -321,10 +323,14 @@ def _nan_grad(run: Run):
                     yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
                                   op.line if op else call.line,
                                   f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "
-                                  "whose outgoing gradient holds NaN or Inf; every gradient computed from it inherits it.",
+                                  "whose outgoing gradient holds NaN or Inf; every gradient computed from it inherits it."
+                                  + (" Earlier large gradients were summarized from a sample of their values, which "
+                                     "could miss a single NaN: look at the nodes just before it too." if sampled_before else ""),
                                   "Look at that op's inputs: division by zero, log or sqrt of 0 or negatives, overflow "
                                   "in exp; clamp or add an epsilon.", index, f"op{vid}")
                     return
+            sampled_before = sampled_before or any(
+                isinstance(g, dict) and (g.get("stats") or {}).get("sampled") for g in grads)
 
 
 def _non_finite(summary) -> bool:

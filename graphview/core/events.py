@@ -91,6 +91,11 @@ OUTPUT_CAP = 1 << 20
 #: Tensors with at most this many elements carry their full values.
 FULL_VALUES_MAX = 64
 
+#: What the statistics of a large tensor are (``stats["sampled"]``), for views that explain them.
+SAMPLE_NOTE = ("a tensor this large is summarized from evenly spaced runs of its values, to keep recording fast; "
+               "min and max are the sample's, the norm is scaled to the whole tensor, and a NaN or Inf outside "
+               "the sample is not seen")
+
 #: Statuses of ``run_end`` that mean the script did not finish normally.
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})
 
@@ -101,7 +106,8 @@ def summary_text(summary: object, limit: int | None = None) -> str:
     A summary is ``None`` (no tensor) or a dict with ``shape`` and either ``values`` (the flat
     list of all values; ``[real, imag]`` pairs when ``complex``) or ``stats`` (``min, max,
     mean, norm, numel, nan, inf``; of the magnitudes for complex tensors; for parameters,
-    inputs and ``.grad`` also ``hist``: counts in equal bins from min to max).
+    inputs and ``.grad`` also ``hist``: counts in equal bins from min to max; with ``sampled``
+    when they are of that many evenly spaced values, not all ``numel``).
     """
     if summary is None:
         return "None"
@@ -117,12 +123,15 @@ def summary_text(summary: object, limit: int | None = None) -> str:
             return "[" + ", ".join(_num(v) for v in vals[:limit]) + f", … {len(vals) - limit} more]"
         return "[" + ", ".join(_num(v) for v in vals) + "]"
     stats = summary.get("stats") or {}
-    parts = [f"{k}={_num(stats[k])}" for k in ("min", "max", "mean", "norm") if stats.get(k) is not None]
+    sampled = stats.get("sampled")
+    about = "≈" if sampled else "="  # statistics of a sample (see summaries.py, NOTE [Sampled statistics])
+    parts = [f"{k}{about}{_num(stats[k])}" for k in ("min", "max", "mean", "norm") if stats.get(k) is not None]
     if stats.get("nan"):
-        parts.append(f"nan={stats['nan']}")
+        parts.append(f"nan={stats['nan']}" + (" in the sample" if sampled else ""))
     if stats.get("inf"):
-        parts.append(f"inf={stats['inf']}")
-    return f"[{stats.get('numel', '?')} values: " + ", ".join(parts) + "]"
+        parts.append(f"inf={stats['inf']}" + (" in the sample" if sampled else ""))
+    head = f"[{stats.get('numel', '?')} values" + (f", a sample of {sampled}" if sampled else "")
+    return head + ": " + ", ".join(parts) + "]"
 
 
 def summary_scalar(summary: object) -> float | None:
@@ -215,7 +224,7 @@ def _only(items: list, types: frozenset) -> bool:
 
 
 _STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_int,
-                 "nan": _is_int, "inf": _is_int, "hist": _list_of(_is_int), "hist_of": _is_int,
+                 "nan": _is_int, "inf": _is_int, "hist": _list_of(_is_int), "hist_of": _is_int, "sampled": _is_int,
                  "of": lambda v: isinstance(v, str)}
 
 

@@ -18,9 +18,11 @@ def short_value(summary) -> str:
         return "[" + ", ".join(shown) + (", …]" if len(values) > 3 else "]")
     stats = summary.get("stats") or {}
     if stats.get("nan") or stats.get("inf"):
-        return f"{stats.get('nan', 0)} NaN, {stats.get('inf', 0)} Inf"
+        return f"{stats.get('nan', 0)} NaN, {stats.get('inf', 0)} Inf" + (" in sample" if stats.get("sampled") else "")
     norm = stats.get("norm")
-    return f"norm {norm:.4g}" if isinstance(norm, float) else f"{stats.get('numel', '?')} values"
+    if isinstance(norm, float):
+        return f"norm ≈{norm:.4g}" if stats.get("sampled") else f"norm {norm:.4g}"
+    return f"{stats.get('numel', '?')} values"
 
 
 def human_bytes(n: float) -> str:

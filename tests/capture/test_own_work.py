@@ -116,3 +116,72 @@ def test_summaries_of_extreme_values_warn_nothing(recwarn):
         assert summarize(t, hist=True)["stats"]["numel"] == t.numel()
         assert summarize(t, light=True)["stats"]["norm"] == "inf"
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def _sample_as_graphview_reads_it(t: torch.Tensor) -> torch.Tensor:
+    """SAMPLE_RUNS runs of SAMPLE_RUN consecutive values, evenly spaced over ``t``'s memory."""
+    from graphview.capture.summaries import SAMPLE_RUN, SAMPLE_RUNS
+
+    step = (t.numel() - SAMPLE_RUN) // (SAMPLE_RUNS - 1)
+    flat = t.detach().as_strided((t.numel(),), (1,), t.storage_offset())  # its memory, in order
+    return torch.cat([flat[i * step:i * step + SAMPLE_RUN] for i in range(SAMPLE_RUNS)])
+
+
+def test_a_large_tensor_is_summarized_from_a_sample_that_says_so():
+    """Above SAMPLE_ABOVE values the statistics are those torch computes on the sampled runs (the
+    norm scaled to the whole tensor), they say how many values they saw, and for a tensor of
+    random values they are close to the whole tensor's."""
+    from graphview.capture.summaries import SAMPLE_ABOVE, SAMPLE_RUN, SAMPLE_RUNS
+
+    torch.manual_seed(0)
+    big = torch.randn(32, 64, 1024) * 3 + 1
+    assert big.numel() > SAMPLE_ABOVE
+    for t in (big, big.transpose(0, 2)):  # a permuted view covers the same memory: the same sample
+        stats = summarize(t, hist=True)["stats"]
+        sample = _sample_as_graphview_reads_it(big)
+        assert stats["sampled"] == sample.numel() == SAMPLE_RUNS * SAMPLE_RUN
+        assert stats["numel"] == big.numel()
+        assert stats["min"] == sample.min().item() and stats["max"] == sample.max().item()
+        assert abs(stats["mean"] - sample.double().mean().item()) < 1e-6
+        scaled = sample.double().norm().item() * (big.numel() / sample.numel()) ** 0.5
+        assert abs(stats["norm"] - scaled) < 1e-6 * scaled
+        assert sum(stats["hist"]) == stats["hist_of"]  # binned from the sample: its range holds every value
+        # random values: the sample tells the whole tensor's mean and norm closely
+        assert abs(stats["mean"] - big.mean().item()) < 0.05
+        assert abs(stats["norm"] / big.norm().item() - 1) < 0.01
+        light = summarize(t, light=True)["stats"]
+        assert light["sampled"] == sample.numel() and abs(light["norm"] - scaled) < 1e-6 * scaled
+
+
+def test_a_nan_in_the_sample_is_counted_and_the_text_says_sampled():
+    from graphview.core.events import summary_text
+
+    t = torch.randn(600, 1000)
+    t[0, 5] = float("nan")  # inside the first run
+    summary = summarize(t)
+    assert summary["stats"]["nan"] == 1 and summary["stats"]["sampled"] > 0
+    text = summary_text(summary)
+    assert "a sample of 65536" in text and "nan=1 in the sample" in text and "mean≈" in text
+
+
+def test_small_strided_and_expanded_tensors_are_summarized_exactly():
+    """A tensor at most SAMPLE_ABOVE values, a strided slice (not dense) and an expanded tensor
+    (stride 0: its values read once, the norm and the histogram scaled by the repeat) are exact."""
+    from graphview.capture.summaries import SAMPLE_ABOVE
+
+    torch.manual_seed(1)
+    small = torch.randn(SAMPLE_ABOVE)
+    strided = torch.randn(1200, 1000)[:, ::2]
+    expanded = torch.randn(32, 1, 300).expand(32, 64, 300)
+    for t in (small, strided, expanded):
+        stats = summarize(t, hist=True)["stats"]
+        assert "sampled" not in stats
+        assert stats["min"] == t.min().item() and stats["max"] == t.max().item()
+        assert abs(stats["mean"] - t.double().mean().item()) < 1e-5
+        assert abs(stats["norm"] / t.double().norm().item() - 1) < 1e-5
+        assert sum(stats["hist"]) == stats.get("hist_of", t.numel())
+    stats = summarize(expanded, hist=True)["stats"]  # each distinct value counted as often as it appears
+    assert "hist_of" not in stats and stats["hist"] == _histc(expanded.contiguous(), stats["min"], stats["max"])
+    ones = torch.ones(()).expand(2048, 1024)  # the gradient of a sum: one value, repeated
+    stats = summarize(ones, hist=True)["stats"]
+    assert stats["hist"][0] == ones.numel() and stats["norm"] == ones.norm().item()

@@ -8,6 +8,7 @@ from PySide6.QtCore import QRectF, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
+from graphview.core.events import SAMPLE_NOTE
 from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
@@ -59,6 +60,9 @@ class Inspector(QTextBrowser):
         sampled = stats.get("hist_of")
         note = (f"<br><span class='muted' style='font-size:small'>histogram of {sampled:,} evenly spaced values "
                 f"of {stats.get('numel', 0):,}</span>" if sampled else "")
+        if stats.get("sampled"):
+            note += (f"<br><span class='muted' style='font-size:small'>statistics of a sample of {stats['sampled']:,} "
+                     f"values (≈): {SAMPLE_NOTE}</span>")
         return f"<br><img src='hist:{name}'>{note}"
 
     def loadResource(self, kind: int, url: QUrl):
