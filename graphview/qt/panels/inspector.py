@@ -60,9 +60,7 @@ class Inspector(QTextBrowser):
         sampled = stats.get("hist_of")
         note = (f"<br><span class='muted' style='font-size:small'>histogram of {sampled:,} evenly spaced values "
                 f"of {stats.get('numel', 0):,}</span>" if sampled else "")
-        if stats.get("sampled"):
-            note += (f"<br><span class='muted' style='font-size:small'>statistics of a sample of {stats['sampled']:,} "
-                     f"values (≈): {SAMPLE_NOTE}</span>")
+
         return f"<br><img src='hist:{name}'>{note}"
 
     def loadResource(self, kind: int, url: QUrl):
@@ -104,7 +102,10 @@ class Inspector(QTextBrowser):
             rows = self._tensor_rows(run, tnode, index)
         body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
-        self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>")
+        # a value shown as "a sample of N" (core.events.summary_text): say once what that means
+        footnote = (f"<p class='muted' style='font-size:small'>≈ {html.escape(SAMPLE_NOTE)}.</p>"
+                    if ", a sample of " in body else "")
+        self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>{footnote}")
 
     def show_gradcheck(self, result: dict) -> None:
         """A gradient check's table: autograd against finite differences, element by element."""
