@@ -236,14 +236,17 @@ def _to_read(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
     An expanded dimension (stride 0) repeats the same values: it is read once (exact: the
     statistics scale by the repeat; a 2M-value gradient of ``sum()`` is one value). What is
     left is sampled when larger than SAMPLE_ABOVE (see NOTE [Sampled statistics])."""
-    if 0 in t.stride():
-        kept = [(size, stride) for size, stride in zip(t.shape, t.stride()) if stride != 0 or size <= 1]
-        t = t.as_strided([size for size, _ in kept], [stride for _, stride in kept], t.storage_offset())
-    sample = _sample_of(t)
-    if sample is not None:
-        return sample, True
-    if not t.is_contiguous() and _dense(t):  # a transposed gradient: its memory in order, not a copy
-        return t.as_strided((t.numel(),), (1,), t.storage_offset()), False
+    try:
+        if 0 in t.stride():
+            kept = [(size, stride) for size, stride in zip(t.shape, t.stride()) if stride != 0 or size <= 1]
+            t = t.as_strided([size for size, _ in kept], [stride for _, stride in kept], t.storage_offset())
+        sample = _sample_of(t)
+        if sample is not None:
+            return sample, True
+        if not t.is_contiguous() and _dense(t):  # a transposed gradient: its memory in order, not a copy
+            return t.as_strided((t.numel(),), (1,), t.storage_offset()), False
+    except (RuntimeError, TypeError):  # a tensor subclass without views of its memory: all of it, as it is
+        pass
     return t, False
 
 

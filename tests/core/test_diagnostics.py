@@ -80,3 +80,22 @@ ALARM_FREE = [p for p in sorted(LESSONS.glob("*.py")) if not p.name.startswith("
 def test_samples_raise_no_false_alarm(path, record):
     run = record(path, steps=3)
     assert [f.code for f in diagnose(run)] == []
+
+
+def test_nan_after_a_sampled_gradient_says_the_sample_could_have_missed_one(record, write_script):
+    """A gradient of more than 2^18 values is summarized from a sample: a NaN found after one is
+    still reported at the node that made it, with a word that an earlier sample could miss one."""
+    run = record(write_script(
+        "import torch\n"
+        "a = torch.zeros(1, requires_grad=True)\n"
+        "big = torch.randn(600, 1000, requires_grad=True)\n"
+        "n = torch.sqrt(a) * 0\n"  # made first: its nodes run last in backward
+        "loss = n.sum() + (big * 3).sum()\n"
+        "loss.backward()\n"))
+    call = next(iter(run.backwards.values()))
+    sampled = [vid for vid in call.order for g in call.grads_out.get(vid) or ()
+               if isinstance(g, dict) and "sampled" in (g.get("stats") or {})]
+    assert sampled  # MulBackward0 sent big's 600,000-value gradient
+    finding = next(f for f in diagnose(run) if f.code == "nan-grad")
+    assert "SqrtBackward0" in finding.title
+    assert "summarized from a sample" in finding.explanation
