@@ -38,16 +38,18 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     pass over the data, which still tells a NaN or Inf apart (the norm is then not finite).
     ``norm=False`` (forward activations) skips the norm: min, max and mean in two passes.
     ``hist`` adds ``stats["hist"]``: counts in HIST_BINS equal bins from min to max (asked for
-    parameters, inputs and ``.grad``, a few tensors a step; not for every activation).
+    parameters, inputs and ``.grad``, a few tensors a step; not for every activation). These are
+    what a user looks at when a gradient is None, NaN or huge: their statistics are exact, never
+    sampled (see NOTE [Sampled statistics]).
     """
-    summary = _summarize(t, full_max, light, norm)
+    summary = _summarize(t, full_max, light, norm, sample=not hist)
     if hist and summary is not None and "stats" in summary and "min" in summary["stats"]:
         # binned from the values the statistics saw: min and max are theirs
-        read = _to_read(t.detach())[0] if t.is_cpu else t
+        read = _to_read(t.detach(), sample=False)[0] if t.is_cpu else t
         histogram = _histogram(read, summary["stats"])
         if histogram is not None:
             summary["stats"]["hist"], sampled = histogram
-            repeat = 1 if "sampled" in summary["stats"] else t.numel() // max(1, read.numel())
+            repeat = t.numel() // max(1, read.numel())
             if repeat > 1:  # an expanded tensor: each value read once stands for `repeat` of them
                 summary["stats"]["hist"] = [count * repeat for count in summary["stats"]["hist"]]
                 sampled *= repeat
@@ -185,7 +187,7 @@ def _host_values(t: torch.Tensor) -> np.ndarray | None:
     return None
 
 
-def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -> dict | None:
+def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, sample: bool = True) -> dict | None:
     if t is None or not isinstance(t, torch.Tensor):
         return None
     shape = list(t.shape)
@@ -202,7 +204,7 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -
                 return {"shape": shape, "values": values}
             return {"shape": shape, "values": [_clean(v) for v in values]}
         if t.is_cpu:
-            read, sampled = _to_read(t)
+            read, sampled = _to_read(t, sample)
             values = _host_values(read)
             if values is not None:
                 return {"shape": shape, "stats": _numpy_stats(values, numel, light, norm, sampled)}
@@ -212,7 +214,10 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool) -
 
 
 # NOTE [Sampled statistics]
-# Exact statistics of a tensor read all of its memory: on one core about 0.35 ms per pass over 2M
+# Only what flows is sampled: activations and the gradients along backward edges. Parameters,
+# inputs, buffers and ``.grad`` (the summaries with a histogram) are always exact: a NaN in a
+# weight's gradient, or an embedding's gradient with a few non-zero rows among 50,000, would
+# hide from a sample. Exact statistics of a tensor read all of its memory: on one core about 0.35 ms per pass over 2M
 # float32 values, whatever computes them, since the memory is the limit. A transformer step
 # made ~50M values of gradients and ~22M of activations: exact statistics of all of them cost a
 # quarter of a plain step, more than many of the elementwise ops they describe. So a CPU tensor
@@ -230,19 +235,19 @@ SAMPLE_RUNS = 64
 SAMPLE_RUN = 1024
 
 
-def _to_read(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
+def _to_read(t: torch.Tensor, sample: bool = True) -> tuple[torch.Tensor, bool]:
     """The values of CPU tensor ``t`` that its statistics read, and whether they are a sample.
 
     An expanded dimension (stride 0) repeats the same values: it is read once (exact: the
     statistics scale by the repeat; a 2M-value gradient of ``sum()`` is one value). What is
-    left is sampled when larger than SAMPLE_ABOVE (see NOTE [Sampled statistics])."""
+    left is sampled when larger than SAMPLE_ABOVE and ``sample`` (see NOTE [Sampled statistics])."""
     try:
         if 0 in t.stride():
             kept = [(size, stride) for size, stride in zip(t.shape, t.stride()) if stride != 0 or size <= 1]
             t = t.as_strided([size for size, _ in kept], [stride for _, stride in kept], t.storage_offset())
-        sample = _sample_of(t)
-        if sample is not None:
-            return sample, True
+        taken = _sample_of(t) if sample else None
+        if taken is not None:
+            return taken, True
         if not t.is_contiguous() and _dense(t):  # a transposed gradient: its memory in order, not a copy
             return t.as_strided((t.numel(),), (1,), t.storage_offset()), False
     except (RuntimeError, TypeError):  # a tensor subclass without views of its memory: all of it, as it is
@@ -286,7 +291,7 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sample
     count = a.size
     scale = 1.0 if count == numel else numel / count
     if light:
-        norm = float(np.sqrt(_einsum_square(a) * scale))
+        norm = math.sqrt(float(_einsum_square(a)) * scale)  # as Python floats: NumPy's float32 would warn on overflow
         stats = {"norm": _clean(norm), "numel": numel}
         values = [norm]
     else:  # the ufuncs' own reductions (what ndarray.min / max / sum call), over any strides
@@ -295,11 +300,11 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sample
         fmax = _FLOAT_MAX.get(a.dtype, 0.0)
         if bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
             total = float(_SUM(a, axis=None))
-            norm = float(np.sqrt(_square_norm(a) * scale)) if with_norm else None
+            norm = math.sqrt(float(_square_norm(a)) * scale) if with_norm else None
         else:
             with np.errstate(all="ignore"):
                 total = float(_SUM(a, axis=None))
-                norm = float(np.sqrt(_einsum_square(a) * scale)) if with_norm else None
+                norm = math.sqrt(float(_einsum_square(a)) * scale) if with_norm else None
         stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / count), "numel": numel, "nan": 0, "inf": 0}
         values = [lo, hi, total]
         if with_norm:

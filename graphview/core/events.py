@@ -92,9 +92,10 @@ OUTPUT_CAP = 1 << 20
 FULL_VALUES_MAX = 64
 
 #: What the statistics of a large tensor are (``stats["sampled"]``), for views that explain them.
-SAMPLE_NOTE = ("a tensor this large is summarized from evenly spaced runs of its values, to keep recording fast; "
-               "min and max are the sample's, the norm is scaled to the whole tensor, and a NaN or Inf outside "
-               "the sample is not seen")
+SAMPLE_NOTE = ("an activation or a gradient on its way this large is summarized from evenly spaced runs of its "
+               "values, to keep recording fast: min and max are the sample's, the norm is scaled to the whole "
+               "tensor, and what lies outside the sample (a NaN, a few non-zero rows) is not seen. Parameters, "
+               "inputs and .grad are always summarized exactly")
 
 #: Statuses of ``run_end`` that mean the script did not finish normally.
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})

@@ -78,8 +78,10 @@ def test_the_encoder_writes_what_json_does():
     assert event_encoder()(event) == json.dumps(event, separators=(",", ":"), default=str)
 
 
-def test_lines_no_handover_follows_are_written_soon():
-    """The script frees a graph (node deaths come from its `del`), then runs plain Python."""
+def test_lines_no_handover_follows_are_written_soon(monkeypatch):
+    """The script frees a graph (node deaths come from its `del`), then runs plain Python: the
+    pipe's own thread writes them (no later event does: WRITE_EVERY_S is out of reach)."""
+    monkeypatch.setattr(runner, "WRITE_EVERY_S", 60.0)
     read_fd, write_fd = os.pipe()
     pipe = EventPipe(write_fd)
     try:

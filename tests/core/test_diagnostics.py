@@ -99,3 +99,26 @@ def test_nan_after_a_sampled_gradient_says_the_sample_could_have_missed_one(reco
     finding = next(f for f in diagnose(run) if f.code == "nan-grad")
     assert "SqrtBackward0" in finding.title
     assert "summarized from a sample" in finding.explanation
+
+
+def test_a_single_inf_the_sampled_gradients_missed_is_found_in_the_leafs_grad(record, write_script):
+    """One Inf among 600,000 values that only elementwise ops touch can fall outside every sample
+    along the way; the leaf's .grad is summarized exactly, so the finding still comes, from it."""
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.nn.Parameter(torch.rand(600, 1000) + 0.1)\n"
+        "with torch.no_grad():\n"
+        "    w[300, 500] = 0.0\n"
+        "torch.sqrt(w).sum().backward()\n"))
+    call = next(iter(run.backwards.values()))
+    sqrt = next(vid for vid in call.order if run.op_nodes[vid].name == "SqrtBackward0")
+    assert not any(_non_finite_summary(g) for g in call.grads_out.get(sqrt))  # the sample missed it
+    finding = next(f for f in diagnose(run) if f.code == "nan-grad")
+    assert finding.title == "NaN or Inf in a gradient, first seen in w.grad"
+    assert run.op_nodes[int(finding.node[2:])].name == "SqrtBackward0" and finding.line == 5
+    assert "missed it" in finding.explanation
+
+
+def _non_finite_summary(g) -> bool:
+    stats = (g or {}).get("stats") or {}
+    return bool(stats.get("nan") or stats.get("inf")) or not isinstance(stats.get("norm"), float)
