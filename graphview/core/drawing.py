@@ -20,6 +20,7 @@ Pure Python, no Qt, no torch: the Qt canvas and the headless exporter both draw 
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from itertools import islice
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class Drawing:
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._deferred: list[str] = []
         self._processed_edges = 0
+        # (born, element) the run had that a time-limited update left for the next (oldest first)
+        self._backlog: list[tuple[int, object]] = []
         self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
@@ -104,15 +107,25 @@ class Drawing:
 
 
     # ------------------------------------------------------------------ building
-    def update(self, final: bool = True, patient: bool = False) -> list[str]:
+    @property
+    def behind(self) -> bool:
+        """Whether a time-limited :meth:`update` left elements of the run for the next one."""
+        return bool(self._backlog)
+
+    def update(self, final: bool = True, patient: bool = False, seconds: float | None = None) -> list[str]:
         """Place every element the run has gained since the last call. Returns new node ids.
 
         While a run is still streaming (``final=False``), a leaf nobody has used yet waits a
         little for its user, which is usually a few events away: placed now, it would land
         far from it. ``patient`` (a trace being read, whose end is sure to come): it waits for
-        its user however far away, so the drawing is the one the whole trace at once gives."""
+        its user however far away, so the drawing is the one the whole trace at once gives.
+
+        ``seconds``: stop after about that long (the window's event loop waits meanwhile); the
+        elements left, the run's newest, are placed by the next calls, oldest first (:attr:`behind`).
+        Until then the drawing is the one the run up to the first of them gives: the edges the run
+        knows besides the autograd structure wait for it too, and no call is ``final``."""
         run = self.run
-        fresh: list[tuple[int, str, object]] = []
+        fresh: list[tuple[int, object]] = []
         # the run's tables only grow (new keys at their end): look at the entries added since the
         # last call, not at all of them again (a big trace streams in over hundreds of calls)
         seen_tensors, seen_ops = self._seen_tensor_nodes, self._seen_ops
@@ -128,9 +141,16 @@ class Drawing:
                 fresh.append((op.born, op))
         self._ops_seen = len(run.op_nodes)
         fresh.sort(key=_born)
+        if self._backlog:  # older than anything new: first
+            fresh = self._backlog + fresh
+            self._backlog = []
         created: list[str] = []
         nodes, deferred = self.nodes, self._deferred
-        for _, element in fresh:
+        deadline = None if seconds is None else time.perf_counter() + seconds
+        for done, (_, element) in enumerate(fresh):
+            if deadline is not None and done & 63 == 63 and time.perf_counter() > deadline:
+                self._backlog = fresh[done:]
+                break
             node = self._make_node(element)
             nodes[node.id] = node
             created.append(node.id)
@@ -141,9 +161,13 @@ class Drawing:
                 deferred.append(node.id)
             else:
                 self._place(node)
-        self._extra_edges()
+        # the run as far as this call placed it: up to the first element left for the next call
+        frontier = self._backlog[0][0] if self._backlog else None
+        self._extra_edges(frontier)
+        if frontier is not None:
+            final = False
         # what nobody has used yet: show it where the script is now (sources first)
-        horizon = len(self.run.events) - 200 if not patient else -1
+        horizon = (len(self.run.events) if frontier is None else frontier) - 200 if not patient else -1
         still = []
         for node_id in self._deferred:
             node = self.nodes[node_id]
@@ -287,10 +311,19 @@ class Drawing:
                 self._output_of_op.setdefault(element.grad_fn, node.id)
                 # the tensor now stands between its producer and any later consumer
 
-    def _extra_edges(self) -> None:
-        """Edges the run knows besides the autograd structure: inputs, detach, no-grad ops."""
+    def _extra_edges(self, frontier: int | None = None) -> None:
+        """Edges the run knows besides the autograd structure: inputs, detach, no-grad ops (those
+        born before ``frontier``, when an update left the run's elements from there for later)."""
         run = self.run
-        for edge in run.edges[self._processed_edges:]:
+        edges = run.edges[self._processed_edges:]
+        if frontier is not None:
+            taken = 0
+            for edge in edges:  # in the order of the run: born grows
+                if edge.born >= frontier:
+                    break
+                taken += 1
+            edges = edges[:taken]
+        for edge in edges:
             if edge.kind in ("input", "detach", "no_grad_op") and edge.source in self.nodes and edge.target in self.nodes:
                 label = edge.attrs.get("op", "") if edge.kind == "no_grad_op" else ("detach" if edge.kind == "detach" else "")
                 self._edge(edge.source, edge.target, edge.kind, edge.born, label)
@@ -298,7 +331,7 @@ class Drawing:
                 if edge.kind in ("detach", "no_grad_op") and target.kind in ("input", "detached"):
                     target.kind = "detached"  # cut from a graph: drawn apart from plain inputs
                     self.derived.add(target.id)
-        self._processed_edges = len(run.edges)
+        self._processed_edges += len(edges)
 
     def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
         nodes = self.nodes

@@ -225,3 +225,39 @@ def test_a_variable_named_like_tensor_keeps_its_name(write_script, record):
     drawing = Drawing(run)
     drawing.update(final=True)
     assert "tensor_a" in {n.title for n in drawing.nodes.values()}
+
+
+@pytest.mark.parametrize("script", [model("transformer_block"), model("checkpointing"), "zoo:bert_mlm"])
+def test_a_layout_in_time_slices_places_what_a_layout_of_each_piece_places(record, script):
+    """The window lays a trace out in slices of the event loop (``update(seconds=...)``: here so
+    short that each call places 64 elements and leaves the rest for the next) while the trace is
+    still being read: every node lands where laying out each piece read as a whole puts it."""
+    if str(script).startswith("zoo:"):
+        pytest.importorskip("transformers")
+        script = zoo(script[4:])
+    whole = record(script, steps=2)
+    assert whole.status == "ok"
+
+    def read(seconds):
+        run = Run()
+        drawing = Drawing(run)
+        calls = 0
+        for start in range(0, len(whole.events), 1500):
+            run.extend(whole.events[start:start + 1500])
+            drawing.update(final=False, patient=True, seconds=seconds)
+            calls += 1
+            while seconds is None and drawing.behind:
+                pytest.fail("an update without a time limit left work")
+        while drawing.behind:
+            drawing.update(final=False, patient=True, seconds=seconds)
+            calls += 1
+        drawing.update(final=True, patient=True)
+        return drawing, calls
+
+    pieces, piece_calls = read(None)
+    sliced, calls = read(0.0)
+    assert calls > piece_calls  # the slices did leave work for later calls
+    placed = {n.id: (n.layer, n.slot) for n in sliced.nodes.values() if n.placed}
+    assert placed and placed == {n.id: (n.layer, n.slot) for n in pieces.nodes.values() if n.placed}
+    assert sorted((e.source, e.target, e.kind) for e in sliced.edges) == \
+        sorted((e.source, e.target, e.kind) for e in pieces.edges)

@@ -33,6 +33,8 @@ from graphview.qt.formatting import short_value
 VIRTUAL_ABOVE = 3000
 #: side of a cell of the index of node places, in scene units
 GRID = 800.0
+#: the longest the layout of a streaming run holds the event loop in one slice
+LAYOUT_SLICE_S = 0.025
 
 
 class GraphScene(QGraphicsScene):
@@ -137,8 +139,10 @@ class GraphScene(QGraphicsScene):
         """
         if self.drawing is None:
             return False
+        # with a budget (a run streaming in), the layout takes a slice of the event loop too
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
-                                                 patient=self.patient))
+                                                 patient=self.patient,
+                                                 seconds=None if budget is None else LAYOUT_SLICE_S))
         now = time.monotonic()
         if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
             self.boxes.refresh()  # streaming: boxes catch up now and then, at most a tenth of the time
@@ -190,7 +194,7 @@ class GraphScene(QGraphicsScene):
             # a slice's worth now (a trace being read too), not the whole run at the next long jump
             self._lifetimes.grow()
         self.fit_scene_rect()
-        return any(self.drawing.nodes[n].placed for n in self._waiting)
+        return self.drawing.behind or any(self.drawing.nodes[n].placed for n in self._waiting)
 
     # ------------------------------------------------------------------ items, made where they are seen
     def _make_item(self, node_id: str, visible: bool, update: bool = False) -> NodeItem:
