@@ -92,10 +92,10 @@ OUTPUT_CAP = 1 << 20
 FULL_VALUES_MAX = 64
 
 #: What the statistics of a large tensor are (``stats["sampled"]``), for views that explain them.
-SAMPLE_NOTE = ("an activation or a gradient on its way this large is summarized from evenly spaced runs of its "
-               "values, to keep recording fast: min and max are the sample's, the norm is scaled to the whole "
-               "tensor, and what lies outside the sample (a NaN, a few non-zero rows) is not seen. Parameters, "
-               "inputs and .grad are always summarized exactly")
+SAMPLE_NOTE = ("values marked ≈ come from a sample: to keep recording fast, an activation or a gradient on its "
+               "way of more than 262,144 values is summarized from 65,536 evenly spaced ones. The sample's min and "
+               "max are shown, mean and norm are estimates, and what lies outside the sample (a NaN, a few large "
+               "values) is not seen. Parameters, inputs and .grad are always exact")
 
 #: Statuses of ``run_end`` that mean the script did not finish normally.
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})
@@ -125,14 +125,20 @@ def summary_text(summary: object, limit: int | None = None) -> str:
         return "[" + ", ".join(_num(v) for v in vals) + "]"
     stats = summary.get("stats") or {}
     sampled = stats.get("sampled")
-    about = "≈" if sampled else "="  # statistics of a sample (see summaries.py, NOTE [Sampled statistics])
-    parts = [f"{k}{about}{_num(stats[k])}" for k in ("min", "max", "mean", "norm") if stats.get(k) is not None]
+    # statistics of a sample (see summaries.py, NOTE [Sampled statistics]): its own min and max,
+    # estimates of the whole tensor's mean and norm
+    forms = _SAMPLE_FORMS if sampled else _EXACT_FORMS
+    parts = [forms[k] + _num(stats[k]) for k in ("min", "max", "mean", "norm") if stats.get(k) is not None]
     if stats.get("nan"):
         parts.append(f"nan={stats['nan']}" + (" in the sample" if sampled else ""))
     if stats.get("inf"):
         parts.append(f"inf={stats['inf']}" + (" in the sample" if sampled else ""))
     head = f"[{stats.get('numel', '?')} values" + (f", a sample of {sampled}" if sampled else "")
     return head + ": " + ", ".join(parts) + "]"
+
+
+_EXACT_FORMS = {"min": "min=", "max": "max=", "mean": "mean=", "norm": "norm="}
+_SAMPLE_FORMS = {"min": "sample min=", "max": "sample max=", "mean": "mean≈", "norm": "norm≈"}
 
 
 def summary_scalar(summary: object) -> float | None:

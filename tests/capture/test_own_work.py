@@ -161,6 +161,7 @@ def test_a_nan_in_the_sample_is_counted_and_the_text_says_sampled():
     assert summary["stats"]["nan"] == 1 and summary["stats"]["sampled"] > 0
     text = summary_text(summary)
     assert "a sample of 65536" in text and "nan=1 in the sample" in text and "mean≈" in text
+    assert "sample min=" in text and "sample max=" in text  # the sample's own extremes, not estimates
 
 
 def test_small_strided_and_expanded_tensors_are_summarized_exactly():

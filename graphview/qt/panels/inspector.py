@@ -33,6 +33,26 @@ class Inspector(QTextBrowser):
         self.show_empty()
         themes.changes().changed.connect(self.apply_theme)
 
+    def _key_width(self) -> int:
+        """The width the key column takes (its longest key, in this font, with its padding)."""
+        return self.fontMetrics().horizontalAdvance("requires_grad") + 60
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._redraw_if_resized()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._redraw_if_resized()
+
+    def _redraw_if_resized(self) -> None:
+        """A histogram was sized for another width (the panel was hidden behind another tab, or
+        resized since): drawn again, or the table would be too wide and wrap its keys letter by letter."""
+        drawn_for = getattr(self, "_drawn_for", None)
+        if drawn_for is not None and drawn_for != self.viewport().width() and self.isVisible():
+            show, args = self._shown
+            show(*args)
+
     def apply_theme(self, theme=None) -> None:
         """The theme changed: the coloured words and the histograms again, in its colours."""
         self.document().setDefaultStyleSheet(themes.css())
@@ -55,7 +75,8 @@ class Inspector(QTextBrowser):
         if not counts:
             return ""
         # as wide as the value column can be without a horizontal scroll bar
-        width = max(120, min(320, self.viewport().width() - 118))
+        width = max(120, min(320, self.viewport().width() - self._key_width()))
+        self._drawn_for = self.viewport().width()
         self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
         sampled = stats.get("hist_of")
         note = (f"<br><span class='muted' style='font-size:small'>histogram of {sampled:,} evenly spaced values "
@@ -100,10 +121,10 @@ class Inspector(QTextBrowser):
                 return self.show_empty()
             title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
             rows = self._tensor_rows(run, tnode, index)
-        body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top'>{k}</td><td>{v}</td></tr>"
+        body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top;white-space:nowrap'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
         # a value shown as "a sample of N" (core.events.summary_text): say once what that means
-        footnote = (f"<p class='muted' style='font-size:small'>≈ {html.escape(SAMPLE_NOTE)}.</p>"
+        footnote = (f"<p class='muted' style='font-size:small'>{html.escape(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
                     if ", a sample of " in body else "")
         self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>{footnote}")
 
