@@ -179,8 +179,12 @@ class MemoryChart(pg.PlotWidget):
         label = getattr(getattr(self, "plotItem", None), "titleLabel", None)
         if label is None or not label.isVisible():
             return  # still being built, or no title yet
-        # the title sits above the plot area only, right of the byte axis
-        label.item.setTextWidth(max(120, self.width() - self.getAxis("left").width() - 24))
+        # the title sits above the plot area only, right of the byte axis (its fixed width once
+        # shown: the layout may not have given it that width yet, and a title wrapped for a plot
+        # without it held the chart wider than its panel, cut off at the right)
+        axis = self.getAxis("left")
+        axis_width = max(axis.width(), axis.minimumWidth()) if axis.isVisible() else 0
+        label.item.setTextWidth(max(120, self.width() - axis_width - 24))
         label.updateMin()
         height = int(label.item.boundingRect().height()) + 2
         label.setMaximumHeight(height)
@@ -241,9 +245,12 @@ class MemoryChart(pg.PlotWidget):
             self._title("waiting", self.device)
 
     def _show_axes(self, shown: bool) -> None:
+        changed = self.getAxis("left").isVisible() != shown
         for side in ("left", "bottom"):
             self.showAxis(side, shown)
         self.cursor_line.setVisible(shown)
+        if changed:
+            self._wrap_title()  # the title's room beside the byte axis changed
 
     def set_cursor(self, index: int) -> None:
         self.cursor_line.setValue(index)

@@ -1,0 +1,44 @@
+"""Panels fit the room they are shown in: the inspector's histogram, the memory chart's title."""
+
+from __future__ import annotations
+
+from graphview.core.run import Run
+from graphview.qt.panels.inspector import Inspector
+from tests.conftest import model
+
+
+def test_a_histogram_drawn_while_hidden_is_drawn_again_for_the_width_it_is_shown_at(qtbot, record):
+    """A parameter selected while the inspector sits behind another tab was sized for a width it
+    does not have once shown: the table came out too wide, its keys wrapped letter by letter."""
+    run = record(model("mlp_optimizer"))
+    param = next(n for n in run.tensor_nodes.values() if run.tensors.get(n.tid, {}).get("kind") == "param"
+                 and "stats" in run.tensors[n.tid])
+    inspector = Inspector()
+    qtbot.addWidget(inspector)
+    inspector.resize(700, 500)
+    inspector.show_node(run, param.id, len(run.events) - 1)  # not shown yet: a stale width
+    inspector.resize(300, 500)
+    inspector.show()
+    qtbot.waitExposed(inspector)
+    image = inspector._images["value"]
+    assert image.width() <= inspector.viewport().width() - inspector._key_width()
+
+
+def test_the_memory_chart_fits_its_panel_when_a_run_comes_before_its_first_layout(qtbot, record):
+    """`graphview script.py` opens the run before the window is laid out: the title was wrapped for
+    a plot without its byte axis, and the chart stayed wider than its panel, cut off at the right."""
+    from graphview.qt.panels.memory import MemoryChart
+
+    run = record(model("mlp_optimizer"))
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(306, 240)
+    chart.show()
+    chart.set_run(Run())  # as the window shows a run starting: no events, no axes, "waiting"
+    qtbot.waitExposed(chart)
+    qtbot.wait(20)
+    chart.show_run(run, "cpu")  # its events came: the axes are shown, the peak is the title
+    qtbot.waitExposed(chart)
+    qtbot.wait(50)
+    assert chart.getAxis("left").isVisible()
+    assert chart.centralWidget.geometry().width() <= chart.width()
