@@ -219,17 +219,21 @@ class GraphScene(QGraphicsScene):
         edge = self.drawing.edges[number]
         source, target = edge.source, edge.target
         taken = self._taken
-        for end in (source, target):
-            if end not in taken:
-                self._edges_blocked.setdefault(end, []).append(number)
-                return
-        ids_of = self._edge_ids_of
-        for end in (source, target):
-            numbers = ids_of.get(end)
-            if numbers is None:
-                ids_of[end] = [number]
-            else:
-                numbers.append(number)
+        waits_for = source if source not in taken else (target if target not in taken else None)
+        if waits_for is not None:
+            self._edges_blocked.setdefault(waits_for, []).append(number)
+            return
+        ids_of = self._edge_ids_of  # (called for every edge of a big run: no loops over the two ends)
+        numbers = ids_of.get(source)
+        if numbers is None:
+            ids_of[source] = [number]
+        else:
+            numbers.append(number)
+        numbers = ids_of.get(target)
+        if numbers is None:
+            ids_of[target] = [number]
+        else:
+            numbers.append(number)
         items = self.node_items
         if source in items and target in items:  # (a big scene: most nodes have no item)
             self._make_edge(number, initial=True)
