@@ -53,7 +53,7 @@ def test_the_shortcut_sheet_lists_every_key(window):
 
 
 def test_commands_that_need_a_run_or_a_script_wait_for_one(window, record):
-    needs_run = ["step", "back", "export_image", "export_trace", "play"]
+    needs_run = ["step", "back", "export_image", "export_trace", "play", "stop"]
     assert all(not window.actions[a].isEnabled() for a in needs_run)  # the start page
     assert window.actions["open"].isEnabled() and window.actions["fit"].isEnabled()
     run = record(lesson("chain_rule"))
