@@ -145,7 +145,7 @@ def main() -> None:
     deadline = start + args.timeout
     while time.perf_counter() < deadline:
         app.qt.processEvents()
-        app._pump()
+        # the app reads the trace on its own timer (App._pump every BATCH_MS), as it does for a user
         if first is None and window.run is not None and window.run.ops:
             # a run opens at its start (event 0, nothing made yet): step to its first op, as "→" does
             window.set_cursor(window.run.ops[0][0])

@@ -218,7 +218,8 @@ class RunController(QObject):
         def chart_slice() -> None:
             self.slices_pending -= 1
             if w.run is run:
-                w.memory.show_run(run, self._device())
+                # a trace still being read: a rough picture, cheap enough to draw often
+                w.memory.show_run(run, self._device(), rough=self.reading and not self._events_over)
                 w.memory.set_cursor(w.cursor)
 
         self._later(cursor_slice)

@@ -34,7 +34,10 @@ VIRTUAL_ABOVE = 3000
 #: side of a cell of the index of node places, in scene units
 GRID = 800.0
 #: the longest the layout of a streaming run holds the event loop in one slice
-LAYOUT_SLICE_S = 0.025
+LAYOUT_SLICE_S = 0.015
+#: the longest the layout and the taking in of its nodes hold it (their edges and lifetimes, in
+#: proportion, follow): a slice of a streaming run, a repaint and the next events read fit in 100 ms
+SCENE_SLICE_S = 0.025
 
 
 class GraphScene(QGraphicsScene):
@@ -139,6 +142,7 @@ class GraphScene(QGraphicsScene):
         """
         if self.drawing is None:
             return False
+        start = time.perf_counter()
         # with a budget (a run streaming in), the layout takes a slice of the event loop too
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
                                                  patient=self.patient,
@@ -157,7 +161,11 @@ class GraphScene(QGraphicsScene):
         limit = None if budget is None else (budget * 25 if virtual else budget)
         nodes, tensor_nodes = self.drawing.nodes, self.drawing.run.tensor_nodes
         placed, taken_in, blocked, of_op = self._placed, self._taken, self._edges_blocked, self._tensors_of_op
+        # ... and so does taking its nodes in (their edges and lifetimes follow in proportion)
+        deadline = None if budget is None else start + SCENE_SLICE_S
         while taken < len(waiting) and (limit is None or (made if not virtual else taken) < limit):
+            if deadline is not None and taken & 63 == 63 and time.perf_counter() > deadline:
+                break
             node_id = waiting[taken]
             taken += 1
             node = nodes[node_id]

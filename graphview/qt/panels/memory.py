@@ -45,6 +45,10 @@ class MemoryChart(pg.PlotWidget):
 
     sigJump = Signal(int)
     MAX_POINTS = 1500  # filled curves cost paint time per point: long runs are drawn binned (peaks kept)
+    POINTS_PER_PIXEL = 2  # ... and no more points than the plot's pixels can show (a dock: ~600)
+    #: while a big trace is still being read, the chart is drawn often and roughly: each picture
+    #: (curves set, fill paths built, painted) then costs a few ms, not 50 in the event loop
+    ROUGH_POINTS = 300
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
@@ -97,21 +101,24 @@ class MemoryChart(pg.PlotWidget):
             return pg.mkPen(t.chart_lines["allocated"], style=Qt.DashLine)
         return pg.mkPen(QColor(t.chart_lines[kind]), width=1)
 
-    def show_run(self, run: Run, device: str) -> None:
+    def show_run(self, run: Run, device: str, rough: bool = False) -> None:
         """Plot ``run``'s series on ``device``. A live run calls this as it grows: only the new
         events are converted, and the peaks of the bins already drawn are kept
         (:class:`~graphview.core.memory_arrays.MemoryArrays`), so a refresh costs about the same at
-        event 1,000 as at event 1,000,000."""
+        event 1,000 as at event 1,000,000. ``rough``: at most ROUGH_POINTS points a curve (a big trace
+        still being read)."""
         self.device = device
         arrays = run.memory_arrays(device)
         self._arrays = arrays
+        points = self.ROUGH_POINTS if rough else self._points()
+        self._shown_with = (run, device, points)
         self.series = arrays  # the arrays by kind, read when asked for (the CSV, a click)
         self._show_axes(arrays.n > 0)
         self._align_overlays(run)
         for kind, top in (("input", "input"), ("param", "input_param"), ("activation", "total")):
             label = {"activation": "activations", "param": "leaves that require grad (parameters)",
                      "input": "inputs and constants"}[kind]
-            x, y = arrays.peaks(top, self.MAX_POINTS)
+            x, y = arrays.peaks(top, points)
             curve = self.curves.get(kind)
             if curve is None:
                 # steps, not ramps: the bytes after event i hold until event i + 1
@@ -124,7 +131,7 @@ class MemoryChart(pg.PlotWidget):
             if kind == "activation":
                 peak_x, peak_value = (int(x[np.argmax(y)]), int(y.max())) if len(y) else (0, 0)
         if arrays.has_alloc:
-            x, values = arrays.peaks("allocated", self.MAX_POINTS)
+            x, values = arrays.peaks("allocated", points)
             if "allocated" not in self.curves:
                 self.curves["allocated"] = self.plot(x, values, name="CUDA allocated",
                                                      pen=self._pen("allocated", themes.current()))
@@ -192,10 +199,17 @@ class MemoryChart(pg.PlotWidget):
         if self.centralWidget is not None:  # laid out again now that the title no longer holds it wide
             self.centralWidget.setGeometry(self.range)
 
+    def _points(self) -> int:
+        """How many points a curve gets: what the plot's width can show, at most MAX_POINTS."""
+        return max(self.ROUGH_POINTS, min(self.MAX_POINTS, self.POINTS_PER_PIXEL * self.width()))
+
     def resizeEvent(self, event) -> None:
         self._wrap_title()  # first: the plot is then laid out within the new width
         super().resizeEvent(event)
         self._wrap_title()
+        shown = getattr(self, "_shown_with", None)
+        if shown is not None and shown[2] != self.ROUGH_POINTS and self._points() > shown[2]:
+            self.show_run(shown[0], shown[1])  # wider now: the curves in the detail it can show
 
     def _headroom(self, peak: int) -> None:
         """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
@@ -240,6 +254,7 @@ class MemoryChart(pg.PlotWidget):
         self.peak.setData([], [])
         self.series = {}
         self._arrays = None
+        self._shown_with = None
         self._show_axes(bool(run.events))
         if not run.events:
             self._title("waiting", self.device)
