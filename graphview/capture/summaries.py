@@ -31,7 +31,7 @@ def device_name(device: torch.device, _names: dict = {}) -> str:  # noqa: B006 -
 
 
 def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
-              norm: bool = True, hist: bool = False) -> dict | None:
+              norm: bool = True, hist: bool = False, exact: bool = False) -> dict | None:
     """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise.
 
     ``light`` (gradients flowing through backward) keeps only the norm of large tensors: one
@@ -40,9 +40,10 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     ``hist`` adds ``stats["hist"]``: counts in HIST_BINS equal bins from min to max (asked for
     parameters, inputs and ``.grad``, a few tensors a step; not for every activation). These are
     what a user looks at when a gradient is None, NaN or huge: their statistics are exact, never
-    sampled (see NOTE [Sampled statistics]).
+    sampled (see NOTE [Sampled statistics]). ``exact``: not sampled either (a gradient on its way
+    into a leaf's ``.grad``, shown beside it).
     """
-    summary = _summarize(t, full_max, light, norm, sample=not hist)
+    summary = _summarize(t, full_max, light, norm, sample=not (hist or exact))
     if hist and summary is not None and "stats" in summary and "min" in summary["stats"]:
         # binned from the values the statistics saw: min and max are theirs
         read = _to_read(t.detach(), sample=False)[0] if t.is_cpu else t
@@ -79,18 +80,19 @@ class LightSummaries:
     def __init__(self) -> None:
         self._known: dict[tuple, tuple] = {}
 
-    def summary(self, t) -> dict | None:
+    def summary(self, t, exact: bool = False) -> dict | None:
+        """``exact``: never from a sample (a sampled one known for the same memory is summarized anew)."""
         if not isinstance(t, torch.Tensor) or t.numel() < SHARED_MIN or t.layout != torch.strided:
-            return summarize(t, light=True)
+            return summarize(t, light=True, exact=exact)
         try:
             key = (t.data_ptr(), t.numel(), t.dtype, t.get_device(), t._version) if _dense(t) else None
         except RuntimeError:  # no storage of its own (a wrapper subclass, an inference tensor's version)
             key = None
         if key is not None:
             known = self._known.get(key)
-            if known is not None and known[0]() is not None:
+            if known is not None and known[0]() is not None and not (exact and "sampled" in known[1]):
                 return {"shape": list(t.shape), "stats": dict(known[1])}
-        summary = summarize(t, light=True)
+        summary = summarize(t, light=True, exact=exact)
         if key is not None and summary is not None and "stats" in summary and "note" not in summary:
             self._known[key] = (weakref.ref(t), summary["stats"])
         return summary

@@ -311,7 +311,6 @@ def _update_in_graph(run: Run):
 def _nan_grad(run: Run):
     for call in run.backwards.values():
         sampled_before = False  # an earlier gradient's statistics were of a sample: it may hide a NaN
-        leaves = _accumulated(run, call)
         for vid in call.order:
             grads = call.grads_out.get(vid) or ()
             for g in grads:
@@ -332,42 +331,6 @@ def _nan_grad(run: Run):
                     return
             sampled_before = sampled_before or any(
                 isinstance(g, dict) and (g.get("stats") or {}).get("sampled") for g in grads)
-            if sampled_before and vid in leaves:
-                # a leaf's new .grad is summarized exactly: what the sampled gradients on the way missed
-                index, tid, grad = leaves[vid]
-                if _non_finite(grad):
-                    feeder = _feeder(run, call, vid)
-                    name = feeder.name if feeder is not None else "the node before it"
-                    yield Finding("nan-grad", f"NaN or Inf in a gradient, first seen in {_name(run, tid)}.grad",
-                                  feeder.line if feeder is not None else call.line,
-                                  f"{_name(run, tid)}.grad holds NaN or Inf after this backward, but no gradient on "
-                                  "the way showed one: gradients this large are summarized from a sample of their "
-                                  f"values, which missed it. It came through {name}"
-                                  + (f" (created at line {feeder.line})" if feeder is not None and feeder.line else "")
-                                  + " or a node before it.",
-                                  "Look at the inputs of the ops on that path: division by zero, log or sqrt of 0 or "
-                                  "negatives, overflow in exp; clamp or add an epsilon.", index,
-                                  feeder.id if feeder is not None else f"op{vid}")
-                    return
-
-
-def _accumulated(run: Run, call) -> dict:
-    """AccumulateGrad vid -> (index, leaf tid, the leaf's new ``.grad``) for one backward call."""
-    found = {}
-    stop = call.end + 1 if call.end is not None else None
-    for index, ev in run.events.where(("accumulate",), call.start, stop):
-        if ev.get("bid") == call.bid and ev.get("vid") is not None:
-            found[ev["vid"]] = (index, ev.get("tid"), run.accumulation(ev)[1])
-    return found
-
-
-def _feeder(run: Run, call, vid: int):
-    """The node of ``call`` that sent its gradient along an edge into node ``vid``."""
-    for other in call.order:
-        op = run.op_nodes.get(other)
-        if op is not None and any(child == vid for child, _ in op.next):
-            return op
-    return None
 
 
 def _non_finite(summary) -> bool:

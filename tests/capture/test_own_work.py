@@ -201,3 +201,23 @@ def test_parameters_inputs_and_grads_are_never_sampled():
     weight = torch.rand(600, 1000)
     weight[300, 500] = float("inf")
     assert summarize(weight, hist=True)["stats"]["inf"] == 1
+
+
+def test_the_gradient_sent_into_a_leaf_is_summarized_exactly_as_its_grad_is(record, write_script):
+    """A gradient of more than 2^18 values on its way is summarized from a sample, but the one a
+    node sends into a leaf's AccumulateGrad is the leaf's new .grad: exact, so the two agree."""
+    run = record(write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "w = torch.randn(600, 1000, requires_grad=True)\n"
+        "loss = (w * 3).tanh().sum()\n"
+        "loss.backward()\n"))
+    call = next(iter(run.backwards.values()))
+    names = {vid: run.op_nodes[vid].name for vid in call.order}
+    mul = next(vid for vid, name in names.items() if name == "MulBackward0")
+    tanh = next(vid for vid, name in names.items() if name == "TanhBackward0")
+    assert "sampled" in call.grads_out.get(tanh)[0]["stats"]  # on its way: a sample
+    into_leaf = call.grads_out.get(mul)[0]["stats"]
+    assert "sampled" not in into_leaf
+    grad = run.grads[next(t for t, i in run.tensors.items() if i.get("name") == "w")][-1].value["stats"]
+    assert abs(into_leaf["norm"] / grad["norm"] - 1) < 1e-6

@@ -23,6 +23,8 @@ from graphview.capture.summaries import LightSummaries, summarize
 from graphview.core.events import FULL_VALUES_MAX
 
 _REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
+_ACCUMULATE_GRAD_TYPE = torch._C._functions.AccumulateGrad  # a leaf's node (what ``name()`` calls ACCUMULATE_GRAD)
+_NONE: frozenset = frozenset()
 
 
 class BackwardHooks(TensorIdentity):
@@ -104,6 +106,7 @@ class BackwardHooks(TensorIdentity):
         the collector scan the whole heap twice more per backward)."""
         nodes: dict[int, Any] = {}
         feeder: dict[int, tuple] = {}  # vid -> (consumer vid, index) of the one edge feeding it
+        into_leaf: dict[int, set] = {}  # vid -> indices of its edges into a leaf's AccumulateGrad
         fed_more: set[int] = set()  # vids fed by more than one edge
         stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
         root_vids = {self.node_vid(node, line) for node in stack if node is not None}
@@ -118,6 +121,8 @@ class BackwardHooks(TensorIdentity):
             for index, (child, _) in enumerate(node.next_functions):
                 if child is not None:
                     child_vid = self.node_vid(child, line)
+                    if type(child) is _ACCUMULATE_GRAD_TYPE:
+                        into_leaf.setdefault(vid, set()).add(index)
                     if child_vid in feeder:
                         fed_more.add(child_vid)
                     else:
@@ -137,8 +142,9 @@ class BackwardHooks(TensorIdentity):
                 handles.append(node.register_hook(
                     partial(accumulate_hook, call, vid, leaf_ref, self.tensor_ref(leaf, line)[0])))
             else:
+                # its edges into a leaf's AccumulateGrad are summarized exactly, as the leaf's .grad is
                 handles.append(node.register_prehook(partial(prehook, call, vid, from_edge)))
-                handles.append(node.register_hook(partial(hook, call, vid)))
+                handles.append(node.register_hook(partial(hook, call, vid, into_leaf.get(vid, _NONE))))
             if vid in self._foreign_saved or node.name() == _REENTRANT_CHECKPOINT:
                 handles.extend(self._watch_recompute(node, bid))
         return handles
@@ -200,7 +206,7 @@ class BackwardHooks(TensorIdentity):
             self._emit_fn(event)
         return None
 
-    def _bw_hook(self, call: "_BackwardCall", vid: int, grad_inputs, grad_outputs) -> None:
+    def _bw_hook(self, call: "_BackwardCall", vid: int, into_leaf: set, grad_inputs, grad_outputs) -> None:
         with self.at_work():
             sent = call.sent
             for index, g in enumerate(grad_inputs):
@@ -208,8 +214,9 @@ class BackwardHooks(TensorIdentity):
                     sent[(vid, index)] = _identity(g)
             if call.releases:  # the engine releases the node's saved variables right after it runs
                 self._release_unhooked(vid)
+            light = call.light.summary
             self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid,
-                       "grads_out": [call.light.summary(g) for g in grad_inputs]})
+                       "grads_out": [light(g, index in into_leaf) for index, g in enumerate(grad_inputs)]})
         return None
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
