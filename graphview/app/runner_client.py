@@ -40,16 +40,6 @@ _FULL_READ = 1 << 15
 #: pause only on a pipe this roomy (the runner widens its pipe to 1 MiB where Linux lets it): a
 #: default 64 KiB pipe could fill within a pause and make the script wait
 _PACED_PIPE = 1 << 18
-
-
-def _pipe_size(fd: int) -> int:
-    """The capacity of pipe ``fd`` in bytes (Linux), or 0 where it cannot be asked."""
-    try:
-        import fcntl
-
-        return fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
-    except (ImportError, OSError, ValueError):
-        return 0
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ``python -c`` puts the cwd first on sys.path (``-P`` does not): drop it before anything is imported,
 # so that a json.py where the user stands is never run; graphview itself is found from its own root,
@@ -61,6 +51,16 @@ _BOOT = ("import sys\n"
          "sys.path.remove({root!r})\n"
          "sys.exit(main())\n")
 _LIVE: set["RunnerProcess"] = set()  # runners whose process group may still be alive
+
+
+def _pipe_size(fd: int) -> int:
+    """The capacity of pipe ``fd`` in bytes (Linux), or 0 where it cannot be asked."""
+    try:
+        import fcntl
+
+        return fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+    except (ImportError, OSError, ValueError):
+        return 0
 
 
 class Interrupted(Exception):
@@ -259,7 +259,7 @@ class RunnerProcess:
         selector.register(self._events, selectors.EVENT_READ)
         buffer = b""
         fd = self._events.fileno()
-        paced = False
+        paced: bool | None = None  # asked once, after the first read
         while True:
             self._check_deadline()
             wait_for = 0.1
@@ -270,8 +270,8 @@ class RunnerProcess:
                 if not chunk:
                     break
                 buffer = self._deliver_lines(buffer + chunk)
-                # asked after the first read: by then the runner has widened its end of the pipe
-                paced = paced or _pipe_size(fd) >= _PACED_PIPE
+                if paced is None:  # by the first read the runner has widened its end of the pipe
+                    paced = _pipe_size(fd) >= _PACED_PIPE
                 if paced and len(chunk) < _FULL_READ:
                     time.sleep(READ_PACE_S)
             elif self._exited():

@@ -216,20 +216,21 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
 
 
 # NOTE [Sampled statistics]
-# Only what flows is sampled: activations and the gradients along backward edges. Parameters,
-# inputs, buffers and ``.grad`` (the summaries with a histogram) are always exact: a NaN in a
-# weight's gradient, or an embedding's gradient with a few non-zero rows among 50,000, would
-# hide from a sample. Exact statistics of a tensor read all of its memory: on one core about 0.35 ms per pass over 2M
-# float32 values, whatever computes them, since the memory is the limit. A transformer step
-# made ~50M values of gradients and ~22M of activations: exact statistics of all of them cost a
-# quarter of a plain step, more than many of the elementwise ops they describe. So a CPU tensor
-# of more than SAMPLE_ABOVE values is summarized from SAMPLE_RUNS runs of SAMPLE_RUN consecutive
-# values, evenly spaced over its memory (the runs read 256 KiB, whatever the tensor's size), and
-# the statistics say so: ``sampled`` is how many values they saw; ``min``/``max`` are the
-# sample's, ``mean`` its mean, ``norm`` the sample's scaled to the whole (sqrt(numel / sampled)),
-# ``nan``/``inf`` counted in the sample. Views say "≈" and "from a sample of N values". Only a
-# tensor whose elements fill a block of memory, each once, is sampled (its statistics are those
-# of that block's values, in whatever order); others (a strided slice, an expand) are exact.
+# Exact statistics of a tensor read all of its memory: on one core about 0.35 ms per pass over 2M
+# float32 values, whatever computes them, since the memory is the limit. A transformer step made
+# ~50M values of gradients and ~22M of activations: exact statistics of all of them cost a quarter
+# of a plain step, more than many of the elementwise ops they describe. So what flows (activations,
+# gradients along backward edges) is sampled: a CPU tensor of more than SAMPLE_ABOVE values is
+# summarized from SAMPLE_RUNS runs of SAMPLE_RUN consecutive values, evenly spaced over its memory
+# (the runs read 256 KiB, whatever the tensor's size), and the statistics say so: ``sampled`` is
+# how many values they saw; ``min``/``max`` are the sample's, ``mean`` its mean, ``norm`` the
+# sample's scaled to the whole (sqrt(numel / sampled)), ``nan``/``inf`` counted in the sample.
+# Views say "sample min", "≈" and "a sample of N". Never sampled: parameters, inputs, buffers and
+# ``.grad`` (the summaries with a histogram), and the gradient a node sends into a leaf's ``.grad``:
+# a NaN in a weight's gradient, or an embedding's gradient with a few non-zero rows among 50,000,
+# would hide from a sample. Only a tensor whose elements fill a block of memory, each once, is
+# sampled (its statistics are those of that block's values, in whatever order); others (a strided
+# slice) are exact, and an expanded one is read once (see ``_to_read``).
 #: tensors of more values than this are summarized from a sample (1 MiB of float32)
 SAMPLE_ABOVE = 1 << 18
 #: the sample: this many runs of SAMPLE_RUN consecutive values (65,536 values)

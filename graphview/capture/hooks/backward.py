@@ -18,13 +18,13 @@ import torch
 
 from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.identity import TensorIdentity
-from graphview.capture.state import ACCUMULATE_GRAD, _identity, tracing
+from graphview.capture.state import _identity, tracing
 from graphview.capture.summaries import LightSummaries, summarize
 from graphview.core.events import FULL_VALUES_MAX
 
 _REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
-_ACCUMULATE_GRAD_TYPE = torch._C._functions.AccumulateGrad  # a leaf's node (what ``name()`` calls ACCUMULATE_GRAD)
-_NONE: frozenset = frozenset()
+_ACCUMULATE_GRAD_TYPE = torch._C._functions.AccumulateGrad  # a leaf's node (its name() is state.ACCUMULATE_GRAD)
+_NO_EDGES: frozenset = frozenset()
 
 
 class BackwardHooks(TensorIdentity):
@@ -135,7 +135,7 @@ class BackwardHooks(TensorIdentity):
         accumulate_prehook, accumulate_hook = self._bw_accumulate_prehook, self._bw_accumulate_hook
         for vid, node in nodes.items():
             from_edge = feeder.get(vid) if vid not in fed_more and vid not in root_vids else None
-            if node.name() == ACCUMULATE_GRAD:
+            if type(node) is _ACCUMULATE_GRAD_TYPE:
                 leaf = node.variable
                 leaf_ref = weakref.ref(leaf)
                 handles.append(node.register_prehook(partial(accumulate_prehook, call, vid, from_edge, leaf_ref)))
@@ -144,7 +144,7 @@ class BackwardHooks(TensorIdentity):
             else:
                 # its edges into a leaf's AccumulateGrad are summarized exactly, as the leaf's .grad is
                 handles.append(node.register_prehook(partial(prehook, call, vid, from_edge)))
-                handles.append(node.register_hook(partial(hook, call, vid, into_leaf.get(vid, _NONE))))
+                handles.append(node.register_hook(partial(hook, call, vid, into_leaf.get(vid, _NO_EDGES))))
             if vid in self._foreign_saved or node.name() == _REENTRANT_CHECKPOINT:
                 handles.extend(self._watch_recompute(node, bid))
         return handles

@@ -29,6 +29,7 @@ class Inspector(QTextBrowser):
         self._cursor = -1
         self._selection = ""
         self._shown: tuple = (self.show_empty, ())  # what is on show, drawn again in a new theme
+        self._drawn_for: int | None = None  # the viewport width its histograms were sized for
         self.document().setDefaultStyleSheet(themes.css())
         self.show_empty()
         themes.changes().changed.connect(self.apply_theme)
@@ -48,7 +49,7 @@ class Inspector(QTextBrowser):
     def _redraw_if_resized(self) -> None:
         """A histogram was sized for another width (the panel was hidden behind another tab, or
         resized since): drawn again, or the table would be too wide and wrap its keys letter by letter."""
-        drawn_for = getattr(self, "_drawn_for", None)
+        drawn_for = self._drawn_for
         if drawn_for is not None and drawn_for != self.viewport().width() and self.isVisible():
             show, args = self._shown
             show(*args)
