@@ -221,3 +221,19 @@ def test_the_gradient_sent_into_a_leaf_is_summarized_exactly_as_its_grad_is(reco
     assert "sampled" not in into_leaf
     grad = run.grads[next(t for t, i in run.tensors.items() if i.get("name") == "w")][-1].value["stats"]
     assert abs(into_leaf["norm"] / grad["norm"] - 1) < 1e-6
+
+
+def test_an_increment_a_tensor_hook_changed_is_summarized_exactly(record, write_script):
+    """A leaf's tensor hook hands AccumulateGrad another gradient than its feeder sent: what it
+    receives, the increment of .grad, is summarized exactly, as the .grad it goes into."""
+    run = record(write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "w = torch.randn(600, 1000, requires_grad=True)\n"
+        "w.register_hook(lambda g: g * 2)\n"
+        "(w * 3).tanh().sum().backward()\n"))
+    tid = next(t for t, i in run.tensors.items() if i.get("name") == "w")
+    accumulate = next(ev for _, ev in run.events.where({"accumulate"}) if ev["tid"] == tid)
+    increment, grad = run.accumulation(accumulate)
+    assert "sampled" not in increment["stats"] and "sampled" not in grad["stats"]
+    assert abs(increment["stats"]["norm"] / grad["stats"]["norm"] - 1) < 1e-6

@@ -190,7 +190,8 @@ class BackwardHooks(TensorIdentity):
 
         return [node.register_prehook(enter), node.register_hook(leave)]
 
-    def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs) -> None:
+    def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs,
+                    exact: bool = False) -> None:
         with self.at_work():
             if self._bw_current:
                 self._bw_current[-1] = vid
@@ -202,7 +203,7 @@ class BackwardHooks(TensorIdentity):
                 event["grads_in"] = None
                 event["from_edge"] = list(from_edge)  # [consumer vid, index]: its grads_out[index]
             else:
-                event["grads_in"] = [call.light.summary(g) for g in grad_outputs]
+                event["grads_in"] = [call.light.summary(g, exact) for g in grad_outputs]
             self._emit_fn(event)
         return None
 
@@ -221,7 +222,7 @@ class BackwardHooks(TensorIdentity):
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
                                grad_outputs) -> None:
-        self._bw_prehook(call, vid, from_edge, grad_outputs)
+        self._bw_prehook(call, vid, from_edge, grad_outputs, exact=True)  # what goes into .grad: exact, as .grad
         with self.at_work():
             leaf = leaf_ref()
             call.grad_was_none[vid] = leaf is None or leaf.grad is None
@@ -242,9 +243,8 @@ class BackwardHooks(TensorIdentity):
             event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
             incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
             same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == _identity(incoming)
-            increment = None
-            if not same_as_arrived:
-                increment = event["increment"] = call.light.summary(grad_outputs[0]) if grad_outputs else None
+            if not same_as_arrived:  # what goes into .grad: exact, as .grad is (see summaries.py)
+                event["increment"] = call.light.summary(grad_outputs[0], True) if grad_outputs else None
             grad = leaf.grad if leaf is not None else None
             if grad is not None:
                 self._note_grad(grad, tid)
