@@ -19,6 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BATCH_MS = 30
 QUEUE_LIMIT = 50_000  # events waiting for the GUI; beyond this the runner waits (pipe backpressure)
 BATCH_EVENTS = 500
+#: the longest the pump hands events to the window in one tick, and the least of the event
+#: loop's turn it takes (less is left: it waits for the next tick, unless it waited too long)
+PUMP_S, PUMP_MIN_S = 0.012, 0.004
 
 
 def ensure_display() -> None:
@@ -101,6 +104,7 @@ class App:
     def __init__(self) -> None:
         from PySide6.QtCore import QTimer
 
+        from graphview.qt.event_loop_turn import event_loop_turn
         from graphview.qt.main_window import MainWindow
 
         self.qt = qt_app()
@@ -115,6 +119,7 @@ class App:
         self.window.sigGradcheckRequested.connect(self.gradcheck)
         self.window.progress.sigCancel.connect(self.stop)
         self.gradchecks: queue.SimpleQueue = queue.SimpleQueue()
+        self.turn = event_loop_turn()  # the pump shares each pass of the event loop with the window's slices
         self.timer = QTimer()
         self.timer.timeout.connect(self._pump)
         self.timer.start(BATCH_MS)
@@ -260,24 +265,27 @@ class App:
         threading.Thread(target=work, daemon=True).start()
 
     def _pump(self) -> None:
-        while not self.gradchecks.empty():
-            self.window.show_gradcheck(*self.gradchecks.get())
-        """Hand queued events to the window in batches, for about 12 ms per timer tick."""
+        """Hand queued events to the window in batches, for about 12 ms per timer tick (less when
+        the window's own slices have used this pass of the event loop: see EventLoopTurn)."""
         import time
 
+        from graphview.core.run import bulk_load
+
+        while not self.gradchecks.empty():
+            self.window.show_gradcheck(*self.gradchecks.get())
         live = self.live
-        if live is None:
+        if live is None or not self.turn.room_for(self._pump, PUMP_MIN_S):
             return
-        deadline = time.monotonic() + 0.012
-        took = False
-        while time.monotonic() < deadline:
-            events = live.drain(BATCH_EVENTS)
-            if not events:
-                break
-            self.window.append_events(events)
-            took = True
-        if took:
-            gc.freeze()  # the run's records live on: keep them out of later full collections
+        deadline = time.monotonic() + min(PUMP_S, max(self.turn.left(), PUMP_MIN_S))
+        # the run's records live on: no collection of young objects while they are made (each
+        # would look them over; in a slice of a few ms they cost as much as the slice), and
+        # frozen after, out of every later collection
+        with bulk_load():
+            while time.monotonic() < deadline:
+                events = live.drain(BATCH_EVENTS)
+                if not events:
+                    break
+                self.window.append_events(events)
         if getattr(live, "fraction", None) is not None:  # a trace being read
             self.window.progress.update_reading(len(self.window.run.events) if self.window.run else 0)
             if live.finished:
@@ -296,8 +304,6 @@ class App:
             self.qt.processEvents()
             time.sleep(0.01)
             self._pump()
-            if self.live is None and window.run is not None and window.run.end is None:
-                break  # nothing more will come
         for _ in range(5):
             self.qt.processEvents()
         return self.live is None

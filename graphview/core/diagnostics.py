@@ -7,7 +7,9 @@ graph node), and the fix. Pure functions of the recorded events: the GUI's Diagn
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from graphview.core.cuts import Cut, find_cut, severed
 from graphview.core.events import summary_scalar
@@ -32,11 +34,23 @@ class Finding:
 
 
 def diagnose(run: Run) -> list[Finding]:
-    findings: list[Finding] = []
-    for check in CHECKS:
-        findings.extend(check(run))
+    """Every finding about ``run``, in the order of the events where they show."""
+    findings = [finding for finding in diagnosing(run) if finding is not None]
     findings.sort(key=lambda f: f.index)
     return findings
+
+
+def diagnosing(run: Run) -> Iterator[Finding | None]:
+    """The findings of :func:`diagnose` as the checks make them (not sorted), with a None
+    between checks and every :data:`PAUSE_EVERY` ops inside the longer ones: a point where
+    the caller may stop and come back (the window diagnoses a big run a few ms at a time)."""
+    for check in CHECKS:
+        yield from check(run)
+        yield None
+
+
+#: ops a check goes through between two points where its caller may pause (~10 ms)
+PAUSE_EVERY = 4096
 
 
 def _the_loss(run: Run, tid: int | None) -> str:
@@ -248,11 +262,12 @@ def _kept_across_steps(run: Run):
         steps = [{"start": c.start, "end": c.end} for c in calls]
     if len(steps) < 3:
         return
-    alive = []
-    for step in steps:
-        end = step["end"]
-        alive.append(sum(1 for op in run.op_nodes.values() if op.born <= end and (op.dead is None or op.dead > end)
-                         and op.name != ACCUMULATE_GRAD))
+    # nodes alive at the end of each step: born by then, less those dead by then (a node dies after
+    # it is born): two sorted lists, not a pass over every node per step
+    nodes = [op for op in run.op_nodes.values() if op.name != ACCUMULATE_GRAD]
+    births = sorted(op.born for op in nodes)
+    deaths = sorted(op.dead for op in nodes if op.dead is not None)
+    alive = [bisect_right(births, step["end"]) - bisect_right(deaths, step["end"]) for step in steps]
     if not all(b > a for a, b in zip(alive, alive[1:])):
         return
     kept = []
@@ -293,7 +308,10 @@ def _update_in_graph(run: Run):
                       "Autograd refuses to change a leaf that requires grad in place while recording.",
                       "Wrap the update in `with torch.no_grad():` (or use an optimizer).", index)
     grads = {tid for tid, info in run.tensors.items() if info.get("kind") == "grad"}
-    for index, op in run.ops:
+    yield None
+    for number, (index, op) in enumerate(run.ops):
+        if number % PAUSE_EVERY == PAUSE_EVERY - 1:
+            yield None
         inputs = [t for t, _ in op.get("inputs") or ()]
         if any(t in grads for t in inputs) and not op.get("inplace"):  # values computed from a .grad
             grads.update(t for t, _ in op.get("outputs") or ())
@@ -310,37 +328,26 @@ def _update_in_graph(run: Run):
 # ---------------------------------------------------------------------- 12. NaN / Inf in gradients
 def _nan_grad(run: Run):
     for call in run.backwards.values():
-        sampled_before = False  # an earlier gradient's statistics were of a sample: it may hide a NaN
-        for vid in call.order:
-            grads = call.grads_out.get(vid) or ()
-            for g in grads:
-                if _non_finite(g):
-                    op = run.op_nodes.get(vid)
-                    name = op.name if op else f"node {vid}"
-                    # the moment the bad gradient leaves the node (its bw_node_done in this call)
-                    index = call.grads_out.index_of(vid)
-                    index = call.start if index is None else index
-                    yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
-                                  op.line if op else call.line,
-                                  f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "
-                                  "whose outgoing gradient holds NaN or Inf; every gradient computed from it inherits it."
-                                  + (" Earlier large gradients were summarized from a sample of their values, which "
-                                     "could miss a single NaN: look at the nodes just before it too." if sampled_before else ""),
-                                  "Look at that op's inputs: division by zero, log or sqrt of 0 or negatives, overflow "
-                                  "in exp; clamp or add an epsilon.", index, f"op{vid}")
-                    return
-            sampled_before = sampled_before or any(
-                isinstance(g, dict) and (g.get("stats") or {}).get("sampled") for g in grads)
-
-
-def _non_finite(summary) -> bool:
-    if not isinstance(summary, dict):
-        return False
-    stats = summary.get("stats") or {}
-    if stats.get("nan") or stats.get("inf"):
-        return True
-    values = summary.get("values") or ()
-    return any(isinstance(v, str) for v in values)
+        if not call.non_finite:  # (noted as the run's events came: no gradient is read back here)
+            continue
+        vid = next((v for v in call.order if v in call.non_finite), None)
+        if vid is None:
+            continue
+        op = run.op_nodes.get(vid)
+        name = op.name if op else f"node {vid}"
+        # the moment the bad gradient leaves the node (its bw_node_done in this call)
+        index = call.non_finite[vid]
+        # an earlier gradient's statistics were of a sample: it may hide a NaN
+        sampled_before = call.first_sampled is not None and call.first_sampled < index
+        yield Finding("nan-grad", f"NaN or Inf in a gradient, first produced by {name}",
+                      op.line if op else call.line,
+                      f"{name} (created at line {op.line if op else '?'}) is the first node in this backward "
+                      "whose outgoing gradient holds NaN or Inf; every gradient computed from it inherits it."
+                      + (" Earlier large gradients were summarized from a sample of their values, which "
+                         "could miss a single NaN: look at the nodes just before it too." if sampled_before else ""),
+                      "Look at that op's inputs: division by zero, log or sqrt of 0 or negatives, overflow "
+                      "in exp; clamp or add an epsilon.", index, f"op{vid}")
+        return
 
 
 # ---------------------------------------------------------------------- 13. in-place on a saved tensor
@@ -363,9 +370,15 @@ def _inplace_saved(run: Run):
 # ---------------------------------------------------------------------- 8. detach is not a copy
 def _detach_write(run: Run):
     detached = {}
-    for index, ev in run.events.where({"detach"}):
+    for number, (index, ev) in enumerate(run.events.where({"detach"})):
+        if number % 128 == 127:  # (read back from the run's event log: a few ms)
+            yield None
         detached[ev["dst"]] = ev
-    for index, op in run.ops:
+    if not detached:
+        return
+    for number, (index, op) in enumerate(run.ops):
+        if number % PAUSE_EVERY == PAUSE_EVERY - 1:
+            yield None
         if op.get("inplace") and op.get("inputs") and op["inputs"][0][0] in detached:
             src = detached[op["inputs"][0][0]]["src"]
             yield Finding("detach-is-not-copy", "writing into a detached tensor changes the original", op.get("line"),
@@ -397,9 +410,12 @@ def _eval_is_not_no_grad(run: Run):
 
 def _inference_graphs_kept(run: Run):
     """Outputs of forward passes never backpropagated, still alive, piling up."""
+    kept = [op for op in run.op_nodes.values() if op.dead is None and not op.executed and op.name != ACCUMULATE_GRAD]
+    if len(kept) < 3:  # (a finished run has few such nodes, if any: the nodes they feed are looked for only then)
+        return
+    yield None
     consumers = {child for op in run.op_nodes.values() for child, _ in op.next if child is not None}
-    kept = [op for op in run.op_nodes.values() if op.dead is None and not op.executed and op.vid not in consumers
-            and op.name != ACCUMULATE_GRAD]
+    kept = [op for op in kept if op.vid not in consumers]
     if len(kept) < 3:
         return
     held = sum(s.bytes for s in run.saved.values() if s.released is None)

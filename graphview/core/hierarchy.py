@@ -76,10 +76,19 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
             calls[-1].bottom = layer
             previous = layer
         boxes.extend(box for box in calls if len(box.members) >= 2)
-    by_members: dict[frozenset, list[ModuleBox]] = {}
+    # boxes of the same nodes: one stands for all (grouped by rows and size first, then compared;
+    # a frozenset of each box's members would copy the outermost, which holds every node)
+    by_members: dict[tuple[int, int, int], list[list[ModuleBox]]] = {}
+    found: list[list[ModuleBox]] = []  # the groups in the order their first box came
     for box in boxes:
-        by_members.setdefault(frozenset(box.members), []).append(box)
-    kept = [max(same, key=lambda b: b.path.count(".")) for same in by_members.values()]
+        groups = by_members.setdefault((box.top, box.bottom, len(box.members)), [])
+        same = next((group for group in groups if group[0].members == box.members), None)
+        if same is None:
+            groups.append([box])
+            found.append(groups[-1])
+        else:
+            same.append(box)
+    kept = [max(same, key=lambda b: b.path.count(".")) for same in found]
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     return kept

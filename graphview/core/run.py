@@ -170,6 +170,11 @@ class BackwardCall:
     grads_in: Mapping = field(default_factory=dict)
     grads_out: Mapping = field(default_factory=dict)
     results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
+    # seen as the events came, so that a finding need not read every gradient back: vid -> the
+    # index of its bw_node_done whose gradients hold NaN or Inf; the first bw_node_done with a
+    # gradient summarized from a sample of its values
+    non_finite: dict = field(default_factory=dict)
+    first_sampled: int | None = None
 
 
 @dataclass(slots=True)
@@ -502,6 +507,12 @@ class Run:
         node = self.op_nodes.get(ev["vid"])
         if call is not None:
             call.grads_out.note(ev["vid"], index)
+            for summary in ev.get("grads_out") or ():
+                if type(summary) is dict:
+                    if non_finite(summary):
+                        call.non_finite.setdefault(ev["vid"], index)
+                    if call.first_sampled is None and (summary.get("stats") or {}).get("sampled"):
+                        call.first_sampled = index
         if (node is not None and call is not None and not call.retain_graph and node.freed is None
                 and node.name != ACCUMULATE_GRAD):  # AccumulateGrad holds nothing; later graphs reuse it
             node.freed = index
@@ -747,6 +758,18 @@ class Run:
 
 #: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)
 _HANDLERS: dict[str, Callable] = {name[4:]: method for name, method in vars(Run).items() if name.startswith("_on_")}
+
+
+def non_finite(summary: object) -> bool:
+    """Whether a value summary says its tensor holds NaN or Inf (counted in its statistics, or
+    among its values, which JSON carries as the strings "nan", "inf", "-inf")."""
+    if not isinstance(summary, dict):
+        return False
+    stats = summary.get("stats") or {}
+    if stats.get("nan") or stats.get("inf"):
+        return True
+    values = summary.get("values") or ()
+    return any(isinstance(v, str) for v in values)
 
 
 @contextmanager

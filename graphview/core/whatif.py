@@ -194,16 +194,15 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
 
     done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
     vids_of: dict[str, set[int]] = {}
+    around: dict[str, list[set[int]]] = {}  # a module's path -> the sets of the modules and patterns around it
     for node in run.op_nodes.values():
-        if node.module is None or node.module.startswith(RECOMPUTE_MODULE) or node.born > at:
+        if node.module is None or node.born > at:
             continue
-        path = node.module
-        while path:
-            vids_of.setdefault(path, set()).add(node.vid)
-            parent, _, last = path.rpartition(".")
-            if parent and last.isdigit():
-                vids_of.setdefault(parent + ".*", set()).add(node.vid)
-            path = parent
+        sets = around.get(node.module)
+        if sets is None:
+            sets = around[node.module] = [] if node.module.startswith(RECOMPUTE_MODULE) else _around(node.module, vids_of)
+        for vids in sets:
+            vids.add(node.vid)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
@@ -223,6 +222,19 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         if len(chosen) == top:
             break
     return chosen
+
+
+def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:
+    """The sets of ``vids_of`` that a node of module ``path`` belongs to (made where missing): its
+    module's, each module's around it, and ``layers.*`` for a numbered layer ``layers.3``."""
+    sets = []
+    while path:
+        sets.append(vids_of.setdefault(path, set()))
+        parent, _, last = path.rpartition(".")
+        if parent and last.isdigit():
+            sets.append(vids_of.setdefault(parent + ".*", set()))
+        path = parent
+    return sets
 
 
 def measured_text(pattern: str, before: Run, after: Run) -> str:

@@ -1,9 +1,13 @@
-"""Background: long pure computations over a finished run, off the GUI thread.
+"""Background: long pure computations over what no longer changes, off the GUI thread.
 
-Once a big run is complete nothing changes it any more, so what only reads it (the diagnostics
-of a million events, say) can run on a thread while the window keeps answering; the result comes
-back on the GUI thread, through a queued signal, where the caller shows it (if the run it was
-made for is still the one shown).
+What only reads a fixed part of a run (the module boxes of the nodes placed so far, say) can run
+on a thread while the window keeps answering; the result comes back on the GUI thread, through a
+queued signal, where the caller shows it (if the run it was made for is still the one shown).
+
+Use it sparingly: while the thread runs Python it holds the interpreter lock, which the GUI thread
+needs back after every call into Qt, so the window's repaints slow down meanwhile (a repaint of
+the memory chart took 40 ms instead of 3). Work that can pause is better done in slices of the
+event loop's turns (:mod:`graphview.qt.event_loop_turn`), as the diagnosis of a big run is.
 """
 
 from __future__ import annotations
@@ -12,10 +16,6 @@ import sys
 import threading
 
 from PySide6.QtCore import QObject, Signal
-
-#: runs with more events than this are summarised on a thread
-BACKGROUND_ABOVE = 100_000
-
 
 class Background(QObject):
     """Runs ``work()`` on a thread and calls ``then(result)`` on the GUI thread."""

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer
 
 from graphview.core import timeline
-from graphview.core.diagnostics import diagnose
+from graphview.core.diagnostics import diagnose, diagnosing
 from graphview.core.options import RunOptions
-from graphview.core.run import Run
+from graphview.core.run import Run, bulk_load
 from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
-from graphview.qt.background import BACKGROUND_ABOVE, Background
+from graphview.qt.event_loop_turn import BUDGET_S, event_loop_turn
 from graphview.qt.formatting import human_bytes
 from graphview.qt.run_placement import RunPlacement
 
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
 
 OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
+#: the least of the event loop's turn worth a round of growing the canvas (less: a later turn)
+GROW_SLICE_MIN_S = 0.010
+#: what the slices after a round take, about, on a run of a million events: the cursor and its
+#: panels; the memory chart; the end of the run (its chart whole, its findings)
+CURSOR_SLICE_S, CHART_SLICE_S, FINISH_SLICE_S = 0.012, 0.020, 0.030
+#: runs with more events than this are diagnosed a few ms at a time, in the event loop's turns
+DIAGNOSE_IN_SLICES_ABOVE = 100_000
+#: the least of a turn worth a slice of diagnosis
+DIAGNOSE_SLICE_S = 0.008
 
 
 def nodes_per_step(run: Run) -> list[int]:
@@ -75,7 +85,6 @@ class RunController(QObject):
         self.comparison = ""
         self.slices_pending = 0
         self.placement = RunPlacement(window)
-        self.background = Background(self)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
         self._events_over = False  # no more events will come (a trace read to its end, or cancelled)
@@ -86,12 +95,13 @@ class RunController(QObject):
         self.live_refresh.setSingleShot(True)
         self.live_refresh.setInterval(60)
         self.live_refresh.timeout.connect(self._refresh_live)
+        self.turn = event_loop_turn()  # the slices of one pass of the event loop share its time
 
     @property
     def settled(self) -> bool:
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
-        return not (self.live_refresh.isActive() or self.slices_pending > 0 or self.background.pending > 0
+        return not (self.live_refresh.isActive() or self.slices_pending > 0
                     or self.window.scene.boxes.pending
                     or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
@@ -195,9 +205,13 @@ class RunController(QObject):
         if run is None:
             return
         ended = run.end is not None or self._events_over
+        if not self.turn.room_for(self._refresh_live, GROW_SLICE_MIN_S):
+            self._later(self._retry_refresh)  # this pass of the event loop is full: a later one
+            return
         # while the runner streams, small rounds keep the window responsive; once it has ended,
         # nothing competes and the backlog is worked off in larger ones
-        more = self.grow(budget=200 if ended else 40, chart=False)
+        with bulk_load() if self.reading else nullcontext():  # (see bulk_load: what a trace makes lives on)
+            more = self.grow(budget=200 if ended else 40, chart=False, seconds=self.turn.left())
         w.progress.update_run(run, w.options.steps)
         # the chart of a trace being read is drawn less often: its picture of a million events costs
         self._chart_turn = (self._chart_turn + 1) % (20 if self.reading and not ended else 5)
@@ -213,7 +227,7 @@ class RunController(QObject):
                     w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
             # while a trace is read, the chart waits its turn even when the canvas has caught up
             if self._chart_turn == 0 or (not more and (ended or not self.reading)):
-                self._later(chart_slice)
+                self._later(chart_slice, CHART_SLICE_S)
 
         def chart_slice() -> None:
             self.slices_pending -= 1
@@ -222,19 +236,32 @@ class RunController(QObject):
                 w.memory.show_run(run, self._device(), rough=self.reading and not self._events_over)
                 w.memory.set_cursor(w.cursor)
 
-        self._later(cursor_slice)
+        self._later(cursor_slice, CURSOR_SLICE_S)
         if more:
             if not self.live_refresh.isActive():
                 self.live_refresh.start()
         elif ended and not self._finished:
             self._finished = True
-            self._later(self._finish_slice)
+            self._later(self._finish_slice, FINISH_SLICE_S)
 
-    def _later(self, work) -> None:
+    def _retry_refresh(self) -> None:
+        self.slices_pending -= 1
+        if not self.live_refresh.isActive():  # (else the timer's round comes soon enough)
+            self._refresh_live()
+
+    def _later(self, work, seconds: float = 0.0) -> None:
         """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
-        ms out, not a zero-delay call, which Qt runs before anything else that is waiting."""
+        ms out, not a zero-delay call, which Qt runs before anything else that is waiting; and in
+        a pass with about ``seconds`` of its time left (see :class:`EventLoopTurn`)."""
         self.slices_pending += 1
-        QTimer.singleShot(4, work)
+
+        def when_there_is_room() -> None:
+            if self.turn.room_for(work, seconds):
+                work()
+            else:
+                QTimer.singleShot(4, when_there_is_room)
+
+        QTimer.singleShot(4, when_there_is_room)
 
     def _finish_slice(self) -> None:
         self.slices_pending -= 1
@@ -255,13 +282,14 @@ class RunController(QObject):
         else:
             w.set_cursor(w.cursor)
 
-    def grow(self, budget: int | None = None, chart: bool = True) -> bool:
-        """Take in what the run gained; returns True while canvas items are still waiting."""
+    def grow(self, budget: int | None = None, chart: bool = True, seconds: float | None = None) -> bool:
+        """Take in what the run gained (``budget`` items in about ``seconds``: see
+        :meth:`GraphScene.grow`); returns True while canvas items are still waiting."""
         w = self.window
         run = w.run
         w.scene.live = run.end is None and not self._events_over
         w.scene.patient = self.reading and not self._events_over
-        more = w.scene.grow(budget=budget)
+        more = w.scene.grow(budget=budget, seconds=seconds)
         w.timeline_bar.set_length(len(run.events))
         if run.start:
             w.toggles.set_devices(run.start.get("devices") or [])
@@ -273,24 +301,54 @@ class RunController(QObject):
 
     def summarise(self) -> None:
         """A finished run in words: diagnostics, the status line, what a re-run changed, a failure.
-        A big run is diagnosed on a thread (it no longer changes), so the window keeps answering."""
+        A big run is diagnosed in slices of the event loop's turns (see :func:`diagnosing`), so the
+        window keeps answering. (Not on a thread: a thread running Python holds the interpreter
+        lock the GUI thread needs back after every call into Qt; the window's repaints took 40 ms
+        and more while it ran.)"""
         w = self.window
         run = w.run
-        if len(run.events) > BACKGROUND_ABOVE:
-            w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
-
-            def then(result) -> None:
-                if w.run is run:
-                    self._summarise(run, *result)
-
-            self.background.run(lambda: (diagnose(run), forced_detaches(run)), then)
+        if len(run.events) <= DIAGNOSE_IN_SLICES_ABOVE:
+            self._summarise(run, diagnose(run), forced_detaches(run))
             return
-        self._summarise(run, diagnose(run), forced_detaches(run))
+        w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
+        checks, findings = diagnosing(run), []
 
-    def _summarise(self, run: Run, findings: list, forced: list) -> None:
+        def diagnose_slice() -> None:
+            self.slices_pending -= 1
+            if w.run is not run:
+                return
+            for finding in checks:
+                if finding is not None:
+                    findings.append(finding)
+                elif self.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
+                    self._later(diagnose_slice, DIAGNOSE_SLICE_S)
+                    return
+            findings.sort(key=lambda f: f.index)
+            # what a re-run changed, what checkpointing would cut, the findings: a turn each
+            self._in_turns(run, [self._compare_with_earlier, lambda: self._what_if(run),
+                                 lambda: self._summarise(run, findings, forced_detaches(run), whole=False)])
+
+        self._later(diagnose_slice, DIAGNOSE_SLICE_S)
+
+    def _in_turns(self, run: Run, works: list) -> None:
+        """Each of ``works`` in a later turn of its own, in order, while ``run`` is the one shown."""
+
+        def first() -> None:
+            self.slices_pending -= 1
+            if self.window.run is run:
+                works[0]()
+                if len(works) > 1:
+                    self._in_turns(run, works[1:])
+
+        self._later(first, DIAGNOSE_SLICE_S)
+
+    def _summarise(self, run: Run, findings: list, forced: list, whole: bool = True) -> None:
+        """The run summarised in words; ``whole``: with what a re-run changed and what
+        checkpointing would cut (else they came in slices of their own, just before)."""
         w = self.window
-        self._compare_with_earlier()
-        self._what_if(run)
+        if whole:
+            self._compare_with_earlier()
+            self._what_if(run)
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")

@@ -122,3 +122,50 @@ def test_a_single_inf_sent_into_a_leaf_is_found_at_the_node_that_made_it(record,
 def _non_finite_summary(g) -> bool:
     stats = (g or {}).get("stats") or {}
     return bool(stats.get("nan") or stats.get("inf")) or not isinstance(stats.get("norm"), float)
+
+
+def test_the_findings_made_a_piece_at_a_time_are_the_findings_of_the_whole_run(record):
+    """The window diagnoses a big run in slices (diagnosing pauses between checks and within the
+    long ones); what the slices find, sorted, is what diagnose finds."""
+    from graphview.core import diagnostics
+
+    for name in ("detach_is_not_copy", "update_outside_no_grad", "graph_kept_across_steps"):
+        code, _, options = EXPECTED[name]
+        run = record(PITFALLS / f"{name}.py", **options)
+        pieces = list(diagnostics.diagnosing(run))
+        assert pieces.count(None) >= len(diagnostics.CHECKS)  # a point to pause after every check
+        found = sorted((f for f in pieces if f is not None), key=lambda f: f.index)
+        assert [f.to_dict() for f in found] == [f.to_dict() for f in diagnose(run)]
+        assert code in [f.code for f in found]
+
+
+def test_gradients_with_nan_or_inf_are_noted_as_the_events_come(record, write_script):
+    """What the NaN finding asks of a backward call (which nodes sent NaN or Inf, where the first
+    sampled gradient came) is noted as the run takes in each event: the nodes noted are the nodes
+    whose outgoing gradients torch itself computes with an Inf."""
+    import torch
+
+    source = ("import torch\n"
+              "w = torch.nn.Parameter(torch.tensor([4.0, 0.0, 1.0]))\n"
+              "y = torch.sqrt(w) * 2\n"
+              "y.sum().backward()\n")
+    run = record(write_script(source))
+    call = next(iter(run.backwards.values()))
+    noted = sorted(run.op_nodes[vid].name for vid in call.non_finite)
+    # torch: the gradients each node sends on, seen by a hook on every node of the same graph
+    w = torch.nn.Parameter(torch.tensor([4.0, 0.0, 1.0]))
+    y = torch.sqrt(w) * 2
+    loss = y.sum()
+    sent_inf = []
+    todo, seen = [loss.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        node.register_hook(lambda grads_in, grads_out, node=node: sent_inf.append(node.name()) if any(
+            g is not None and not torch.isfinite(g).all() for g in grads_in) else None)
+        todo.extend(child for child, _ in node.next_functions)
+    loss.backward()
+    assert noted == sorted(sent_inf) == ["SqrtBackward0"]
+    assert call.first_sampled is None  # three values: nothing sampled

@@ -15,6 +15,10 @@ import numpy as np
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 
 _NEVER = np.iinfo(np.int64).max
+#: the arrays of a node's numbers, each with room to grow (doubled when full: a trace read in
+#: hundreds of slices appends to them hundreds of times, and copying 180k nodes' numbers at each
+#: append held the event loop ~10 ms a slice)
+_COLUMNS = ("born", "dead", "slots", "layers", "vids")
 
 
 class Lifetimes:
@@ -23,14 +27,34 @@ class Lifetimes:
     def __init__(self, scene) -> None:
         self.scene = scene
         self.ids: list[str] = []
-        self.born = np.zeros(0, dtype=np.int64)
-        self.dead = np.zeros(0, dtype=np.int64)
-        self.slots = np.zeros(0, dtype=np.int64)
-        self.layers = np.zeros(0, dtype=np.int64)
-        self.vids = np.zeros(0, dtype=np.int64)  # the autograd node each dies with (-1: none)
+        self._room = {name: np.zeros(1024, dtype=np.int64) for name in _COLUMNS}
         self._index_of: dict[str, int] = {}
         self._pending = np.zeros(0, dtype=np.int64)  # nodes that die with an autograd node not dead yet
         self._events = -1  # the run's length when the deaths were last looked at
+
+    # the columns, one number per placed node, as long as ``ids`` (views of the arrays with room)
+    @property
+    def born(self) -> np.ndarray:
+        """The event each node is born at."""
+        return self._room["born"][:len(self.ids)]
+
+    @property
+    def dead(self) -> np.ndarray:
+        """The event each node dies at (the largest int64: not known to die)."""
+        return self._room["dead"][:len(self.ids)]
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._room["slots"][:len(self.ids)]
+
+    @property
+    def layers(self) -> np.ndarray:
+        return self._room["layers"][:len(self.ids)]
+
+    @property
+    def vids(self) -> np.ndarray:
+        """The autograd node each dies with (-1: none)."""
+        return self._room["vids"][:len(self.ids)]
 
     def grow(self) -> None:
         """Take in the nodes placed, and the deaths learnt, since the last call."""
@@ -57,21 +81,28 @@ class Lifetimes:
             ops = [op_nodes.get(v) for v in self.vids[unknown].tolist()]
             self.dead[unknown] = [op.dead if op is not None and op.dead is not None else _NEVER for op in ops]
             self._pending = unknown[self.dead[unknown] == _NEVER]
-        index_of = self._index_of
+        index_of, dead = self._index_of, self.dead
         for node_id in drawing.derived:  # no-grad tensors made from others: they go with what they feed
             i = index_of.get(node_id)
-            if i is not None and self.dead[i] == _NEVER:
+            if i is not None and dead[i] == _NEVER:
                 death = dead_index(nodes[node_id])
                 if death is not None:
-                    self.dead[i] = death
+                    dead[i] = death
 
     def _take_new(self) -> None:
         """The nodes placed since the last call: their births, places, deaths so far."""
         scene = self.scene
         drawing = scene.drawing
         nodes, dead_index = drawing.nodes, drawing.dead_index
-        new = [nodes[n] for n in scene._placed[len(self.ids):]]
+        first = len(self.ids)
+        new = [nodes[n] for n in scene._placed[first:]]
         count = len(new)
+        if first + count > len(self._room["born"]):
+            size = max(first + count, 2 * len(self._room["born"]))
+            for name, column in self._room.items():
+                grown = np.empty(size, dtype=np.int64)
+                grown[:first] = column[:first]
+                self._room[name] = grown
         for node in new:
             self._index_of[node.id] = len(self.ids)
             self.ids.append(node.id)
@@ -83,13 +114,13 @@ class Lifetimes:
             else:
                 tnode = tensor_nodes.get(node.id)
                 vids.append(tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1)
-        self.vids = np.concatenate([self.vids, np.array(vids, dtype=np.int64)])
+        room, end = self._room, first + count
+        room["vids"][first:end] = vids
         deaths = (d if d is not None else _NEVER for d in map(dead_index, new))
-        self.born = np.concatenate([self.born, np.fromiter((n.born for n in new), np.int64, count)])
-        self.dead = np.concatenate([self.dead, np.fromiter(deaths, np.int64, count)])
-        self.slots = np.concatenate([self.slots, np.fromiter((n.slot for n in new), np.int64, count)])
-        self.layers = np.concatenate([self.layers, np.fromiter((n.layer for n in new), np.int64, count)])
-        first = len(self.ids) - count
+        room["born"][first:end] = np.fromiter((n.born for n in new), np.int64, count)
+        room["dead"][first:end] = np.fromiter(deaths, np.int64, count)
+        room["slots"][first:end] = np.fromiter((n.slot for n in new), np.int64, count)
+        room["layers"][first:end] = np.fromiter((n.layer for n in new), np.int64, count)
         fresh = np.nonzero((self.dead[first:] == _NEVER) & (self.vids[first:] >= 0))[0] + first
         self._pending = np.concatenate([self._pending, fresh])
 

@@ -134,25 +134,28 @@ class GraphScene(QGraphicsScene):
         self.cursor = -1
         self.grow()
 
-    def grow(self, budget: int | None = None) -> bool:
+    def grow(self, budget: int | None = None, seconds: float | None = None) -> bool:
         """Add items for what the run gained since the last call (positions never change).
 
         With ``budget``, create at most that many items now (the GUI thread stays responsive
-        while a big graph streams in); returns True when items are still waiting.
+        while a big graph streams in), in at most :data:`SCENE_SLICE_S`, or ``seconds`` when that
+        is less (what is left of the event loop's turn); returns True when items are still waiting.
         """
         if self.drawing is None:
             return False
         start = time.perf_counter()
+        slice_s = SCENE_SLICE_S if seconds is None else max(0.002, min(SCENE_SLICE_S, seconds))
         # with a budget (a run streaming in), the layout takes a slice of the event loop too
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
                                                  patient=self.patient,
-                                                 seconds=None if budget is None else LAYOUT_SLICE_S))
+                                                 seconds=None if budget is None else
+                                                 slice_s * LAYOUT_SLICE_S / SCENE_SLICE_S))
         now = time.monotonic()
         if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
             self.boxes.refresh()  # streaming: boxes catch up now and then, at most a tenth of the time
             took = time.monotonic() - now
             self._boxes_at = time.monotonic()
-            self._boxes_every = max(0.5, took * 10)
+            self._boxes_every = max(0.5, took * 10, self.boxes.thread_took * 10)
         made = taken = 0
         unplaced = []
         waiting = self._waiting
@@ -162,7 +165,7 @@ class GraphScene(QGraphicsScene):
         nodes, tensor_nodes = self.drawing.nodes, self.drawing.run.tensor_nodes
         placed, taken_in, blocked, of_op = self._placed, self._taken, self._edges_blocked, self._tensors_of_op
         # ... and so does taking its nodes in (their edges and lifetimes follow in proportion)
-        deadline = None if budget is None else start + SCENE_SLICE_S
+        deadline = None if budget is None else start + slice_s
         while taken < len(waiting) and (limit is None or (made if not virtual else taken) < limit):
             if deadline is not None and taken & 63 == 63 and time.perf_counter() > deadline:
                 break
