@@ -17,6 +17,7 @@ into text once (the lines of the trace file it was read from, when the caller pa
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import zlib
 from typing import Iterable, Iterator
@@ -39,7 +40,10 @@ class EventLog:
         self._codes: dict[str, int] = {}
         self._names: list[str] = []
         self._kinds = bytearray()
-        self._blocks: list[bytes] = []  # zlib of the block's events, one JSON text a line
+        # the block's events, one JSON text a line: zlib of it, or the text itself until a thread
+        # of its own has compressed it (zlib lets go of the interpreter lock: the GUI thread
+        # reads on meanwhile)
+        self._blocks: list[bytes] = []
         self._tail: list[dict] = []
         self._tail_lines: list[bytes | None] = []
         self._cache: dict[int, list[dict]] = {}
@@ -104,7 +108,8 @@ class EventLog:
                              for i, line in enumerate(lines)).encode("utf-8")
         else:
             text = b"\n".join(lines)
-        self._blocks.append(zlib.compress(text, 1))
+        self._blocks.append(_Text(text))
+        _compress_later(self._blocks, len(self._blocks) - 1)
         self._tail = []
         self._tail_lines = []
 
@@ -213,7 +218,34 @@ class EventLog:
 
 
 def _decode(block: bytes) -> list[dict]:
-    return json.loads(b"[" + zlib.decompress(block).replace(b"\n", b",") + b"]")
+    text = block if type(block) is _Text else zlib.decompress(block)
+    return json.loads(b"[" + text.replace(b"\n", b",") + b"]")
+
+
+class _Text(bytes):
+    """A block's JSON text, not compressed yet."""
+
+
+_compressing: queue.SimpleQueue | None = None
+_compressing_lock = threading.Lock()
+
+
+def _compress_later(blocks: list, number: int) -> None:
+    """Replace ``blocks[number]`` (a :class:`_Text`) by its zlib, on the compressing thread.
+    Until then the text itself is read (in a process forked after the thread started, for good)."""
+    global _compressing
+    with _compressing_lock:
+        if _compressing is None:
+            _compressing = queue.SimpleQueue()
+            threading.Thread(target=_compress_forever, args=(_compressing,), name="graphview-compress",
+                             daemon=True).start()
+    _compressing.put((blocks, number))
+
+
+def _compress_forever(work: queue.SimpleQueue) -> None:
+    while True:
+        blocks, number = work.get()
+        blocks[number] = zlib.compress(blocks[number], 1)  # (one item of a list: set at once)
 
 
 class Piece(list):

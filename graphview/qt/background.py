@@ -31,13 +31,16 @@ class Background(QObject):
         self.pending += 1
 
         def body() -> None:
+            deliver = then
             try:
                 result = work()
             except Exception as exc:  # noqa: BLE001 - said in one line, the window keeps going
                 print(f"graphview: {getattr(work, '__name__', 'work')} failed: {exc}", file=sys.stderr)
-                self._done.emit(None, None)
-                return
-            self._done.emit(then, result)
+                result, deliver = None, None
+            try:
+                self._done.emit(deliver, result)
+            except RuntimeError:  # the window closed meanwhile (its objects are gone): nobody to tell
+                pass
 
         threading.Thread(target=body, daemon=True).start()
 

@@ -163,3 +163,27 @@ def test_events_of_odd_kinds_are_kept_and_found():
     assert log.kind(1) is None and log.kind(2) is None
     assert [i for i, _ in log.where({"op"})] == [i for i, ev in enumerate(events) if ev.get("ev") == "op"]
     assert log.find({"op"}, 1) == 3
+
+
+def test_a_block_reads_the_same_before_and_after_it_is_compressed():
+    """A sealed block's text is compressed on a thread of its own; until then the text itself is
+    read, and what is read is the same either way."""
+    import time
+    import zlib
+
+    from graphview.core import event_log
+
+    events = [{"ev": "op", "oid": i, "op": "mul", "line": i % 7, "inputs": [[i, 0]], "text": "é" * (i % 3)}
+              for i in range(3 * event_log.BLOCK + 5)]
+    log = event_log.EventLog(events)
+    assert len(log._blocks) == 3
+    raw = [type(block) is event_log._Text for block in log._blocks]
+    assert list(log) == events and [log[i] for i in range(len(events))] == events
+    deadline = time.monotonic() + 10
+    while any(type(block) is not bytes for block in log._blocks) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(type(block) is bytes for block in log._blocks)  # compressed by now
+    assert zlib.decompress(log._blocks[0]).count(b"\n") == event_log.BLOCK - 1
+    log._cache.clear()
+    assert list(log) == events and [log[i] for i in range(len(events))] == events
+    assert len(raw) == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, QRectF
 
 from graphview.core.options import RunOptions
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE
@@ -244,3 +244,52 @@ def test_a_picture_too_small_for_nodes_shows_the_cells_that_hold_shown_nodes(big
             assert pixel.alpha() == 0 or pixel == background
             empty += 1
     assert empty
+
+
+def test_a_big_box_is_measured_from_the_arrays_as_from_its_nodes(big, monkeypatch):
+    """A big finished run with nothing shut measures its open module boxes (how many nodes are
+    shown, where) from the scene's arrays of births, deaths and places: the boxes come out as
+    measured from their nodes one by one."""
+    from graphview.qt.canvas import module_boxes
+
+    scene = big.scene
+    lifetimes = scene._lifetimes
+    for index in (big.cursor, len(scene.run.events) - 1, 5):
+        expected = shown_at(scene, index)
+        for box in scene.boxes.boxes:
+            shown = [n for n in box.members if n in expected]
+            count, extent = lifetimes.shown_extent(lifetimes.rows_of(box.members), index)
+            assert count == len(shown)
+            if shown:
+                xs = [scene.drawing.nodes[n].x for n in shown]
+                ys = [scene.drawing.nodes[n].y for n in shown]
+                assert extent == (min(xs), min(ys), max(xs), max(ys))
+        newest = lifetimes.newest_at(index)
+        if expected:
+            assert newest in expected
+            assert scene.drawing.nodes[newest].born == max(scene.drawing.nodes[n].born for n in expected)
+        else:
+            assert newest is None
+
+    def boxes_drawn():
+        scene.set_cursor(big.cursor)
+        return {key: (QRectF(group.rect), group.members) for key, group in scene.groups.items() if group.isVisible()}
+
+    one_by_one = boxes_drawn()  # boxes of 7 nodes: measured node by node
+    monkeypatch.setattr(module_boxes, "MEASURED_IN_ARRAYS_ABOVE", 0)
+    scene.boxes._rows_of.clear()
+    assert one_by_one and boxes_drawn() == one_by_one
+
+
+def test_a_fit_makes_the_items_near_the_view_once(big, monkeypatch):
+    """A fit zooms and scrolls several times; the items near the view are made for where it ends."""
+    scene, view = big.scene, big.view
+    syncs = []
+    original = scene._sync_region
+    monkeypatch.setattr(scene, "_sync_region", lambda: (syncs.append(1), original())[1])
+    view.fit_readable()
+    assert len(syncs) <= 1
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    here = [n for n in scene.ids_in(seen) if n in scene._visible and n not in scene.boxes._hidden_by
+            and seen.contains(QPointF(*scene.place_of(n)))]
+    assert all(n in scene.node_items and scene.node_items[n].isVisible() for n in here)

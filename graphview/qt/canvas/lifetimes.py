@@ -94,35 +94,69 @@ class Lifetimes:
         scene = self.scene
         drawing = scene.drawing
         nodes, dead_index = drawing.nodes, drawing.dead_index
+        op_nodes, tensor_nodes = drawing.run.op_nodes, drawing.run.tensor_nodes
         first = len(self.ids)
-        new = [nodes[n] for n in scene._placed[first:]]
-        count = len(new)
-        if first + count > len(self._room["born"]):
-            size = max(first + count, 2 * len(self._room["born"]))
+        new_ids = scene._placed[first:]
+        count = len(new_ids)
+        end = first + count
+        if end > len(self._room["born"]):
+            size = max(end, 2 * len(self._room["born"]))
             for name, column in self._room.items():
                 grown = np.empty(size, dtype=np.int64)
                 grown[:first] = column[:first]
                 self._room[name] = grown
-        for node in new:
-            self._index_of[node.id] = len(self.ids)
-            self.ids.append(node.id)
-        tensor_nodes = drawing.run.tensor_nodes
-        vids = []
-        for node in new:
-            if node.kind in ("op", "accumulate"):
-                vids.append(node.ref)
+        rows = []  # (born, dead, slot, layer, vid) of each new node, in one pass
+        for node_id in new_ids:
+            node = nodes[node_id]
+            if node.kind in ("op", "accumulate"):  # (dead_index inline for the common kinds)
+                vid = node.ref
+                op = op_nodes.get(vid)
+                dead = op.dead if op is not None else None
             else:
-                tnode = tensor_nodes.get(node.id)
-                vids.append(tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1)
-        room, end = self._room, first + count
-        room["vids"][first:end] = vids
-        deaths = (d if d is not None else _NEVER for d in map(dead_index, new))
-        room["born"][first:end] = np.fromiter((n.born for n in new), np.int64, count)
-        room["dead"][first:end] = np.fromiter(deaths, np.int64, count)
-        room["slots"][first:end] = np.fromiter((n.slot for n in new), np.int64, count)
-        room["layers"][first:end] = np.fromiter((n.layer for n in new), np.int64, count)
+                tnode = tensor_nodes.get(node_id)
+                vid = tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1
+                if vid >= 0:
+                    op = op_nodes.get(vid)
+                    dead = op.dead if op is not None else None
+                else:
+                    dead = dead_index(node)
+            rows.append((node.born, _NEVER if dead is None else dead, node.slot, node.layer, vid))
+        index_of = self._index_of
+        for i, node_id in enumerate(new_ids, start=first):
+            index_of[node_id] = i
+        self.ids.extend(new_ids)
+        if count:
+            table = np.array(rows, dtype=np.int64).reshape(count, 5)
+            for column, name in enumerate(_COLUMNS):
+                self._room[name][first:end] = table[:, column]
         fresh = np.nonzero((self.dead[first:] == _NEVER) & (self.vids[first:] >= 0))[0] + first
         self._pending = np.concatenate([self._pending, fresh])
+
+    def rows_of(self, node_ids) -> np.ndarray:
+        """The rows of those of ``node_ids`` taken in so far."""
+        self._arrays()
+        index_of = self._index_of
+        rows = [index_of.get(node_id) for node_id in node_ids]
+        return np.array([row for row in rows if row is not None], dtype=np.int64)
+
+    def newest_at(self, index: int) -> str | None:
+        """The id of the node shown at ``index`` that was born last (None: none is shown)."""
+        chosen = self._chosen(index)
+        if not len(chosen):
+            return None
+        return self.ids[int(chosen[np.argmax(self.born[chosen])])]
+
+    def shown_extent(self, rows: np.ndarray, index: int) -> tuple[int, tuple[float, float, float, float] | None]:
+        """Of the nodes at ``rows``: how many are shown at ``index``, and the left, top, right,
+        bottom of their drawing places (a box around tens of thousands of nodes is measured in one
+        pass over the arrays, not a call per node)."""
+        self._arrays()
+        chosen = rows[(self.born[rows] <= index) & (self.dead[rows] > index)]
+        if not len(chosen):
+            return 0, None
+        slots, layers = self.slots[chosen], self.layers[chosen]
+        return len(chosen), (float(slots.min()) * SLOT_WIDTH, float(layers.min()) * LAYER_HEIGHT,
+                             float(slots.max()) * SLOT_WIDTH, float(layers.max()) * LAYER_HEIGHT)
 
     def _chosen(self, index: int) -> np.ndarray:
         self._arrays()

@@ -23,6 +23,9 @@ from graphview.qt.canvas.style import NODE_H, NODE_W
 
 #: how long nodes take to glide to their places after a box opens or shuts
 GLIDE_MS = 280
+#: boxes of more nodes than this (a big finished run, nothing shut) are measured from the scene's
+#: arrays of births, deaths and places
+MEASURED_IN_ARRAYS_ABOVE = 256
 #: drawings with more placed nodes than this find their boxes on a thread
 BOXES_ON_A_THREAD_ABOVE = 20_000
 #: above this many moving nodes the new layout is shown at once
@@ -56,6 +59,7 @@ class ModuleBoxes(QObject):
         self._shown: set[str] = set()
         self._finding = False  # boxes being found on a thread
         self.thread_took = 0.0  # how long finding them on a thread took, last time (seconds)
+        self._rows_of: dict[str, tuple] = {}  # box key -> (box, lifetimes' length, its nodes' rows there)
         self._spans: dict[str, tuple[int, int | None]] = {}  # box key -> when any of its nodes exists
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
         self._background = Background(self)
@@ -80,12 +84,15 @@ class ModuleBoxes(QObject):
         self._hidden_by = {}
 
     # ------------------------------------------------------------------ boxes and layout
-    def refresh(self) -> None:
-        """Find the boxes again when the drawing placed more nodes; with boxes shut, lay out again."""
+    def refresh(self, on_a_thread: bool = True) -> None:
+        """Find the boxes again when the drawing placed more nodes; with boxes shut, lay out again.
+        A big drawing's are found on a thread (a run streaming in: the window answers meanwhile)
+        unless ``on_a_thread`` is False (a drawing taken in whole, in one go: sharing the interpreter
+        lock with a thread would slow the rest of the open by more than the boxes take)."""
         drawing = self.scene.drawing
         if drawing is None or len(drawing.order) == self._placed:
             return
-        if len(drawing.order) > BOXES_ON_A_THREAD_ABOVE and not self.collapsed:
+        if on_a_thread and len(drawing.order) > BOXES_ON_A_THREAD_ABOVE and not self.collapsed:
             self._refresh_on_thread(drawing)
             return
         self._placed = len(drawing.order)
@@ -380,6 +387,8 @@ class ModuleBoxes(QObject):
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
         region = scene._region_bounds if scene.virtual and layout is None else None
+        # (the scene's arrays of births, deaths and places say what is shown, as ``visible`` does)
+        in_arrays = layout is None and scene.virtual and not scene.live
         top, bottom = (region[1], region[3]) if region is not None else (0.0, 0.0)
         spans = self._spans
         for box in self.boxes:
@@ -391,6 +400,19 @@ class ModuleBoxes(QObject):
                 if group is not None and group.isVisible():
                     group.setVisible(False)
                 continue
+            if in_arrays and len(box.members) > MEASURED_IN_ARRAYS_ABOVE:
+                # a big finished run, nothing shut: which of its nodes are shown, and where, at once
+                count, extent = scene._lifetimes.shown_extent(self._rows(box), index)
+                if count < 2:
+                    if group is not None:
+                        group.setVisible(False)
+                    continue
+                group = self._group(box, group)
+                group.collapsed = False
+                group.setVisible(True)
+                self._set_open(group, box, extent, count)
+                shown.append(group)
+                continue
             members = [m for m in box.members if m in visible] if box.key not in buried else []
             if box.key in shut:
                 ok = bool(members)
@@ -400,11 +422,7 @@ class ModuleBoxes(QObject):
                 if group is not None:
                     group.setVisible(False)
                 continue
-            if group is None:
-                group = self.groups[box.key] = GroupItem(box)
-                group.set_compared(self.compared.get(box.path))
-                group.sigToggled.connect(self.toggle)
-                scene.addItem(group)
+            group = self._group(box, group)
             group.collapsed = box.key in shut
             group.setVisible(True)
             if group.collapsed:
@@ -415,6 +433,26 @@ class ModuleBoxes(QObject):
         self._place_labels(shown)
         self._hidden_by = hidden
         return hidden
+
+    def _group(self, box: ModuleBox, group: GroupItem | None) -> GroupItem:
+        """The item of ``box`` (``group``, or made now)."""
+        if group is None:
+            group = self.groups[box.key] = GroupItem(box)
+            group.set_compared(self.compared.get(box.path))
+            group.sigToggled.connect(self.toggle)
+            self.scene.addItem(group)
+        return group
+
+    def _rows(self, box: ModuleBox):
+        """The rows of ``box``'s nodes in the scene's lifetimes (kept while the box and the
+        number of nodes taken in stay the same)."""
+        lifetimes = self.scene._lifetimes
+        known = self._rows_of.get(box.key)
+        if known is not None and known[0] is box and known[1] == len(lifetimes.ids):
+            return known[2]
+        rows = lifetimes.rows_of(box.members)
+        self._rows_of[box.key] = (box, len(lifetimes.ids), rows)
+        return rows
 
     def _buried(self, box: ModuleBox, shut: set[str]) -> bool:
         parent = box.parent
@@ -458,13 +496,19 @@ class ModuleBoxes(QObject):
                 points.append(QPointF(*scene.place_of(m)))
         xs = [p.x() for p in points]
         ys = [p.y() for p in points]
-        rect = QRectF(min(xs) - NODE_W / 2, min(ys) - NODE_H / 2, max(xs) - min(xs) + NODE_W, max(ys) - min(ys) + NODE_H)
+        self._set_open(group, box, (min(xs), min(ys), max(xs), max(ys)), len(members))
+
+    def _set_open(self, group: GroupItem, box: ModuleBox, extent: tuple[float, float, float, float],
+                  count: int) -> None:
+        """An open box drawn around ``count`` nodes whose centres span ``extent`` (left, top, right, bottom)."""
+        left, top, right, bottom = extent
+        rect = QRectF(left - NODE_W / 2, top - NODE_H / 2, right - left + NODE_W, bottom - top + NODE_H)
         # nested boxes step inwards; vertically they stay inside the gap between rows, so the
         # boxes of two modules one after the other (the layout stacks them) never overlap
         level = 3 - min(3, box.level)
         pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
         running = self._running is not None and self._running in box.members and self._running in self._shown
-        group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), len(members), 0, 0, running)
+        group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), count, 0, 0, running)
 
     def _place_labels(self, groups: list[GroupItem]) -> None:
         """A nested box often starts on the same row as its parent: move its name right of the parent's."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QGraphicsView, QMenu
@@ -48,6 +50,7 @@ class GraphView(QGraphicsView):
         self._widen.setInterval(WIDEN_AFTER_MS)
         self._widen.timeout.connect(lambda: self.update_region(widen=True))
         self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
+        self._region_held = 0  # inside a fit: the items near the view are made once, where it ends
         scene.boxes.sigRelaying.connect(lambda at: setattr(self, "_box_on_screen", QPointF(self.mapFromScene(at))))
         scene.boxes.sigRelaid.connect(self._keep_box_in_place)
         scene.sceneRectChanged.connect(self._scene_grew)
@@ -118,7 +121,7 @@ class GraphView(QGraphicsView):
         rest of the margin comes once the view has rested (``widen``), so a run of jumps pays
         for what each shows, not for nine viewports each."""
         scene = self.scene()
-        if scene is None or len(scene._placed) <= VIRTUAL_ABOVE:
+        if scene is None or len(scene._placed) <= VIRTUAL_ABOVE or self._region_held:
             return
         if self.transform().m11() < SKETCH_BELOW:
             if scene.region is None or not scene.region.isEmpty():
@@ -197,8 +200,24 @@ class GraphView(QGraphicsView):
         shown += [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
         return shown
 
+    @contextmanager
+    def _one_region(self):
+        """Zooms and scrolls made one after another (a fit): the items near the view are made
+        once, for where the view ends up, not at each step (each made and dropped a viewport's items)."""
+        self._region_held += 1
+        try:
+            yield
+        finally:
+            self._region_held -= 1
+            if not self._region_held:
+                self.update_region()
+
     def fit(self) -> None:
         """Show every node shown at the cursor (View > Fit to window)."""
+        with self._one_region():
+            self._fit()
+
+    def _fit(self) -> None:
         scene = self.scene()
         scene.boxes.settle()
         self.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
@@ -217,6 +236,10 @@ class GraphView(QGraphicsView):
         it fits at a zoom where node names can be read, else that zoom around the newest node
         (where the run is; the overview in the corner shows the rest, F fits it all). A finished
         run too big to read at fit first shuts its module boxes down to the deepest level that does."""
+        with self._one_region():
+            self._fit_readable()
+
+    def _fit_readable(self) -> None:
         if self.scene().boxes.open_to_fit(self.readable_fit()):
             self.overview.schedule()
         self.fit()
