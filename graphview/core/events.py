@@ -95,7 +95,8 @@ FULL_VALUES_MAX = 64
 SAMPLE_NOTE = ("values marked ≈ come from a sample: to keep recording fast, an activation or a gradient on its "
                "way of more than 262,144 values is summarized from 65,536 evenly spaced ones. The sample's min and "
                "max are shown, mean and norm are estimates, and what lies outside the sample (a NaN, a few large "
-               "values) is not seen. Parameters, inputs, .grad and the gradient sent into a .grad are always exact")
+               "values) is not seen. Parameters, inputs, .grad and the gradient on its way into a .grad (also through "
+               "a weight's .t()) are always exact")
 
 #: Statuses of ``run_end`` that mean the script did not finish normally.
 FAILED_STATUSES = frozenset({"error", "exit", "stopped", "timeout", "crashed"})

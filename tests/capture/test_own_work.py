@@ -237,3 +237,27 @@ def test_an_increment_a_tensor_hook_changed_is_summarized_exactly(record, write_
     increment, grad = run.accumulation(accumulate)
     assert "sampled" not in increment["stats"] and "sampled" not in grad["stats"]
     assert abs(increment["stats"]["norm"] / grad["stats"]["norm"] - 1) < 1e-6
+
+
+def test_the_gradient_into_a_linear_layers_weight_t_is_exact_as_the_weights_grad(record, write_script):
+    """A linear layer multiplies by weight.t(): the gradient AddmmBackward0 sends into TBackward0 is
+    the weight's gradient on its way (transposed), summarized exactly as the .grad it becomes: the
+    norms along the way agree with the one torch computes for weight.grad."""
+    import torch
+
+    source = ("import torch\n"
+              "torch.manual_seed(0)\n"
+              "layer = torch.nn.Linear(1024, 600)\n"
+              "x = torch.randn(8, 1024)\n"
+              "layer(x).tanh().sum().backward()\n")
+    run = record(write_script(source))
+    call = next(iter(run.backwards.values()))
+    names = {vid: run.op_nodes[vid].name for vid in call.order}
+    addmm = next(vid for vid, name in names.items() if name == "AddmmBackward0")
+    t = next(vid for vid, name in names.items() if name == "TBackward0")
+    into_t = call.grads_out.get(addmm)[[child for child, _ in run.op_nodes[addmm].next].index(t)]["stats"]
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(1024, 600)
+    layer(torch.randn(8, 1024)).tanh().sum().backward()
+    assert "sampled" not in into_t and into_t["numel"] == 600 * 1024
+    assert abs(into_t["norm"] / layer.weight.grad.double().norm().item() - 1) < 1e-6

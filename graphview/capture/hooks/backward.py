@@ -106,7 +106,9 @@ class BackwardHooks(TensorIdentity):
         the collector scan the whole heap twice more per backward)."""
         nodes: dict[int, Any] = {}
         feeder: dict[int, tuple] = {}  # vid -> (consumer vid, index) of the one edge feeding it
-        into_leaf: dict[int, set] = {}  # vid -> indices of its edges into a leaf's AccumulateGrad
+        # vid -> indices of its edges into a leaf's AccumulateGrad, or into a node that only
+        # passes the gradient on to one (the weight.t() of a linear layer)
+        into_leaf: dict[int, set] = {}
         fed_more: set[int] = set()  # vids fed by more than one edge
         stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
         root_vids = {self.node_vid(node, line) for node in stack if node is not None}
@@ -121,7 +123,7 @@ class BackwardHooks(TensorIdentity):
             for index, (child, _) in enumerate(node.next_functions):
                 if child is not None:
                     child_vid = self.node_vid(child, line)
-                    if type(child) is _ACCUMULATE_GRAD_TYPE:
+                    if type(child) is _ACCUMULATE_GRAD_TYPE or _feeds_only_a_leaf(child):
                         into_leaf.setdefault(vid, set()).add(index)
                     if child_vid in feeder:
                         fed_more.add(child_vid)
@@ -256,6 +258,14 @@ class BackwardHooks(TensorIdentity):
             self._emit_fn(event)
             self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
         return None
+
+
+def _feeds_only_a_leaf(node) -> bool:
+    """Whether ``node``'s one edge goes into a leaf's AccumulateGrad (``weight.t()`` in a linear
+    layer, a view of a parameter): what it receives is the leaf's gradient on its way there, and is
+    summarized exactly as the .grad it becomes is (the two would otherwise differ by a sample's error)."""
+    nexts = node.next_functions
+    return len(nexts) == 1 and type(nexts[0][0]) is _ACCUMULATE_GRAD_TYPE
 
 
 class _BackwardCall:
