@@ -143,5 +143,5 @@ def show_top(window: MainWindow) -> bool:
             x = sum(i.sceneBoundingRect().center().x() for i in items) / len(items)
         x = max(rect.left() + half_w, min(rect.right() - half_w, x))
     y = rect.center().y() if rect.height() <= 2 * half_h else rect.top() + half_h
-    view.centerOn(QPointF(x, y))
+    view.center_view_on(QPointF(x, y))
     return True

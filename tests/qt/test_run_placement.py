@@ -98,3 +98,21 @@ def test_opening_a_file_again_starts_at_its_start(window, record):
     window.set_cursor(200)
     window.begin_run(first.start["script"], RunOptions(steps=3), record(model("mlp_optimizer"), steps=3))
     assert window.cursor == 0  # no "Run again" asked: a fresh start
+
+
+def test_fit_centres_what_the_cursor_shows_even_to_one_side_of_the_whole_graph(window, record):
+    """At the first backward of a step script with its module boxes shut, what the cursor shows
+    is narrower than the whole run's graph and sits to its left: Fit puts it in the middle of the
+    canvas (the view was clamped to the scene's edge and drew it off centre)."""
+    run = record(model("transformer_block"), steps=3)
+    window.begin_run(run.start["script"], RunOptions(steps=3), run)
+    window.set_cursor(next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start"))
+    view, scene = window.view, window.scene
+    view.fit()
+    shown = scene.shown_rect()
+    assert shown.width() < scene.sceneRect().width() * 0.7  # narrower than the whole graph
+    middle = view.mapFromScene(shown.center())
+    port = view.viewport().rect()
+    assert abs(middle.x() - port.center().x()) <= 3 and abs(middle.y() - port.center().y()) <= 3
+    seen = view.mapToScene(port).boundingRect()
+    assert seen.contains(shown)

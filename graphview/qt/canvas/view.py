@@ -20,6 +20,8 @@ from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: the room fit leaves around what it shows
 FIT_MARGIN = 40
+#: the largest zoom a fit takes (a tiny graph is not blown up)
+FIT_LARGEST = 1.4
 #: below this zoom a big graph has no items at all: its sketch draws it (no text could be read)
 SKETCH_BELOW = 0.3
 #: after a jump, items are made around what is seen only once the view has rested this long
@@ -224,12 +226,22 @@ class GraphView(QGraphicsView):
         rect = scene.shown_rect()
         if rect.isNull():
             rect = scene.sceneRect()
-        self.fitInView(rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN), Qt.KeepAspectRatio)
-        self.update_region()
-        if self.transform().m11() > 1.4:  # a tiny graph: do not blow it up
-            self.resetTransform()
-            self.scale(1.4, 1.4)
-            self.centerOn(rect.center())
+        framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
+        port = self.viewport().rect()
+        zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
+                   FIT_LARGEST)  # a tiny graph: not blown up
+        self.resetTransform()
+        self.scale(zoom, zoom)
+        self.center_view_on(rect.center())
+
+    def center_view_on(self, point: QPointF) -> None:
+        """Centre the view on ``point`` (scene units), scrolling past the scene's edge where that
+        takes (what is shown at the cursor may sit to one side of the whole run's graph: clamped
+        to the scene, it was drawn off centre); the next fit ends the widening."""
+        scale = self.transform().m11()
+        half = QPointF(self.viewport().width(), self.viewport().height()) / (2 * scale)
+        self.setSceneRect(self.scene().sceneRect().united(QRectF(point - half, point + half)))
+        self.centerOn(point)
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: the whole graph if
@@ -259,7 +271,7 @@ class GraphView(QGraphicsView):
             newest = shut[0].sceneBoundingRect().center() if shut else None
         if newest is not None:  # the newest node in the lower part of the view, what led to it above
             height = self.viewport().height() / self.READABLE_ZOOM
-            self.centerOn(QPointF(newest.x(), newest.y() - height * 0.25))
+            self.center_view_on(QPointF(newest.x(), newest.y() - height * 0.25))
 
     def change_level(self, delta: int | None) -> None:
         """View > Open / shut module boxes one level (``delta`` 1 / -1), or open every box (None); then fit."""
