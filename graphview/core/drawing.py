@@ -271,7 +271,7 @@ class Drawing:
             draw_kind = "input_grad"
         else:
             draw_kind = "input"
-        name = run.tensor_name(tnode.tid) or "tensor"
+        name = run.tensor_title(tnode.tid, tnode.grad_fn)  # "x", "output of linear", "tensor"
         if "v" in tnode.id[1:]:  # a new state of the tensor after an in-place op
             name += f" (v{tnode.version})"
         if tnode.grad_fn is not None:

@@ -584,6 +584,15 @@ class Run:
         info = self.tensors.get(tid) if tid is not None else None
         return info.get("name") if info else None
 
+    def tensor_title(self, tid: int, grad_fn: int | None = None) -> str:
+        """What to call a tensor: its name in the script; else, made by an op that autograd
+        records (``grad_fn``, its autograd node), "output of linear"; else "tensor"."""
+        name = self.tensor_name(tid)
+        if name:
+            return name
+        op = self.op_nodes.get(grad_fn) if grad_fn is not None else None
+        return f"output of {op.op}" if op is not None and op.op else "tensor"
+
     def grad_at(self, tid: int, index: int | None = None) -> GradEntry | None:
         """The latest change of ``.grad`` of tensor ``tid`` at or before ``index``."""
         entries = self.grads.get(tid)

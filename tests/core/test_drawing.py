@@ -261,3 +261,21 @@ def test_a_layout_in_time_slices_places_what_a_layout_of_each_piece_places(recor
     assert placed and placed == {n.id: (n.layer, n.slot) for n in pieces.nodes.values() if n.placed}
     assert sorted((e.source, e.target, e.kind) for e in sliced.edges) == \
         sorted((e.source, e.target, e.kind) for e in pieces.edges)
+
+
+def test_an_unnamed_intermediate_tensor_is_called_after_the_op_that_made_it(record, write_script):
+    """A tensor the script never named is drawn as "output of <op>" (the op that made it, as its
+    autograd node records), not as "tensor"; a named one keeps its name."""
+    from graphview.core.drawing import Drawing
+
+    run = record(write_script(
+        "import torch\n"
+        "x = torch.ones(2, requires_grad=True)\n"
+        "h = x * 3\n"
+        "loss = (h.exp() - 1).sum()\n"
+        "loss.backward()\n"))
+    drawing = Drawing(run)
+    drawing.update()
+    titles = {n.title for n in drawing.nodes.values() if n.kind == "intermediate"}
+    assert {"h", "output of exp", "output of sub", "loss"} <= titles
+    assert "tensor" not in titles

@@ -239,7 +239,8 @@ class GraphView(QGraphicsView):
         takes (what is shown at the cursor may sit to one side of the whole run's graph: clamped
         to the scene, it was drawn off centre); the next fit ends the widening."""
         scale = self.transform().m11()
-        half = QPointF(self.viewport().width(), self.viewport().height()) / (2 * scale)
+        # (a pixel short of the viewport each side: a rect the viewport's size brings scroll bars)
+        half = QPointF(self.viewport().width() - 2, self.viewport().height() - 2) / (2 * scale)
         self.setSceneRect(self.scene().sceneRect().united(QRectF(point - half, point + half)))
         self.centerOn(point)
 

@@ -120,7 +120,8 @@ class Inspector(QTextBrowser):
             tnode = run.tensor_nodes.get(node_id)
             if tnode is None:
                 return self.show_empty()
-            title = run.tensor_name(tnode.tid) or f"tensor {tnode.tid}"
+            title = run.tensor_name(tnode.tid) or run.tensor_title(tnode.tid, tnode.grad_fn)
+            title = f"tensor {tnode.tid}" if title == "tensor" else title
             rows = self._tensor_rows(run, tnode, index)
         body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top;white-space:nowrap'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
