@@ -293,3 +293,14 @@ def test_a_fit_makes_the_items_near_the_view_once(big, monkeypatch):
     here = [n for n in scene.ids_in(seen) if n in scene._visible and n not in scene.boxes._hidden_by
             and seen.contains(QPointF(*scene.place_of(n)))]
     assert all(n in scene.node_items and scene.node_items[n].isVisible() for n in here)
+
+
+def test_the_index_of_places_made_at_once_is_the_one_made_node_by_node(big):
+    scene = big.scene
+    scene._grid = None
+    at_once = scene._built_grid()
+    one_by_one: dict = {}
+    scene._grid = one_by_one
+    for node_id in scene.placed_ids():
+        scene._index(node_id)
+    assert at_once == one_by_one and len(at_once) > 10

@@ -139,6 +139,22 @@ class Lifetimes:
         rows = [index_of.get(node_id) for node_id in node_ids]
         return np.array([row for row in rows if row is not None], dtype=np.int64)
 
+    def cells(self, side: float) -> dict[tuple[int, int], list[str]]:
+        """Every node's id by the cell of side ``side`` (scene units) its drawing place falls in,
+        in the order the nodes were taken in (as GraphScene indexes them one by one)."""
+        self._arrays()
+        if not self.ids:
+            return {}
+        gx = np.floor_divide(self.slots * float(SLOT_WIDTH), side).astype(np.int64)
+        gy = np.floor_divide(self.layers * float(LAYER_HEIGHT), side).astype(np.int64)
+        key = (gx - gx.min()) * (int(gy.max() - gy.min()) + 1) + (gy - gy.min())
+        order = np.argsort(key, kind="stable")
+        starts = np.flatnonzero(np.diff(key[order])) + 1
+        ids = np.array(self.ids, dtype=object)[order]
+        firsts = order[np.concatenate(([0], starts))]
+        return {(int(x), int(y)): part.tolist()
+                for x, y, part in zip(gx[firsts].tolist(), gy[firsts].tolist(), np.split(ids, starts))}
+
     def newest_at(self, index: int) -> str | None:
         """The id of the node shown at ``index`` that was born last (None: none is shown)."""
         chosen = self._chosen(index)

@@ -186,7 +186,7 @@ class GraphScene(QGraphicsScene):
                 if self.region is None:
                     self._ask_views_for_region()  # big from now on: items only where a view looks
                 virtual = self.virtual
-            if self._grid is not None:
+            if self._grid is not None and budget is not None:
                 self._index(node_id)
             tnode = tensor_nodes.get(node_id)
             if tnode is not None and tnode.grad_fn is not None:
@@ -198,6 +198,8 @@ class GraphScene(QGraphicsScene):
                 for number in blocked.pop(node_id):
                     self._take_edge(number)  # an edge that waited for this node
         self._waiting = unplaced + waiting[taken:]
+        if budget is None:
+            self._grid = None  # taken in whole: the index of places is made again, at once, when next asked
         edges = self.drawing.edges
         for number in range(self._edges_done, len(edges)):
             self._take_edge(number)
@@ -350,9 +352,12 @@ class GraphScene(QGraphicsScene):
 
     def _built_grid(self) -> dict[tuple[int, int], list[str]]:
         if self._grid is None:
-            self._grid = {}
-            for node_id in self._placed:
-                self._index(node_id)
+            if self.boxes.layout is None and len(self._placed) > VIRTUAL_ABOVE:
+                self._grid = self._lifetimes.cells(GRID)  # at once, from the arrays of places
+            else:
+                self._grid = {}
+                for node_id in self._placed:
+                    self._index(node_id)
         return self._grid
 
     def ids_in(self, rect: QRectF) -> list[str]:
