@@ -277,15 +277,15 @@ class App:
         if live is None or not self.turn.room_for(self._pump, PUMP_MIN_S):
             return
         deadline = time.monotonic() + min(PUMP_S, max(self.turn.left(), PUMP_MIN_S))
-        # the run's records live on: no collection of young objects while they are made (each
-        # would look them over; in a slice of a few ms they cost as much as the slice), and
-        # frozen after, out of every later collection
-        with bulk_load():
-            while time.monotonic() < deadline:
-                events = live.drain(BATCH_EVENTS)
-                if not events:
-                    break
-                self.window.append_events(events)
+        events = live.drain(BATCH_EVENTS)
+        if events:
+            # the run's records live on: no collection of young objects while they are made (each
+            # would look them over; in a slice of a few ms they cost as much as the slice), and
+            # frozen after, out of every later collection
+            with bulk_load():
+                while events:
+                    self.window.append_events(events)
+                    events = live.drain(BATCH_EVENTS) if time.monotonic() < deadline else None
         if getattr(live, "fraction", None) is not None:  # a trace being read
             self.window.progress.update_reading(len(self.window.run.events) if self.window.run else 0)
             if live.finished:

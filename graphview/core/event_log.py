@@ -17,6 +17,7 @@ into text once (the lines of the trace file it was read from, when the caller pa
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 import zlib
@@ -232,7 +233,7 @@ _compressing_lock = threading.Lock()
 
 def _compress_later(blocks: list, number: int) -> None:
     """Replace ``blocks[number]`` (a :class:`_Text`) by its zlib, on the compressing thread.
-    Until then the text itself is read (in a process forked after the thread started, for good)."""
+    Until then the text itself is read."""
     global _compressing
     with _compressing_lock:
         if _compressing is None:
@@ -245,7 +246,20 @@ def _compress_later(blocks: list, number: int) -> None:
 def _compress_forever(work: queue.SimpleQueue) -> None:
     while True:
         blocks, number = work.get()
-        blocks[number] = zlib.compress(blocks[number], 1)  # (one item of a list: set at once)
+        try:
+            blocks[number] = zlib.compress(blocks[number], 1)  # (one item of a list: set at once)
+        except Exception:  # noqa: BLE001 - (out of memory): the block stays readable as it is
+            continue
+
+
+def _forked() -> None:
+    """A forked process has none of its parent's threads: it starts a compressing thread of its own."""
+    global _compressing, _compressing_lock
+    _compressing = None
+    _compressing_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 class Piece(list):

@@ -29,7 +29,8 @@ class MemoryArrays(Mapping):
     a mapping of :data:`KEYS` to arrays of one value per event."""
 
     def __init__(self, run: Run, device: str) -> None:
-        self.run = run
+        # what it reads of the run, not the run (which keeps its arrays: no reference cycle)
+        self._events, self._points_of, self._allocs_of = run.events, run._points_by_device, run._allocs_by_device
         self.device = device
         self.n = 0
         self.has_alloc = False
@@ -41,7 +42,7 @@ class MemoryArrays(Mapping):
         self._bins: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}  # key -> (width, arg, max) of complete bins
 
     def update(self) -> "MemoryArrays":
-        n = len(self.run.events)
+        n = len(self._events)
         old = self.n
         if n <= old:
             return self
@@ -50,7 +51,7 @@ class MemoryArrays(Mapping):
                 grown = np.zeros(max(n, 2 * len(buffer)), dtype=buffer.dtype)
                 grown[:old] = buffer[:old]
                 self._buffers[key] = grown
-        points = self.run._points_by_device.get(self.device, [])
+        points = self._points_of.get(self.device, [])
         taken = self._points
         while taken < len(points) and points[taken][0] < n:
             taken += 1
@@ -65,7 +66,7 @@ class MemoryArrays(Mapping):
         b["total"][old:n] = b["input_param"][old:n] + values[which, 0]
         self._points = taken
         self._current = tuple(int(v) for v in values[-1])
-        allocs = self.run._allocs_by_device.get(self.device, [])
+        allocs = self._allocs_of.get(self.device, [])
         taken = self._allocs
         while taken < len(allocs) and allocs[taken][0] < n:
             taken += 1

@@ -20,6 +20,7 @@ import gc
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Iterable, Iterator, Mapping
 
 from graphview.core.event_log import EventLog
@@ -520,19 +521,16 @@ class Run:
     def _on_accumulate(self, index: int, ev: dict) -> None:
         # read back when shown: an event may leave out what its bw_node showed (see accumulation)
         self.grads.setdefault(ev["tid"], []).append(
-            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"), self.accumulation)
+            # (over the run's backward calls, not the run: a run holds no reference to itself, so
+            # refcounting frees it once it is replaced, even after the collector froze it)
+            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"),
+                               partial(_accumulation, self.backwards))
         )
 
     def accumulation(self, ev: dict) -> tuple[dict | None, dict | None]:
         """(increment, new ``.grad``) of an ``accumulate`` event. A missing ``increment`` is the
         gradient the node's ``bw_node`` showed arriving; a missing ``grad`` is the increment."""
-        if "increment" in ev:
-            increment = ev["increment"]
-        else:
-            call = self.backwards.get(ev.get("bid"))
-            arrived = call.grads_in.get(ev.get("vid")) if call is not None else None
-            increment = arrived[0] if arrived else None
-        return increment, (ev["grad"] if "grad" in ev else increment)
+        return _accumulation(self.backwards, ev)
 
     def _on_tensor_grad(self, index: int, ev: dict) -> None:
         self.grads.setdefault(ev["tid"], []).append(
@@ -767,6 +765,17 @@ class Run:
 
 #: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)
 _HANDLERS: dict[str, Callable] = {name[4:]: method for name, method in vars(Run).items() if name.startswith("_on_")}
+
+
+def _accumulation(backwards: dict, ev: dict) -> tuple[dict | None, dict | None]:
+    """:meth:`Run.accumulation`, given the run's backward calls."""
+    if "increment" in ev:
+        increment = ev["increment"]
+    else:
+        call = backwards.get(ev.get("bid"))
+        arrived = call.grads_in.get(ev.get("vid")) if call is not None else None
+        increment = arrived[0] if arrived else None
+    return increment, (ev["grad"] if "grad" in ev else increment)
 
 
 def non_finite(summary: object) -> bool:

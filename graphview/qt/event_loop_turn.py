@@ -80,6 +80,8 @@ class EventLoopTurn(QObject):
         if waited > PATIENCE:
             self._waited.pop(who, None)
             return True
+        if len(self._waited) >= 64:  # slices of a window gone since: not kept alive by their counts
+            self._waited.clear()
         self._waited[who] = waited
         return False
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from contextlib import nullcontext
+from functools import partial
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer
@@ -242,7 +243,7 @@ class RunController(QObject):
                 self.live_refresh.start()
         elif ended and not self._finished:
             self._finished = True
-            self._later(self._finish_slice, FINISH_SLICE_S)
+            self._later(partial(self._finish_slice, run), FINISH_SLICE_S)
 
     def _retry_refresh(self) -> None:
         self.slices_pending -= 1
@@ -252,20 +253,23 @@ class RunController(QObject):
     def _later(self, work, seconds: float = 0.0) -> None:
         """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
         ms out, not a zero-delay call, which Qt runs before anything else that is waiting; and in
-        a pass with about ``seconds`` of its time left (see :class:`EventLoopTurn`)."""
+        a pass with about ``seconds`` of its time left (see :class:`EventLoopTurn`).
+
+        (Partials, not closures that schedule themselves: such a closure is a reference cycle,
+        and one the collector froze while it waited would keep its run alive for good.)"""
         self.slices_pending += 1
+        QTimer.singleShot(4, partial(self._when_there_is_room, work, seconds))
 
-        def when_there_is_room() -> None:
-            if self.turn.room_for(work, seconds):
-                work()
-            else:
-                QTimer.singleShot(4, when_there_is_room)
+    def _when_there_is_room(self, work, seconds: float) -> None:
+        if self.turn.room_for(work, seconds):
+            work()
+        else:
+            QTimer.singleShot(4, partial(self._when_there_is_room, work, seconds))
 
-        QTimer.singleShot(4, when_there_is_room)
-
-    def _finish_slice(self) -> None:
+    def _finish_slice(self, run: Run) -> None:
         self.slices_pending -= 1
-        self.finish()
+        if self.window.run is run:  # (not a run opened since)
+            self.finish()
 
     def finish(self) -> None:
         """The run is over and drawn: its chart, diagnostics and summary, and (unless the user
@@ -311,36 +315,34 @@ class RunController(QObject):
             self._summarise(run, diagnose(run), forced_detaches(run))
             return
         w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
-        checks, findings = diagnosing(run), []
+        self._later(partial(self._diagnose_slice, run, diagnosing(run), []), DIAGNOSE_SLICE_S)
 
-        def diagnose_slice() -> None:
-            self.slices_pending -= 1
-            if w.run is not run:
+    def _diagnose_slice(self, run: Run, checks, findings: list) -> None:
+        """A turn's worth of diagnosing ``run`` (``checks``: :func:`diagnosing`'s, going on)."""
+        self.slices_pending -= 1
+        if self.window.run is not run:
+            return
+        for finding in checks:
+            if finding is not None:
+                findings.append(finding)
+            elif self.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
+                self._later(partial(self._diagnose_slice, run, checks, findings), DIAGNOSE_SLICE_S)
                 return
-            for finding in checks:
-                if finding is not None:
-                    findings.append(finding)
-                elif self.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
-                    self._later(diagnose_slice, DIAGNOSE_SLICE_S)
-                    return
-            findings.sort(key=lambda f: f.index)
-            # what a re-run changed, what checkpointing would cut, the findings: a turn each
-            self._in_turns(run, [self._compare_with_earlier, lambda: self._what_if(run),
-                                 lambda: self._summarise(run, findings, forced_detaches(run), whole=False)])
-
-        self._later(diagnose_slice, DIAGNOSE_SLICE_S)
+        findings.sort(key=lambda f: f.index)
+        # what a re-run changed, what checkpointing would cut, the findings: a turn each
+        self._in_turns(run, [self._compare_with_earlier, partial(self._what_if, run),
+                             partial(self._summarise, run, findings, forced_detaches(run), whole=False)])
 
     def _in_turns(self, run: Run, works: list) -> None:
         """Each of ``works`` in a later turn of its own, in order, while ``run`` is the one shown."""
+        self._later(partial(self._in_turn, run, works), DIAGNOSE_SLICE_S)
 
-        def first() -> None:
-            self.slices_pending -= 1
-            if self.window.run is run:
-                works[0]()
-                if len(works) > 1:
-                    self._in_turns(run, works[1:])
-
-        self._later(first, DIAGNOSE_SLICE_S)
+    def _in_turn(self, run: Run, works: list) -> None:
+        self.slices_pending -= 1
+        if self.window.run is run:
+            works[0]()
+            if len(works) > 1:
+                self._in_turns(run, works[1:])
 
     def _summarise(self, run: Run, findings: list, forced: list, whole: bool = True) -> None:
         """The run summarised in words; ``whole``: with what a re-run changed and what

@@ -261,3 +261,16 @@ def test_the_gradient_into_a_linear_layers_weight_t_is_exact_as_the_weights_grad
     layer(torch.randn(8, 1024)).tanh().sum().backward()
     assert "sampled" not in into_t and into_t["numel"] == 600 * 1024
     assert abs(into_t["norm"] / layer.weight.grad.double().norm().item() - 1) < 1e-6
+
+
+def test_the_gradient_into_an_embedding_lookup_is_still_sampled(record, write_script):
+    """An embedding lookup's node also feeds one leaf, but what it receives is the output's
+    gradient, not the table's .grad on its way: a big one stays sampled."""
+    run = record(write_script(
+        "import torch\n"
+        "emb = torch.nn.Embedding(100, 64)\n"
+        "idx = torch.randint(0, 100, (64, 128))\n"
+        "(emb(idx) * 2).sum().backward()\n"))
+    call = next(iter(run.backwards.values()))
+    mul = next(v for v in call.order if run.op_nodes[v].name == "MulBackward0")
+    assert (call.grads_out.get(mul)[0].get("stats") or {}).get("sampled")

@@ -96,3 +96,28 @@ def test_a_big_run_is_diagnosed_in_slices_and_says_what_the_whole_diagnosis_says
     assert [f.to_dict() for f in window.diagnostics.findings] == [f.to_dict() for f in diagnose(run)]
     assert "detach-is-not-copy" in [f.code for f in window.diagnostics.findings]
     assert window.status_label.text().startswith("run ok:")
+
+
+def test_a_replaced_run_is_freed_though_the_collector_froze_it_while_shown(window, record, qtbot):
+    """What a trace makes is frozen out of the collector's passes (bulk_load): a run, its drawing
+    and the window's pending slices hold no reference cycles, so the run shown before is freed
+    by reference counting once another replaces it."""
+    import gc
+    import weakref
+
+    from graphview.core.run import bulk_load
+
+    first = record(model("mlp_optimizer"), steps=2)
+    shown = Run(list(first.events))
+    window.begin_run(None, RunOptions(steps=2), shown)
+    window.runs._later(lambda: None)  # a slice waiting while the collector freezes what lives
+    window.runs.slices_pending -= 1
+    with bulk_load():
+        pass
+    gone = weakref.ref(shown)
+    del shown
+    window.begin_run(None, RunOptions(), record(lesson("chain_rule")))
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
+    qtbot.wait(20)
+    gc.collect()
+    assert gone() is None

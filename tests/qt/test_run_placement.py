@@ -116,3 +116,15 @@ def test_fit_centres_what_the_cursor_shows_even_to_one_side_of_the_whole_graph(w
     assert abs(middle.x() - port.center().x()) <= 3 and abs(middle.y() - port.center().y()) <= 3
     seen = view.mapToScene(port).boundingRect()
     assert seen.contains(shown)
+
+
+def test_a_new_run_is_shown_in_its_own_scene_not_in_what_a_fit_widened_for_the_last(window, record):
+    big = record(model("transformer_block"), steps=3)
+    window.begin_run(big.start["script"], RunOptions(steps=3), big)
+    window.set_cursor(len(big.events) - 1)
+    window.view.fit()
+    small = record(lesson("chain_rule"))
+    window.begin_run(small.start["script"], RunOptions(), small)
+    window.set_cursor(len(small.events) - 1)
+    assert window.view.sceneRect() == window.scene.sceneRect()
+    assert window.scene.boxes.thread_took == 0.0  # (nor the pace at which the last run's boxes were found)

@@ -260,12 +260,21 @@ class BackwardHooks(TensorIdentity):
         return None
 
 
+#: nodes that pass a gradient on with the same values, rearranged (or cast): fed into a leaf, what
+#: they receive is the leaf's gradient on its way
+_REARRANGING = frozenset({"TBackward0", "TransposeBackward0", "TransposeBackward1", "PermuteBackward0",
+                          "ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "SqueezeBackward0",
+                          "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "ToCopyBackward0",
+                          "AliasBackward0"})
+
+
 def _feeds_only_a_leaf(node) -> bool:
-    """Whether ``node``'s one edge goes into a leaf's AccumulateGrad (``weight.t()`` in a linear
-    layer, a view of a parameter): what it receives is the leaf's gradient on its way there, and is
-    summarized exactly as the .grad it becomes is (the two would otherwise differ by a sample's error)."""
+    """Whether ``node`` only rearranges a leaf's gradient on its way into the leaf's AccumulateGrad
+    (``weight.t()`` in a linear layer, a view of a parameter): what it receives is then summarized
+    exactly, as the .grad it becomes is (the two would otherwise differ by a sample's error). Not an
+    embedding lookup or an expand: what they receive is not the leaf's gradient."""
     nexts = node.next_functions
-    return len(nexts) == 1 and type(nexts[0][0]) is _ACCUMULATE_GRAD_TYPE
+    return len(nexts) == 1 and type(nexts[0][0]) is _ACCUMULATE_GRAD_TYPE and node.name() in _REARRANGING
 
 
 class _BackwardCall:

@@ -16,7 +16,6 @@ from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnima
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
                                       module_boxes, module_boxes_of)
-from graphview.core.run import bulk_load
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -75,6 +74,8 @@ class ModuleBoxes(QObject):
     def reset(self) -> None:
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
         self.settle()
+        self.thread_took = 0.0
+        self._rows_of = {}
         self.boxes, self.keyed, self.groups = [], {}, {}
         self._spans = {}
         self.collapsed = set()
@@ -111,8 +112,12 @@ class ModuleBoxes(QObject):
         def then(result) -> None:
             self._finding = False
             if self.scene.drawing is drawing:
+                boxes, spans, took = result
+                # while it ran, the GUI thread shared the interpreter lock with it: the scene asks
+                # for boxes again only after ten times as long (see GraphScene.grow)
+                self.thread_took = took
                 self._placed = placed
-                self._take(*result)
+                self._take(boxes, spans)
                 self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
                 if len(drawing.order) != placed:
                     self.refresh()
@@ -121,16 +126,9 @@ class ModuleBoxes(QObject):
                     self.open_to_fit(fits)
 
         def work():
-            # (sets of up to every node's id: the interpreter's collections of young objects would
-            # go through them, for both threads, while they are young; see bulk_load)
             start = time.perf_counter()
-            with bulk_load():
-                boxes = module_boxes_of(nodes, types)
-                spans = box_lifetimes(drawing, boxes)
-            # while it runs, the GUI thread shares the interpreter lock with it: the scene asks
-            # for boxes again only after ten times as long
-            self.thread_took = time.perf_counter() - start
-            return boxes, spans
+            boxes = module_boxes_of(nodes, types)
+            return boxes, box_lifetimes(drawing, boxes), time.perf_counter() - start
 
         self._background.run(work, then)
 

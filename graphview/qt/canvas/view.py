@@ -68,6 +68,7 @@ class GraphView(QGraphicsView):
     # the SessionView protocol: the view itself only keeps its message and minimap current
     def set_run(self, run: Run) -> None:
         self.set_message("")
+        self.setSceneRect(QRectF())  # the new run's scene, not what a fit widened for the last one
 
     def set_cursor(self, index: int) -> None:
         self.cursor_index = index
@@ -228,6 +229,8 @@ class GraphView(QGraphicsView):
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
         port = self.viewport().rect()
+        if port.isEmpty():  # (no room to show anything: nothing to fit)
+            return
         zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
                    FIT_LARGEST)  # a tiny graph: not blown up
         self.resetTransform()
