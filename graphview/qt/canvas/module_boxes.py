@@ -10,8 +10,9 @@ to the deepest level that reads at fit (:meth:`ModuleBoxes.open_to_fit`).
 from __future__ import annotations
 
 import time
+from functools import partial
 
-from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QVariantAnimation, Signal
+from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVariantAnimation, Signal
 
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
@@ -25,6 +26,8 @@ GLIDE_MS = 280
 #: boxes of more nodes than this (a big finished run, nothing shut) are measured from the scene's
 #: arrays of births, deaths and places
 MEASURED_IN_ARRAYS_ABOVE = 256
+#: a finished big drawing's boxes are shut to fit on a thread started this long after the ask (ms)
+THREAD_AFTER_PAINT_MS = 50
 #: drawings with more placed nodes than this find their boxes on a thread
 BOXES_ON_A_THREAD_ABOVE = 20_000
 #: above this many moving nodes the new layout is shown at once
@@ -131,6 +134,12 @@ class ModuleBoxes(QObject):
             return boxes, box_lifetimes(drawing, boxes), time.perf_counter() - start
 
         self._background.run(work, then)
+
+    def _open_to_fit_soon(self, drawing, fits) -> None:
+        if self.scene.drawing is drawing:
+            self._open_to_fit_on_thread(fits)
+        else:  # another run is shown by now
+            self._finding = False
 
     def _open_to_fit_on_thread(self, fits) -> None:
         """open_to_fit for a big finished drawing: its boxes, the level that fits and that level's
@@ -315,7 +324,11 @@ class ModuleBoxes(QObject):
             self._fit_wanted = fits
             return False
         if len(scene.drawing.order) > BOXES_ON_A_THREAD_ABOVE:
-            self._open_to_fit_on_thread(fits)
+            # on a thread, started once the picture as it is now has been painted (a thread running
+            # Python slows the GUI thread's paint: it waits for the interpreter lock at every Qt call)
+            self.opened_to_fit = True
+            self._finding = True
+            QTimer.singleShot(THREAD_AFTER_PAINT_MS, partial(self._open_to_fit_soon, scene.drawing, fits))
             return False
         self.refresh()
         self.opened_to_fit = True
