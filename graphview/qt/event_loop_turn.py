@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, QTimer
 #: seconds of work in one pass of the event loop, repaints included (the window must never be
 #: held more than 100 ms: a slice may overrun what it was given by a few ms, a collection of the
 #: interpreter's young objects by ~20 ms)
-BUDGET_S = 0.035
+BUDGET_S = 0.030
 #: turns a slice waits for room before it runs anyway
 PATIENCE = 4
 #: the beat's period (ms), and how long it goes on after the last slice asked (s)
