@@ -76,6 +76,92 @@ print(json.dumps({{"self": {_PEAK}}}))
 '''
 
 
+
+def tiny_deep_mlp(layers: int):
+    def make():
+        torch.manual_seed(0)
+        blocks = []
+        for _ in range(layers):
+            blocks += [nn.Linear(16, 16), nn.ReLU()]
+        model = nn.Sequential(*blocks)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        inputs = torch.randn(8, 16)
+
+        def step():
+            optimizer.zero_grad()
+            loss = model(inputs).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        return step
+
+    return make
+
+
+def graphview_command() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "graphview")
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, "-c", "import sys; from graphview.app.cli import main; sys.exit(main())"]
+
+
+def timed(command: list[str], cwd: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"bench_scale: {' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def burner() -> subprocess.Popen:
+    """A process that keeps one core busy until killed."""
+    return subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+
+
+def whole_processes(script: str, folder: str, reps: int) -> dict:
+    """``python SCRIPT`` and ``graphview record SCRIPT``, idle and with a core busy, interleaved."""
+    trace = os.path.join(folder, "run.gvtrace")
+    record = graphview_command() + ["record", script, "-o", trace, "--quiet"]
+    plain = [sys.executable, script]
+    times: dict[str, list[float]] = {"python": [], "record": [], "record_busy": [], "python_busy": []}
+    timed(plain, folder)  # warm the file caches of both
+    timed(record, folder)
+    for _ in range(reps):
+        times["python"].append(timed(plain, folder))
+        times["record"].append(timed(record, folder))
+        hog = burner()
+        try:
+            time.sleep(0.2)
+            times["record_busy"].append(timed(record, folder))
+            times["python_busy"].append(timed(plain, folder))
+        finally:
+            hog.kill()
+            hog.wait()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def export_vs_dot(script: str, folder: str) -> dict:
+    """The whole ``graphview export -o graph.svg`` against Graphviz laying out the same graph's DOT
+    file (``dot -Tsvg``). dot can take many minutes on such a graph: it is stopped after
+    ``max(60 s, 10 x graphview's time)``, and the ratio is then an upper bound."""
+    svg = graphview_command() + ["export", script, "-o", os.path.join(folder, "graph.svg")]
+    timed(svg, folder)  # warm
+    ours = statistics.median(timed(svg, folder) for _ in range(2))
+    dot_file = os.path.join(folder, "graph.dot")
+    timed(graphview_command() + ["export", script, "-o", dot_file], folder)
+    limit = max(60.0, 10 * ours)
+    start = time.perf_counter()
+    try:
+        subprocess.run(["dot", "-Tsvg", dot_file, "-o", os.path.join(folder, "dot.svg")], timeout=limit,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        stopped = False
+    except subprocess.TimeoutExpired:
+        stopped = True
+    return {"graphview": ours, "dot": time.perf_counter() - start, "dot_stopped": stopped}
+
+
 def record_rss(folder: str, layers: int, ops: int) -> dict:
     """Peak RSS of ``graphview record`` (the CLI process, and its runner) for a run of about
     ``ops`` ops, and of ``python`` running the same steps unrecorded."""
