@@ -21,6 +21,11 @@ _NEVER = np.iinfo(np.int64).max
 _COLUMNS = ("born", "dead", "slots", "layers", "vids")
 
 
+def _column(name: str, doc: str) -> property:
+    """A column of :class:`Lifetimes`: the filled part of its array with room."""
+    return property(lambda self: self._room[name][:len(self.ids)], doc=doc)
+
+
 class Lifetimes:
     """Births, deaths and drawing places of the placed nodes of one scene's drawing."""
 
@@ -33,28 +38,11 @@ class Lifetimes:
         self._events = -1  # the run's length when the deaths were last looked at
 
     # the columns, one number per placed node, as long as ``ids`` (views of the arrays with room)
-    @property
-    def born(self) -> np.ndarray:
-        """The event each node is born at."""
-        return self._room["born"][:len(self.ids)]
-
-    @property
-    def dead(self) -> np.ndarray:
-        """The event each node dies at (the largest int64: not known to die)."""
-        return self._room["dead"][:len(self.ids)]
-
-    @property
-    def slots(self) -> np.ndarray:
-        return self._room["slots"][:len(self.ids)]
-
-    @property
-    def layers(self) -> np.ndarray:
-        return self._room["layers"][:len(self.ids)]
-
-    @property
-    def vids(self) -> np.ndarray:
-        """The autograd node each dies with (-1: none)."""
-        return self._room["vids"][:len(self.ids)]
+    born = _column("born", "The event each node is born at.")
+    dead = _column("dead", "The event each node dies at (the largest int64: not known to die).")
+    slots = _column("slots", "Each node's column in the drawing.")
+    layers = _column("layers", "Each node's row in the drawing.")
+    vids = _column("vids", "The autograd node each dies with (-1: none).")
 
     def grow(self) -> None:
         """Take in the nodes placed, and the deaths learnt, since the last call."""
