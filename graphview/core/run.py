@@ -207,6 +207,7 @@ class Run:
         self._edge_attrs: dict[tuple, dict] = {}
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
         self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
+        self.made_by: dict[int, dict] = {}  # tid -> the first op event that output it (none: made unseen)
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
         self._last_op = -1
         self.steps: list[dict] = []  # {"step", "start", "end"}
@@ -430,8 +431,11 @@ class Run:
                     if src and dst and src != dst:
                         self._add_edge(src, dst, "no_grad_op", index, (("op", ev.get("op")),))
         self._last_op = index
+        made_by = self.made_by
         for tid, _ in ev.get("outputs") or ():
             self.producers[tid] = ev
+            if tid not in made_by:
+                made_by[tid] = ev
 
     def _on_detach(self, index: int, ev: dict) -> None:
         src = self._current_tensor_node.get(ev["src"])

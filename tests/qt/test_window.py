@@ -89,6 +89,27 @@ def test_inspector_shows_recorded_values(window, record, qtbot):
     assert "line 9" in text and "saved tensors" in text
 
 
+def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record, write_script):
+    """A tensor an op made reads "made at" its line; a layer's weight, made where graphview does not
+    see it (the layer's constructor), reads "first used at" the line that used it."""
+    run = record(write_script(
+        "import torch\n"
+        "layer = torch.nn.Linear(3, 2)\n"
+        "x = torch.randn(4, 3)\n"
+        "loss = layer(x).sum()\n"
+        "loss.backward()\n"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    by_name = {info.get("name"): tid for tid, info in run.tensors.items()}
+    said = {}
+    for name in ("x", "layer.weight", "loss"):
+        window.inspector.show_node(run, run._current_tensor_node[by_name[name]], window.cursor)
+        said[name] = window.inspector.toPlainText()
+    assert "made at\nline 3" in said["x"]
+    assert "first used at\nline 4" in said["layer.weight"] and "made at" not in said["layer.weight"]
+    assert "made at\nline 4" in said["loss"]
+
+
 def test_memory_chart_plots_the_recorded_series(window, record):
     run = record(model("mlp_optimizer"))
     show(window, run)
