@@ -423,7 +423,8 @@ class MainWindow(QMainWindow):
             item.setSelected(True)
         if matches:
             self.view.center_on_node(matches[0].node.id)
-            self.statusBar().showMessage(f"{len(matches)} nodes match '{text}'", 5000)
+            count = "1 node matches" if len(matches) == 1 else f"{len(matches)} nodes match"
+            self.statusBar().showMessage(f"{count} '{text}'", 5000)
         else:
             self.statusBar().showMessage(f"no node matches '{text}'", 5000)
 

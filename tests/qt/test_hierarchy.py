@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QFont, QFontMetricsF
 
-from graphview.core.hierarchy import collapsed_at_level
+from graphview.core.hierarchy import Layout, collapsed_at_level
 from graphview.qt.canvas import GraphScene, GraphView
 from tests.conftest import model
 
@@ -149,3 +149,16 @@ def test_the_view_menu_opens_and_shuts_a_level_at_a_time(canvas, record):
     assert scene.collapsed == collapsed_at_level(boxes, 1)
     shown = {g.key for g in scene.groups.values() if g.isVisible() and g.collapsed}
     assert "encoder.layers.0.self_attn" in shown and "encoder.layers.0" not in scene.collapsed
+
+
+def test_a_small_model_opens_with_every_node_though_it_does_not_fit(canvas, record):
+    """A model whose step draws few nodes (mlp_optimizer: 17) opens with its module boxes open even
+    in a canvas too small to show it whole at a readable zoom: its AddmmBackward0 and AccumulateGrad
+    are what a learner opened it to see; it reads by scrolling."""
+    scene, view = canvas
+    view.resize(500, 300)
+    run = record(model("mlp_optimizer"), steps=3)
+    scene.set_run(run)
+    scene.set_cursor(len(run.events) - 1)
+    assert not view.readable_fit()(*Layout(scene.drawing, scene.boxes.boxes, set()).size())  # too big to read at fit
+    assert not scene.boxes.open_to_fit(view.readable_fit()) and not scene.collapsed

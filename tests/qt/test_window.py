@@ -108,6 +108,9 @@ def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record
     assert "made at\nline 3" in said["x"]
     assert "first used at\nline 4" in said["layer.weight"] and "made at" not in said["layer.weight"]
     assert "made at\nline 4" in said["loss"]
+    # a non-leaf's .grad is None: the inspector says why, and what keeps it
+    assert "None (autograd keeps .grad of leaves only: call .retain_grad()" in said["loss"]
+    assert said["x"].rstrip().endswith(".grad\nNone")
 
 
 def test_memory_chart_plots_the_recorded_series(window, record):

@@ -26,6 +26,10 @@ GLIDE_MS = 280
 #: boxes of more nodes than this (a big finished run, nothing shut) are measured from the scene's
 #: arrays of births, deaths and places
 MEASURED_IN_ARRAYS_ABOVE = 256
+#: a model whose step draws at most this many nodes opens with its boxes open however small the
+#: canvas (a 3-layer MLP shut to three cards hid every AddmmBackward0 and AccumulateGrad a learner
+#: opened it to see): it reads by scrolling
+SCROLLED_NOT_SHUT = 40
 #: a finished big drawing's boxes are shut to fit on a thread started this long after the ask (ms)
 THREAD_AFTER_PAINT_MS = 50
 #: drawings with more placed nodes than this find their boxes on a thread
@@ -322,6 +326,10 @@ class ModuleBoxes(QObject):
             return False
         if self._finding:  # a big drawing's boxes are still being found: shut them once they come
             self._fit_wanted = fits
+            return False
+        steps = max(1, len(scene.run.steps))
+        if len(scene.drawing.order) / steps <= SCROLLED_NOT_SHUT:  # a small model: every node, scrolled
+            self.opened_to_fit = True
             return False
         if len(scene.drawing.order) > BOXES_ON_A_THREAD_ABOVE:
             # on a thread, started once the picture as it is now has been painted (a thread running

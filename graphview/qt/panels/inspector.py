@@ -228,8 +228,16 @@ class Inspector(QTextBrowser):
         value = run.value_at(tnode.tid, index) or value
         rows.append(("value", html.escape(capped(value)) + self._histogram("value", value)))
         entry = run.grad_at(tnode.tid, index)
-        rows.append((".grad", html.escape(capped(entry.value)) + self._histogram("grad", entry.value)
-                     if entry else "None"))
+        if entry:
+            rows.append((".grad", html.escape(capped(entry.value)) + self._histogram("grad", entry.value)))
+        elif not info.get("is_leaf", True):  # the question users ask most: why is this grad None
+            retained = any(ev.get("tid") == tnode.tid for _, ev in run.events.where({"retain_grad"}, 0, index + 1))
+            why = ("retained: its gradient comes with the next backward" if retained else
+                   "autograd keeps .grad of leaves only: call .retain_grad() on this tensor before backward "
+                   "to keep its gradient")
+            rows.append((".grad", f"None <span class='muted'>({why})</span>"))
+        else:
+            rows.append((".grad", "None"))
         return rows
 
 
