@@ -70,6 +70,11 @@ def _has_run(window: MainWindow) -> bool:
     return window.run is not None
 
 
+def _going(window: MainWindow) -> bool:
+    """A runner is running, or a trace is being read: something Stop stops."""
+    return window.run is not None and window.runs.going
+
+
 def _has_script(window: MainWindow) -> bool:
     return bool(window.script_path)
 
@@ -108,7 +113,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                _has_run),
     ActionSpec("play", "Play / pause", RUN, lambda w: w.player.toggle(), ("Space",), "Play/pause", _has_run),
     ActionSpec("restart", "Restart", RUN, lambda w: w.restart(), ("Ctrl+R",), "Restart", _has_script),
-    ActionSpec("stop", "Stop", RUN, lambda w: w.sigStopRequested.emit(), ("Escape",), "Stop ■", _has_run),
+    ActionSpec("stop", "Stop", RUN, lambda w: w.sigStopRequested.emit(), ("Escape",), "Stop ■", _going),
     ActionSpec("fit", "Fit to window", VIEW, lambda w: w.view.fit(), ("F",)),
     ActionSpec("zoom_selection", "Zoom to selection", VIEW, lambda w: w.view.zoom_to_selection(), ("Z",)),
     ActionSpec("zoom_in", "Zoom in", VIEW, lambda w: w.view.zoom(1.25), ("Ctrl++", "Ctrl+=")),

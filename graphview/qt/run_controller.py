@@ -24,6 +24,7 @@ from graphview.core.diagnostics import diagnose, diagnosing
 from graphview.core.options import RunOptions
 from graphview.core.run import Run, bulk_load
 from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
+from graphview.qt.actions import update_enabled
 from graphview.qt.event_loop_turn import BUDGET_S, event_loop_turn
 from graphview.qt.formatting import human_bytes
 from graphview.qt.run_placement import RunPlacement
@@ -105,6 +106,12 @@ class RunController(QObject):
         return not (self.live_refresh.isActive() or self.slices_pending > 0
                     or self.window.scene.boxes.pending
                     or (run is not None and (run.end is not None or self._events_over) and not self._finished))
+
+    @property
+    def going(self) -> bool:
+        """Events may still come: a runner is running, or a trace is being read."""
+        run = self.window.run
+        return run is not None and run.end is None and not self._events_over
 
     def overview_index(self) -> int:
         """The run's last graph complete, just before backward consumes it (what an image export
@@ -277,6 +284,7 @@ class RunController(QObject):
         w = self.window
         if w.run is None or (w.run.end is None and not self._events_over):
             return
+        update_enabled(w, w.actions)  # (Stop: nothing runs any more)
         w.progress.finish()
         w.memory.show_run(w.run, self._device())
         if w.run.end is not None:

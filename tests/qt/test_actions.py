@@ -52,16 +52,22 @@ def test_the_shortcut_sheet_lists_every_key(window):
     assert "Run to next backward" in sheet and "<b>B</b>" in sheet
 
 
-def test_commands_that_need_a_run_or_a_script_wait_for_one(window, record):
-    needs_run = ["step", "back", "export_image", "export_trace", "play", "stop"]
-    assert all(not window.actions[a].isEnabled() for a in needs_run)  # the start page
+def test_commands_that_need_a_run_or_a_script_wait_for_one(window, record, qtbot):
+    needs_run = ["step", "back", "export_image", "export_trace", "play"]
+    assert all(not window.actions[a].isEnabled() for a in needs_run + ["stop"])  # the start page
     assert window.actions["open"].isEnabled() and window.actions["fit"].isEnabled()
     run = record(lesson("chain_rule"))
     window.begin_run(None, RunOptions(), run)  # a trace: no script to restart
     assert all(window.actions[a].isEnabled() for a in needs_run)
     assert not window.actions["restart"].isEnabled()
+    assert not window.actions["stop"].isEnabled()  # a whole recording: nothing runs to stop
     window.begin_run(run.start["script"], RunOptions(), run)
     assert window.actions["restart"].isEnabled()
+    window.begin_run(run.start["script"], RunOptions())  # a runner starts: Stop stops it
+    assert window.actions["stop"].isEnabled()
+    window.append_events(list(run.events))  # ... until its run has ended
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
+    assert not window.actions["stop"].isEnabled()
 
 
 def test_triggering_an_action_runs_its_handler(window, record):
