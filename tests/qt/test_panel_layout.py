@@ -42,3 +42,12 @@ def test_the_memory_chart_fits_its_panel_when_a_run_comes_before_its_first_layou
     qtbot.wait(50)
     assert chart.getAxis("left").isVisible()
     assert chart.centralWidget.geometry().width() <= chart.width()
+
+
+def test_the_memory_charts_event_axis_reads_as_a_count():
+    """The chart's event axis writes 500k and 1.5M, not pyqtgraph's 1e+06."""
+    from graphview.qt.panels.memory import EventAxis, event_count
+
+    assert [event_count(v) for v in (0, 1500, 10_000, 250_000, 1_000_000, 1_500_000)] == \
+        ["0", "1500", "10k", "250k", "1M", "1.5M"]
+    assert EventAxis("bottom").tickStrings([0, 500_000, 1_000_000], 1.0, 500_000) == ["0", "500k", "1M"]

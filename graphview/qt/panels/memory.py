@@ -40,6 +40,23 @@ class BytesAxis(pg.AxisItem):
         return [human_bytes(v) for v in values]
 
 
+class EventAxis(pg.AxisItem):
+    """Event indices as a reader counts them: 500k, 1M, 1.5M (pyqtgraph wrote 1e+06)."""
+
+    def tickStrings(self, values, scale, spacing):
+        return [event_count(v) for v in values]
+
+
+def event_count(value: float) -> str:
+    """``1500`` -> ``1500``, ``250000`` -> ``250k``, ``1500000`` -> ``1.5M``."""
+    value = float(value)
+    for limit, unit in ((1e6, "M"), (1e4, "k")):
+        if abs(value) >= limit:
+            divisor = limit if unit == "M" else 1e3
+            return f"{value / divisor:.{0 if value % divisor == 0 else 1}f}{unit}"
+    return f"{value:.0f}"
+
+
 class MemoryChart(pg.PlotWidget):
     """Live saved-tensor bytes over the timeline, stacked by kind; a cursor; click to jump."""
 
@@ -51,7 +68,7 @@ class MemoryChart(pg.PlotWidget):
     ROUGH_POINTS = 300
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent=parent, axisItems={"left": BytesAxis("left")})
+        super().__init__(parent=parent, axisItems={"left": BytesAxis("left"), "bottom": EventAxis("bottom")})
         self.getAxis("left").setWidth(72)  # fixed: labels of changing width would re-layout forever
         # no grid: in software rendering its translucent lines cost more than everything else
         self.setMouseEnabled(x=True, y=False)
