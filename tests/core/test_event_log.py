@@ -165,13 +165,15 @@ def test_events_of_odd_kinds_are_kept_and_found():
     assert log.find({"op"}, 1) == 3
 
 
-def test_a_block_reads_the_same_before_and_after_it_is_compressed():
-    """A sealed block's text is compressed on a thread of its own; until then the text itself is
-    read, and what is read is the same either way."""
+def test_a_block_reads_the_same_before_and_after_it_is_compressed(monkeypatch):
+    """A sealed block's text is compressed on a thread of its own (in a process without torch, as
+    the window's); until then the text itself is read, and what is read is the same either way."""
     import time
     import zlib
 
     from graphview.core import event_log
+
+    monkeypatch.setattr(event_log, "compress_on_a_thread", lambda: True)
 
     events = [{"ev": "op", "oid": i, "op": "mul", "line": i % 7, "inputs": [[i, 0]], "text": "é" * (i % 3)}
               for i in range(3 * event_log.BLOCK + 5)]
@@ -187,3 +189,14 @@ def test_a_block_reads_the_same_before_and_after_it_is_compressed():
     log._cache.clear()
     assert list(log) == events and [log[i] for i in range(len(events))] == events
     assert len(raw) == 3
+
+
+def test_a_process_that_runs_torch_compresses_each_block_at_once():
+    """No thread of graphview's computes beside torch's (it changed a bfloat16 step's last bits):
+    where torch is imported, a sealed block is compressed when it is sealed."""
+    import torch  # noqa: F401 - what the process runs
+    from graphview.core import event_log
+
+    assert not event_log.compress_on_a_thread()
+    log = event_log.EventLog([{"ev": "op", "oid": i} for i in range(event_log.BLOCK)])
+    assert [type(block) for block in log._blocks] == [bytes]
