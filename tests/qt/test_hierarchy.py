@@ -162,3 +162,26 @@ def test_a_small_model_opens_with_every_node_though_it_does_not_fit(canvas, reco
     scene.set_cursor(len(run.events) - 1)
     assert not view.readable_fit()(*Layout(scene.drawing, scene.boxes.boxes, set()).size())  # too big to read at fit
     assert not scene.boxes.open_to_fit(view.readable_fit()) and not scene.collapsed
+
+
+def test_a_shut_box_shows_once_its_module_has_run(canvas, record):
+    """Mid-forward, the shut box of a module that has not run yet is not drawn (its parameters exist
+    since the step began, but a card "0 ops" where the graph is still to grow confused a new user),
+    nor its parameters; from its first op on it is."""
+    scene, view = canvas
+    run = record(model("transformer_block"), steps=1)
+    scene.set_run(run)
+    scene.set_cursor(len(run.events) - 1)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+    head = scene.boxes.keyed["head"]
+    nodes = scene.drawing.nodes
+    first = min(nodes[m].born for m in head.members if nodes[m].kind == "op")
+    params = [m for m in head.members if nodes[m].kind == "param"]
+    scene.set_cursor(first - 1)
+    assert params and all(m in scene._visible for m in params)  # the weights exist ...
+    assert not scene.groups["head"].isVisible()  # ... but the module has not run: nothing of it shows
+    assert not any(scene.node_items[m].isVisible() for m in params if m in scene.node_items)
+    assert not any(e.isVisible() for e in scene.edge_items if e.source.node.id in head.members
+                   or e.target.node.id in head.members)
+    scene.set_cursor(first)
+    assert scene.groups["head"].isVisible() and scene.groups["head"].collapsed

@@ -66,6 +66,7 @@ class ModuleBoxes(QObject):
         self._finding = False  # boxes being found on a thread
         self.thread_took = 0.0  # how long finding them on a thread took, last time (seconds)
         self._rows_of: dict[str, tuple] = {}  # box key -> (box, lifetimes' length, its nodes' rows there)
+        self._op_births: dict[str, tuple] = {}  # box key -> (box, the birth of its first autograd node)
         self._spans: dict[str, tuple[int, int | None]] = {}  # box key -> when any of its nodes exists
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
         self._background = Background(self)
@@ -83,6 +84,7 @@ class ModuleBoxes(QObject):
         self.settle()
         self.thread_took = 0.0
         self._rows_of = {}
+        self._op_births = {}
         self.boxes, self.keyed, self.groups = [], {}, {}
         self._spans = {}
         self.collapsed = set()
@@ -433,6 +435,16 @@ class ModuleBoxes(QObject):
                 shown.append(group)
                 continue
             members = [m for m in box.members if m in visible] if box.key not in buried else []
+            if box.key in shut and members and index < self._first_op_born(box):
+                # shut, and its module has not run yet at the cursor (its parameters exist already:
+                # a card "0 ops" where the graph is to grow): nothing of it shows until it runs
+                group = self._group(box, group)
+                group.setVisible(False)
+                for m in members:
+                    if m in scene.node_items:
+                        scene.node_items[m].setVisible(False)
+                    hidden[m] = group  # (hidden by a box not shown: their edges are not either)
+                continue
             if box.key in shut:
                 ok = bool(members)
             else:
@@ -461,6 +473,16 @@ class ModuleBoxes(QObject):
             group.sigToggled.connect(self.toggle)
             self.scene.addItem(group)
         return group
+
+    def _first_op_born(self, box: ModuleBox) -> int:
+        """The event the first autograd node of ``box`` is born at (-1: it has none, only leaves)."""
+        known = self._op_births.get(box.key)
+        if known is not None and known[0] is box:
+            return known[1]
+        nodes = self.scene.drawing.nodes
+        born = min((nodes[m].born for m in box.members if nodes[m].kind == "op"), default=-1)
+        self._op_births[box.key] = (box, born)
+        return born
 
     def _rows(self, box: ModuleBox):
         """The rows of ``box``'s nodes in the scene's lifetimes (kept while the box and the

@@ -574,8 +574,9 @@ class GraphScene(QGraphicsScene):
     def _update_edge(self, edge: "EdgeItem", index: int, hidden_by: dict) -> None:
         source_group = hidden_by.get(edge.source.node.id)
         target_group = hidden_by.get(edge.target.node.id)
-        visible = (edge.edge.born <= index and (edge.source.isVisible() or source_group is not None)
-                   and (edge.target.isVisible() or target_group is not None)
+        visible = (edge.edge.born <= index
+                   and (edge.source.isVisible() or (source_group is not None and source_group.isVisible()))
+                   and (edge.target.isVisible() or (target_group is not None and target_group.isVisible()))
                    and not (source_group is not None and source_group is target_group))
         self._show(edge, visible)
         if not visible:
