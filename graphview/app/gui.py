@@ -14,6 +14,7 @@ import threading
 
 from graphview.core.bundled import bundled_samples
 from graphview.core.options import RunOptions
+from graphview.core.run import bulk_load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH_MS = 30
@@ -268,8 +269,6 @@ class App:
         """Hand queued events to the window in batches, for about 12 ms per timer tick (less when
         the window's own slices have used this pass of the event loop: see EventLoopTurn)."""
         import time
-
-        from graphview.core.run import bulk_load
 
         while not self.gradchecks.empty():
             self.window.show_gradcheck(*self.gradchecks.get())

@@ -227,7 +227,8 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
 # sample's scaled to the whole (sqrt(numel / sampled)), ``nan``/``inf`` counted in the sample.
 # Views say "sample min", "≈" and "a sample of N". Never sampled: parameters, inputs, buffers and
 # ``.grad`` (the summaries with a histogram), and the gradient a node sends into a leaf's ``.grad``
-# (directly, or through a node that only passes it on, as a linear layer's ``weight.t()`` does): a NaN in a weight's gradient, or an embedding's gradient with a few non-zero rows among 50,000,
+# (directly, or through a node that only passes it on, as a linear layer's ``weight.t()`` does): a
+# NaN in a weight's gradient, or an embedding's gradient with a few non-zero rows among 50,000,
 # would hide from a sample. Only a tensor whose elements fill a block of memory, each once, is
 # sampled (its statistics are those of that block's values, in whatever order); others (a strided
 # slice) are exact, and an expanded one is read once (see ``_to_read``).

@@ -110,8 +110,7 @@ class EventLog:
                              for i, line in enumerate(lines)).encode("utf-8")
         else:
             text = b"\n".join(lines)
-        self._blocks.append(_Text(text))
-        _compress_later(self._blocks, len(self._blocks) - 1)
+        _append_compressed(self._blocks, text)
         self._tail = []
         self._tail_lines = []
 
@@ -237,23 +236,24 @@ def compress_on_a_thread() -> bool:
     return "torch" not in sys.modules
 
 
-def _compress_later(blocks: list, number: int) -> None:
-    """Replace ``blocks[number]`` (a :class:`_Text`) by its zlib, on the compressing thread.
-    Until then the text itself is read.
+def _append_compressed(blocks: list, text: bytes) -> None:
+    """Append ``text``'s zlib to ``blocks``: at once, or as a :class:`_Text` that the compressing
+    thread replaces by its zlib (read as it is until then).
 
-    Not in a process that runs torch (a script recording itself, the tests): a thread of ours
-    there, busy beside torch's own, made a bfloat16 training step differ in its last bits from
-    the same step run alone (1 run in 10). Such a process compresses each block at once."""
+    Not on a thread in a process that runs torch (a script recording itself, the tests): a thread
+    of ours there, busy beside torch's own, made a bfloat16 training step differ in its last bits
+    from the same step run alone (1 run in 10)."""
     if not compress_on_a_thread():
-        blocks[number] = zlib.compress(blocks[number], 1)
+        blocks.append(zlib.compress(text, 1))
         return
+    blocks.append(_Text(text))
     global _compressing
     with _compressing_lock:
         if _compressing is None:
             _compressing = queue.SimpleQueue()
             threading.Thread(target=_compress_forever, args=(_compressing,), name="graphview-compress",
                              daemon=True).start()
-    _compressing.put((blocks, number))
+    _compressing.put((blocks, len(blocks) - 1))
 
 
 def _compress_forever(work: queue.SimpleQueue) -> None:

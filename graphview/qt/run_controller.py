@@ -225,7 +225,6 @@ class RunController(QObject):
         self._chart_turn = (self._chart_turn + 1) % (20 if self.reading and not ended else 5)
 
         def cursor_slice() -> None:
-            self.slices_pending -= 1
             if self.reading and w.run is run:
                 run.memory_arrays(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
@@ -238,7 +237,6 @@ class RunController(QObject):
                 self._later(chart_slice, CHART_SLICE_S)
 
         def chart_slice() -> None:
-            self.slices_pending -= 1
             if w.run is run:
                 # a trace still being read: a rough picture, cheap enough to draw often
                 w.memory.show_run(run, self._device(), rough=self.reading and not self._events_over)
@@ -253,14 +251,14 @@ class RunController(QObject):
             self._later(partial(self._finish_slice, run), FINISH_SLICE_S)
 
     def _retry_refresh(self) -> None:
-        self.slices_pending -= 1
         if not self.live_refresh.isActive():  # (else the timer's round comes soon enough)
             self._refresh_live()
 
     def _later(self, work, seconds: float = 0.0) -> None:
-        """Run ``work`` in a later pass of the event loop, after input and repaints: a timer a few
-        ms out, not a zero-delay call, which Qt runs before anything else that is waiting; and in
-        a pass with about ``seconds`` of its time left (see :class:`EventLoopTurn`).
+        """Run ``work`` in a later pass of the event loop, after input and repaints (it counts in
+        ``slices_pending`` until then): a timer a few ms out, not a zero-delay call, which Qt runs
+        before anything else that is waiting; and in a pass with about ``seconds`` of its time left
+        (see :class:`EventLoopTurn`).
 
         (Partials, not closures that schedule themselves: such a closure is a reference cycle,
         and one the collector froze while it waited would keep its run alive for good.)"""
@@ -269,12 +267,12 @@ class RunController(QObject):
 
     def _when_there_is_room(self, work, seconds: float) -> None:
         if self.turn.room_for(work, seconds):
+            self.slices_pending -= 1
             work()
         else:
             QTimer.singleShot(4, partial(self._when_there_is_room, work, seconds))
 
     def _finish_slice(self, run: Run) -> None:
-        self.slices_pending -= 1
         if self.window.run is run:  # (not a run opened since)
             self.finish()
 
@@ -320,14 +318,14 @@ class RunController(QObject):
         w = self.window
         run = w.run
         if len(run.events) <= DIAGNOSE_IN_SLICES_ABOVE:
-            self._summarise(run, diagnose(run), forced_detaches(run))
+            for work in self._summary_works(run, diagnose(run)):
+                work()
             return
         w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
         self._later(partial(self._diagnose_slice, run, diagnosing(run), []), DIAGNOSE_SLICE_S)
 
     def _diagnose_slice(self, run: Run, checks, findings: list) -> None:
         """A turn's worth of diagnosing ``run`` (``checks``: :func:`diagnosing`'s, going on)."""
-        self.slices_pending -= 1
         if self.window.run is not run:
             return
         for finding in checks:
@@ -337,28 +335,27 @@ class RunController(QObject):
                 self._later(partial(self._diagnose_slice, run, checks, findings), DIAGNOSE_SLICE_S)
                 return
         findings.sort(key=lambda f: f.index)
-        # what a re-run changed, what checkpointing would cut, the findings: a turn each
-        self._in_turns(run, [self._compare_with_earlier, partial(self._what_if, run),
-                             partial(self._summarise, run, findings, forced_detaches(run), whole=False)])
+        self._in_turns(run, self._summary_works(run, findings))  # a turn each
+
+    def _summary_works(self, run: Run, findings: list) -> list:
+        """What summarising ``run`` does once its findings are known: what a re-run changed, what
+        checkpointing would cut, the findings and the status line."""
+        return [self._compare_with_earlier, partial(self._what_if, run),
+                partial(self._summarise, run, findings, forced_detaches(run))]
 
     def _in_turns(self, run: Run, works: list) -> None:
         """Each of ``works`` in a later turn of its own, in order, while ``run`` is the one shown."""
         self._later(partial(self._in_turn, run, works), DIAGNOSE_SLICE_S)
 
     def _in_turn(self, run: Run, works: list) -> None:
-        self.slices_pending -= 1
         if self.window.run is run:
             works[0]()
             if len(works) > 1:
                 self._in_turns(run, works[1:])
 
-    def _summarise(self, run: Run, findings: list, forced: list, whole: bool = True) -> None:
-        """The run summarised in words; ``whole``: with what a re-run changed and what
-        checkpointing would cut (else they came in slices of their own, just before)."""
+    def _summarise(self, run: Run, findings: list, forced: list) -> None:
+        """The run's findings and its status line (see :meth:`_summary_works`)."""
         w = self.window
-        if whole:
-            self._compare_with_earlier()
-            self._what_if(run)
         w.diagnostics.show_findings(findings)
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
