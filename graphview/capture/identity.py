@@ -12,8 +12,8 @@ import weakref
 
 import torch
 
-from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState, _Packed,
-                                     _version)
+from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState,
+                                     _keyed_ref, _Packed, _version)
 from graphview.capture.summaries import device_name, dtype_name, summarize
 
 
@@ -276,4 +276,9 @@ class TensorIdentity(RecorderState):
                     self._foreign_saved.add(node.metadata[VID_KEY])
 
     def _note_grad(self, grad: torch.Tensor, leaf_tid: int) -> None:
-        self._grad_of[id(grad)] = (weakref.ref(grad), leaf_tid)
+        key = id(grad)
+        known = self._grad_of.get(key)
+        if known is None or known[0]() is not grad:  # its death takes the entry out (a run makes a .grad a step)
+            self._grad_of[key] = (_keyed_ref(grad, self._on_grad_gone, key), leaf_tid)
+        elif known[1] != leaf_tid:
+            self._grad_of[key] = (known[0], leaf_tid)

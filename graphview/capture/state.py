@@ -149,6 +149,7 @@ class RecorderState:
         self._active = False
         self._self_ref = weakref.ref(self)  # what node sentinels and saved handles hold (NOTE above)
         self._on_tensor_gone = self._tensor_gone  # bound once: every reference shares it
+        self._on_grad_gone = self._grad_gone
         self.extra_scopes: list[dict] = []  # namespaces searched for names after the frames (module globals)
         self.op_count = 0
         self.backward_count = 0
@@ -163,6 +164,11 @@ class RecorderState:
         entry = self._tensors.get(ref.key)
         if entry is not None and entry[0] is ref:
             del self._tensors[ref.key]
+
+    def _grad_gone(self, ref: KeyedRef) -> None:
+        known = self._grad_of.get(ref.key)
+        if known is not None and known[0] is ref:
+            del self._grad_of[ref.key]
 
     @property
     def _suspend(self) -> int:

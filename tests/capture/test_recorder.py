@@ -106,3 +106,32 @@ def test_an_optimizer_built_before_recording_leaves_the_recorder_unwrapped():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "False", "True"]
+
+
+def test_the_recorder_keeps_nothing_per_step_across_a_long_run():
+    """What the recorder remembers between steps is bounded by what the script still holds: each
+    step's .grad tensors (zero_grad drops them), nodes and activations leave nothing behind in the
+    recorder. It grew by one entry per parameter a step before (a .grad's weak reference, kept
+    after the .grad died), so a long run grew without end."""
+    import gc
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+    recorder = Recorder(lambda event: None, __file__)
+
+    def sizes() -> dict:
+        gc.collect()
+        return {name: len(value) for name, value in vars(recorder).items()
+                if isinstance(value, (dict, list, set)) and name != "_pending_names"}
+
+    with recorder:
+        for step in range(30):
+            optimizer.zero_grad()
+            model(x).pow(2).sum().backward()
+            optimizer.step()
+            if step == 4:
+                after_five = sizes()
+        assert sizes() == after_five
+        assert len(recorder._grad_of) <= len(list(model.parameters()))
