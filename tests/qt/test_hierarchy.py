@@ -185,3 +185,17 @@ def test_a_shut_box_shows_once_its_module_has_run(canvas, record):
                    or e.target.node.id in head.members)
     scene.set_cursor(first)
     assert scene.groups["head"].isVisible() and scene.groups["head"].collapsed
+
+
+def test_nested_boxes_starting_on_one_row_keep_both_names_readable(canvas, record):
+    """``model · Sequential`` and ``model.0 · Linear`` begin on the same row: the inner name sits
+    right of the outer one, and the inner box's outline breaks where it would cross the outer name."""
+    run = record(model("mlp_optimizer"), steps=1)
+    scene, view = _open(canvas, run, _before_backward(run))
+    open_groups = {g.path: g for g in scene.groups.values() if g.isVisible() and not g.collapsed}
+    outer, inner = open_groups["model"], open_groups["model.0"]
+    assert abs(inner.rect.top() - outer.rect.top()) < inner.LABEL_H, "the two boxes start on one row"
+    assert not outer.label_rect().intersects(inner.label_rect())
+    assert outer.label_rect().intersects(inner.rect.adjusted(-1, -1, 1, 1)), "the outer name lies on the inner outline"
+    assert inner.spared == (outer.label_rect(),), "...which breaks for it"
+    assert outer.spared == ()

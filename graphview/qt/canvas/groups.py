@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QFont, QFontMetricsF, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.hierarchy import ModuleBox
@@ -37,6 +37,7 @@ class GroupItem(QGraphicsObject):
         self.freed = False  # backward freed every autograd node inside
         self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
+        self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
         self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
 
@@ -108,7 +109,19 @@ class GroupItem(QGraphicsObject):
             return
         painter.setPen(QPen(c.q("running_border"), 2.2, Qt.DashLine) if self.running else QPen(c.q("group_border"), 1, Qt.DashLine))
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
-        painter.drawRoundedRect(self.rect, 10, 10)
+        if self.spared:  # a box nested one row under its parent's top: its outline breaks for the parent's name
+            painter.save()
+            keep = QPainterPath()
+            keep.addRect(self.boundingRect())
+            for label in self.spared:
+                cut = QPainterPath()
+                cut.addRect(label)
+                keep = keep.subtracted(cut)
+            painter.setClipPath(keep)
+            painter.drawRoundedRect(self.rect, 10, 10)
+            painter.restore()
+        else:
+            painter.drawRoundedRect(self.rect, 10, 10)
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             label = self.label_rect()
             painter.setPen(Qt.NoPen)

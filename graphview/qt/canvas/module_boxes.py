@@ -568,8 +568,10 @@ class ModuleBoxes(QObject):
                     if not blocking:
                         break
                     shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
-            if shift != group.label_shift:
+            spared = tuple(r for r in others if r.intersects(group.rect.adjusted(-1, -1, 1, 1)))
+            if shift != group.label_shift or spared != group.spared:
                 group.prepareGeometryChange()
                 group.label_shift = shift
+                group.spared = spared
                 group.update()
             placed.setdefault(group.key, []).append((group, group.label_rect()))
