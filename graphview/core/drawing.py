@@ -42,6 +42,8 @@ NODE_KINDS = {
     "accumulate": "AccumulateGrad",
     "detached": "detached / no-grad tensor",
 }
+#: what is drawn above its first user, in its module's box by its name
+_LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 #: every kind of drawn edge
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
@@ -376,8 +378,25 @@ class Drawing:
             return None
         return info["name"].rpartition(".")[0] or None
 
+    def _module_that_ran(self, node: DrawNode, at: int | None) -> None:
+        """A leaf's box is the module its name says (``...out_proj.weight`` is ``...out_proj``'s)
+        only if that module has run by ``at``, where the leaf is first used (``None``: by now):
+        MultiheadAttention reads ``out_proj.weight`` in its own code and never calls ``out_proj``,
+        whose box then held the weight and, drawn around it, the attention ops beside it. The
+        leaf goes to the innermost enclosing module that ran (``self_attn``)."""
+        path = node.module
+        entered = self.run.module_entered
+        if path is None or not entered:
+            return  # (a run that records no module calls: boxes by name alone)
+        late = len(self.run.events) if at is None else at
+        while path and entered.get(path, late + 1) > late:
+            path = path.rpartition(".")[0]
+        node.module = path or None
+
     def _place(self, node: DrawNode) -> None:
         self._name_late(node)  # its module decides which rows it may take
+        if node.kind in _LEAF_KINDS:
+            self._module_that_ran(node, None)  # not used yet: where its module is, if it ran
         nodes = self.nodes
         placed, waiting = [], []
         for p in node.preds:
@@ -484,6 +503,8 @@ class Drawing:
         if node.placed:
             return
         self._name_late(node)
+        if node.kind in _LEAF_KINDS:
+            self._module_that_ran(node, user.born)
         self._put(node, user.layer - 1, user.slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)

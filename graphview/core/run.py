@@ -228,6 +228,7 @@ class Run:
         self._reachable_cache: dict[int, tuple] = {}
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
         self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
+        self.module_entered: dict[str, int] = {}  # module path -> the index of its first call
         self.extend(events)
 
     # ------------------------------------------------------------------ ingest
@@ -288,6 +289,7 @@ class Run:
             self.steps[-1]["end"] = index
 
     def _on_module_enter(self, index: int, ev: dict) -> None:
+        self.module_entered.setdefault(ev["path"], index)
         if ev.get("type"):
             self.module_types.setdefault(ev["path"], ev["type"])
 

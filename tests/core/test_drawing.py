@@ -54,7 +54,7 @@ def test_boxes_of_unrelated_modules_never_share_a_row(record):
     for node in drawing.nodes.values():
         if node.module and drawing.visible(node, end_of_forward):
             rows.setdefault(node.module, set()).add(node.layer)
-    assert {"encoder.layers.0.self_attn.out_proj", "encoder.layers.0.norm1", "encoder.layers.0.linear1", "head"} <= set(rows)
+    assert {"encoder.layers.0.self_attn", "encoder.layers.0.norm1", "encoder.layers.0.linear1", "head"} <= set(rows)
 
     def related(a: str, b: str) -> bool:
         return a == b or a.startswith(b + ".") or b.startswith(a + ".")
@@ -63,6 +63,25 @@ def test_boxes_of_unrelated_modules_never_share_a_row(record):
     assert clashes == []
     # stacked in call order: norm1 ends above where linear1 begins
     assert max(rows["encoder.layers.0.norm1"]) < min(rows["encoder.layers.0.linear1"])
+
+
+def test_a_module_that_never_ran_has_no_box_its_leaves_sit_in_the_module_that_used_them(record):
+    """MultiheadAttention computes its output projection itself (F.multi_head_attention_forward
+    reads ``out_proj.weight``); ``out_proj`` is never called. A box for it, drawn around its
+    parameters, also enclosed the attention ops beside them: ScaledDotProductAttention looked like
+    part of out_proj. Its parameters and their AccumulateGrad belong to ``self_attn``, which used them."""
+    run = record(model("transformer_block"))
+    assert "encoder.layers.0.self_attn.out_proj" not in run.module_entered
+    drawing = Drawing(run)
+    drawing.update()
+    modules = {node.module for node in drawing.nodes.values()}
+    assert "encoder.layers.0.self_attn.out_proj" not in modules
+    weight = [n for n in drawing.nodes.values() if n.title.endswith("self_attn.out_proj.weight")]
+    grads = [n for n in drawing.nodes.values() if n.subtitle.endswith("self_attn.out_proj.weight.grad")]
+    assert weight and grads
+    assert {n.module for n in weight + grads} == {"encoder.layers.0.self_attn"}
+    # a module that ran keeps its own parameters
+    assert {n.module for n in drawing.nodes.values() if n.title.endswith("linear1.weight")} == {"encoder.layers.0.linear1"}
 
 
 @pytest.mark.parametrize("name", ["transformer_block", "mlp_optimizer", "teacher_student_detach"])
