@@ -82,7 +82,10 @@ class GroupItem(QGraphicsObject):
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
-        text = f"{self.ops} ops" if self.ops != 1 else "1 op"
+        if self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
+            text = "no graph now"
+        else:
+            text = f"{self.ops} ops" if self.ops != 1 else "1 op"
         if self.compared is not None:  # a comparison: its bytes in each run say more than the op count
             return f"saved {self.compared_text()}"
         return f"{text} · {human_bytes(self.saved)} saved" if self.saved else text

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
-from graphview.core.run import Run
+from graphview.core.run import ACCUMULATE_GRAD, Run
 from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.lifetimes import Lifetimes
@@ -76,6 +76,7 @@ class GraphScene(QGraphicsScene):
         self._edges_from: dict[str, list] = {}
         self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
         self.cursor = -1
+        self._gone_at: tuple = (None, None)  # (cursor, run size) -> graph_gone_at()
         self.setBackgroundBrush(colors().q("background"))
         self.selectionChanged.connect(self._on_selection)
         from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
@@ -405,6 +406,26 @@ class GraphScene(QGraphicsScene):
     def shown_anything(self) -> bool:
         """Whether any node is shown at the cursor (as an item, in the sketch, or in a shut box)."""
         return bool(self._visible)
+
+    def graph_gone_at(self) -> int | None:
+        """When autograd destroyed the last graph, if none is alive at the cursor (between steps,
+        after the run: only leaves and their .grad are left); else None. Not asked of a big run."""
+        run, index = self.run, self.cursor
+        if run is None or self.virtual or index < 0:
+            return None
+        key = (index, len(run.op_nodes), len(run.events))
+        if self._gone_at[0] == key:
+            return self._gone_at[1]
+        latest = None
+        for op in run.op_nodes.values():
+            if op.born > index or op.name == ACCUMULATE_GRAD:  # (a leaf's accumulator outlives graphs)
+                continue
+            if op.dead is None or op.dead > index:
+                latest = None  # a graph is alive
+                break
+            latest = op.dead if latest is None else max(latest, op.dead)
+        self._gone_at = (key, latest)
+        return latest
 
     def placed_ids(self) -> list[str]:
         """Every node placed so far, in the order the scene took them in (items or not)."""

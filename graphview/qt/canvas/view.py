@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QPainter
+from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsView, QMenu
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
@@ -95,6 +95,7 @@ class GraphView(QGraphicsView):
         scene = self.scene()
         if not self.message or any(item.isVisible() for item in scene.node_items.values()) \
                 or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
+            self._draw_graph_gone(painter)
             return
         painter.save()
         painter.resetTransform()
@@ -102,6 +103,35 @@ class GraphView(QGraphicsView):
         painter.setPen(colors().q("message"))
         painter.setFont(QFont("DejaVu Sans", 11))
         painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.message)
+        painter.restore()
+
+    def _draw_graph_gone(self, painter) -> None:
+        """Between steps and after the run, autograd holds no graph: only leaves are left, spread
+        over the rows their graph took. A note at the top says why the canvas is nearly empty."""
+        gone = self.scene().graph_gone_at()
+        if gone is None:
+            return
+        text = (f"No autograd graph at this point: the last one was destroyed at event {gone} "
+                "(nothing referenced its output any more). Leaves keep their .grad; step back (←) to see the graph.")
+        painter.save()
+        painter.resetTransform()
+        font = QFont("DejaVu Sans", 9)
+        painter.setFont(font)
+        port = QRectF(self.viewport().rect())
+        width = min(port.width() - 40, 440.0)
+        height = QFontMetricsF(font).boundingRect(QRectF(0, 0, width - 20, 400), Qt.TextWordWrap, text).height() + 12
+        # where it hides no node (its leaves sit all over the rows their graph took): top, bottom, corners
+        xs = (port.center().x() - width / 2, 10.0, port.width() - width - 10)
+        places = [QRectF(x, y, width, height) for x in xs for y in (10.0, port.height() - height - 10)]
+        note = next((place for place in places if not any(
+            item.isVisible() and (isinstance(item, NodeItem) or isinstance(item, GroupItem) and item.collapsed)
+            for item in self.items(place.toRect()))), places[0])
+        c = colors()
+        painter.setPen(QPen(c.q("group_border"), 1))
+        painter.setBrush(c.q("overview_fill"))
+        painter.drawRoundedRect(note, 6, 6)
+        painter.setPen(c.q("group_label"))
+        painter.drawText(note.adjusted(10, 6, -10, -6), Qt.AlignCenter | Qt.TextWordWrap, text)
         painter.restore()
 
     def resizeEvent(self, event) -> None:

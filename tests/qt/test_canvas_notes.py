@@ -1,0 +1,57 @@
+"""What the canvas says when there is little to draw: between steps and after the run autograd
+holds no graph, and a shut box whose nodes were destroyed says so instead of "0 ops"."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphview.core.run import ACCUMULATE_GRAD
+from graphview.core.hierarchy import collapsed_at_level
+from graphview.qt.canvas import GraphScene, GraphView
+from tests.conftest import model
+
+
+@pytest.fixture
+def canvas(qtbot):
+    scene = GraphScene()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    return scene, view
+
+
+def test_the_canvas_says_when_no_graph_is_alive(canvas, record):
+    run = record(model("mlp_optimizer"), steps=2)
+    scene, view = canvas
+    scene.set_run(run)
+    grad_fns = [op for op in run.op_nodes.values() if op.name != ACCUMULATE_GRAD]
+    # torch destroys each step's graph once nothing references its loss: after the run, none is alive
+    assert all(op.dead is not None for op in grad_fns)
+    first_step_end = run.steps[0]["end"]
+    step_one = [op for op in grad_fns if op.born <= first_step_end]
+    between = max(op.dead for op in step_one)  # step 1's graph is gone, step 2's not begun
+    assert all(op.born > between for op in grad_fns if op not in step_one)
+    scene.set_cursor(between)
+    assert scene.graph_gone_at() == between
+    scene.set_cursor(len(run.events) - 1)
+    assert scene.graph_gone_at() == max(op.dead for op in grad_fns)
+    # while a graph is alive (before backward of step 1), or before any op: nothing to say
+    scene.set_cursor(min(call.start for call in run.backwards.values()))
+    assert scene.graph_gone_at() is None
+    scene.set_cursor(0)
+    assert scene.graph_gone_at() is None
+
+
+def test_a_shut_box_whose_graph_is_gone_says_so(canvas, record):
+    run = record(model("mlp_optimizer"), steps=1)
+    scene, view = canvas
+    scene.set_run(run)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+    scene.set_cursor(min(call.start for call in run.backwards.values()))
+    shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    assert shut and all(g.summary().endswith(("ops", "op")) or "saved" in g.summary() for g in shut)
+    scene.set_cursor(len(run.events) - 1)
+    shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    assert shut, "its parameters are alive: the box still holds them"
+    assert {g.summary() for g in shut} == {"no graph now"}
