@@ -127,3 +127,22 @@ def test_a_new_run_is_shown_in_its_own_scene_not_in_what_a_fit_widened_for_the_l
     window.begin_run(big.start["script"], RunOptions(steps=3))  # a re-run starts: nothing recorded yet
     assert window.view.sceneRect() == window.scene.sceneRect()
     assert window.scene.boxes.thread_took == 0.0  # (nor the pace at which the last run's boxes were found)
+
+
+def test_fit_shows_everything_even_when_scroll_bars_come(window, record):
+    """Whatever the cursor shows through a step's backward, Fit shows all of it. (Where the run's
+    whole graph lies partly aside, scroll bars come at the zoom that fits and shrink the viewport:
+    Fit then fits again, or the loss at the bottom was cut off under the horizontal bar.)"""
+    from graphview.core.hierarchy import collapsed_at_level
+
+    run = record(model("transformer_block"), steps=3)
+    window.begin_run(run.start["script"], RunOptions(steps=3), run)
+    view, scene = window.view, window.scene
+    window.resize(1366, 768)
+    window.show()  # (scroll bars of a hidden window never take room)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 1))
+    for cursor in range(max(call.start for call in run.backwards.values()), len(run.events), 25):
+        window.set_cursor(cursor)
+        view.fit()
+        seen = view.mapToScene(view.viewport().rect()).boundingRect()
+        assert seen.contains(scene.shown_rect()), cursor

@@ -258,14 +258,17 @@ class GraphView(QGraphicsView):
         if rect.isNull():
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
-        port = self.viewport().rect()
-        if port.isEmpty():  # (no room to show anything: nothing to fit)
-            return
-        zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
-                   FIT_LARGEST)  # a tiny graph: not blown up
-        self.resetTransform()
-        self.scale(zoom, zoom)
-        self.center_view_on(rect.center())
+        for _ in range(2):  # again if scroll bars came (the rest of the run's graph lies aside): a smaller viewport
+            port = self.viewport().rect()
+            if port.isEmpty():  # (no room to show anything: nothing to fit)
+                return
+            zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
+                       FIT_LARGEST)  # a tiny graph: not blown up
+            self.resetTransform()
+            self.scale(zoom, zoom)
+            self.center_view_on(rect.center())
+            if self.viewport().rect() == port:
+                break
 
     def center_view_on(self, point: QPointF) -> None:
         """Centre the view on ``point`` (scene units), scrolling past the scene's edge where that
