@@ -36,7 +36,7 @@ from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
 from graphview.qt.theme_menu import ThemeMenu
 from graphview.qt.timeline_bar import TimelineBar
-from graphview.qt.widgets import Legend
+from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
 from graphview.qt.window_layout import DockArrangement, fit_to_screen
 
@@ -121,10 +121,12 @@ class MainWindow(QMainWindow):
         self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
         self.bottom_tabs = QTabWidget()
         self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
-        self.bottom_tabs.addTab(self.memory_tab, "Memory (saved tensors)")
+        self.bottom_tabs.addTab(self.memory_tab, "Memory")
         self.session.attach(self.memory)
-        for panel, title in ((self.console, "Console"), (self.ledger, "Gradient ledger"),
-                             (self.diagnostics, "Diagnostics")):
+        # the findings second: at 1366x768 the tab bar shows about two and a half titles, and what
+        # a pitfall's run found is the first thing to read after the graph
+        for panel, title in ((self.diagnostics, "Diagnostics"), (self.console, "Console"),
+                             (self.ledger, "Grad ledger")):
             self.add_timeline_tab(panel, title)
         self.code_dock = self._dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
         self.inspector_dock = self._dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
@@ -206,6 +208,7 @@ class MainWindow(QMainWindow):
         self.view.sigCheckpointRequested.connect(self.toggles.request_checkpoint)
         self.diagnostics.sigTryCheckpoint.connect(self.toggles.request_checkpoint)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
+        self.setStatusBar(ElidingStatusBar())  # a long message ends in "…" before the run's summary
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room
         self.statusBar().addPermanentWidget(self.rank_switcher)

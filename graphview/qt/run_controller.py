@@ -361,6 +361,8 @@ class RunController(QObject):
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
         cut = next((f for f in findings if f.code == "graph-cut"), None) if not run.failed else None
         ended = f"run {run.status}" + (f", but the graph is cut at line {cut.line}" if cut is not None else "")
+        if findings and cut is None:
+            ended += f" · {len(findings)} finding{'s' if len(findings) != 1 else ''} in Diagnostics"
         w.status_label.setText(f"{ended}: {len(run.events)} events, {len(run.ops)} ops, "
                                f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
         if run.status == "stopped":  # the user pressed Stop: not an error

@@ -95,7 +95,7 @@ def test_a_big_run_is_diagnosed_in_slices_and_says_what_the_whole_diagnosis_says
     qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
     assert [f.to_dict() for f in window.diagnostics.findings] == [f.to_dict() for f in diagnose(run)]
     assert "detach-is-not-copy" in [f.code for f in window.diagnostics.findings]
-    assert window.status_label.text().startswith("run ok:")
+    assert window.status_label.text().startswith("run ok · 1 finding in Diagnostics:")
 
 
 def test_a_replaced_run_is_freed_though_the_collector_froze_it_while_shown(window, record, qtbot):

@@ -71,6 +71,9 @@ def test_at_1366x768_the_canvas_gets_most_of_the_window_and_every_panel_is_insid
     assert inside.contains(corner) and memory.width() >= 250  # the chart is whole
     bar = window.statusBar()
     assert bar.isVisible() and inside.contains(bar.geometry()) and bar.height() > 10
+    # the Diagnostics tab (what a pitfall's run found) is in sight, not behind the tab bar's arrows
+    tabs = window.bottom_tabs.tabBar()
+    assert tabs.rect().contains(tabs.tabRect(window.bottom_tabs.indexOf(window.diagnostics)))
     # a click on a node brings its details forward
     window.set_cursor(window.overview_index())
     node = next(i for i in window.scene.node_items.values() if i.isVisible() and i.node.kind == "op")
@@ -125,3 +128,19 @@ def test_the_overview_moves_off_the_node_being_shown(window, record, qtbot):
     view.centerOn(item)
     settle(qtbot, window)
     assert overview.pos() == overview.corners()[0] and overview.isVisible()
+
+
+def test_a_long_status_message_ends_before_the_run_summary(window, record, qtbot):
+    """An error's message is longer than the room the run's summary leaves on the right: it ends
+    in "…" there (it ran under the summary, "...already been fr|run error: 35 events"), whole in the tooltip."""
+    small_window(window, qtbot, record(model("mlp_optimizer")))
+    bar = window.statusBar()
+    message = "the script failed at line 8: RuntimeError: " + "Trying to backward through the graph a second time " * 4
+    bar.showMessage(message, 5000)
+    shown = bar.currentMessage()
+    assert shown.endswith("…") and message.startswith(shown[:-1])
+    summary = window.status_label.mapTo(bar, window.status_label.rect().topLeft()).x()
+    assert bar.fontMetrics().horizontalAdvance(shown) < summary
+    assert bar.toolTip() == message
+    bar.showMessage("wrote graph.svg", 5000)
+    assert bar.currentMessage() == "wrote graph.svg" and bar.toolTip() == ""
