@@ -160,7 +160,7 @@ def test_the_window_opens_or_refuses_a_mutated_trace(live_app, tmp_path, data):
         window.set_cursor(0)
     else:
         assert live_app.window.run is before  # refused: what the window showed stays
-        assert "t.gvtrace" in live_app.window.statusBar().currentMessage()
+        assert "t.gvtrace" in live_app.window.statusBar().message()
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_a_refused_trace_leaves_a_running_script_running(live_app, tmp_path, qtb
     bad.write_text('{"format": "graphview-trace", "version": 1}\n{"ev": "op", "inputs": 3}\n')
     live = live_app.live
     assert not live_app.open(str(bad))
-    message = live_app.window.statusBar().currentMessage()
+    message = live_app.window.statusBar().message()
     assert message.startswith(f"{bad} is not a valid graphview trace: line 2: op event without its 'oid' field")
     time.sleep(0.5)
     assert live_app.live is live and not live.process_ended and processes_with(marker)

@@ -43,7 +43,7 @@ def test_an_endless_script_can_be_watched_and_stopped_within_a_second(app, write
     assert app.window.run.status == "stopped"
     assert len(app.window.run.ops) > 20  # everything recorded is kept
     # the user stopped it: said so, not reported as a failure with a traceback
-    assert "stopped: everything recorded until then is kept" in app.window.statusBar().currentMessage()
+    assert "stopped: everything recorded until then is kept" in app.window.statusBar().message()
     assert app.window.bottom_tabs.currentWidget() is not app.window.console
 
 
@@ -51,16 +51,16 @@ def test_bad_files_get_a_message_and_the_app_keeps_working(app, tmp_path):
     corrupt = tmp_path / "bad.gvtrace"
     corrupt.write_bytes(b"\x00garbage")
     assert not app.open(str(corrupt))
-    assert "not a graphview trace" in app.window.statusBar().currentMessage()
+    assert "not a graphview trace" in app.window.statusBar().message()
     latin = tmp_path / "latin.py"
     latin.write_bytes(b"# caf\xe9\n")
     assert not app.open(str(latin))
-    assert "UTF-8" in app.window.statusBar().currentMessage()
+    assert "UTF-8" in app.window.statusBar().message()
     assert not app.open(str(tmp_path / "nope.py"))
     chart = tmp_path / "chart.csv"
     chart.write_text("event,activation_bytes\n0,0\n")
     assert not app.open(str(chart))  # not run as Python
-    assert "neither a Python script" in app.window.statusBar().currentMessage()
+    assert "neither a Python script" in app.window.statusBar().message()
     assert app.open(lesson("prediction")) and app.wait_idle(90)
 
 
@@ -101,11 +101,11 @@ def test_a_trace_damaged_after_its_header_is_reported(app, tmp_path, record):
     damaged = tmp_path / "damaged.gvtrace"
     damaged.write_text("\n".join(lines[:1] + ["{not json"] + lines[1:5]) + "\n", encoding="utf-8")
     assert not app.open(str(damaged))  # refused: nothing to show, and a running script keeps running
-    message = app.window.statusBar().currentMessage()
+    message = app.window.statusBar().message()
     assert "damaged.gvtrace holds no readable events" in message and "damaged at line 2" in message
     partial = tmp_path / "partial.gvtrace"
     partial.write_text("\n".join(lines[:30] + ["{not json"] + lines[30:]) + "\n", encoding="utf-8")
     assert app.open(str(partial))
-    message = app.window.statusBar().currentMessage()
+    message = app.window.statusBar().message()
     assert "Only part of" in message and "damaged at line 31" in message
     assert len(app.window.run.events) == 29 and app.window.scene.node_items  # what was readable is shown

@@ -96,8 +96,8 @@ def test_native_output_comes_before_the_end_and_capped_output_is_noted(tmp_path)
 def test_the_window_names_an_exit_code_and_forgets_an_old_failure(window, record, write_script):
     failed = record(write_script("import sys, torch\nx = torch.ones(1)\nsys.exit(3)\n"))
     window.begin_run(None, RunOptions(), failed)
-    message = window.statusBar().currentMessage()
+    message = window.statusBar().message()
     assert message.startswith("the script exited with code 3"), message
     ok = record(write_script("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).sum().backward()\n"))
     window.begin_run(None, RunOptions(), ok)
-    assert "exited" not in window.statusBar().currentMessage()
+    assert "exited" not in window.statusBar().message()

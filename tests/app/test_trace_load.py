@@ -43,6 +43,6 @@ def test_cancel_keeps_what_was_read(app, tmp_path, record, monkeypatch, qtbot):
     app.wait_idle(60)
     kept = len(window.run.events)
     assert 0 < kept < len(whole.events) and window.run.events == whole.events[:kept]
-    assert "stopped reading big.gvtrace" in window.statusBar().currentMessage()
+    assert "stopped reading big.gvtrace" in window.statusBar().message()
     window.set_cursor(kept - 1)  # what was read can be stepped through
     assert window.cursor == kept - 1 and any(i.isVisible() for i in window.scene.node_items.values())

@@ -87,7 +87,7 @@ def test_the_image_dialog_suggests_a_name_exports_as_chosen_and_is_remembered(wi
     texts = svg_texts(written)
     assert caption(run, window.cursor).split(":")[0] in " ".join(texts)
     assert not {e.text for e in LEGEND if e.text != "AccumulateGrad"} & set(texts)
-    assert f"wrote {written}" in window.statusBar().currentMessage()
+    assert f"wrote {written}" in window.statusBar().message()
     # a new window starts where this one left off: the folder, the format and the legend choice
     later = show(new_window(), run)
     later.export_image()
@@ -137,7 +137,7 @@ def test_an_unwritable_choice_is_reported_and_not_remembered(window, record, tmp
     show(window, record(lesson("prediction")))
     dialog.answer = str(tmp_path / "missing" / "run.gvtrace")
     window.export_trace()
-    assert "does not exist" in window.statusBar().currentMessage()
+    assert "does not exist" in window.statusBar().message()
     window.export_trace()
     assert dialog.calls[-1][1] == os.path.join(os.getcwd(), "prediction.gvtrace")
 

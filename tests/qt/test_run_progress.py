@@ -41,7 +41,7 @@ def test_a_new_run_clears_what_the_last_one_ended_with(window, record, qtbot):
     assert window.memory.getAxis("bottom").isVisible() and len(window.memory.curves["activation"].xData)
     other = record(lesson("prediction"))
     window.begin_run(other.start["script"], RunOptions())  # a live run: its runner is starting
-    assert window.status_label.text() == "" and window.statusBar().currentMessage() == ""
+    assert window.status_label.text() == "" and window.statusBar().message() == ""
     assert window.progress.text() == "starting Python for prediction.py…"
     assert window.console.toPlainText() == "" and window.ledger.topLevelItemCount() == 0
     chart = window.memory
@@ -60,7 +60,7 @@ def test_a_run_cut_off_from_its_parameters_does_not_end_as_a_plain_run_ok(window
     window.append_events(cut.events)
     qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
     assert window.status_label.text().startswith("run ok, but the graph is cut at line 14: ")
-    message = window.statusBar().currentMessage()
+    message = window.statusBar().message()
     assert message.startswith("the loss has no grad_fn: the graph is cut at line 14 (module model.2)")
     assert window.bottom_tabs.currentWidget() is window.diagnostics
     first = window.diagnostics.topLevelItem(0)

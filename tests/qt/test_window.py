@@ -241,7 +241,7 @@ def test_unwritable_export_path_reports_and_keeps_working(window, record, tmp_pa
     run = record(lesson("prediction"))
     show(window, run)
     window.export_image(str(tmp_path / "missing" / "g.png"))
-    assert "does not exist" in window.statusBar().currentMessage()
+    assert "does not exist" in window.statusBar().message()
     window.move(timeline.step_forward)  # still usable
 
 
@@ -340,7 +340,7 @@ def test_gradcheck_result_is_shown(window, record):
     show(window, run)
     window.show_gradcheck({"tensor": "x", "shape": [], "autograd": [20.0], "numeric": [20.0000001], "eps": 1e-6,
                            "max_abs_error": 1e-7, "max_rel_error": 5e-9}, {"status": "ok"})
-    assert "agree" in window.statusBar().currentMessage()
+    assert "agree" in window.statusBar().message()
     assert "Gradient check: x" in window.inspector.toPlainText()
 
 
@@ -420,7 +420,7 @@ def test_a_script_that_fails_before_any_op_says_so(window, record, write_script)
     show(window, run)
     assert run.failed and not window.scene.node_items
     assert window.bottom_tabs.currentWidget() is window.console
-    assert "SyntaxError" in window.statusBar().currentMessage()
+    assert "SyntaxError" in window.statusBar().message()
     assert "before autograd recorded anything" in window.view.message
     assert "SyntaxError" in window.view.message
 
@@ -532,9 +532,9 @@ def test_a_rerun_reports_per_step_changes_and_options_that_did_nothing(window, r
     show(window, first)
     cut = record(model("mlp_optimizer"), grad_mode="no_grad")
     window.begin_run(first.start["script"], RunOptions(grad_mode="no_grad"), cut)
-    message = window.statusBar().currentMessage()
+    message = window.statusBar().message()
     assert "autograd nodes per step" in message and "peak saved" in message
     assert "the loss has no grad_fn: the graph is cut at line 14" in message  # the cut, named
     nothing = record(model("mlp_optimizer"), detach_at=["nosuchmodule"])
     window.begin_run(first.start["script"], RunOptions(detach_at=["nosuchmodule"]), nothing)
-    assert "detach at 'nosuchmodule' matched nothing" in window.statusBar().currentMessage()
+    assert "detach at 'nosuchmodule' matched nothing" in window.statusBar().message()

@@ -141,6 +141,6 @@ def test_a_long_status_message_ends_before_the_run_summary(window, record, qtbot
     assert shown.endswith("…") and message.startswith(shown[:-1])
     summary = window.status_label.mapTo(bar, window.status_label.rect().topLeft()).x()
     assert bar.fontMetrics().horizontalAdvance(shown) < summary
-    assert bar.toolTip() == message
+    assert bar.toolTip() == message == bar.message()
     bar.showMessage("wrote graph.svg", 5000)
     assert bar.currentMessage() == "wrote graph.svg" and bar.toolTip() == ""

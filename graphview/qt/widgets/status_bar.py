@@ -17,6 +17,7 @@ class ElidingStatusBar(QStatusBar):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._permanent: list = []
+        self._message = ""
         self.messageChanged.connect(self._on_message_changed)
 
     def addPermanentWidget(self, widget, stretch: int = 0) -> None:
@@ -31,8 +32,14 @@ class ElidingStatusBar(QStatusBar):
     def showMessage(self, text: str, timeout: int = 0) -> None:
         shown = QFontMetrics(self.font()).elidedText(text, Qt.ElideRight, self.room())
         self.setToolTip(text if shown != text else "")
+        self._message = text
         super().showMessage(shown, timeout)
+
+    def message(self) -> str:
+        """The message shown now, whole (``currentMessage()`` is what fits)."""
+        return self._message if self.currentMessage() else ""
 
     def _on_message_changed(self, text: str) -> None:
         if not text:
             self.setToolTip("")
+            self._message = ""
