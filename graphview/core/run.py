@@ -597,6 +597,24 @@ class Run:
         op = self.op_nodes.get(grad_fn) if grad_fn is not None else None
         return f"output of {op.op}" if op is not None and op.op else "tensor"
 
+    def non_finite_out(self, vid: int, index: int) -> str | None:
+        """Whether autograd node ``vid`` sent a gradient holding NaN or Inf by event ``index``, in
+        its latest backward call: ``"first"`` where that call's NaN or Inf began (the first node
+        in execution order to send one, as the Diagnostics finding says), ``"passed"`` downstream
+        of it, else None."""
+        op = self.op_nodes.get(vid)
+        if op is None:
+            return None
+        for bid, ran in reversed(op.executed):
+            if ran > index:
+                continue
+            call = self.backwards.get(bid)
+            sent = call.non_finite.get(vid) if call is not None else None
+            if sent is None or sent > index:
+                return None
+            return "first" if sent == min(call.non_finite.values()) else "passed"
+        return None
+
     def grad_at(self, tid: int, index: int | None = None) -> GradEntry | None:
         """The latest change of ``.grad`` of tensor ``tid`` at or before ``index``."""
         entries = self.grads.get(tid)

@@ -73,6 +73,29 @@ def test_nan_points_at_the_node_that_made_it_not_the_leaf(record):
     assert any(g and g.get("values") and "nan" in g["values"] for g in ev["grads_out"])
 
 
+def test_the_canvas_marks_where_the_nan_began_and_where_it_went(record):
+    """The graph says what the finding says: SqrtBackward0 sent the first NaN (torch: its
+    gradient is nan where x is 0), ``x * 1.0``'s MulBackward0 passed it on; not before they ran."""
+    import torch
+
+    x = torch.tensor([0.0, 4.0], requires_grad=True)
+    torch.sqrt(x * 1.0).mul(0.0).sum().backward()
+    assert torch.isnan(x.grad[0]) and x.grad[1] == 0  # what the script's x.grad is
+    run = record(PITFALLS / "nan_gradient.py")
+    finding = next(f for f in diagnose(run) if f.code == "nan-grad")
+    by_name = {}
+    for vid, op in run.op_nodes.items():
+        by_name.setdefault(op.name, []).append(vid)
+    call = next(iter(run.backwards.values()))
+    sqrt, = by_name["SqrtBackward0"]
+    first_mul, last_mul = sorted(by_name["MulBackward0"])  # x * 1.0, then root * 0.0
+    assert f"op{sqrt}" == finding.node
+    assert run.non_finite_out(sqrt, call.end) == "first"
+    assert run.non_finite_out(first_mul, call.end) == "passed"
+    assert run.non_finite_out(last_mul, call.end) is None  # it sent 0 * 1 = 0
+    assert run.non_finite_out(sqrt, finding.index - 1) is None  # before sqrt's backward ended
+
+
 ALARM_FREE = [p for p in sorted(LESSONS.glob("*.py")) if not p.name.startswith("error_")] + sorted(MODELS.glob("*.py"))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
@@ -13,6 +15,8 @@ from graphview.qt.formatting import elided, human_bytes, short_value
 
 #: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
 SAVED_BADGE_LEFT = 12.0
+#: a gradient's text that holds a NaN or an Inf ("[nan, 0]", "norm inf")
+_NON_FINITE = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
 
 
 class NodeItem(QGraphicsItem):
@@ -32,7 +36,7 @@ class NodeItem(QGraphicsItem):
         self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
-        self.grad: str | None = None
+        self.grad: str | None = None  # a tensor: its .grad as text; an autograd node: its NaN/Inf note
         self.setPos(node.x, node.y)
         self._tooltip()
         self.update()
@@ -92,8 +96,14 @@ class NodeItem(QGraphicsItem):
             self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
                         c.q("saved_fill"), c.q("saved_border"), c.q("saved_text"), align="left")
         if self.grad is not None and self.kind in TENSOR_KINDS:
-            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), c.q("grad_fill"),
-                        c.q("grad_border"), c.q("grad_text"), align="center")
+            if _NON_FINITE.search(self.grad):  # a NaN or Inf in .grad: not drawn as a healthy gradient
+                fill, border, text = c.q("error_fill"), c.q("error_border"), c.q("error_border")
+            else:
+                fill, border, text = c.q("grad_fill"), c.q("grad_border"), c.q("grad_text")
+            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), fill, border, text, align="center")
+        elif self.grad is not None:  # an autograd node that sent NaN or Inf on (see Run.non_finite_out)
+            self._badge(painter, self.grad, QPointF(0, NODE_H / 2 + 10), c.q("error_fill"), c.q("error_border"),
+                        c.q("error_border"), align="center")
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
         """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""

@@ -583,7 +583,9 @@ class GraphScene(QGraphicsScene):
         self._visible.add(node.id)
         if node.kind in ("op", "accumulate"):
             state = drawing.op_state(node.ref, index)
-            item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), None)
+            sent = run.non_finite_out(node.ref, index) if node.kind == "op" else None
+            note = None if sent is None else ("NaN/Inf starts here" if sent == "first" else "sends NaN/Inf")
+            item.set_state(state, node.kind, drawing.saved_bytes(node.ref, index), note)
             return
         kind = "output" if node.kind == "intermediate" and drawing.is_output(node.ref, index) else node.kind
         entry = run.grad_at(node.ref, index)
