@@ -229,6 +229,7 @@ class Run:
         self._tensor_nodes_with_grad_fn: dict[int, list[TensorNode]] = {}
         self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
         self.module_entered: dict[str, int] = {}  # module path -> the index of its first call
+        self.none_grad_reads: dict[int, int] = {}  # tid -> where the script first read its .grad and got None
         self.extend(events)
 
     # ------------------------------------------------------------------ ingest
@@ -547,6 +548,10 @@ class Run:
         call = self.backwards.get(ev["bid"])
         if call is not None:
             call.results[ev["tid"]] = ev.get("grad")
+
+    def _on_grad_read(self, index: int, ev: dict) -> None:
+        if ev.get("none"):
+            self.none_grad_reads.setdefault(ev["tid"], index)
 
     def _on_grad_reset(self, index: int, ev: dict) -> None:
         how = ev.get("how", "set_to_none")

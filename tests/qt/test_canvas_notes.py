@@ -8,7 +8,7 @@ import pytest
 from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
 from graphview.qt.canvas import GraphScene, GraphView
-from tests.conftest import model
+from tests.conftest import SAMPLES, model
 
 
 @pytest.fixture
@@ -55,3 +55,23 @@ def test_a_shut_box_whose_graph_is_gone_says_so(canvas, record):
     shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
     assert shut, "its parameters are alive: the box still holds them"
     assert {g.summary() for g in shut} == {"no graph now"}
+
+
+def test_a_grad_the_script_read_as_none_says_none_on_its_tensor(canvas, record):
+    """``print(h.grad)`` of a non-leaf prints None: once the script has read it, h's pill says so
+    (before, it says nothing: an unread .grad is no news); x, a leaf, shows the 24 torch computes."""
+    import torch
+
+    x = torch.tensor(3.0, requires_grad=True)
+    h = x * 2
+    (h ** 2).backward()
+    assert x.grad.item() == 24.0 and h.grad is None  # torch: the oracle
+    run = record(SAMPLES / "pitfalls" / "grad_none_non_leaf.py")
+    scene, view = canvas
+    scene.set_run(run)
+    items = {item.node.title: item for item in scene.node_items.values()}
+    read = run.none_grad_reads[items["h"].node.ref]
+    scene.set_cursor(read - 1)
+    assert items["h"].grad is None and items["x"].grad == "24"
+    scene.set_cursor(len(run.events) - 1)
+    assert items["h"].grad == "None"

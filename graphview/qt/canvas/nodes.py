@@ -98,6 +98,8 @@ class NodeItem(QGraphicsItem):
         if self.grad is not None and self.kind in TENSOR_KINDS:
             if _NON_FINITE.search(self.grad):  # a NaN or Inf in .grad: not drawn as a healthy gradient
                 fill, border, text = c.q("error_fill"), c.q("error_border"), c.q("error_border")
+            elif self.grad == "None":  # read by the script, and None: no gradient at all
+                fill, border, text = c.q("freed_fill"), c.q("freed_border"), c.q("subtitle")
             else:
                 fill, border, text = c.q("grad_fill"), c.q("grad_border"), c.q("grad_text")
             self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), fill, border, text, align="center")

@@ -591,6 +591,8 @@ class GraphScene(QGraphicsScene):
         entry = run.grad_at(node.ref, index)
         item.set_value(run.value_at(node.ref, index))
         grad = short_value(entry.value) if entry is not None and entry.value is not None else None
+        if grad is None and run.none_grad_reads.get(node.ref, index + 1) <= index:
+            grad = "None"  # the script read .grad and got None (a non-leaf, a leaf backward never reached)
         state = "error" if run.errors and node.ref in drawing.failed_roots(index) else "live"
         item.set_state(state, kind, 0, grad)
 
@@ -679,7 +681,7 @@ class GraphScene(QGraphicsScene):
             elif kind == "accumulate":
                 op(ev.get("vid"))
                 tensor(ev.get("tid"))
-            elif kind in ("tensor", "name", "value", "tensor_grad"):
+            elif kind in ("tensor", "name", "value", "tensor_grad", "grad_read"):
                 tensor(ev.get("tid"))
             elif kind == "grad_reset":
                 for tid in ev.get("tids") or ():
