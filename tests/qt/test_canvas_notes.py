@@ -75,3 +75,20 @@ def test_a_grad_the_script_read_as_none_says_none_on_its_tensor(canvas, record):
     assert items["h"].grad is None and items["x"].grad == "24"
     scene.set_cursor(len(run.events) - 1)
     assert items["h"].grad == "None"
+
+
+def test_a_shut_box_shows_the_op_that_ran_inside_it_in_forward(canvas, record):
+    """Stepping forward through a shut box: the box whose module made the op at the cursor is
+    marked and names the op (an open box shows its new node; a shut one changed nothing but a count)."""
+    run = record(model("transformer_block"), steps=1)
+    scene, view = canvas
+    scene.set_run(run)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+    index, op = next((i, e) for i, e in enumerate(run.events)
+                     if e["ev"] == "op" and (e.get("module") or "").startswith("encoder.layers.0") and e.get("grad_fn"))
+    scene.set_cursor(index)
+    shut = {g.path: g for g in scene.groups.values() if g.isVisible() and g.collapsed}
+    assert shut["encoder.layers.0"].now == op["op"] and shut["encoder.layers.0"].summary().endswith(f"now {op['op']}")
+    assert all(g.now is None for path, g in shut.items() if path != "encoder.layers.0")
+    scene.set_cursor(index + 1 if run.events[index + 1]["ev"] != "op" else index - 1)
+    assert all(g.now is None for g in scene.groups.values())

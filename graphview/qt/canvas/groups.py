@@ -35,6 +35,7 @@ class GroupItem(QGraphicsObject):
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
         self.running = False  # a node inside is executing at the cursor
         self.freed = False  # backward freed every autograd node inside
+        self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
         self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
@@ -42,13 +43,13 @@ class GroupItem(QGraphicsObject):
         self.setAcceptHoverEvents(True)
 
     def set_box(self, rect: QRectF, members: int, ops: int = 0, saved: int = 0, running: bool = False,
-                freed: bool = False) -> None:
+                freed: bool = False, now: str | None = None) -> None:
         box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - SHUT_H / 2, SHUT_W, SHUT_H) \
             if self.collapsed else rect
-        state = (box, members, ops, saved, running, freed)
-        if state != (self.rect, self.members, self.ops, self.saved, self.running, self.freed):
+        state = (box, members, ops, saved, running, freed, now)
+        if state != (self.rect, self.members, self.ops, self.saved, self.running, self.freed, self.now):
             self.prepareGeometryChange()
-            self.rect, self.members, self.ops, self.saved, self.running, self.freed = state
+            self.rect, self.members, self.ops, self.saved, self.running, self.freed, self.now = state
             self.setZValue(3 if self.collapsed else -10 + self.box.level)
             self._tooltip()
             self.update()
@@ -88,6 +89,8 @@ class GroupItem(QGraphicsObject):
             text = f"{self.ops} ops" if self.ops != 1 else "1 op"
         if self.compared is not None:  # a comparison: its bytes in each run say more than the op count
             return f"saved {self.compared_text()}"
+        if self.now is not None:  # stepping forward through it: what ran, as an open box would show
+            return f"{text} · now {self.now}"
         return f"{text} · {human_bytes(self.saved)} saved" if self.saved else text
 
     def anchor_in(self) -> QPointF:
@@ -143,6 +146,9 @@ class GroupItem(QGraphicsObject):
         if self.running:
             painter.setPen(QPen(c.q("running_border"), 3))
             painter.setBrush(c.q("running_fill"))
+        elif self.now is not None:  # forward: the op at the cursor ran inside
+            painter.setPen(QPen(c.q("selection"), 2.6))
+            painter.setBrush(c.q("collapsed_fill"))
         elif self.freed:  # backward ran through it and freed what it saved, as its nodes show
             painter.setPen(QPen(c.q("freed_border"), 1.2, Qt.DashLine))
             painter.setBrush(c.q("freed_fill"))

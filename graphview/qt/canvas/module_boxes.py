@@ -62,6 +62,7 @@ class ModuleBoxes(QObject):
         self._glide_moves: list = []
         self._hidden_by: dict[str, GroupItem] = {}
         self._running: str | None = None
+        self._now: tuple | None = None  # (node id, op name) of the op at the cursor, in forward
         self._shown: set[str] = set()
         self._finding = False  # boxes being found on a thread
         self.thread_took = 0.0  # how long finding them on a thread took, last time (seconds)
@@ -403,6 +404,13 @@ class ModuleBoxes(QObject):
         ev = run.events[index] if run is not None and 0 <= index < len(run.events) else {}
         # the node the engine executes at the cursor, if any: its boxes light up
         self._running = f"op{ev.get('vid')}" if ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") else None
+        # forward: the op at the cursor, by the autograd node it made (or its output, made without grad)
+        self._now = None
+        if ev.get("ev") == "op":
+            outputs = ev.get("outputs") or ()
+            made = f"op{ev['grad_fn']}" if ev.get("grad_fn") is not None else (
+                run._current_tensor_node.get(outputs[0][0]) if outputs and run is not None else None)
+            self._now = (made, ev.get("op"))
         self._shown = visible
         buried = {box.key for box in self.boxes if self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
@@ -519,8 +527,9 @@ class ModuleBoxes(QObject):
             if m in items:
                 items[m].setVisible(False)
             hidden[m] = group
+        now = self._now[1] if self._now is not None and self._now[0] in members else None
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
-                      len(grad_fns), saved, running, freed)
+                      len(grad_fns), saved, running, freed, now)
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
         scene = self.scene
