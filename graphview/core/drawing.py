@@ -44,6 +44,8 @@ NODE_KINDS = {
 }
 #: what is drawn above its first user, in its module's box by its name
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
+#: leaves that outlive a step's graph: the next step's graph is drawn around them again
+_LASTING = frozenset({"param", "input", "input_grad"})
 #: every kind of drawn edge
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
@@ -428,9 +430,14 @@ class Drawing:
         """The leftmost slot (from 0) with no live node in ``layer`` or any row below it: where
         the next training step's graph goes once the last one is destroyed, so repeated steps
         draw in the same place instead of drifting right."""
-        rows = [self._occupied[k] for k in self._occupied if k >= layer]
+        rows = [(k, taken) for k, taken in self._occupied.items() if k >= layer]
+        nodes = self.nodes
         for slot in range(0, 100000):
-            if all(self._free(taken, slot, born) for taken in rows):
+            # a leaf (a parameter, an input) lives on from step to step just above where its user
+            # was and will be again: below this row it keeps no column from the next step's graph
+            # (which went two columns right at each step, past the second layer's weights)
+            if all(self._free(taken, slot, born) or (k > layer and nodes[taken[slot]].kind in _LASTING)
+                   for k, taken in rows):
                 return slot
         return 0
 
