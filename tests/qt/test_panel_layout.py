@@ -51,3 +51,22 @@ def test_the_memory_charts_event_axis_reads_as_a_count():
     assert [event_count(v) for v in (0, 1500, 10_000, 250_000, 1_000_000, 1_500_000)] == \
         ["0", "1500", "10k", "250k", "1M", "1.5M"]
     assert EventAxis("bottom").tickStrings([0, 500_000, 1_000_000], 1.0, 500_000) == ["0", "500k", "1M"]
+
+
+def test_the_code_pane_shows_the_whole_current_line_when_it_wraps(qtbot):
+    """A narrow pane wraps ``return nn.functional.cross_entropy(logits, targets)``: the current
+    line is scrolled into view whole, not only its first row (its call was cut off at the bottom)."""
+    from graphview.qt.panels import CodeView
+
+    view = CodeView()
+    qtbot.addWidget(view)
+    view.resize(260, 200)
+    view.show()
+    lines = [f"x{i} = {i}" for i in range(40)]
+    lines[30] = "    return nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))"
+    view.set_source("\n".join(lines))
+    view.highlight(31)
+    block = view.document().findBlockByNumber(30)
+    shown = view.blockBoundingGeometry(block).translated(view.contentOffset())
+    assert block.layout().lineCount() > 1, "the line wraps"
+    assert shown.top() >= 0 and shown.bottom() <= view.viewport().height()

@@ -108,8 +108,12 @@ class CodeView(QPlainTextEdit):
             selections.append(sel)
         self.setExtraSelections(selections)
         if scroll and line is not None and 1 <= line <= self.blockCount():
-            cursor = QTextCursor(self.document().findBlockByNumber(line - 1))
-            self.setTextCursor(cursor)
+            block = self.document().findBlockByNumber(line - 1)
+            end = QTextCursor(block)
+            end.movePosition(QTextCursor.EndOfBlock)
+            self.setTextCursor(end)  # a long line wraps in a narrow pane: its end in view too...
+            self.ensureCursorVisible()
+            self.setTextCursor(QTextCursor(block))  # ...and its start
             self.ensureCursorVisible()
         self._numbers.update()
 
