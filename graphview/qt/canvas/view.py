@@ -107,7 +107,8 @@ class GraphView(QGraphicsView):
 
     def _draw_graph_gone(self, painter) -> None:
         """Between steps and after the run, autograd holds no graph: only leaves are left, spread
-        over the rows their graph took. A note at the top says why the canvas is nearly empty."""
+        over the rows their graph took. A note says why the canvas is nearly empty, where it hides
+        no node (at the top, else at the bottom, else in a corner)."""
         gone = self.scene().graph_gone_at()
         if gone is None:
             return
