@@ -417,8 +417,14 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
                 emit({"ev": "name", "tid": tid, "name": result_name})
                 recorder._pending_names = [e for e in recorder._pending_names if e[1] != tid]
 
+    def read_result(result) -> object:
+        if recorder is None:
+            return summarize(result)
+        with recorder.at_work():  # graphview reading the loss: none of the script's ops
+            return summarize(result)
+
     with StepLog().installed() as log:
-        run_steps(module, options, log, emit, on_result=name_result, summarize=summarize,
+        run_steps(module, options, log, emit, on_result=name_result, summarize=read_result,
                   identify=recorder.tid_of if recorder is not None else None,
                   around_step=whatif.around_step if whatif is not None else contextlib.nullcontext,
                   around_forward=whatif.around_forward if whatif is not None else contextlib.nullcontext)

@@ -368,6 +368,11 @@ def _inplace_saved(run: Run):
 
 
 # ---------------------------------------------------------------------- 8. detach is not a copy
+#: in-place ops that change a tensor's flags, not its values (``nn.Buffer`` calls
+#: ``data.detach().requires_grad_(False)``: no write into anything)
+_WRITE_NO_VALUES = frozenset({"requires_grad_", "share_memory_", "detach_", "rename_"})
+
+
 def _detach_write(run: Run):
     detached = {}
     for number, (index, ev) in enumerate(run.events.where({"detach"})):
@@ -379,7 +384,7 @@ def _detach_write(run: Run):
     for number, (index, op) in enumerate(run.ops):
         if number % PAUSE_EVERY == PAUSE_EVERY - 1:
             yield None
-        if op.get("inplace") and op.get("inputs") and op["inputs"][0][0] in detached:
+        if op.get("inplace") and op["op"] not in _WRITE_NO_VALUES and op.get("inputs") and op["inputs"][0][0] in detached:
             src = detached[op["inputs"][0][0]]["src"]
             yield Finding("detach-is-not-copy", "writing into a detached tensor changes the original", op.get("line"),
                           f"{_name(run, op['inputs'][0][0])} came from {_name(run, src)}.detach(), which shares its "

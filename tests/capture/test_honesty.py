@@ -305,3 +305,22 @@ def test_accumulations_that_leave_values_out_still_say_torchs_values(record, wri
     weights = run.grads[weight]
     assert weights[1].value["stats"]["min"] == second["weight"].min().item()
     assert weights[0].increment["stats"]["norm"] > 0 and "hist" in weights[0].value["stats"]
+
+
+def test_graphview_reading_a_steps_loss_is_none_of_the_scripts_ops(record):
+    """A step script's loss is read back for its step_end (its value): those reads (detach,
+    reshape, tolist) are graphview's, not the script's, and were recorded as ops with no line
+    after each optimizer step (one also drew a detached tensor)."""
+    from tests.conftest import model
+
+    run = record(model("mlp_optimizer"), steps=2)
+    between = []
+    for index, ev in enumerate(run.events):
+        if ev["ev"] == "optimizer_step":
+            after = index
+        elif ev["ev"] == "step_end":
+            between += [e for e in run.events[after:index] if e["ev"] in ("op", "detach", "tensor")]
+    assert between == []
+    assert all(e["line"] is not None for e in run.events if e["ev"] == "op")
+    # the value is still read: step() returned the loss
+    assert all(e["result"] and e["result"]["values"] for e in run.events if e["ev"] == "step_end")

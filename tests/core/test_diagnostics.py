@@ -105,6 +105,32 @@ def test_samples_raise_no_false_alarm(path, record):
     assert [f.code for f in diagnose(run)] == []
 
 
+def test_a_modules_buffer_raises_no_alarm(record, write_script):
+    """``nn.Buffer(t)`` runs ``t.detach().requires_grad_(False)``: an in-place op on a detached
+    tensor that writes no value. It was reported as 'writing into a detached tensor changes the
+    original' in every model with a buffer (BERT's position ids); a real write still is."""
+    run = record(write_script(
+        "import torch\n"
+        "class Scaled(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.scale = torch.nn.Buffer(torch.full((3,), 2.0))\n"
+        "        self.lin = torch.nn.Linear(3, 3)\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x) * self.scale\n"
+        "model = Scaled()\n"
+        "model(torch.randn(2, 3)).sum().backward()\n"))
+    assert any(e["ev"] == "op" and e["op"] == "requires_grad_" for e in run.events)
+    assert [f.code for f in diagnose(run)] == []
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.randn(3, requires_grad=True)\n"
+        "d = w.detach()\n"
+        "d.requires_grad_(False)\n"
+        "d.mul_(2)\n"))
+    assert [f.code for f in diagnose(run)] == ["detach-is-not-copy"]
+
+
 def test_nan_after_a_sampled_gradient_says_the_sample_could_have_missed_one(record, write_script):
     """A gradient of more than 2^18 values is summarized from a sample: a NaN found after one is
     still reported at the node that made it, with a word that an earlier sample could miss one."""
