@@ -167,18 +167,43 @@ def _grad_none(run: Run):
 
 
 def _cut_below(run: Run, tid: int, before: int) -> tuple[int | None, str] | None:
-    """Follow ``tid`` forward through the ops that used it: was the path cut (detach, no_grad)?"""
+    """Follow ``tid`` forward through the ops that used it: was the path to the loss cut (detach,
+    no_grad)? A detach or a no-grad use counts only if what it made goes on into a loss that was
+    backpropagated: BERT initialises its weights in place under no_grad (``normal_``), and
+    ``.data`` is a detach, but neither is on the way to the loss; a weight whose branch is not in
+    the loss was then said to be cut by its initialisation."""
+    roots = {t for call in run.backwards.values() if call.start < before for t in call.roots_tensors}
     reached = {tid}
     for index, ev in run.events.where({"detach", "op"}, stop=before + 1):
         if ev.get("ev") == "detach" and ev["src"] in reached:
-            return ev.get("line"), "detached it (detach() makes a tensor without grad_fn)"
+            if _feeds(run, {ev["dst"]}, index, before, roots):
+                return ev.get("line"), "detached it (detach() makes a tensor without grad_fn)"
+            continue
         if ev.get("ev") == "op" and any(t in reached for t, _ in ev.get("inputs") or ()):
-            if ev.get("mode") in ("no_grad", "inference_mode"):
-                return ev.get("line"), f"used it inside a {ev['mode']} region"
-            if ev.get("op") in ("item", "tolist", "numpy"):
+            outputs = {t for t, _ in ev.get("outputs") or ()}
+            if ev.get("op") in ("item", "tolist", "numpy"):  # (a Python number: where it goes is not recorded)
                 return ev.get("line"), f"turned it into a Python value ({ev['op']}())"
-            reached.update(t for t, _ in ev.get("outputs") or ())
+            if ev.get("mode") in ("no_grad", "inference_mode"):
+                if not ev.get("inplace") and _feeds(run, outputs, index, before, roots):
+                    return ev.get("line"), f"used it inside a {ev['mode']} region"
+                continue
+            reached.update(outputs)
     return None
+
+
+def _feeds(run: Run, tids: set, start: int, stop: int, roots: set) -> bool:
+    """Whether tensors ``tids`` (made at ``start``) go on, through later ops, into a loss in ``roots``."""
+    if not roots:
+        return True  # no backward to compare with: any use counts
+    made = set(tids)
+    if made & roots:
+        return True
+    for _, ev in run.events.where({"op"}, start=start + 1, stop=stop + 1):
+        if any(t in made for t, _ in ev.get("inputs") or ()):
+            made.update(t for t, _ in ev.get("outputs") or ())
+            if made & roots:
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------- 3. accumulation across optimizer steps

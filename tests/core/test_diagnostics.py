@@ -105,6 +105,38 @@ def test_samples_raise_no_false_alarm(path, record):
     assert [f.code for f in diagnose(run)] == []
 
 
+def test_a_weight_initialised_under_no_grad_and_left_out_of_the_loss_is_unused_not_cut(record, write_script):
+    """BERT initialises its weights in place under no_grad; its pooler is not in a loss built from
+    the last hidden state. The pooler's .grad is None because it was not used in the loss, not
+    because its initialisation 'used it inside a no_grad region' (as it was reported). A real
+    no_grad cut on the way to the loss is still found, at its line."""
+    run = record(write_script(
+        "import torch\n"
+        "body = torch.nn.Linear(4, 4)\n"
+        "pooler = torch.nn.Linear(4, 4)\n"
+        "with torch.no_grad():\n"
+        "    pooler.weight.normal_(0.0, 0.02)\n"
+        "    body.weight.data.normal_(0.0, 0.02)\n"
+        "h = body(torch.randn(2, 4))\n"
+        "pooled = pooler(h)\n"
+        "h.sum().backward()\n"
+        "print(pooler.weight.grad, body.weight.grad is None)\n"))
+    findings = [f for f in diagnose(run) if f.code.startswith("grad-none")]
+    assert [f.code for f in findings] == ["grad-none-unused"] and "pooler.weight" in findings[0].title
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.randn(3, requires_grad=True)\n"
+        "x = torch.randn(3, requires_grad=True)\n"
+        "with torch.no_grad():\n"
+        "    w.mul_(0.5)\n"
+        "    scaled = w * 2\n"
+        "loss = (scaled * x).sum()\n"
+        "loss.backward()\n"
+        "print(w.grad)\n"))
+    cut = [f for f in diagnose(run) if f.code == "grad-none-detached"]
+    assert len(cut) == 1 and cut[0].line == 6  # scaled = w * 2, not the in-place w.mul_(0.5)
+
+
 def test_a_modules_buffer_raises_no_alarm(record, write_script):
     """``nn.Buffer(t)`` runs ``t.detach().requires_grad_(False)``: an in-place op on a detached
     tensor that writes no value. It was reported as 'writing into a detached tensor changes the
