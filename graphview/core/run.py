@@ -230,6 +230,7 @@ class Run:
         self.module_types: dict[str, str] = {}  # module path -> class name (``Linear``)
         self.module_entered: dict[str, int] = {}  # module path -> the index of its first call
         self.none_grad_reads: dict[int, int] = {}  # tid -> where the script first read its .grad and got None
+        self._versions: dict[int, list[tuple[int, int]]] = {}  # tid -> (index, version) as it changed
         self.extend(events)
 
     # ------------------------------------------------------------------ ingest
@@ -327,6 +328,7 @@ class Run:
                 info["name"] = previous.get("name")
         self.tensors[tid] = info
         self._note_value(tid, index, ev)
+        self._note_version(tid, index, ev)
         self.devices.add(ev.get("device", "cpu"))
         node_id = self._current_tensor_node.get(tid)
         node = self.tensor_nodes.get(node_id) if node_id else None
@@ -377,8 +379,26 @@ class Run:
         at = bisect_right(history, index, key=lambda item: item[0])
         return history[at - 1][1] if at else None
 
+    def _note_version(self, tid: int, index: int, ev: dict) -> None:
+        version = ev.get("version")
+        if version is not None:
+            history = self._versions.setdefault(tid, [])
+            if not history or history[-1][1] != version:
+                history.append((index, version))
+
+    def version_at(self, node: TensorNode, index: int) -> int:
+        """The version (``t._version``) the drawn tensor ``node`` had at event ``index``: a parameter
+        keeps its node while the optimizer changes it in place, step after step."""
+        later = [n for n in self._tensor_nodes_of.get(node.tid, ()) if node.born < n.born <= index]
+        history = self._versions.get(node.tid)
+        if later or not history:
+            return node.version  # (a later state of it has its own node)
+        at = bisect_right(history, index, key=lambda item: item[0])
+        return history[at - 1][1] if at else history[0][1]  # (before it was seen: as first seen)
+
     def _on_value(self, index: int, ev: dict) -> None:
         self._note_value(ev["tid"], index, ev)
+        self._note_version(ev["tid"], index, ev)
         info = self.tensors.get(ev["tid"])
         if info is not None:
             for key in ("values", "stats"):

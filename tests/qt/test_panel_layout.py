@@ -70,3 +70,28 @@ def test_the_code_pane_shows_the_whole_current_line_when_it_wraps(qtbot):
     shown = view.blockBoundingGeometry(block).translated(view.contentOffset())
     assert block.layout().lineCount() > 1, "the line wraps"
     assert shown.top() >= 0 and shown.bottom() <= view.viewport().height()
+
+
+def test_the_inspector_gives_a_parameters_version_at_the_cursor(record, qtbot):
+    """SGD changes a weight in place at each step (torch counts each change in ``_version``): the
+    Inspector says the version it had at the cursor, not the last one of the run."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    oracle = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(oracle.parameters(), lr=0.1)
+    expected = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(oracle(torch.randn(32, 8)), torch.randint(0, 3, (32,))).backward()
+        optimizer.step()
+        expected.append(oracle[2].weight._version)
+    run = record(model("mlp_optimizer"), steps=3)
+    tid = run.tensor_by_name("model.2.weight")
+    node = run._tensor_nodes_of[tid][0]
+    after_each_step = [index for index, _ in run.optimizer_steps]
+    assert [run.version_at(node, index) for index in after_each_step] == expected
+    assert len(set(expected)) == 3  # (it changes: the last one shown everywhere was wrong twice)
+    rows = dict(Inspector()._tensor_rows(run, node, after_each_step[0]))
+    assert rows["version"] == str(expected[0])

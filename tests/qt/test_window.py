@@ -538,3 +538,24 @@ def test_a_rerun_reports_per_step_changes_and_options_that_did_nothing(window, r
     nothing = record(model("mlp_optimizer"), detach_at=["nosuchmodule"])
     window.begin_run(first.start["script"], RunOptions(detach_at=["nosuchmodule"]), nothing)
     assert "detach at 'nosuchmodule' matched nothing" in window.statusBar().message()
+
+
+def test_a_selection_outlives_a_cursor_where_its_node_is_not_shown(window, record):
+    """Select a weight, go back to the start (where it is not recorded yet): the Inspector keeps it
+    and says why it is not drawn; go forward again and it is selected again (it was dropped, and
+    the Inspector showed its placeholder)."""
+    run = record(model("mlp_optimizer"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    later = window.overview_index()
+    window.set_cursor(later)
+    node_id = next(i for i, item in window.scene.node_items.items() if item.node.title == "model.2.weight")
+    window.scene.select_node(node_id)
+    assert window.inspector.toPlainText().startswith("model.2.weight")
+    window.set_cursor(0)
+    text = window.inspector.toPlainText()
+    assert text.startswith("model.2.weight") and "not recorded yet" in text
+    window.set_cursor(later)
+    assert [i.node.id for i in window.scene.selectedItems()] == [node_id]
+    assert "not recorded yet" not in window.inspector.toPlainText()
+    window.scene.clearSelection()  # a click on empty canvas
+    assert window.inspector.toPlainText().startswith("Click a node")

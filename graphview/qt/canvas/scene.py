@@ -77,6 +77,7 @@ class GraphScene(QGraphicsScene):
         self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
         self.cursor = -1
         self._gone_at: tuple = (None, None)  # (cursor, run size) -> graph_gone_at()
+        self._kept_selection: str | None = None  # the node the user selected, while it is hidden
         self.setBackgroundBrush(colors().q("background"))
         self.selectionChanged.connect(self._on_selection)
         from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
@@ -133,6 +134,7 @@ class GraphScene(QGraphicsScene):
         self.run = run
         self.drawing = Drawing(run)
         self.cursor = -1
+        self._kept_selection = None
         self.grow()
 
     def grow(self, budget: int | None = None, seconds: float | None = None) -> bool:
@@ -550,6 +552,7 @@ class GraphScene(QGraphicsScene):
         for edge in edges:
             self._update_edge(edge, index, hidden_by)
         self._complete = True
+        self._select_kept_again()
         if self.virtual:
             self.sketch.update()
 
@@ -741,6 +744,20 @@ class GraphScene(QGraphicsScene):
     def _on_selection(self) -> None:
         selected = [i for i in self.selectedItems() if isinstance(i, NodeItem)]
         if selected:
-            self.sigNodeSelected.emit(selected[0].node.id)
-        else:
-            self.sigNodeSelected.emit("")  # a click on empty canvas: nothing is selected
+            self._kept_selection = selected[0].node.id
+            self.sigNodeSelected.emit(self._kept_selection)
+            return
+        kept = self._kept_selection
+        item = self.node_items.get(kept) if kept else None
+        if kept and (item is None or not item.isVisible()):
+            # hidden at this cursor (not made yet, destroyed, in a shut box), not unselected: the
+            # Inspector keeps it, and it is selected again where it is shown
+            return
+        self._kept_selection = None
+        self.sigNodeSelected.emit("")  # a click on empty canvas: nothing is selected
+
+    def _select_kept_again(self) -> None:
+        kept = self._kept_selection
+        item = self.node_items.get(kept) if kept else None
+        if item is not None and item.isVisible() and not item.isSelected():
+            item.setSelected(True)

@@ -123,12 +123,32 @@ class Inspector(QTextBrowser):
             title = run.tensor_name(tnode.tid) or run.tensor_title(tnode.tid, tnode.grad_fn)
             title = f"tensor {tnode.tid}" if title == "tensor" else title
             rows = self._tensor_rows(run, tnode, index)
+        when = self._not_now(run, node_id, index)
+        if when:  # kept selected while the cursor is where it is not (yet, or any more)
+            rows.insert(0, ("at this point", f"<span class='muted'>{when}</span>"))
         body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top;white-space:nowrap'>{k}</td><td>{v}</td></tr>"
                        for k, v in rows)
         # a value shown as "a sample of N" (core.events.summary_text): say once what that means
         footnote = (f"<p class='muted' style='font-size:small'>{html.escape(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
                     if ", a sample of " in body else "")
         self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>{footnote}")
+
+    @staticmethod
+    def _not_now(run: Run, node_id: str, index: int) -> str:
+        """Why the node is not in the graph at ``index``: not made yet, or destroyed ('' if it is)."""
+        if node_id.startswith("op"):
+            op = run.op_nodes.get(int(node_id[2:]))
+            if op is None:
+                return ""
+            if op.born > index:
+                return f"not made yet (autograd makes it at event {op.born})"
+            if op.dead is not None and op.dead <= index:
+                return f"destroyed at event {op.dead}"
+            return ""
+        tnode = run.tensor_nodes.get(node_id)
+        if tnode is not None and tnode.born > index:
+            return f"not recorded yet (first seen at event {tnode.born})"
+        return ""
 
     def show_gradcheck(self, result: dict) -> None:
         """A gradient check's table: autograd against finite differences, element by element."""
@@ -213,7 +233,7 @@ class Inspector(QTextBrowser):
             ("shape", "×".join(map(str, info.get("shape") or [])) or "scalar"),
             ("dtype", str(info.get("dtype"))), ("device", str(info.get("device"))),
             ("requires_grad", str(info.get("requires_grad"))), ("is_leaf", str(info.get("is_leaf"))),
-            ("version", str(tnode.version)),
+            ("version", str(run.version_at(tnode, index))),
         ]
         if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
             rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
