@@ -34,6 +34,15 @@ def human_bytes(n: float) -> str:
     return f"{n} B"
 
 
+def short_bytes(n: float) -> str:
+    """``human_bytes`` for a badge: three figures (``149 KiB``, ``16.4 KiB``), no wasted ``.0``."""
+    text = human_bytes(n)
+    number, _, unit = text.partition(" ")
+    if unit != "B" and abs(float(number)) >= 100:
+        return f"{float(number):.0f} {unit}"
+    return text
+
+
 def capped(summary, limit: int = 8) -> str:
     """A value summary for a panel: at most ``limit`` values, then how many more."""
     return summary_text(summary, limit)

@@ -10,11 +10,13 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
 from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
-from graphview.qt.formatting import elided, human_bytes, short_value
+from graphview.qt.formatting import elided, short_bytes, short_value
 
 
 #: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
 SAVED_BADGE_LEFT = 12.0
+#: a node item's bounds around its centre: its box, and its badges (they reach out right)
+ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 31, NODE_H + 34)
 #: a gradient's text that holds a NaN or an Inf ("[nan, 0]", "norm inf")
 _NON_FINITE = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
 
@@ -49,7 +51,7 @@ class NodeItem(QGraphicsItem):
         self.setToolTip("<br>".join(p for p in parts if p))
 
     def boundingRect(self) -> QRectF:
-        return QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # badges reach out right
+        return QRectF(ITEM_BOUNDS)
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
@@ -93,7 +95,7 @@ class NodeItem(QGraphicsItem):
         c = colors()
         if self.saved > 0:
             # right of the top centre, where arrows come in: the badge never covers an arrowhead
-            self._badge(painter, f"saved {human_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
+            self._badge(painter, f"saved {short_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
                         c.q("saved_fill"), c.q("saved_border"), c.q("saved_text"), align="left")
         if self.grad is not None and self.kind in TENSOR_KINDS:
             if _NON_FINITE.search(self.grad):  # a NaN or Inf in .grad: not drawn as a healthy gradient
@@ -168,7 +170,7 @@ class NodeItem(QGraphicsItem):
         font.setBold(True)
         painter.setFont(font)
         fm = QFontMetricsF(font)
-        room = NODE_W / 2 + 14 - anchor.x() - 10 if align == "left" else NODE_W + 10
+        room = NODE_W / 2 + 18 - anchor.x() - 10 if align == "left" else NODE_W + 10
         text = fm.elidedText(text, Qt.ElideRight, room)
         w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
         left = {"left": anchor.x(), "center": anchor.x() - w / 2}.get(align, anchor.x() - w)

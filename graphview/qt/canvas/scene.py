@@ -21,7 +21,7 @@ from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.lifetimes import Lifetimes
 from graphview.qt.canvas.module_boxes import ModuleBoxes
-from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.nodes import ITEM_BOUNDS, NodeItem
 from graphview.qt.canvas.pool import ItemPool
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.sketch import SketchItem
@@ -455,7 +455,7 @@ class GraphScene(QGraphicsScene):
             extent = self._lifetimes.extent_at(self.cursor)  # every node at its drawing place
             if extent is not None:
                 x0, y0, x1, y1 = extent
-                probe = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # a NodeItem's bounds
+                probe = ITEM_BOUNDS
                 rect = QRectF(x0 + probe.left(), y0 + probe.top(), x1 - x0 + probe.width(), y1 - y0 + probe.height())
         else:
             xs, ys = [], []
@@ -468,7 +468,7 @@ class GraphScene(QGraphicsScene):
                     xs.append(where[0])
                     ys.append(where[1])
             if xs:
-                probe = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 27, NODE_H + 34)  # a NodeItem's bounds
+                probe = ITEM_BOUNDS
                 rect = QRectF(min(xs) + probe.left(), min(ys) + probe.top(), max(xs) - min(xs) + probe.width(),
                               max(ys) - min(ys) + probe.height())
         for group in self.groups.values():
