@@ -96,3 +96,21 @@ def test_a_shut_box_shows_the_op_that_ran_inside_it_in_forward(canvas, record):
     assert all(g.now is None for path, g in shut.items() if path != "encoder.layers.0")
     scene.set_cursor(index + 1 if run.events[index + 1]["ev"] != "op" else index - 1)
     assert all(g.now is None for g in scene.groups.values())
+
+
+@pytest.mark.parametrize("saved", [149 * 1024, 160.4 * 1024, 16.4 * 1024, 999.9 * 1024 ** 2, 7, 123 * 1024 ** 3])
+def test_a_saved_badge_keeps_its_unit(saved, qtbot):
+    """An LSTM layer's node holds 149 KiB for backward: its badge read 'saved 149.0 …', elided
+    before the unit. Badges give three figures and have the room for them."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    from graphview.qt.canvas.nodes import NODE_W, SAVED_BADGE_LEFT
+    from graphview.qt.formatting import short_bytes
+
+    text = f"saved {short_bytes(saved)}"
+    font = QFont("DejaVu Sans", 7)
+    font.setBold(True)
+    room = NODE_W / 2 + 18 - SAVED_BADGE_LEFT - 10  # as NodeItem._badge gives a left-aligned badge
+    assert QFontMetricsF(font).elidedText(text, Qt.ElideRight, room) == text
+    assert text.endswith(("B", "KiB", "MiB", "GiB"))
