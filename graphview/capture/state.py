@@ -127,6 +127,7 @@ class RecorderState:
         self._retained_state: dict[int, tuple] = {}
         self._op_inputs: set | None = None  # ids of the tensors passed to the op running now
         self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
+        self._recomputed_refs: dict[int, weakref.ref] = {}  # sid -> what a checkpoint's recompute keeps
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []
         self._unhooked: dict[int, list[int]] = {}  # vid -> sids of saved tensors torch kept without hooks

@@ -12,9 +12,11 @@ import contextlib
 import re
 import weakref
 from contextlib import ExitStack
+from functools import partial
 
 import torch
 import torch.autograd.graph as autograd_graph
+import torch.utils.checkpoint
 
 from graphview.capture.identity import TensorIdentity
 from graphview.capture.state import TOKEN_KEY, _Packed, tracing
@@ -27,6 +29,51 @@ class SavedTensorHooks(TensorIdentity):
 
     def install_saved(self, stack: ExitStack) -> None:
         stack.enter_context(autograd_graph.saved_tensors_hooks(self._pack, self._unpack))
+        hook_class = getattr(torch.utils.checkpoint, "_recomputation_hook", None)
+        if hook_class is not None:  # (a private class: where it is missing, recomputes go uncounted)
+            self.patch(stack, hook_class, "__init__", self._counting_recompute(hook_class.__init__))
+
+    def _counting_recompute(self, original_init):
+        """A non-reentrant checkpoint recomputes its forward inside backward under its own
+        saved-tensor hooks, which keep what backward is about to need until it is unpacked: those
+        tensors are held for backward as much as the forward's were (an nn.LSTM, checkpointed
+        whole, holds all of its 301 KiB again during backward). Counted as ``saved`` events of
+        the backward call, released when the tensor kept dies (its node has used it)."""
+        recorder_ref = self._self_ref
+
+        def __init__(hooks, *args, **kwargs):
+            original_init(hooks, *args, **kwargs)
+            pack_hook = hooks.pack_hook
+
+            def pack(x):
+                recorder = recorder_ref()
+                if recorder is None or not recorder._active or not isinstance(x, torch.Tensor):
+                    return pack_hook(x)
+                kept = x.detach()  # what the checkpoint keeps (it detaches anything that needs grad)
+                try:
+                    return pack_hook(kept)
+                finally:  # (its early stop raises once the last tensor needed is kept)
+                    recorder._count_recomputed(kept)
+
+            hooks.pack_hook = pack
+
+        return __init__
+
+    def _count_recomputed(self, kept: torch.Tensor) -> None:
+        with self._lock:
+            with self.at_work():
+                sid = next(self._sids)
+                event = self._saved_event(sid, kept)
+                if event["kind"] == "input":  # detached by the checkpoint: a parameter's, by its storage
+                    event["kind"] = "param" if event["storage"] in self._parameter_storages() else "activation"
+                if self._recompute:
+                    event["recompute"] = self._recompute[-1]
+                self._emit_fn(event)
+                self._recomputed_refs[sid] = weakref.ref(kept, partial(self._recomputed_gone, sid))
+
+    def _recomputed_gone(self, sid: int, ref) -> None:
+        self._recomputed_refs.pop(sid, None)
+        self._release(sid)
 
     @contextlib.contextmanager
     def saving_through(self, hooks: autograd_graph.saved_tensors_hooks):
