@@ -37,7 +37,7 @@ def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
     ``--checkpoint`` measured (``measured_peak``, bytes per device) and its ops recomputed in backward."""
     data = []
     for s in checkpoint_suggestions(run):
-        entry = {"pattern": s.pattern, "type": s.types, "held": s.held, "peak": s.peak, "device": s.device,
+        entry = {"pattern": s.pattern, "type": s.types, "held": s.held, "saving": s.saving, "peak": s.peak, "device": s.device,
                  "at": s.at}
         if getattr(args, "measure", False):
             after = _measure(run, args, s.pattern)

@@ -8,6 +8,7 @@ backward (the extra compute, counted from the recorded ``recompute`` ops).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from graphview.core.run import Run
@@ -153,8 +154,10 @@ def comparison_lines(comparisons: list[StepComparison], before_label: str, after
 
 @dataclass
 class Suggestion:
-    """Checkpointing ``pattern`` (a module path, or ``parent.*`` for every numbered layer) would
-    drop what its nodes hold at the peak: ``held`` of the ``peak`` bytes on ``device`` at event ``at``."""
+    """Checkpointing ``pattern`` (a module path, or ``parent.*`` for every numbered layer) drops
+    what its nodes hold at the peak in forward (``held`` of the ``peak`` bytes on ``device`` at
+    event ``at``), and holds it again in backward, where the checkpoint recomputes it: the peak
+    falls by about ``saving`` (see :func:`checkpoint_suggestions`)."""
 
     pattern: str
     held: int
@@ -162,12 +165,15 @@ class Suggestion:
     device: str
     at: int
     types: str | None = None  # the module's class name (``TransformerEncoderLayer``)
+    saving: int = 0
 
     def text(self) -> str:
-        share = f" ({self.held / self.peak:.0%})" if self.peak else ""
         what = f" ({self.types})" if self.types else ""
+        again = "one layer at a time" if self.pattern.endswith(".*") else "all at once"
+        share = f" ({self.saving / self.peak:.0%})" if self.peak else ""
         return (f"checkpoint {self.pattern}{what}: its nodes hold {human(self.held)} of the {human(self.peak)} "
-                f"peak{share} at event {self.at}")
+                f"peak at event {self.at}; recomputed in backward, {again}, the peak falls by about "
+                f"{human(self.saving)}{share}")
 
 
 def peak_at(run: Run) -> tuple[str, int, int] | None:
@@ -203,25 +209,69 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             sets = around[node.module] = [] if node.module.startswith(RECOMPUTE_MODULE) else _around(node.module, vids_of)
         for vids in sets:
             vids.add(node.vid)
+    held_of = {pattern: run.saved_bytes_held_by(vids, at) for pattern, vids in vids_of.items()}
+    before = _HeldBefore(run, at)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
-        held = run.saved_bytes_held_by(vids, at)
-        if held:
-            candidates.append((held, pattern))
+        held = held_of[pattern]
+        saving = _saving(run, pattern, vids_of, held_of, total, before) if held else 0
+        if saving > 0:
+            candidates.append((saving, held, pattern))
     # the biggest first; of equal ones the pattern of every layer, then the deeper module
-    candidates.sort(key=lambda c: (-c[0], not c[1].endswith(".*"), -c[1].count("."), c[1]))
+    candidates.sort(key=lambda c: (-c[0], not c[2].endswith(".*"), -c[2].count("."), c[2]))
     chosen: list[Suggestion] = []
-    for held, pattern in candidates:
+    for saving, held, pattern in candidates:
         stem = pattern.removesuffix(".*")
         if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
             continue
         first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
-        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first)))
+        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first), saving))
         if len(chosen) == top:
             break
     return chosen
+
+
+class _HeldBefore:
+    """Bytes the autograd nodes made before an event hold at event ``at`` (a prefix sum over the
+    nodes that hold any, in the order they were made)."""
+
+    def __init__(self, run: Run, at: int) -> None:
+        held: dict[int, int] = {}
+        for vid, saved_list in run.saved_by_owner.items():
+            for saved in saved_list:
+                if saved.born <= at and (saved.released is None or saved.released > at):
+                    held[vid] = held.get(vid, 0) + saved.bytes
+        self.held = held  # vid -> bytes its saved tensors hold at ``at`` (a storage two nodes share: twice)
+        order = sorted((run.op_nodes[vid].born, b) for vid, b in held.items() if vid in run.op_nodes)
+        self.borns = [born for born, _ in order]
+        self.sums = [0]
+        for _, b in order:
+            self.sums.append(self.sums[-1] + b)
+
+    def __call__(self, born: int) -> int:
+        return self.sums[bisect_left(self.borns, born)]
+
+
+def _saving(run: Run, pattern: str, vids_of: dict[str, set[int]], held_of: dict[str, int], peak: int,
+            before: _HeldBefore) -> int:
+    """About how far the peak falls if ``pattern`` is checkpointed. Its nodes' bytes go from the
+    forward (the peak at its end drops by them), but backward recomputes them: each layer of
+    ``layers.*`` one at a time, a single module all at once, when backward reaches it, while what
+    was made before it is still held. The new peak is the higher of the two (an nn.LSTM that holds
+    nine tenths of a step is recomputed whole beside the embedding: little is saved)."""
+    if pattern.endswith(".*"):
+        stem = pattern[:-2]
+        units = [path for path in vids_of if path.startswith(stem + ".") and path[len(stem) + 1:].isdigit()]
+    else:
+        units = [pattern]
+    firsts = sorted((min(run.op_nodes[vid].born for vid in vids_of[unit]), unit) for unit in units)
+    recomputing, earlier_units = 0, 0
+    for first, unit in firsts:  # (the units made before this one are checkpointed too: they hold nothing)
+        recomputing = max(recomputing, before(first) - earlier_units + held_of[unit])
+        earlier_units += sum(before.held.get(vid, 0) for vid in vids_of[unit])  # (counted as before() counts)
+    return max(0, peak - max(peak - held_of[pattern], recomputing))
 
 
 def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:

@@ -33,8 +33,11 @@ def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
 
 
 def test_check_measures_its_suggestion(tmp_path):
+    two_layers = tmp_path / "two_layers.py"
+    with open(TRANSFORMER, encoding="utf-8") as f:
+        two_layers.write_text(f.read().replace("num_layers=1", "num_layers=2"), encoding="utf-8")
     trace = tmp_path / "plain.gvtrace"
-    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    assert graphview("record", two_layers, "-o", trace, "-q").returncode == 0
     run = Run(read_trace(trace).events)
     first = checkpoint_suggestions(run)[0]
     assert first.pattern == "encoder.layers.*"
@@ -42,7 +45,7 @@ def test_check_measures_its_suggestion(tmp_path):
     assert result.returncode == 0, result.stderr
     assert first.text() in result.stdout
     measured = tmp_path / "measured.gvtrace"
-    assert graphview("record", TRANSFORMER, "-o", measured, "-q", "--checkpoint", "encoder.layers.*").returncode == 0
+    assert graphview("record", two_layers, "-o", measured, "-q", "--checkpoint", "encoder.layers.*").returncode == 0
     peak = Run(read_trace(measured).events).peak_saved_bytes()["cpu"]
     assert (f"checkpoint encoder.layers.*, measured: peak saved cpu {human(run.peak_saved_bytes()['cpu'])} -> "
             f"{human(peak)}") in result.stdout
@@ -58,7 +61,7 @@ def test_check_json_gives_the_findings_and_the_suggestions(tmp_path):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["findings"] == []
-    assert data["suggestions"] == [{"pattern": s.pattern, "type": s.types, "held": s.held, "peak": s.peak,
+    assert data["suggestions"] == [{"pattern": s.pattern, "type": s.types, "held": s.held, "saving": s.saving, "peak": s.peak,
                                     "device": s.device, "at": s.at} for s in checkpoint_suggestions(run)]
     assert data["suggestions"][0]["peak"] == run.peak_saved_bytes()["cpu"]
 

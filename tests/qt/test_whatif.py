@@ -67,8 +67,11 @@ def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(wind
     assert compare_runs(first, second)[0].peak_after == step.peak_after
 
 
-def test_a_suggestion_names_the_layers_and_tries_them_in_one_click(window, record, qtbot):
-    first = record(TRANSFORMER)
+def test_a_suggestion_names_the_layers_and_tries_them_in_one_click(window, record, qtbot, write_script):
+    # two layers: recomputed one at a time in backward, checkpointing both saves most (one alone
+    # is recomputed beside everything made before it)
+    with open(TRANSFORMER, encoding="utf-8") as f:
+        first = record(write_script(f.read().replace("num_layers=1", "num_layers=2")))
     window.begin_run(first.start["script"], RunOptions(), first)  # a whole run: drawn and summarised at once
     panel = window.diagnostics
     items = [panel.topLevelItem(i) for i in range(panel.topLevelItemCount())]
