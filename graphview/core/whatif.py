@@ -217,7 +217,7 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             continue
         held = held_of[pattern]
         saving = _saving(run, pattern, vids_of, held_of, total, before) if held else 0
-        if saving > 0:
+        if saving >= total / 100:  # (less is not worth a recompute)
             candidates.append((saving, held, pattern))
     # the biggest first; of equal ones the pattern of every layer, then the deeper module
     candidates.sort(key=lambda c: (-c[0], not c[2].endswith(".*"), -c[2].count("."), c[2]))
