@@ -95,3 +95,20 @@ def test_the_inspector_gives_a_parameters_version_at_the_cursor(record, qtbot):
     assert len(set(expected)) == 3  # (it changes: the last one shown everywhere was wrong twice)
     rows = dict(Inspector()._tensor_rows(run, node, after_each_step[0]))
     assert rows["version"] == str(expected[0])
+
+
+def test_the_diagnostics_list_goes_above_its_details_when_narrow(qtbot):
+    """At 1366x768 the Diagnostics tab is about 310 px wide: side by side, each finding's title was
+    cut to 'suggestion: checkp'. Narrow, the list goes above the selected finding; wide, beside it."""
+    from PySide6.QtCore import Qt
+
+    from graphview.qt.panels import DiagnosticsPanel
+
+    panel = DiagnosticsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(310, 240)
+    panel.show()
+    qtbot.waitUntil(lambda: panel.orientation() == Qt.Vertical)
+    assert panel.list.width() > 280
+    panel.resize(900, 240)
+    qtbot.waitUntil(lambda: panel.orientation() == Qt.Horizontal)

@@ -49,6 +49,17 @@ class DiagnosticsPanel(QSplitter):
         self.detail.document().setDefaultStyleSheet(themes.css())
         themes.changes().changed.connect(self.apply_theme)
 
+    #: narrower than this, the list goes above the selected finding (beside it, at 1366x768, each
+    #: finding's title was cut to "suggestion: checkp")
+    SIDE_BY_SIDE_MIN = 560
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        orientation = Qt.Horizontal if self.width() >= self.SIDE_BY_SIDE_MIN else Qt.Vertical
+        if orientation != self.orientation():
+            self.setOrientation(orientation)
+            self.list.header().setStretchLastSection(orientation == Qt.Vertical)
+
     def apply_theme(self, theme=None) -> None:
         """The theme changed: the findings' words in its colours."""
         self.detail.document().setDefaultStyleSheet(themes.css())
@@ -79,8 +90,8 @@ class DiagnosticsPanel(QSplitter):
             self.detail.setHtml(f"<p><b>Suggestion:</b> {html.escape(suggestion.text())}.</p>"
                                 "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
                                 "..., use_reentrant=False): what its nodes save is dropped and recomputed during "
-                                "backward. The figure above is what they hold at the peak; the re-run measures the "
-                                "new peak, which backward's recompute may raise again.</p>")
+                                "backward, where it is held again until the nodes that need it have run. The saving "
+                                "above counts that (an estimate); the re-run measures the new peak.</p>")
             return
         measured = item.data(0, self.SUGGESTION + 1) if item is not None else None
         if measured is not None:
