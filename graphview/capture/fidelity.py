@@ -301,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     problems, reference, recorded = check(args.script, options)
     steps = len(recorded["results"]) or "no"
-    print(f"graphview fidelity check of {args.script}: {steps} steps, {len(recorded['graphs'])} backward calls, "
+    calls = len(recorded["graphs"])
+    print(f"graphview fidelity check of {args.script}: {steps} step{'' if steps == 1 else 's'}, "
+          f"{calls} backward call{'' if calls == 1 else 's'}, "
           f"{len(recorded['state'])} tensors compared, run {recorded['status']}"
           + (f" ({recorded['error'][0]}: {recorded['error'][1][:200]})" if recorded["error"] else ""))
     for number, (graph, extra) in enumerate(zip(recorded["graphs"], held_outside_the_walk(reference, recorded)), 1):

@@ -168,7 +168,8 @@ def _describe(run: Run, ev: dict) -> str:
         return f"leaves module {ev.get('path') or '(root)'}"
     if kind == "accumulate":
         increment, grad = run.accumulation(ev)
-        return f"{tensor(ev['tid'])}.grad += {summary_text(increment)} → {summary_text(grad)}"
+        # (a one-line header: a few values of each, then how many more)
+        return f"{tensor(ev['tid'])}.grad += {summary_text(increment, 4)} → {summary_text(grad, 4)}"
     if kind == "backward_end":
         return "backward finished" + (" (graph freed)" if ev.get("freed") else " (graph kept)" if ev.get("ok") else " with an error")
     if kind == "release":
