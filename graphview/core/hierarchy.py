@@ -48,7 +48,7 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
 
     A module's nodes split into calls where a row between them holds none of them (the layout
     stacks each call in rows of its own). A box that would only repeat its single child's
-    (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the child stands for it."""
+    (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the deepest that ran stands for it."""
     return module_boxes_of(drawing.nodes.values(), drawing.run.module_types)
 
 
@@ -88,7 +88,9 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
             found.append(groups[-1])
         else:
             same.append(box)
-    kept = [max(same, key=lambda b: b.path.count(".")) for same in found]
+    # the deepest of them that ran (a ModuleList never does: BERT's encoder.layer stood for
+    # BertEncoder as "encoder.layer · module")
+    kept = [max(same, key=lambda b: (b.type is not None, b.path.count("."))) for same in found]
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     return kept

@@ -107,3 +107,36 @@ def test_path_clear_follows_the_layout(record):
                 assert layout.path_clear(a, b, 90)
             if ca == cb and rb > ra + 1 and any(layout.cells[u] == (r, ca) for u in units for r in range(ra + 1, rb)):
                 assert not layout.path_clear(a, b, 90)
+
+
+def test_a_box_that_repeats_its_child_is_the_module_that_ran_not_its_module_list(record, write_script):
+    """BERT's BertEncoder holds its layers in a ModuleList, ``encoder.layer``, which never runs:
+    the two boxes hold the same nodes and one stands for both. It was the ModuleList (the deeper),
+    labelled "encoder.layer · module"; it is the encoder, "encoder · Encoder"."""
+    from graphview.core.hierarchy import module_boxes
+
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layer = nn.ModuleList([nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(2)])\n"
+        "    def forward(self, x):\n"
+        "        for layer in self.layer:\n"
+        "            x = layer(x)\n"
+        "        return x\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.encoder = Encoder()\n"
+        "        self.head = nn.Linear(4, 1)\n"
+        "    def forward(self, x):\n"
+        "        return self.head(self.encoder(x))\n"
+        "model = Model()\n"
+        "model(torch.randn(3, 4)).sum().backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    top = {box.path: box.type for box in module_boxes(drawing) if box.level == 0}
+    assert top == {"encoder": "Encoder", "head": "Linear"}
+    assert {box.path for box in module_boxes(drawing)} >= {"encoder.layer.0", "encoder.layer.1"}
