@@ -228,16 +228,25 @@ class Drawing:
         return True
 
     def _before_first_step(self, index: int) -> bool:
-        """Whether event ``index`` comes before a step script's first step (its model being built)."""
+        """Whether event ``index`` comes before a step script's first step, or a plain script's
+        first call of a module: its model being built."""
         steps = self.run.steps
-        return bool(steps) and index < steps[0]["start"]
+        if steps:
+            return index < steps[0]["start"]
+        entered = self.run.module_entered
+        return bool(entered) and index < min(entered.values())
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
 
     def _waits(self, node: DrawNode) -> bool:
-        """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user."""
+        """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user;
+        so does an unnamed tensor a model's constructor makes (BERT's view of its zeroed padding row):
+        drawn only if something uses it (see :meth:`_scratch`)."""
         if node.kind == "accumulate":
+            return True
+        if node.kind in ("input", "input_grad", "detached") and node.title == "tensor" \
+                and self._before_first_step(node.born):
             return True
         nodes = self.nodes
         preds = [nodes[p] for p in node.preds if p in nodes]

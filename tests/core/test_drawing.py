@@ -302,3 +302,29 @@ def test_an_unnamed_intermediate_tensor_is_called_after_the_op_that_made_it(reco
     titles = {n.title for n in drawing.nodes.values() if n.kind == "intermediate"}
     assert {"h", "output of exp", "output of sub", "loss"} <= titles
     assert "tensor" not in titles
+
+
+def test_a_view_a_constructor_zeroes_is_not_drawn_in_a_plain_script(record, write_script):
+    """BERT's constructor zeroes its embedding's padding row through a view (``weight[pad].zero_()``
+    under no_grad): that unnamed view was drawn all run long beside the loss, as a leaf input that
+    requires grad. Made before the model's first call and used by nothing after, it is scratch, as
+    before a step script's first step; the weight itself is drawn, and a view the forward uses is."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.embed = nn.Embedding(10, 4)\n"
+        "        with torch.no_grad():\n"
+        "            self.embed.weight[0].zero_()\n"
+        "    def forward(self, ids):\n"
+        "        return self.embed(ids)\n"
+        "model = Model()\n"
+        "row = model.embed.weight[1]\n"
+        "(model(torch.tensor([1, 2])).sum() + row.sum()).backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    drawn = [n for n in drawing.nodes.values() if n.placed]
+    assert not [n for n in drawn if n.title == "tensor" and n.kind in ("input", "input_grad")]
+    assert any(n.title == "embed.weight" for n in drawn) and any(n.title == "row" for n in drawn)
