@@ -108,6 +108,7 @@ class Drawing:
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
+        self._first_call: int | None = None  # the index of the run's first module call, once known
 
 
     # ------------------------------------------------------------------ building
@@ -233,8 +234,9 @@ class Drawing:
         steps = self.run.steps
         if steps:
             return index < steps[0]["start"]
-        entered = self.run.module_entered
-        return bool(entered) and index < min(entered.values())
+        if self._first_call is None and self.run.module_entered:  # (the first stays the first)
+            self._first_call = min(self.run.module_entered.values())
+        return self._first_call is not None and index < self._first_call
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")
