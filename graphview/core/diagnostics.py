@@ -411,11 +411,18 @@ def _detach_write(run: Run):
             yield None
         if op.get("inplace") and op["op"] not in _WRITE_NO_VALUES and op.get("inputs") and op["inputs"][0][0] in detached:
             src = detached[op["inputs"][0][0]]["src"]
+            if not run.tensor_name(src) and not _used_after(run, src, index):
+                continue  # an unnamed original nothing reads again (nn.Buffer's throwaway in a constructor)
             yield Finding("detach-is-not-copy", "writing into a detached tensor changes the original", op.get("line"),
                           f"{_name(run, op['inputs'][0][0])} came from {_name(run, src)}.detach(), which shares its "
                           f"memory: {op['op']} changes {_name(run, src)} too.",
                           "Use .detach().clone() when you need an independent copy.", index)
             return
+
+
+def _used_after(run: Run, tid: int, index: int) -> bool:
+    """Whether an op after event ``index`` reads tensor ``tid``."""
+    return any(any(t == tid for t, _ in ev.get("inputs") or ()) for _, ev in run.events.where({"op"}, start=index + 1))
 
 
 # ---------------------------------------------------------------------- 7 and 9. eval() and graphs kept by inference

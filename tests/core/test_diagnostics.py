@@ -140,13 +140,15 @@ def test_a_weight_initialised_under_no_grad_and_left_out_of_the_loss_is_unused_n
 def test_a_modules_buffer_raises_no_alarm(record, write_script):
     """``nn.Buffer(t)`` runs ``t.detach().requires_grad_(False)``: an in-place op on a detached
     tensor that writes no value. It was reported as 'writing into a detached tensor changes the
-    original' in every model with a buffer (BERT's position ids); a real write still is."""
+    original' in every model with a buffer (BERT's position ids), and so was a write into the buffer
+    afterwards, whose 'original' is a temporary nothing reads again; a real write still is."""
     run = record(write_script(
         "import torch\n"
         "class Scaled(torch.nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
         "        self.scale = torch.nn.Buffer(torch.full((3,), 2.0))\n"
+        "        self.scale.copy_(torch.full((3,), 2.0))\n"  # (BERT fills its buffers again in _init_weights)
         "        self.lin = torch.nn.Linear(3, 3)\n"
         "    def forward(self, x):\n"
         "        return self.lin(x) * self.scale\n"
