@@ -418,10 +418,8 @@ def _run_steps(module: types.ModuleType, options: RunOptions, recorder: Recorder
                 recorder._pending_names = [e for e in recorder._pending_names if e[1] != tid]
 
     def read_result(result) -> object:
-        if recorder is None:
-            return summarize(result)
-        with recorder.at_work():  # graphview reading the loss: none of the script's ops
-            return summarize(result)
+        with recorder.at_work() if recorder is not None else contextlib.nullcontext():
+            return summarize(result)  # graphview reading the loss: none of the script's ops
 
     with StepLog().installed() as log:
         run_steps(module, options, log, emit, on_result=name_result, summarize=read_result,

@@ -108,7 +108,6 @@ class Drawing:
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._related_cache: dict[tuple[str, str], bool] = {}
-        self._first_call: int | None = None  # the index of the run's first module call, once known
 
 
     # ------------------------------------------------------------------ building
@@ -234,9 +233,8 @@ class Drawing:
         steps = self.run.steps
         if steps:
             return index < steps[0]["start"]
-        if self._first_call is None and self.run.module_entered:  # (the first stays the first)
-            self._first_call = min(self.run.module_entered.values())
-        return self._first_call is not None and index < self._first_call
+        entered = self.run.module_entered  # (in the order of the calls: the first call is its first value)
+        return bool(entered) and index < next(iter(entered.values()))
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")

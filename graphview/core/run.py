@@ -389,7 +389,7 @@ class Run:
     def version_at(self, node: TensorNode, index: int) -> int:
         """The version (``t._version``) the drawn tensor ``node`` had at event ``index``: a parameter
         keeps its node while the optimizer changes it in place, step after step."""
-        later = [n for n in self._tensor_nodes_of.get(node.tid, ()) if node.born < n.born <= index]
+        later = any(node.born < n.born <= index for n in self._tensor_nodes_of.get(node.tid, ()))
         history = self._versions.get(node.tid)
         if later or not history:
             return node.version  # (a later state of it has its own node)

@@ -115,8 +115,8 @@ class GroupItem(QGraphicsObject):
             return
         painter.setPen(QPen(c.q("running_border"), 2.2, Qt.DashLine) if self.running else QPen(c.q("group_border"), 1, Qt.DashLine))
         painter.setBrush(Qt.NoBrush)  # outline only: translucent fills of big boxes make panning slow
+        painter.save()
         if self.spared:  # a box nested one row under its parent's top: its outline breaks for the parent's name
-            painter.save()
             keep = QPainterPath()
             keep.addRect(self.boundingRect())
             for label in self.spared:
@@ -124,10 +124,8 @@ class GroupItem(QGraphicsObject):
                 cut.addRect(label)
                 keep = keep.subtracted(cut)
             painter.setClipPath(keep)
-            painter.drawRoundedRect(self.rect, 10, 10)
-            painter.restore()
-        else:
-            painter.drawRoundedRect(self.rect, 10, 10)
+        painter.drawRoundedRect(self.rect, 10, 10)
+        painter.restore()
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
             label = self.label_rect()
             painter.setPen(Qt.NoPen)

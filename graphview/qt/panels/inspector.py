@@ -120,7 +120,7 @@ class Inspector(QTextBrowser):
             tnode = run.tensor_nodes.get(node_id)
             if tnode is None:
                 return self.show_empty()
-            title = run.tensor_name(tnode.tid) or run.tensor_title(tnode.tid, tnode.grad_fn)
+            title = run.tensor_title(tnode.tid, tnode.grad_fn)
             title = f"tensor {tnode.tid}" if title == "tensor" else title
             rows = self._tensor_rows(run, tnode, index)
         when = self._not_now(run, node_id, index)
