@@ -484,23 +484,33 @@ class Drawing:
         return related
 
     def _foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
-        """Whether rows ``top..bottom`` hold live nodes of a module whose box ``module`` must not touch.
+        """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
 
-        A node outside every module keeps out of all module rows; a module's node keeps out of
-        the rows of modules unrelated to its own. Live means not destroyed before ``born``."""
+        A box is drawn around its nodes: a node of any other module in one of its rows would look
+        inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
+        norm's weights went in the add's row), so each row holds one module's nodes (or nodes
+        outside every module: ops and results, not the leaves that sit above their users). One
+        exception keeps a layout read in slices the same as read whole: a tensor made without grad
+        (``position_ids.expand(...)``) may share rows with a module inside its own or around it, since
+        when it stops mattering is only known once its users are. Live means not destroyed before ``born``."""
+        derived = self.derived
         for layer in range(top, bottom + 1):
             row = self._row_modules.get(layer)
             if not row:
                 continue
             for path, ids in list(row.items()):
-                if module is not None and self._related(module, path):
+                if module == path:
                     continue
                 live = [i for i in ids if not self._gone(i, born)]
+                if not live:
+                    del row[path]
+                    continue
+                if len(live) != len(ids):
+                    row[path] = live
+                if module is not None and path is not None and self._related(module, path):
+                    live = [i for i in live if i not in derived]
                 if live:
-                    if len(live) != len(ids):
-                        row[path] = live
                     return True
-                del row[path]
         return False
 
     def _gone(self, node_id: str, born: int) -> bool:
@@ -562,7 +572,7 @@ class Drawing:
                 extent[1] = layer
             elif layer > extent[3]:
                 extent[3] = layer
-        if node.module is not None:
+        if node.module is not None or node.kind not in _LEAF_KINDS:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self.order.append(node.id)
 

@@ -6,7 +6,7 @@ import pytest
 
 from graphview.core.drawing import Drawing
 from graphview.core.hierarchy import Layout, collapsed_at_level, levels_that_fit, module_boxes
-from tests.conftest import model
+from tests.conftest import model, zoo
 
 
 def _drawing(record, name: str, **options) -> Drawing:
@@ -140,3 +140,38 @@ def test_a_box_that_repeats_its_child_is_the_module_that_ran_not_its_module_list
     top = {box.path: box.type for box in module_boxes(drawing) if box.level == 0}
     assert top == {"encoder": "Encoder", "head": "Linear"}
     assert {box.path for box in module_boxes(drawing)} >= {"encoder.layer.0", "encoder.layer.1"}
+
+
+def _covered(drawing: Drawing) -> list[tuple[str, str]]:
+    """(box, node) pairs where an open box, drawn around its members shown at some point of the
+    run, encloses a shown node of another module (sampled at 60 points of the run)."""
+    boxes = module_boxes(drawing)
+    placed = [n for n in drawing.nodes.values() if n.placed]
+    total = len(drawing.run.events)
+    found = set()
+    for index in range(0, total, max(1, total // 60)):
+        shown = [n for n in placed if drawing.visible(n, index)]
+        for box in boxes:
+            members = [n for n in shown if n.id in box.members]
+            if len(members) < 2:
+                continue
+            rows = min(n.layer for n in members), max(n.layer for n in members)
+            slots = min(n.slot for n in members), max(n.slot for n in members)
+            found.update((box.key, n.id) for n in shown if n.id not in box.members
+                         and rows[0] <= n.layer <= rows[1] and slots[0] <= n.slot <= slots[1])
+    return sorted(found)
+
+
+@pytest.mark.parametrize("script", ["transformer_block", "weight_sharing", "zoo:vit_classifier", "zoo:custom_function"])
+def test_a_module_box_encloses_no_op_or_result_of_another_module(record, script):
+    """A transformer layer's residual add went in the rows of its LayerNorm's weights and was drawn
+    inside the LayerNorm's box; a custom Function applied between two layers, inside the model's."""
+    if script.startswith("zoo:"):
+        pytest.importorskip("transformers")
+        path = zoo(script[4:])
+    else:
+        path = model(script)
+    drawing = Drawing(record(path, steps=2))
+    drawing.update(final=True)
+    assert module_boxes(drawing)
+    assert _covered(drawing) == []
