@@ -208,6 +208,9 @@ class Run:
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
         self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
         self.made_by: dict[int, dict] = {}  # tid -> the first op event that output it (none: made unseen)
+        # tid -> the line of its first event: where it was made, or where the script first used a
+        # tensor made unseen (a layer's weight: later events carry the optimizer's line)
+        self.first_line: dict[int, int] = {}
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
         self._last_op = -1
         self.steps: list[dict] = []  # {"step", "start", "end"}
@@ -327,6 +330,8 @@ class Run:
             if info["name"] is None:
                 info["name"] = previous.get("name")
         self.tensors[tid] = info
+        if previous is None and info.get("line") is not None:
+            self.first_line[tid] = info["line"]
         self._note_value(tid, index, ev)
         self._note_version(tid, index, ev)
         self.devices.add(ev.get("device", "cpu"))

@@ -91,13 +91,15 @@ def test_inspector_shows_recorded_values(window, record, qtbot):
 
 def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record, write_script):
     """A tensor an op made reads "made at" its line; a layer's weight, made where graphview does not
-    see it (the layer's constructor), reads "first used at" the line that used it."""
+    see it (the layer's constructor), reads "first used at" the line that used it, not the line of
+    the optimizer step that updated it last."""
     run = record(write_script(
         "import torch\n"
         "layer = torch.nn.Linear(3, 2)\n"
         "x = torch.randn(4, 3)\n"
         "loss = layer(x).sum()\n"
-        "loss.backward()\n"))
+        "loss.backward()\n"
+        "torch.optim.SGD(layer.parameters(), lr=0.1).step()\n"))
     show(window, run)
     window.set_cursor(len(run.events) - 1)
     by_name = {info.get("name"): tid for tid, info in run.tensors.items()}

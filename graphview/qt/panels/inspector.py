@@ -237,12 +237,13 @@ class Inspector(QTextBrowser):
         ]
         if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
             rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
-        if info.get("line") is not None:
+        line = run.first_line.get(tnode.tid)
+        if line is not None:
             # made by an op graphview saw (an activation, torch.randn at that line), or made before the
             # recording or where it is not seen (a layer's weight): where the script first used it
             made = run.made_by.get(tnode.tid)
-            key = "made at" if made is not None and made.get("line") == info["line"] else "first used at"
-            rows.append((key, f"<a href='line:{info['line']}'>line {info['line']}</a>"))
+            key = "made at" if made is not None and made.get("line") == line else "first used at"
+            rows.append((key, f"<a href='line:{line}'>line {line}</a>"))
         value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
             {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
         value = run.value_at(tnode.tid, index) or value
