@@ -405,7 +405,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     opts = RunOptions.from_dict(info["options"] or {})
     print(f"options:         {opts.label()}")
     print(f"events:          {info['events']}")
-    print(f"steps:           {info['steps']}")
+    print(f"steps:           {info['steps']}" + ("" if info["steps"] else " (a plain script: no step() calls)"))
     print(f"ops:             {info['ops']}")
     print(f"autograd nodes:  {info['nodes']}")
     print(f"tensors:         {info['tensors']}")

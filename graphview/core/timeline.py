@@ -56,16 +56,29 @@ def next_backward_node(run: Run, cursor: int) -> int:
 
 
 def end_of_step(run: Run, cursor: int) -> int:
-    found = _find(run, cursor, {"step_end", "run_end"})
+    found = _find(run, cursor, _step_ends(run))
     return found if found is not None else last(run)
 
 
 def next_step(run: Run, cursor: int) -> int:
-    found = _find(run, cursor, {"step_start"})
+    if run.steps:
+        found = _find(run, cursor, {"step_start"})
+    else:  # a plain script: the next iteration begins after this one's end
+        found = _find(run, cursor, _step_ends(run) - {"run_end"})
     if found is None:
         return last(run)
     after = _find(run, found, STOP_EVENTS)
     return after if after is not None else found
+
+
+def _step_ends(run: Run) -> set[str]:
+    """Where a step ends: a step script's ``step()`` returning; in a plain script's training loop,
+    each optimizer step (or, with none, each backward call's end: a loop that updates by hand)."""
+    if run.steps:
+        return {"step_end", "run_end"}
+    if run.optimizer_steps:
+        return {"optimizer_step", "run_end"}
+    return {"backward_end", "run_end"}
 
 
 def step_over_module(run: Run, cursor: int) -> int:
