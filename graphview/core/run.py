@@ -95,6 +95,7 @@ class SavedNode:
     owner: int | None
     attr: str | None
     released: int | None = None
+    src: int | None = None  # the autograd node that made it (None: a leaf, or the owner's own result)
 
 
 class GradEntry:
@@ -478,6 +479,7 @@ class Run:
         # (id, sid, born, bytes, storage, device, kind, shape, dtype, owner, attr), by position
         node = SavedNode(f"s{sid}", sid, index, ev["bytes"], ev["storage"], ev["device"], ev["kind"],
                          get("shape") or [], get("dtype", ""), get("owner"), get("attr"))
+        node.src = get("src")
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
@@ -732,6 +734,34 @@ class Run:
                 if saved.born <= index and (saved.released is None or saved.released > index):
                     storages[(saved.device, saved.storage)] = saved.bytes
         return sum(storages.values())
+
+    def checkpoint_would_free(self, vids: set[int], index: int, owners: dict | None = None) -> int:
+        """Of :meth:`saved_bytes_held_by`, the bytes a checkpoint of the nodes ``vids`` (one module's)
+        takes from the forward after event ``index``: what they saved of their own results and of
+        the parameters, where no node outside them saves it too. A checkpoint keeps its module's
+        inputs for the recompute (a BatchNorm saves its input: the conv before it made that; a conv
+        saves the images it is given): they stay. ``owners``: :meth:`saved_owners` at ``index``,
+        when asked for many sets of nodes."""
+        if owners is None:
+            owners = self.saved_owners(index)
+        storages: dict[tuple, int] = {}
+        for vid in vids:
+            for saved in self.saved_by_owner.get(vid, ()):
+                if saved.kind != "input" and (saved.src is None or saved.src in vids) and \
+                        saved.born <= index and (saved.released is None or saved.released > index):
+                    key = (saved.device, saved.storage)
+                    if owners.get(key, set()) <= vids:
+                        storages[key] = saved.bytes
+        return sum(storages.values())
+
+    def saved_owners(self, index: int) -> dict[tuple, set[int]]:
+        """(device, storage) -> the nodes holding a saved tensor of it live after event ``index``."""
+        owners: dict[tuple, set[int]] = {}
+        for vid, saved_list in self.saved_by_owner.items():
+            for saved in saved_list:
+                if saved.born <= index and (saved.released is None or saved.released > index):
+                    owners.setdefault((saved.device, saved.storage), set()).add(vid)
+        return owners
 
     def live_saved_bytes(self, index: int | None = None, device: str | None = None) -> dict:
         """Live saved bytes by kind (deduplicated by storage) after event ``index``."""

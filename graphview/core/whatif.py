@@ -210,13 +210,17 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         for vids in sets:
             vids.add(node.vid)
     held_of = {pattern: run.saved_bytes_held_by(vids, at) for pattern, vids in vids_of.items()}
+    owners = run.saved_owners(at)
+    freed_of = {pattern: run.checkpoint_would_free(vids, at, owners) for pattern, vids in vids_of.items()}
     before = _HeldBefore(run, at)
+    calls = _calls(run, at)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
         held = held_of[pattern]
-        saving = _saving(run, pattern, vids_of, held_of, total, before) if held else 0
+        saving = _saving(run, _units(run, pattern, vids_of, calls), freed_of[pattern], total, at, before, owners) \
+            if freed_of[pattern] else 0
         if saving >= total / 100:  # (less is not worth a recompute)
             candidates.append((saving, held, pattern))
     # the biggest first; of equal ones the pattern of every layer, then the deeper module
@@ -235,16 +239,23 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
 
 class _HeldBefore:
     """Bytes the autograd nodes made before an event hold at event ``at`` (a prefix sum over the
-    nodes that hold any, in the order they were made)."""
+    nodes that hold any, in the order they were made; a storage two nodes save counts once, for
+    the first: a ReLU's result that the max-pool after it saves too)."""
 
     def __init__(self, run: Run, at: int) -> None:
         held: dict[int, int] = {}
-        for vid, saved_list in run.saved_by_owner.items():
-            for saved in saved_list:
-                if saved.born <= at and (saved.released is None or saved.released > at):
+        first: dict[tuple, int] = {}  # (device, storage) -> when the first node holding it was made
+        nodes = run.op_nodes
+        for vid in sorted(run.saved_by_owner, key=lambda v: nodes[v].born if v in nodes else -1):
+            for saved in run.saved_by_owner[vid]:
+                key = (saved.device, saved.storage)
+                if saved.born <= at and (saved.released is None or saved.released > at) and key not in first:
+                    first[key] = nodes[vid].born if vid in nodes else -1
                     held[vid] = held.get(vid, 0) + saved.bytes
-        self.held = held  # vid -> bytes its saved tensors hold at ``at`` (a storage two nodes share: twice)
-        order = sorted((run.op_nodes[vid].born, b) for vid, b in held.items() if vid in run.op_nodes)
+        self.held = held  # vid -> bytes of the storages it is the first to hold at ``at``
+        self.first = first
+        self.run, self.at = run, at
+        order = sorted((nodes[vid].born, b) for vid, b in held.items() if vid in nodes)
         self.borns = [born for born, _ in order]
         self.sums = [0]
         for _, b in order:
@@ -253,25 +264,65 @@ class _HeldBefore:
     def __call__(self, born: int) -> int:
         return self.sums[bisect_left(self.borns, born)]
 
+    def added_by(self, vids: set[int], born: int) -> int:
+        """Bytes the nodes ``vids`` hold at ``at`` that no node made before ``born`` holds (a
+        storage once): what holding them again adds to ``self(born)``."""
+        storages: dict[tuple, int] = {}
+        for vid in vids:
+            for saved in self.run.saved_by_owner.get(vid, ()):
+                key = (saved.device, saved.storage)
+                if saved.born <= self.at and (saved.released is None or saved.released > self.at) and \
+                        self.first.get(key, born) >= born:
+                    storages[key] = saved.bytes
+        return sum(storages.values())
 
-def _saving(run: Run, pattern: str, vids_of: dict[str, set[int]], held_of: dict[str, int], peak: int,
-            before: _HeldBefore) -> int:
-    """About how far the peak falls if ``pattern`` is checkpointed. Its nodes' bytes go from the
-    forward (the peak at its end drops by them), but backward recomputes them: each layer of
-    ``layers.*`` one at a time, a single module all at once, when backward reaches it, while what
-    was made before it is still held. The new peak is the higher of the two (an nn.LSTM that holds
-    nine tenths of a step is recomputed whole beside the embedding: little is saved)."""
+
+def _saving(run: Run, units: list[set[int]], freed: int, peak: int, at: int, before: _HeldBefore,
+            owners: dict) -> int:
+    """About how far the peak falls if a pattern is checkpointed. What its nodes alone save of their
+    own (``freed``, :meth:`Run.checkpoint_would_free`) goes from the forward (the peak at its end
+    drops by it), but backward recomputes each of its ``units`` (each layer of ``layers.*``, each
+    call of a module) when it reaches it, while what was made before it is still held: the
+    unit's nodes hold again what they held (its input, which the checkpoint kept, included). The
+    new peak is the higher of the two (an nn.LSTM that holds nine tenths of a step is recomputed
+    whole beside the embedding: little is saved; the last Linear is recomputed first in backward,
+    beside all the rest)."""
+    firsts = sorted((min(run.op_nodes[vid].born for vid in unit), number) for number, unit in enumerate(units))
+    recomputing, earlier_units = 0, 0
+    for first, number in firsts:  # (the units made before this one are checkpointed too: theirs is gone)
+        unit = units[number]
+        recomputing = max(recomputing, before(first) - earlier_units + before.added_by(unit, first))
+        earlier_units += run.checkpoint_would_free(unit, at, owners)
+    return max(0, peak - max(peak - freed, recomputing))
+
+
+def _units(run: Run, pattern: str, vids_of: dict[str, set[int]], calls: dict[str, list[tuple[int, int]]]) -> list[set[int]]:
+    """What backward recomputes at once: each numbered layer of ``layers.*``; each call of a
+    module called more than once (a max-pool used after each conv: each call is checkpointed)."""
     if pattern.endswith(".*"):
         stem = pattern[:-2]
-        units = [path for path in vids_of if path.startswith(stem + ".") and path[len(stem) + 1:].isdigit()]
-    else:
-        units = [pattern]
-    firsts = sorted((min(run.op_nodes[vid].born for vid in vids_of[unit]), unit) for unit in units)
-    recomputing, earlier_units = 0, 0
-    for first, unit in firsts:  # (the units made before this one are checkpointed too: they hold nothing)
-        recomputing = max(recomputing, before(first) - earlier_units + held_of[unit])
-        earlier_units += sum(before.held.get(vid, 0) for vid in vids_of[unit])  # (counted as before() counts)
-    return max(0, peak - max(peak - held_of[pattern], recomputing))
+        return [vids for path, vids in vids_of.items() if path.startswith(stem + ".") and path[len(stem) + 1:].isdigit()]
+    vids = vids_of[pattern]
+    spans = calls.get(pattern, ())
+    if len(spans) < 2:
+        return [vids]
+    born = {vid: run.op_nodes[vid].born for vid in vids}
+    units = [{vid for vid in vids if start <= born[vid] <= end} for start, end in spans]
+    return [unit for unit in units if unit]
+
+
+def _calls(run: Run, at: int) -> dict[str, list[tuple[int, int]]]:
+    """Module path -> (enter, exit) of each of its calls begun by event ``at``."""
+    calls: dict[str, list[tuple[int, int]]] = {}
+    open_at: dict[str, int] = {}
+    for index, ev in run.events.where({"module_enter", "module_exit"}, 0, at + 1):
+        if ev["ev"] == "module_enter":
+            open_at[ev["path"]] = index
+        elif ev["path"] in open_at:
+            calls.setdefault(ev["path"], []).append((open_at.pop(ev["path"]), index))
+    for path, start in open_at.items():
+        calls.setdefault(path, []).append((start, at))
+    return calls
 
 
 def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:
@@ -292,5 +343,13 @@ def measured_text(pattern: str, before: Run, after: Run) -> str:
     ops recomputed in backward."""
     peak_b, peak_a = before.peak_saved_bytes(), after.peak_saved_bytes()
     recomputed = recomputed_ops(after, 0, len(after.events) - 1) - recomputed_ops(before, 0, len(before.events) - 1)
-    return (f"checkpoint {pattern}, measured: peak saved {_peak_text(peak_b, peak_a)}; "
-            f"{recomputed:+d} ops recomputed in backward")
+    if recomputed:
+        again = f"{recomputed:+d} ops recomputed in backward"
+    else:  # ops torch recomputes where graphview does not see them: what they saved again is counted
+        saved = _recomputed_saves(after) - _recomputed_saves(before)
+        again = f"{saved:+d} saved tensors recomputed in backward" if saved else "nothing recomputed in backward"
+    return f"checkpoint {pattern}, measured: peak saved {_peak_text(peak_b, peak_a)}; {again}"
+
+
+def _recomputed_saves(run: Run) -> int:
+    return sum(1 for _, ev in run.events.where({"saved"}, 0, len(run.events)) if ev.get("recompute") is not None)

@@ -19,7 +19,7 @@ import torch.autograd.graph as autograd_graph
 import torch.utils.checkpoint
 
 from graphview.capture.identity import TensorIdentity
-from graphview.capture.state import TOKEN_KEY, _Packed, tracing
+from graphview.capture.state import TOKEN_KEY, VID_KEY, _Packed, tracing
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
@@ -112,7 +112,13 @@ class SavedTensorHooks(TensorIdentity):
                 if self._recompute:
                     event["recompute"] = self._recompute[-1]
                 gf = t.grad_fn
-                token = gf.metadata.setdefault(TOKEN_KEY, next(self._tokens)) if gf is not None else None
+                token = None
+                if gf is not None:
+                    metadata = gf.metadata
+                    token = metadata.setdefault(TOKEN_KEY, next(self._tokens))
+                    src = metadata.get(VID_KEY)
+                    if src is not None:  # the node that made it (none yet: the op's own result)
+                        event["src"] = src
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type
             # its finaliser reports the release (see NOTE [Deaths reported by finalisers] in state.py)
