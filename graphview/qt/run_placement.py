@@ -18,13 +18,11 @@ from graphview.core import timeline
 from graphview.core.landmarks import Landmarks, place
 from graphview.core.run import Run
 from graphview.qt.canvas.style import NODE_H, NODE_W
+from graphview.qt.canvas.view import START_HINT
 
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
 
-#: what the empty canvas says at the start of a run
-START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch autograd build the graph op by op; "
-              "End jumps to the end of the run.")
 #: zoom bounds of the opening view: readable names, a tiny graph not blown up
 READABLE_ZOOM = 0.55
 LARGEST_ZOOM = 1.4

@@ -38,6 +38,28 @@ def test_a_run_opens_at_its_start_with_the_top_of_its_graph_in_view(window, reco
     assert shown.contains(window.scene.item_at_event(window.cursor).sceneBoundingRect())
 
 
+def test_the_empty_canvas_says_where_the_cursor_is_once_it_left_the_start(window, record, write_script):
+    """A model's constructor runs ops that draw nothing yet (GPT-2's: sixty): stepping through them,
+    the canvas said "The start of the run (event 0)" at event 18."""
+    run = record(write_script(
+        "import torch\n"
+        "class Positions(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        torch.zeros(8).add_(1).mul_(2)  # scratch a constructor throws away\n"
+        "        self.table = torch.nn.Embedding(8, 2)\n"
+        "    def forward(self):\n"
+        "        return self.table(torch.arange(8))\n"
+        "loss = Positions()().sum()\n"
+        "loss.backward()\n"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert window.view.shown_message() == START_HINT
+    window.move(timeline.step_forward)
+    assert window.cursor > 0 and not any(item.isVisible() for item in window.scene.node_items.values())
+    said = window.view.shown_message()
+    assert said.startswith(f"Nothing to draw yet at event {window.cursor} / {len(run.events) - 1}:") and "Next step" in said
+
+
 def test_a_streamed_run_opens_at_its_start_too(window, record, qtbot):
     run = record(model("mlp_optimizer"), steps=2)
     stream(window, qtbot, run, RunOptions(steps=2))

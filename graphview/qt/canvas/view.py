@@ -19,6 +19,13 @@ from graphview.qt.canvas.scene import VIRTUAL_ABOVE, GraphScene
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
 #: the room fit leaves around what it shows
+#: what the empty canvas says at the start of a run
+START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch autograd build the graph op by op; "
+              "End jumps to the end of the run.")
+#: what it says once the cursor has left event 0 with nothing to draw yet (GPT-2's constructor: 60 ops)
+NOTHING_YET = ("Nothing to draw yet at event {index} / {last}: a tensor is drawn once an op uses it (what a "
+               "model's constructor makes waits for the forward that uses it).\nStep forward (→) goes on op by op; "
+               "Next step (Shift+→) and To backward skip ahead.")
 FIT_MARGIN = 40
 #: the largest zoom a fit takes (a tiny graph is not blown up)
 FIT_LARGEST = 1.4
@@ -72,6 +79,8 @@ class GraphView(QGraphicsView):
 
     def set_cursor(self, index: int) -> None:
         self.cursor_index = index
+        if self.message:  # (it may say where the cursor is)
+            self.viewport().update()
         self.overview.schedule()
         self.overview.sync()
 
@@ -102,8 +111,16 @@ class GraphView(QGraphicsView):
         area = QRectF(self.viewport().rect()).adjusted(40, 40, -40, -40)
         painter.setPen(colors().q("message"))
         painter.setFont(QFont("DejaVu Sans", 11))
-        painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.message)
+        painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, self.shown_message())
         painter.restore()
+
+    def shown_message(self) -> str:
+        """The note on the empty canvas: the start hint says where the cursor is once it moved on."""
+        if self.message == START_HINT and self.cursor_index > 0:
+            drawing = self.scene().drawing
+            last = len(drawing.run.events) - 1 if drawing is not None else self.cursor_index  # (as the timeline counts)
+            return NOTHING_YET.format(index=self.cursor_index, last=last)
+        return self.message
 
     def _draw_graph_gone(self, painter) -> None:
         """Between steps and after the run, autograd holds no graph: only leaves are left, spread
