@@ -489,8 +489,8 @@ class Drawing:
         A box is drawn around its nodes: a node of any other module in one of its rows would look
         inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
         norm's weights went in the add's row), so each row holds one module's nodes (or nodes
-        outside every module: ops and results, not the leaves that sit above their users). One
-        exception keeps a layout read in slices the same as read whole: a tensor made without grad
+        outside every module). Which nodes a row counts is in :meth:`_put`. One exception keeps a
+        layout read in slices the same as read whole: a tensor made without grad
         (``position_ids.expand(...)``) may share rows with a module inside its own or around it, since
         when it stops mattering is only known once its users are. Live means not destroyed before ``born``."""
         derived = self.derived
@@ -572,7 +572,11 @@ class Drawing:
                 extent[1] = layer
             elif layer > extent[3]:
                 extent[3] = layer
-        if node.module is not None or node.kind not in _LEAF_KINDS:
+        # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
+        # leaves that only sit above their users: the script's inputs (outside every module) and
+        # what a module makes without grad (GPT-2's position ids: read as the run streams in, they
+        # held the rows of the first iteration's graph, and the second went below it)
+        if node.kind not in _LEAF_KINDS or node.module is not None and node.kind != "input":
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self.order.append(node.id)
 

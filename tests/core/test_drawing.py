@@ -328,3 +328,40 @@ def test_a_view_a_constructor_zeroes_is_not_drawn_in_a_plain_script(record, writ
     drawn = [n for n in drawing.nodes.values() if n.placed]
     assert not [n for n in drawn if n.title == "tensor" and n.kind in ("input", "input_grad")]
     assert any(n.title == "embed.weight" for n in drawn) and any(n.title == "row" for n in drawn)
+
+
+GPT2_LOOP = """
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+torch.manual_seed(0)
+config = GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=100, n_positions=32)
+model = GPT2LMHeadModel(config)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for step in range(2):
+    input_ids = torch.randint(0, config.vocab_size, (2, 16))
+    optimizer.zero_grad()
+    out = model(input_ids=input_ids, labels=input_ids)
+    loss = out.loss
+    loss.backward()
+    optimizer.step()
+    print(f"step {step} loss {loss.item():.4f}")
+"""
+
+
+def test_a_plain_loops_second_iteration_is_drawn_where_the_first_was_as_the_run_streams_in(record, write_script):
+    """In a plain loop the first iteration's graph lives on until ``out`` is bound again: the
+    second forward is drawn beside it, in the same rows. Read as the window reads a run (in
+    pieces, while it streams), GPT-2's second forward went below the whole first iteration:
+    the position ids it makes without grad, in its model's box, held the rows."""
+    pytest.importorskip("transformers")
+    whole = record(write_script(GPT2_LOOP))
+    run = Run()
+    drawing = Drawing(run)
+    for start in range(0, len(whole.events), 200):
+        run.extend(whole.events[start:start + 200])
+        drawing.update(final=False)
+    drawing.update(final=True)
+    for title in ("EmbeddingBackward0", "output of embedding"):
+        first = [n for n in drawing.nodes.values() if n.title == title and n.module == "transformer.wte"]
+        assert len(first) == 2 and first[0].layer == first[1].layer, title
