@@ -46,6 +46,9 @@ NODE_KINDS = {
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 #: leaves that outlive a step's graph: the next step's graph is drawn around them again
 _LASTING = frozenset({"param", "input", "input_grad"})
+#: nodes a row of the layout counts as its module's (see Drawing._put), and a module's weights
+_ROW_KINDS = frozenset({"op", "intermediate"})
+_WEIGHT_KINDS = frozenset({"param", "accumulate"})
 #: every kind of drawn edge
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
@@ -107,7 +110,6 @@ class Drawing:
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
-        self._related_cache: dict[tuple[str, str], bool] = {}
 
 
     # ------------------------------------------------------------------ building
@@ -474,26 +476,14 @@ class Drawing:
         below = [self._chain_depth(nodes[p]) for p in node.preds if p in nodes and not nodes[p].placed]
         return 1 + max(below, default=0)
 
-    def _related(self, a: str, b: str) -> bool:
-        """Same module, or one inside the other: their boxes may nest."""
-        key = (a, b)
-        related = self._related_cache.get(key)
-        if related is None:
-            related = a == b or a.startswith(b + ".") or b.startswith(a + ".")
-            self._related_cache[key] = related
-        return related
-
     def _foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
         """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
 
         A box is drawn around its nodes: a node of any other module in one of its rows would look
         inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
         norm's weights went in the add's row), so each row holds one module's nodes (or nodes
-        outside every module). Which nodes a row counts is in :meth:`_put`. One exception keeps a
-        layout read in slices the same as read whole: a tensor made without grad
-        (``position_ids.expand(...)``) may share rows with a module inside its own or around it, since
-        when it stops mattering is only known once its users are. Live means not destroyed before ``born``."""
-        derived = self.derived
+        outside every module). Which nodes a row counts is in :meth:`_put`. Live means not
+        destroyed before ``born``."""
         for layer in range(top, bottom + 1):
             row = self._row_modules.get(layer)
             if not row:
@@ -502,15 +492,11 @@ class Drawing:
                 if module == path:
                     continue
                 live = [i for i in ids if not self._gone(i, born)]
-                if not live:
-                    del row[path]
-                    continue
-                if len(live) != len(ids):
-                    row[path] = live
-                if module is not None and path is not None and self._related(module, path):
-                    live = [i for i in live if i not in derived]
                 if live:
+                    if len(live) != len(ids):
+                        row[path] = live
                     return True
+                del row[path]
         return False
 
     def _gone(self, node_id: str, born: int) -> bool:
@@ -573,10 +559,12 @@ class Drawing:
             elif layer > extent[3]:
                 extent[3] = layer
         # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
-        # leaves that only sit above their users: the script's inputs (outside every module) and
-        # what a module makes without grad (GPT-2's position ids: read as the run streams in, they
-        # held the rows of the first iteration's graph, and the second went below it)
-        if node.kind not in _LEAF_KINDS or node.module is not None and node.kind != "input":
+        # tensors without grad that only sit above their users: the script's inputs and what a module
+        # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
+        # the first iteration's graph, and the second went below it). A tensor without grad is an
+        # input until an edge made later says it was detached: counting those would make the
+        # layout depend on how the run was read
+        if node.kind in _ROW_KINDS or node.module is not None and node.kind in _WEIGHT_KINDS:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
         self.order.append(node.id)
 

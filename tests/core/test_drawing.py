@@ -365,3 +365,9 @@ def test_a_plain_loops_second_iteration_is_drawn_where_the_first_was_as_the_run_
     for title in ("EmbeddingBackward0", "output of embedding"):
         first = [n for n in drawing.nodes.values() if n.title == title and n.module == "transformer.wte"]
         assert len(first) == 2 and first[0].layer == first[1].layer, title
+    # and everything in the row the layout of the whole run puts it in (the labels GPT-2 shifts
+    # without grad held the first loss's rows, or not, as an edge read later said they were detached)
+    read_whole = Drawing(whole)
+    read_whole.update(final=True)
+    assert {n.id: n.layer for n in drawing.nodes.values() if n.placed} == \
+        {n.id: n.layer for n in read_whole.nodes.values() if n.placed}
