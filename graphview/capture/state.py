@@ -165,6 +165,9 @@ class RecorderState:
         entry = self._tensors.get(ref.key)
         if entry is not None and entry[0] is ref:
             del self._tensors[ref.key]
+            if entry[3] is None and self._active:  # a leaf (an input the script rebinds): no node says when it goes
+                with self._lock:
+                    self._emit_fn({"ev": "tensor_dead", "tid": entry[1]})
 
     def _grad_gone(self, ref: KeyedRef) -> None:
         known = self._grad_of.get(ref.key)

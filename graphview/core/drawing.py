@@ -590,7 +590,9 @@ class Drawing:
 
     # ------------------------------------------------------------------ state at a cursor
     def dead_index(self, node: DrawNode) -> int | None:
-        """When autograd destroyed this part of the graph (an op, or a tensor through its grad_fn)."""
+        """When autograd destroyed this part of the graph (an op, or a tensor through its grad_fn);
+        an input, when it was freed (the last iteration's ``images`` once the script binds the
+        name to the next batch)."""
         if node.kind in ("op", "accumulate"):
             op = self.run.op_nodes.get(node.ref)
             return op.dead if op is not None else None
@@ -600,6 +602,8 @@ class Drawing:
             return op.dead if op is not None else None
         if node.id in self.derived:
             return self._derived_death(node)
+        if node.kind in ("input", "input_grad"):
+            return self.run.tensor_dead.get(node.ref)
         return None
 
     def _derived_death(self, node: DrawNode) -> int | None:

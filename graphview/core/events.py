@@ -44,6 +44,7 @@ saved          sid, bytes, storage, device, kind, shape, dtype, owner (vid | Non
                recompute (bid, only for tensors a checkpoint recompute saves)
 own            sid, owner (vid), attr     (the node that holds a saved tensor became known)
 node_dead      vid                        (autograd destroyed the node: nothing references it)
+tensor_dead    tid                        (a tensor without grad_fn was freed: nothing references it)
 release        sid                        (autograd dropped the saved tensor)
 module_enter   path, type                 module_exit  path
 module_mode    type, training, line       (the script called model.train() / model.eval())
@@ -309,6 +310,7 @@ SCHEMA: dict[str, dict] = {
               "dtype": _STR, "owner": _OINT, "attr": _OSTR, "recompute?": _OINT, "src?": _INT},
     "own": {"sid": _INT, "owner": _INT, "attr": _OSTR},
     "node_dead": {"vid": _INT},
+    "tensor_dead": {"tid": _INT},
     "release": {"sid": _INT},
     "module_enter": {"path": _STR, "type": _STR},
     "module_exit": {"path": _STR},
@@ -358,6 +360,7 @@ REFERENCES: dict[str, dict] = {
     "own": {"sid": ("sid", "one"), "owner": ("vid", "one")},
     "release": {"sid": ("sid", "one")},
     "node_dead": {"vid": ("vid", "one")},
+    "tensor_dead": {"tid": ("tid", "one")},
     "detach": {"src": ("tid", "one"), "dst": ("tid", "one")},
     "retain_grad": {"tid": ("tid", "one")},
     "grad_read": {"tid": ("tid", "one")},

@@ -212,6 +212,7 @@ class Run:
         # tid -> the line of its first event: where it was made, or where the script first used a
         # tensor made unseen (a layer's weight: later events carry the optimizer's line)
         self.first_line: dict[int, int] = {}
+        self.tensor_dead: dict[int, int] = {}  # tid of a tensor without grad_fn -> when it was freed
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
         self._last_op = -1
         self.steps: list[dict] = []  # {"step", "start", "end"}
@@ -437,6 +438,9 @@ class Run:
         node = self.op_nodes.get(ev["vid"])
         if node is not None:
             node.dead = index
+
+    def _on_tensor_dead(self, index: int, ev: dict) -> None:
+        self.tensor_dead[ev["tid"]] = index
 
     def _on_op(self, index: int, ev: dict) -> None:
         ev["ev"] = "op"  # equal to the decoded one (it is this handler's kind), and shared

@@ -218,6 +218,8 @@ def _describe(run: Run, ev: dict) -> str:
         return f"autograd node {node(ev['vid'])} created"
     if kind == "node_dead":
         return f"autograd node {node(ev['vid'])} destroyed (nothing refers to it any more)"
+    if kind == "tensor_dead":
+        return f"tensor {tensor(ev['tid'])} freed (nothing refers to it any more)"
     if kind == "name":
         return f"the script names a tensor {tensor(ev['tid'])}"
     if kind == "value":

@@ -371,3 +371,42 @@ def test_a_plain_loops_second_iteration_is_drawn_where_the_first_was_as_the_run_
     read_whole.update(final=True)
     assert {n.id: n.layer for n in drawing.nodes.values() if n.placed} == \
         {n.id: n.layer for n in read_whole.nodes.values() if n.placed}
+
+
+def test_an_input_the_loop_binds_anew_goes_when_torch_frees_it(record, write_script):
+    """A plain loop binds ``images`` to a new batch each iteration: the last batch is freed then
+    (once the graph that saved it is gone), and goes from the canvas. Three iterations drew three
+    ``images``, all live."""
+    import weakref
+
+    import torch
+
+    run = record(write_script(
+        "import torch\n"
+        "model = torch.nn.Linear(3, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for i in range(3):\n"
+        "    images = torch.randn(4, 3)\n"
+        "    opt.zero_grad()\n"
+        "    loss = model(images).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    updates = [index for index, _ in run.optimizer_steps]
+    for index in updates:
+        shown = [n for n in drawing.nodes.values() if n.placed and n.title == "images" and drawing.visible(n, index)]
+        assert len(shown) == 1
+    # the batch is freed where torch frees it: once the name is bound again and nothing else holds it
+    first = next(n for n in drawing.nodes.values() if n.title == "images")
+    freed = run.tensor_dead[first.ref]
+    assert updates[0] < freed < updates[1]
+    # torch agrees: the Linear saved the batch for backward, and backward freed it with the graph
+    images = torch.randn(4, 3)
+    gone = weakref.ref(images)
+    loss = torch.nn.Linear(3, 2)(images).sum()
+    del images
+    assert gone() is not None  # held by the graph
+    loss.backward()
+    del loss
+    assert gone() is None
