@@ -39,6 +39,8 @@ class GroupItem(QGraphicsObject):
         self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
+        self._bounds: QRectF | None = None  # boundingRect, until the geometry changes
+        self._label_width: tuple[str, float] = ("", 0.0)  # the label and its width
         self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
 
@@ -101,12 +103,24 @@ class GroupItem(QGraphicsObject):
 
     def label_rect(self, shift: float | None = None) -> QRectF:
         """Where an open box's name sits: on the top border, breaking the dashed line."""
-        width = min(QFontMetricsF(self.LABEL_FONT).horizontalAdvance(self.label()) + 10, self.rect.width() - 20)
+        text = self.label()
+        if text != self._label_width[0]:
+            self._label_width = (text, QFontMetricsF(self.LABEL_FONT).horizontalAdvance(text))
+        width = min(self._label_width[1] + 10, self.rect.width() - 20)
         left = self.rect.left() + 10 + (self.label_shift if shift is None else shift)
         return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
 
+    def prepareGeometryChange(self) -> None:
+        self._bounds = None
+        super().prepareGeometryChange()
+
     def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-9, -self.LABEL_H / 2 - 9, 9, 9).united(self.label_rect().adjusted(-1, -1, 1, 1))
+        # asked for every box in view at each paint (11,000 shut boxes of a deep MLP zoomed out):
+        # kept until the box, its label or its place changes
+        if self._bounds is None:
+            self._bounds = self.rect.adjusted(-9, -self.LABEL_H / 2 - 9, 9, 9).united(
+                self.label_rect().adjusted(-1, -1, 1, 1))
+        return QRectF(self._bounds)
 
     def paint(self, painter, option, widget=None) -> None:
         c = colors()
