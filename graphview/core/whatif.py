@@ -219,7 +219,7 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
         held = held_of[pattern]
-        saving = _saving(run, _units(run, pattern, vids_of, calls), freed_of[pattern], total, at, before, owners) \
+        saving = _saving(_units(run, pattern, vids_of, calls), freed_of[pattern], total, before, owners) \
             if freed_of[pattern] else 0
         if saving >= total / 100:  # (less is not worth a recompute)
             candidates.append((saving, held, pattern))
@@ -277,8 +277,7 @@ class _HeldBefore:
         return sum(storages.values())
 
 
-def _saving(run: Run, units: list[set[int]], freed: int, peak: int, at: int, before: _HeldBefore,
-            owners: dict) -> int:
+def _saving(units: list[set[int]], freed: int, peak: int, before: _HeldBefore, owners: dict) -> int:
     """About how far the peak falls if a pattern is checkpointed. What its nodes alone save of their
     own (``freed``, :meth:`Run.checkpoint_would_free`) goes from the forward (the peak at its end
     drops by it), but backward recomputes each of its ``units`` (each layer of ``layers.*``, each
@@ -287,12 +286,13 @@ def _saving(run: Run, units: list[set[int]], freed: int, peak: int, at: int, bef
     new peak is the higher of the two (an nn.LSTM that holds nine tenths of a step is recomputed
     whole beside the embedding: little is saved; the last Linear is recomputed first in backward,
     beside all the rest)."""
+    run = before.run
     firsts = sorted((min(run.op_nodes[vid].born for vid in unit), number) for number, unit in enumerate(units))
     recomputing, earlier_units = 0, 0
     for first, number in firsts:  # (the units made before this one are checkpointed too: theirs is gone)
         unit = units[number]
         recomputing = max(recomputing, before(first) - earlier_units + before.added_by(unit, first))
-        earlier_units += run.checkpoint_would_free(unit, at, owners)
+        earlier_units += run.checkpoint_would_free(unit, before.at, owners)
     return max(0, peak - max(peak - freed, recomputing))
 
 

@@ -18,7 +18,6 @@ from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE, GraphScene
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 
-#: the room fit leaves around what it shows
 #: what the empty canvas says at the start of a run
 START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch autograd build the graph op by op; "
               "End jumps to the end of the run.")
@@ -26,6 +25,7 @@ START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch auto
 NOTHING_YET = ("Nothing to draw yet at event {index} / {last}: a tensor is drawn once an op uses it (what a "
                "model's constructor makes waits for the forward that uses it).\nStep forward (→) goes on op by op; "
                "Next step (Shift+→) and To backward skip ahead.")
+#: the room fit leaves around what it shows
 FIT_MARGIN = 40
 #: the largest zoom a fit takes (a tiny graph is not blown up)
 FIT_LARGEST = 1.4
