@@ -165,7 +165,7 @@ class RecorderState:
         entry = self._tensors.get(ref.key)
         if entry is not None and entry[0] is ref:
             del self._tensors[ref.key]
-            if entry[3] is None and self._active:  # a leaf (an input the script rebinds): no node says when it goes
+            if self._active:  # (an input the script binds anew; an activation once backward freed its copy)
                 with self._lock:
                     self._emit_fn({"ev": "tensor_dead", "tid": entry[1]})
 

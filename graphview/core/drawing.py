@@ -693,6 +693,19 @@ class Drawing:
         dead = self.dead_index(node)
         return dead is None or dead > index
 
+    def tensor_state(self, node: DrawNode, index: int) -> str:
+        """``freed`` for a result whose node backward freed and whose tensor torch freed too (a
+        ReLU's output inside a model's forward, once backward is done: drawn as solid as the loss
+        the script still holds, it looked alive); else ``live``."""
+        if node.kind == "intermediate":
+            dead = self.run.tensor_dead.get(node.ref)
+            if dead is not None and dead <= index:
+                tnode = self.run.tensor_nodes.get(node.id)
+                op = self.run.op_nodes.get(tnode.grad_fn) if tnode is not None else None
+                if op is not None and op.freed is not None and op.freed <= index:
+                    return "freed"
+        return "live"
+
     def op_state(self, vid: int, index: int) -> str:
         """``live`` | ``running`` (executing at this event) | ``done`` | ``freed`` | ``error`` |
         ``unreachable`` (alive, but on no path from the next backward's roots)."""

@@ -44,7 +44,7 @@ saved          sid, bytes, storage, device, kind, shape, dtype, owner (vid | Non
                recompute (bid, only for tensors a checkpoint recompute saves)
 own            sid, owner (vid), attr     (the node that holds a saved tensor became known)
 node_dead      vid                        (autograd destroyed the node: nothing references it)
-tensor_dead    tid                        (a tensor without grad_fn was freed: nothing references it)
+tensor_dead    tid                        (torch freed the tensor: nothing references it)
 release        sid                        (autograd dropped the saved tensor)
 module_enter   path, type                 module_exit  path
 module_mode    type, training, line       (the script called model.train() / model.eval())

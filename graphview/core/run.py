@@ -212,7 +212,7 @@ class Run:
         # tid -> the line of its first event: where it was made, or where the script first used a
         # tensor made unseen (a layer's weight: later events carry the optimizer's line)
         self.first_line: dict[int, int] = {}
-        self.tensor_dead: dict[int, int] = {}  # tid of a tensor without grad_fn -> when it was freed
+        self.tensor_dead: dict[int, int] = {}  # tid -> when torch freed the tensor
         self.first_root_at: dict[int, int] = {}  # tid -> index of the first backward started from it
         self._last_op = -1
         self.steps: list[dict] = []  # {"step", "start", "end"}

@@ -95,7 +95,7 @@ def test_pause_leaves_out_a_backward_and_still_sees_what_it_frees(tmp_path):
     assert kinds.count("paused") == 1 and kinds.count("resumed") == 1
     assert len(run.backwards) == 2  # epochs 1 and 3; the paused one is left out
     between = run.events[kinds.index("paused"):kinds.index("resumed")]
-    assert {ev["ev"] for ev in between} <= {"paused", "name", "release", "node_dead"}  # names: flushed at pause
+    assert {ev["ev"] for ev in between} <= {"paused", "name", "release", "node_dead", "tensor_dead"}  # names: flushed at pause
     assert any(ev["ev"] == "release" for ev in between)  # the unrecorded backward freed step 2's saved tensors
 
 

@@ -561,3 +561,38 @@ def test_a_selection_outlives_a_cursor_where_its_node_is_not_shown(window, recor
     assert "not recorded yet" not in window.inspector.toPlainText()
     window.scene.clearSelection()  # a click on empty canvas
     assert window.inspector.toPlainText().startswith("Click a node")
+
+
+def test_a_freed_batch_goes_and_a_freed_result_fades_as_the_cursor_steps(window, record, write_script):
+    """Stepping through a plain loop: the first batch's node goes at the event torch frees it
+    (the window revisits only what the events stepped over touch), and after backward a result
+    that torch freed (the ReLU's, inside the model's forward) is drawn freed, not as solid as
+    the loss the script still holds."""
+    run = record(write_script(
+        "import torch\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for i in range(2):\n"
+        "    images = torch.randn(2, 3)\n"
+        "    opt.zero_grad()\n"
+        "    loss = model(images).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"))
+    show(window, run)
+    first = min((n for n in window.scene.drawing.nodes.values() if n.title == "images"), key=lambda n: n.born)
+    freed = run.tensor_dead[first.ref]
+    window.set_cursor(freed - 1)
+    assert window.scene.shown_at_cursor(first.id)
+    for index in range(freed - 1, freed + 1):  # one event at a time, as Step does
+        window.set_cursor(index + 1)
+    assert not window.scene.shown_at_cursor(first.id)
+    after_backward = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_end")
+    window.set_cursor(after_backward)
+    drawing = window.scene.drawing
+    relu = next(n for n in drawing.nodes.values() if n.title == "output of relu" and drawing.visible(n, after_backward))
+    loss = next(n for n in drawing.nodes.values() if n.title == "loss" and drawing.visible(n, after_backward))
+    assert drawing.tensor_state(relu, after_backward) == "freed"
+    assert drawing.tensor_state(loss, after_backward) == "live"
+    window.scene.boxes.set_all(set())
+    window.set_cursor(after_backward)
+    assert window.scene.node_items[relu.id].state == "freed"

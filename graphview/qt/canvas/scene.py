@@ -596,7 +596,7 @@ class GraphScene(QGraphicsScene):
         grad = short_value(entry.value) if entry is not None and entry.value is not None else None
         if grad is None and run.none_grad_reads.get(node.ref, index + 1) <= index:
             grad = "None"  # the script read .grad and got None (a non-leaf, a leaf backward never reached)
-        state = "error" if run.errors and node.ref in drawing.failed_roots(index) else "live"
+        state = "error" if run.errors and node.ref in drawing.failed_roots(index) else drawing.tensor_state(node, index)
         item.set_state(state, kind, 0, grad)
 
     def _update_edge(self, edge: "EdgeItem", index: int, hidden_by: dict) -> None:
@@ -684,7 +684,7 @@ class GraphScene(QGraphicsScene):
             elif kind == "accumulate":
                 op(ev.get("vid"))
                 tensor(ev.get("tid"))
-            elif kind in ("tensor", "name", "value", "tensor_grad", "grad_read"):
+            elif kind in ("tensor", "name", "value", "tensor_grad", "grad_read", "tensor_dead"):
                 tensor(ev.get("tid"))
             elif kind == "grad_reset":
                 for tid in ev.get("tids") or ():

@@ -56,7 +56,7 @@ class SketchItem(QGraphicsItem):
             if node.kind in ("op", "accumulate"):
                 state = scene.drawing.op_state(node.ref, scene.cursor)
             else:
-                state = "live"
+                state = scene.drawing.tensor_state(node, scene.cursor)
             self._states[node.id] = state
         return state
 
