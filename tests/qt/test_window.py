@@ -596,3 +596,26 @@ def test_a_freed_batch_goes_and_a_freed_result_fades_as_the_cursor_steps(window,
     window.scene.boxes.set_all(set())
     window.set_cursor(after_backward)
     assert window.scene.node_items[relu.id].state == "freed"
+
+
+def test_the_inspector_says_which_other_node_saves_the_same_memory(window, record, write_script):
+    """A max-pool saves the ReLU's result, which the ReLU saves too: one storage (the memory chart
+    counts it once) on two cards. The Inspector of each says the other holds the same memory."""
+    run = record(write_script(
+        "import torch\n"
+        "x = torch.randn(1, 2, 4, 4, requires_grad=True)\n"
+        "h = torch.relu(x * 2)\n"
+        "loss = torch.nn.functional.max_pool2d(h, 2).sum()\n"
+        "loss.backward()\n"))
+    show(window, run)
+    at = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+    pool = next(o for o in run.op_nodes.values() if o.name.startswith("MaxPool2DWithIndicesBackward"))
+    relu = next(o for o in run.op_nodes.values() if o.name.startswith("ReluBackward"))
+    mul = next(o for o in run.op_nodes.values() if o.name.startswith("MulBackward"))
+    said = {}
+    for op in (pool, relu, mul):
+        window.inspector.show_node(run, op.id, at)
+        said[op.name] = window.inspector.toPlainText()
+    assert f"the same memory {relu.name} saves" in said[pool.name]
+    assert f"the same memory {pool.name} saves" in said[relu.name]
+    assert "the same memory" not in said[mul.name]
