@@ -112,6 +112,7 @@ def _tensor_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
             "grad_fn": f"op{tnode.grad_fn}" if tnode.grad_fn is not None else None,
             "line": info.get("line"),
             "born": tnode.born,
+            "dead": run.tensor_dead.get(tnode.tid, limit) < limit,
         }
         _put_values(node, "value", info)
         entry = run.grad_at(tnode.tid, None if at is None else at)

@@ -76,3 +76,34 @@ def test_unknown_suffix_and_unwritable_path(record, tmp_path):
         export_graph(run, tmp_path / "g.xyz")
     with pytest.raises(ExportError, match="cannot write"):
         export_graph(run, tmp_path / "missing-folder" / "g.json")
+
+
+def test_json_says_which_tensors_torch_freed(record, write_script):
+    """Weight tying replaces a Parameter the constructor made: the export listed it as a parameter
+    like the others (summing the parameters gave more than torch's count). Torch freed it: the
+    node says so, as it says of the last iteration's batch."""
+    import torch
+
+    run = record(write_script(
+        "import torch\n"
+        "class Tied(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.embed = torch.nn.Embedding(10, 4)\n"
+        "        self.head = torch.nn.Linear(4, 10, bias=False)\n"
+        "        self.head.weight.data.normal_(0.0, 0.02)  # initialised as transformers does\n"
+        "        self.head.weight = self.embed.weight  # then dropped\n"
+        "    def forward(self, ids):\n"
+        "        return self.head(self.embed(ids))\n"
+        "model = Tied()\n"
+        "for i in range(2):\n"
+        "    ids = torch.randint(0, 10, (3,))\n"
+        "    model(ids).sum().backward()\n"))
+    data = graph_data(run)
+    params = [n for n in data["nodes"] if n["kind"] == "leaf" and n["tensor_kind"] == "param"]
+    live = [n for n in params if not n["dead"]]
+    model = torch.nn.Embedding(10, 4)
+    assert sum(n["shape"][0] * n["shape"][1] for n in live) == sum(p.numel() for p in model.parameters())
+    assert any(n["dead"] for n in params)  # the Linear's own weight, made and replaced in the constructor
+    batches = [n for n in data["nodes"] if n.get("name") == "ids"]
+    assert [n["dead"] for n in batches] == [True, False]
