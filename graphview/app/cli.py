@@ -341,8 +341,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         qt_app()
         scale = DEFAULT_SCALE if args.scale is None else args.scale
+        notes: list[str] = []
         used = render_run(run, args.output, at=args.at, scale=scale, caption=args.caption, legend=args.legend,
-                          depth=args.depth)
+                          depth=args.depth, notes=notes)
+        for note in notes:
+            print(f"graphview: note: {note}", file=sys.stderr)
         if suffix != ".png" and args.scale is not None:
             print(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
                   file=sys.stderr)

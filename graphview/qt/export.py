@@ -174,13 +174,18 @@ def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: st
     return used
 
 
+#: a picture with every box open taller than this (scene units, about 150 rows of nodes) gets a note
+TALL_PICTURE = 15_000.0
+
+
 def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, caption: bool = True,
-               legend: bool = True, depth: int | None = None) -> float | None:
+               legend: bool = True, depth: int | None = None, notes: list[str] | None = None) -> float | None:
     """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
 
     By default the state just before the last backward: the last graph complete, with its saved
     tensors (at the very end of a run autograd has freed most of what it built). ``depth``: module
-    boxes open down to that level, deeper ones shut (None: all open). Returns what
+    boxes open down to that level, deeper ones shut (None: all open). ``notes`` gets what a user
+    should know of the picture (every box open, a real model's page is metres tall). Returns what
     :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
@@ -190,6 +195,12 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
     scene.set_cursor(index)
     if depth is not None:
         scene.boxes.show_down_to(depth)
+    elif notes is not None and scene.boxes.boxes:
+        scene.boxes.settle()
+        tall = content_rect(scene).height()
+        if tall > TALL_PICTURE:
+            notes.append(f"every module box is drawn open: the picture is {tall:,.0f} pt tall ({tall / 72 * 0.0254:.1f} m "
+                         "as a PDF page); --depth 1 (or 0) draws deeper modules shut, one box each")
     return render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend)
 
 

@@ -174,3 +174,23 @@ def test_a_picture_exported_with_a_depth_draws_deeper_modules_shut(qapp, transfo
         assert box in top
     assert "encoder.layers.0.self_attn" in inner and "encoder.layers.0.self_attn" in everything
     assert len(top) < len(inner) < len(everything)
+
+
+def test_a_real_models_picture_with_every_box_open_comes_with_a_note(qapp, record, tmp_path):
+    """GPT-2's PDF with every box open was one page 6.6 m tall, and nothing said that --depth
+    reads well; a picture that is not that tall, or drawn to a depth, gets no note."""
+    pytest.importorskip("transformers")
+    from graphview.qt.export import TALL_PICTURE, render_run
+    from tests.conftest import zoo
+
+    gpt2 = record(zoo("gpt2_lm"))
+    notes: list[str] = []
+    render_run(gpt2, str(tmp_path / "open.pdf"), notes=notes)
+    [note] = notes
+    assert note.startswith("every module box is drawn open") and "--depth 1" in note
+    height = pypdf.PdfReader(str(tmp_path / "open.pdf")).pages[0].mediabox.height
+    assert height > TALL_PICTURE
+    shut: list[str] = []
+    render_run(gpt2, str(tmp_path / "depth.pdf"), depth=0, notes=shut)
+    assert shut == []
+    assert pypdf.PdfReader(str(tmp_path / "depth.pdf")).pages[0].mediabox.height < height / 3

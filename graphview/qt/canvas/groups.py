@@ -111,8 +111,8 @@ class GroupItem(QGraphicsObject):
         return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
 
     def prepareGeometryChange(self) -> None:
-        self._bounds = None
-        super().prepareGeometryChange()
+        super().prepareGeometryChange()  # (Qt asks boundingRect here: the old one, to repaint where it was)
+        self._bounds = None  # the caller changes the box next: boundingRect is worked out anew
 
     def boundingRect(self) -> QRectF:
         # asked for every box in view at each paint (11,000 shut boxes of a deep MLP zoomed out):
