@@ -63,8 +63,8 @@ def end_of_step(run: Run, cursor: int) -> int:
 def next_step(run: Run, cursor: int) -> int:
     if run.steps:
         found = _find(run, cursor, {"step_start"})
-    else:  # a plain script: the next iteration begins after this one's end
-        found = _find(run, cursor, _step_ends(run) - {"run_end"})
+    else:  # a plain script: the next iteration begins after this one's end (the cursor's own event, if it ends one)
+        found = _find(run, cursor - 1, _step_ends(run) - {"run_end"})
     if found is None:
         return last(run)
     after = _find(run, found, STOP_EVENTS)

@@ -50,6 +50,8 @@ def test_a_plain_training_loop_steps_from_optimizer_step_to_optimizer_step(recor
     assert updates[0] < second < updates[1]
     assert run.events[second]["ev"] in ("grad_reset", "op") and run.events[second].get("line") in (5, 6)
     assert updates[1] < next_step(run, second) < updates[2]
+    # from the end of an iteration (where End of step leaves the cursor), into the next one
+    assert updates[0] < next_step(run, updates[0]) < updates[1]
     assert next_step(run, updates[2]) == len(run.events) - 1  # no iteration after the last
 
 
