@@ -46,6 +46,8 @@ NODE_KINDS = {
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 #: leaves that outlive a step's graph: the next step's graph is drawn around them again
 _LASTING = frozenset({"param", "input", "input_grad"})
+#: tensors the script (or a model's forward) made without grad_fn from nothing drawn: they end when freed
+_INPUT_KINDS = frozenset({"input", "input_grad"})
 #: nodes a row of the layout counts as its module's (see Drawing._put), and a module's weights
 _ROW_KINDS = frozenset({"op", "intermediate"})
 _WEIGHT_KINDS = frozenset({"param", "accumulate"})
@@ -107,6 +109,7 @@ class Drawing:
         self._backlog: list[tuple[int, object]] = []
         self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
+        self._inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
@@ -160,6 +163,8 @@ class Drawing:
             node = self._make_node(element)
             nodes[node.id] = node
             created.append(node.id)
+            if node.kind in _INPUT_KINDS:
+                self._inputs.append(node.id)
             self._connect(node, element)
             # leaves, their AccumulateGrad and ops fed only by those (weight.t()) wait for their
             # first user, then sit just above it
@@ -602,9 +607,38 @@ class Drawing:
             return op.dead if op is not None else None
         if node.id in self.derived:
             return self._derived_death(node)
-        if node.kind in ("input", "input_grad"):
-            return self.run.tensor_dead.get(node.ref)
+        if node.kind in _INPUT_KINDS:
+            return self._input_death(node)
         return None
+
+    def _input_death(self, node: DrawNode) -> int | None:
+        """When torch freed an input, or later, when the last op it feeds is gone: the recorder's
+        saved copy of a batch outlives the script's tensor (``model(torch.randn(...))`` frees the
+        tensor at the end of the forward, while the conv holds its copy until backward)."""
+        end = self.run.tensor_dead.get(node.ref)
+        if end is None:
+            return None
+        nodes = self.nodes
+        for edge in self._out.get(node.id, ()):
+            user = nodes.get(edge.target)
+            if user is not None and user.kind in ("op", "accumulate"):
+                op = self.run.op_nodes.get(user.ref)
+                if op is None or op.dead is None:
+                    return None
+                end = max(end, op.dead)
+        return end
+
+    def inputs_changing(self, low: int, high: int) -> list[str]:
+        """Inputs that may disappear between events ``low`` and ``high`` (as :meth:`derived_changing`)."""
+        changing = []
+        nodes = self.nodes
+        for node_id in self._inputs:
+            node = nodes[node_id]
+            if node.kind in _INPUT_KINDS and node_id not in self.derived:
+                death = self._input_death(node)
+                if death is None or low <= death <= high:
+                    changing.append(node_id)
+        return changing
 
     def _derived_death(self, node: DrawNode) -> int | None:
         """A tensor made without grad from another (``targets.reshape(-1)``, ``out.detach()``,

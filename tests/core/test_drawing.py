@@ -400,7 +400,7 @@ def test_an_input_the_loop_binds_anew_goes_when_torch_frees_it(record, write_scr
     # the batch is freed where torch frees it: once the name is bound again and nothing else holds it
     first = next(n for n in drawing.nodes.values() if n.title == "images")
     freed = run.tensor_dead[first.ref]
-    assert updates[0] < freed < updates[1]
+    assert updates[0] < freed < updates[1] and freed <= drawing.dead_index(first) < updates[1]
     # torch agrees: the Linear saved the batch for backward, and backward freed it with the graph
     images = torch.randn(4, 3)
     gone = weakref.ref(images)
@@ -410,3 +410,21 @@ def test_an_input_the_loop_binds_anew_goes_when_torch_frees_it(record, write_scr
     loss.backward()
     del loss
     assert gone() is None
+
+
+def test_an_input_the_script_does_not_keep_stays_while_the_ops_it_feeds_live(record, write_script):
+    """``model(torch.randn(...))``: torch frees the batch the script never named at the end of the
+    forward, while the conv's saved copy of it lives until backward. The batch stays drawn with the
+    graph it feeds (it vanished at backward's start, its edge with it)."""
+    run = record(write_script(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))\n"
+        "loss = F.cross_entropy(model(torch.randn(2, 3, 8, 8)), torch.randint(0, 2, (2,)))\n"
+        "loss.backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+    batch = next(n for n in drawing.nodes.values() if n.kind == "input" and n.subtitle.startswith("2×3×8×8"))
+    assert run.tensor_dead[batch.ref] < start  # torch freed the script's tensor before backward
+    assert drawing.visible(batch, start)

@@ -564,8 +564,8 @@ def test_a_selection_outlives_a_cursor_where_its_node_is_not_shown(window, recor
 
 
 def test_a_freed_batch_goes_and_a_freed_result_fades_as_the_cursor_steps(window, record, write_script):
-    """Stepping through a plain loop: the first batch's node goes at the event torch frees it
-    (the window revisits only what the events stepped over touch), and after backward a result
+    """Stepping through a plain loop: the first batch's node goes once torch freed it and the ops
+    it fed are gone (the window revisits only what the events stepped over touch), and after backward a result
     that torch freed (the ReLU's, inside the model's forward) is drawn freed, not as solid as
     the loss the script still holds."""
     run = record(write_script(
@@ -580,7 +580,8 @@ def test_a_freed_batch_goes_and_a_freed_result_fades_as_the_cursor_steps(window,
         "    opt.step()\n"))
     show(window, run)
     first = min((n for n in window.scene.drawing.nodes.values() if n.title == "images"), key=lambda n: n.born)
-    freed = run.tensor_dead[first.ref]
+    freed = window.scene.drawing.dead_index(first)  # freed by torch, and the ops it fed gone
+    assert freed >= run.tensor_dead[first.ref]
     window.set_cursor(freed - 1)
     assert window.scene.shown_at_cursor(first.id)
     for index in range(freed - 1, freed + 1):  # one event at a time, as Step does

@@ -674,8 +674,8 @@ class GraphScene(QGraphicsScene):
         for i in range(max(previous, 0), min(index, len(events) - 1) + 1):
             ev = events[i]
             kind = ev.get("ev")
-            if kind in ("node_dead", "step_end"):
-                ends = True  # a derived no-grad tensor goes with what it feeds, or its step
+            if kind in ("node_dead", "step_end", "tensor_dead"):
+                ends = True  # a derived no-grad tensor goes with what it feeds, or its step; an input too, once freed
             if kind in ("bw_node", "bw_node_done", "node", "node_dead", "error"):
                 op(ev.get("vid"))
             if kind == "error" and ev.get("bid") in run.backwards:
@@ -702,6 +702,7 @@ class GraphScene(QGraphicsScene):
                     tensor(tid)
         if ends:
             touched.update(self.drawing.derived_changing(previous, index))
+            touched.update(self.drawing.inputs_changing(previous, index))
         return touched
 
     def module_of(self, item: NodeItem) -> str | None:
