@@ -8,7 +8,7 @@ backward (the extra compute, counted from the recorded ``recompute`` ops).
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from graphview.core.run import Run
@@ -209,22 +209,26 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             sets = around[node.module] = [] if node.module.startswith(RECOMPUTE_MODULE) else _around(node.module, vids_of)
         for vids in sets:
             vids.add(node.vid)
-    held_of = {pattern: run.saved_bytes_held_by(vids, at) for pattern, vids in vids_of.items()}
     owners = run.saved_owners(at)
-    freed_of = {pattern: run.checkpoint_would_free(vids, at, owners) for pattern, vids in vids_of.items()}
     before = _HeldBefore(run, at)
     calls = _calls(run, at)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
-        held = held_of[pattern]
-        saving = _saving(_units(run, pattern, vids_of, calls), freed_of[pattern], total, before, owners) \
-            if freed_of[pattern] else 0
+        if not pattern.endswith(".*") and pattern not in calls:
+            continue  # never called itself (a ModuleList): checkpointing it would change nothing
+        units = _units(run, pattern, vids_of, calls)
+        # each unit is checkpointed on its own: what one saves of another's result (the next layer
+        # saves this one's output) is that unit's input, which its checkpoint keeps
+        freed = sum(run.checkpoint_would_free(unit, at, owners) for unit in units)
+        held = run.saved_bytes_held_by(vids, at)
+        saving = _saving(units, freed, total, before, owners) if freed else 0
         if saving >= total / 100:  # (less is not worth a recompute)
             candidates.append((saving, held, pattern))
-    # the biggest first; of equal ones the pattern of every layer, then the deeper module
-    candidates.sort(key=lambda c: (-c[0], not c[2].endswith(".*"), -c[2].count("."), c[2]))
+    # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
+    # every layer estimates no more, a layer's saving is what there is), then the deeper module
+    candidates.sort(key=lambda c: (-c[0], c[2].endswith(".*"), -c[2].count("."), c[2]))
     chosen: list[Suggestion] = []
     for saving, held, pattern in candidates:
         stem = pattern.removesuffix(".*")
@@ -306,8 +310,14 @@ def _units(run: Run, pattern: str, vids_of: dict[str, set[int]], calls: dict[str
     spans = calls.get(pattern, ())
     if len(spans) < 2:
         return [vids]
-    born = {vid: run.op_nodes[vid].born for vid in vids}
-    units = [{vid for vid in vids if start <= born[vid] <= end} for start, end in spans]
+    # (an RNN cell called 3,000 times: each node goes to its call by bisection, not by a pass per call)
+    starts = [start for start, _ in spans]
+    units: list[set[int]] = [set() for _ in spans]
+    for vid in vids:
+        born = run.op_nodes[vid].born
+        at = bisect_right(starts, born) - 1
+        if at >= 0 and born <= spans[at][1]:
+            units[at].add(vid)
     return [unit for unit in units if unit]
 
 
