@@ -166,10 +166,12 @@ class Suggestion:
     at: int
     types: str | None = None  # the module's class name (``TransformerEncoderLayer``)
     saving: int = 0
+    calls: int = 1  # the module's calls (each checkpointed, and recomputed, on its own)
 
     def text(self) -> str:
         what = f" ({self.types})" if self.types else ""
-        again = "one layer at a time" if self.pattern.endswith(".*") else "all at once"
+        again = "one layer at a time" if self.pattern.endswith(".*") else (
+            "one call at a time" if self.calls > 1 else "all at once")
         share = f" ({self.saving / self.peak:.0%})" if self.peak else ""
         return (f"checkpoint {self.pattern}{what}: its nodes hold {human(self.held)} of the {human(self.peak)} "
                 f"peak at event {self.at}; recomputed in backward, {again}, the peak falls by about "
@@ -225,17 +227,17 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         held = run.saved_bytes_held_by(vids, at)
         saving = _saving(units, freed, total, before, owners) if freed else 0
         if saving >= total / 100:  # (less is not worth a recompute)
-            candidates.append((saving, held, pattern))
+            candidates.append((saving, held, pattern, len(units)))
     # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
     # every layer estimates no more, a layer's saving is what there is), then the deeper module
     candidates.sort(key=lambda c: (-c[0], c[2].endswith(".*"), -c[2].count("."), c[2]))
     chosen: list[Suggestion] = []
-    for saving, held, pattern in candidates:
+    for saving, held, pattern, units in candidates:
         stem = pattern.removesuffix(".*")
         if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
             continue
         first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
-        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first), saving))
+        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first), saving, units))
         if len(chosen) == top:
             break
     return chosen

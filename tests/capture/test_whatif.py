@@ -230,6 +230,7 @@ def test_a_module_that_saves_only_its_input_and_weights_is_not_offered(record, w
     pool = suggestions["pool"]
     measured = peak - record(script, checkpoint=["pool"]).peak_saved_bytes()["cpu"]
     assert measured > 0 and pool.saving == measured
+    assert "recomputed in backward, one call at a time" in pool.text()  # it pools after each conv
 
 
 BLOCKS_THEN_WIDE_HEAD = """
