@@ -109,7 +109,7 @@ class Drawing:
         self._backlog: list[tuple[int, object]] = []
         self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
-        self._inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
+        self.inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
@@ -164,7 +164,7 @@ class Drawing:
             nodes[node.id] = node
             created.append(node.id)
             if node.kind in _INPUT_KINDS:
-                self._inputs.append(node.id)
+                self.inputs.append(node.id)
             self._connect(node, element)
             # leaves, their AccumulateGrad and ops fed only by those (weight.t()) wait for their
             # first user, then sit just above it
@@ -630,15 +630,7 @@ class Drawing:
 
     def inputs_changing(self, low: int, high: int) -> list[str]:
         """Inputs that may disappear between events ``low`` and ``high`` (as :meth:`derived_changing`)."""
-        changing = []
-        nodes = self.nodes
-        for node_id in self._inputs:
-            node = nodes[node_id]
-            if node.kind in _INPUT_KINDS and node_id not in self.derived:
-                death = self._input_death(node)
-                if death is None or low <= death <= high:
-                    changing.append(node_id)
-        return changing
+        return self._ending(self.inputs, low, high)
 
     def _derived_death(self, node: DrawNode) -> int | None:
         """A tensor made without grad from another (``targets.reshape(-1)``, ``out.detach()``,
@@ -705,9 +697,13 @@ class Drawing:
     def derived_changing(self, low: int, high: int) -> list[str]:
         """Derived tensors that may appear or disappear between events ``low`` and ``high``: those
         whose end falls in that span, and those whose end is not known yet."""
+        return self._ending(self.derived, low, high)
+
+    def _ending(self, node_ids, low: int, high: int) -> list[str]:
+        """Those of ``node_ids`` whose end falls between ``low`` and ``high``, or is not known yet."""
         changing = []
-        for node_id in self.derived:
-            death = self._derived_death(self.nodes[node_id])
+        for node_id in node_ids:
+            death = self.dead_index(self.nodes[node_id])
             if death is None or low <= death <= high:
                 changing.append(node_id)
         return changing
@@ -772,11 +768,7 @@ class Drawing:
     def saved_bytes(self, vid: int, index: int) -> int:
         """Bytes node ``vid`` holds in saved tensors after event ``index`` (each storage once, as
         the memory chart counts them: ``x * x`` saves x twice, one storage)."""
-        storages = {}
-        for saved in self.run.saved_by_owner.get(vid, ()):
-            if saved.born <= index and (saved.released is None or saved.released > index):
-                storages[(saved.device, saved.storage)] = saved.bytes
-        return sum(storages.values())
+        return self.run.saved_bytes_held_by((vid,), index)
 
     def is_output(self, tid: int, index: int) -> bool:
         """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""

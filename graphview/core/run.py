@@ -97,6 +97,10 @@ class SavedNode:
     released: int | None = None
     src: int | None = None  # the autograd node that made it (None: a leaf, or the owner's own result)
 
+    def held_at(self, index: int) -> bool:
+        """Whether autograd holds it after event ``index``: saved by then, not released yet."""
+        return self.born <= index and (self.released is None or self.released > index)
+
 
 class GradEntry:
     """One change of a tensor's ``.grad``: what the gradient ledger lists.
@@ -482,8 +486,7 @@ class Run:
         get = ev.get
         # (id, sid, born, bytes, storage, device, kind, shape, dtype, owner, attr), by position
         node = SavedNode(f"s{sid}", sid, index, ev["bytes"], ev["storage"], ev["device"], ev["kind"],
-                         get("shape") or [], get("dtype", ""), get("owner"), get("attr"))
-        node.src = get("src")
+                         get("shape") or [], get("dtype", ""), get("owner"), get("attr"), src=get("src"))
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
@@ -735,7 +738,7 @@ class Run:
         storages: dict[tuple, int] = {}
         for vid in vids:
             for saved in self.saved_by_owner.get(vid, ()):
-                if saved.born <= index and (saved.released is None or saved.released > index):
+                if saved.held_at(index):
                     storages[(saved.device, saved.storage)] = saved.bytes
         return sum(storages.values())
 
@@ -751,8 +754,7 @@ class Run:
         storages: dict[tuple, int] = {}
         for vid in vids:
             for saved in self.saved_by_owner.get(vid, ()):
-                if saved.kind != "input" and (saved.src is None or saved.src in vids) and \
-                        saved.born <= index and (saved.released is None or saved.released > index):
+                if saved.kind != "input" and (saved.src is None or saved.src in vids) and saved.held_at(index):
                     key = (saved.device, saved.storage)
                     if owners.get(key, set()) <= vids:
                         storages[key] = saved.bytes
@@ -763,7 +765,7 @@ class Run:
         owners: dict[tuple, set[int]] = {}
         for vid, saved_list in self.saved_by_owner.items():
             for saved in saved_list:
-                if saved.born <= index and (saved.released is None or saved.released > index):
+                if saved.held_at(index):
                     owners.setdefault((saved.device, saved.storage), set()).add(vid)
         return owners
 

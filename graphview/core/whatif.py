@@ -223,9 +223,9 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         units = _units(run, pattern, vids_of, calls)
         # each unit is checkpointed on its own: what one saves of another's result (the next layer
         # saves this one's output) is that unit's input, which its checkpoint keeps
-        freed = sum(run.checkpoint_would_free(unit, at, owners) for unit in units)
+        freed = [run.checkpoint_would_free(unit, at, owners) for unit in units]
         held = run.saved_bytes_held_by(vids, at)
-        saving = _saving(units, freed, total, before, owners) if freed else 0
+        saving = _saving(units, freed, total, before) if any(freed) else 0
         if saving >= total / 100:  # (less is not worth a recompute)
             candidates.append((saving, held, pattern, len(units)))
     # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
@@ -255,7 +255,7 @@ class _HeldBefore:
         for vid in sorted(run.saved_by_owner, key=lambda v: nodes[v].born if v in nodes else -1):
             for saved in run.saved_by_owner[vid]:
                 key = (saved.device, saved.storage)
-                if saved.born <= at and (saved.released is None or saved.released > at) and key not in first:
+                if saved.held_at(at) and key not in first:
                     first[key] = nodes[vid].born if vid in nodes else -1
                     held[vid] = held.get(vid, 0) + saved.bytes
         self.held = held  # vid -> bytes of the storages it is the first to hold at ``at``
@@ -277,29 +277,27 @@ class _HeldBefore:
         for vid in vids:
             for saved in self.run.saved_by_owner.get(vid, ()):
                 key = (saved.device, saved.storage)
-                if saved.born <= self.at and (saved.released is None or saved.released > self.at) and \
-                        self.first.get(key, born) >= born:
+                if saved.held_at(self.at) and self.first.get(key, born) >= born:
                     storages[key] = saved.bytes
         return sum(storages.values())
 
 
-def _saving(units: list[set[int]], freed: int, peak: int, before: _HeldBefore, owners: dict) -> int:
-    """About how far the peak falls if a pattern is checkpointed. What its nodes alone save of their
-    own (``freed``, :meth:`Run.checkpoint_would_free`) goes from the forward (the peak at its end
-    drops by it), but backward recomputes each of its ``units`` (each layer of ``layers.*``, each
+def _saving(units: list[set[int]], freed: list[int], peak: int, before: _HeldBefore) -> int:
+    """About how far the peak falls if a pattern is checkpointed. What the nodes of each of its
+    ``units`` alone save of their own (``freed``, one figure a unit: :meth:`Run.checkpoint_would_free`)
+    goes from the forward (the peak at its end drops by it), but backward recomputes each unit (each layer of ``layers.*``, each
     call of a module) when it reaches it, while what was made before it is still held: the
     unit's nodes hold again what they held (its input, which the checkpoint kept, included). The
     new peak is the higher of the two (an nn.LSTM that holds nine tenths of a step is recomputed
     whole beside the embedding: little is saved; the last Linear is recomputed first in backward,
     beside all the rest)."""
-    run = before.run
-    firsts = sorted((min(run.op_nodes[vid].born for vid in unit), number) for number, unit in enumerate(units))
+    nodes = before.run.op_nodes
+    firsts = sorted((min(nodes[vid].born for vid in unit), number) for number, unit in enumerate(units))
     recomputing, earlier_units = 0, 0
     for first, number in firsts:  # (the units made before this one are checkpointed too: theirs is gone)
-        unit = units[number]
-        recomputing = max(recomputing, before(first) - earlier_units + before.added_by(unit, first))
-        earlier_units += run.checkpoint_would_free(unit, before.at, owners)
-    return max(0, peak - max(peak - freed, recomputing))
+        recomputing = max(recomputing, before(first) - earlier_units + before.added_by(units[number], first))
+        earlier_units += freed[number]
+    return max(0, peak - max(peak - sum(freed), recomputing))
 
 
 def _units(run: Run, pattern: str, vids_of: dict[str, set[int]], calls: dict[str, list[tuple[int, int]]]) -> list[set[int]]:

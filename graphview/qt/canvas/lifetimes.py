@@ -10,6 +10,8 @@ hundreds of times): most die with an autograd node, whose death is one lookup.
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
@@ -35,7 +37,6 @@ class Lifetimes:
         self._room = {name: np.zeros(1024, dtype=np.int64) for name in _COLUMNS}
         self._index_of: dict[str, int] = {}
         self._pending = np.zeros(0, dtype=np.int64)  # nodes that die with an autograd node not dead yet
-        self._inputs: list[int] = []  # inputs not known to be freed yet (torch says when: tensor_dead)
         self._events = -1  # the run's length when the deaths were last looked at
 
     # the columns, one number per placed node, as long as ``ids`` (views of the arrays with room)
@@ -71,21 +72,13 @@ class Lifetimes:
             self.dead[unknown] = [op.dead if op is not None and op.dead is not None else _NEVER for op in ops]
             self._pending = unknown[self.dead[unknown] == _NEVER]
         index_of, dead = self._index_of, self.dead
-        for node_id in drawing.derived:  # no-grad tensors made from others: they go with what they feed
+        # no-grad tensors made from others go with what they feed; inputs once torch freed them
+        for node_id in chain(drawing.derived, drawing.inputs):
             i = index_of.get(node_id)
             if i is not None and dead[i] == _NEVER:
                 death = dead_index(nodes[node_id])
                 if death is not None:
                     dead[i] = death
-        if self._inputs:
-            ids, still = self.ids, []
-            for i in self._inputs:
-                death = dead_index(nodes[ids[i]])
-                if death is None:
-                    still.append(i)
-                else:
-                    dead[i] = death
-            self._inputs = still
 
     def _take_new(self) -> None:
         """The nodes placed since the last call: their births, places, deaths so far."""
@@ -128,8 +121,6 @@ class Lifetimes:
             for column, name in enumerate(_COLUMNS):
                 self._room[name][first:end] = table[:, column]
         fresh = np.nonzero((self.dead[first:] == _NEVER) & (self.vids[first:] >= 0))[0] + first
-        self._inputs += [i for i, node_id in enumerate(new_ids, start=first)
-                         if nodes[node_id].kind in ("input", "input_grad") and self.dead[i] == _NEVER]
         self._pending = np.concatenate([self._pending, fresh])
 
     def rows_of(self, node_ids) -> np.ndarray:

@@ -191,15 +191,18 @@ class Inspector(QTextBrowser):
         unreachable = run.unreachable_reason(op.vid, index)
         if unreachable is not None:
             rows.append(("backward", f"<i>will not run</i>: {html.escape(unreachable)}"))
-        saved = [s for s in run.saved.values() if s.owner == op.vid and s.born <= index]
-        shared = _also_saved_by(run, op.vid, saved, index)
+        saved = sorted((s for s in run.saved_by_owner.get(op.vid, ()) if s.born <= index), key=lambda s: s.sid)
+        # the other nodes that save the same memory (a max-pool saves the ReLU's result the ReLU
+        # saves: one storage, counted once in the memory chart, though each node's card shows it)
+        owners = run.saved_owners(index) if saved else {}
         lines = []
         for s in saved:
-            released = s.released is not None and s.released <= index
+            released = not s.held_at(index)
             shape = "×".join(map(str, s.shape)) or "scalar"
             kind = {"param": "leaf that requires grad", "input": "input or constant"}.get(s.kind, s.kind)
-            others = shared.get((s.device, s.storage)) if not released else None
-            also = f"; the same memory {', '.join(sorted(others))} saves" if others else ""
+            others = () if released else owners.get((s.device, s.storage), set()) - {op.vid}
+            names = sorted(run.op_nodes[v].name if v in run.op_nodes else f"node {v}" for v in others)
+            also = f"; the same memory {', '.join(names)} saves" if names else ""
             lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({kind}{also})"
                          + (" <i>released</i>" if released else ""))
         rows.append(("saved tensors", "<br>".join(lines) or "none"))
@@ -301,18 +304,3 @@ def _grads(grads) -> str:
     if not grads:
         return "none"
     return "<br>".join(html.escape(capped(g)) for g in grads)
-
-
-def _also_saved_by(run: Run, vid: int, saved: list, index: int) -> dict[tuple, set[str]]:
-    """(device, storage) of node ``vid``'s saved tensors -> the other nodes that save the same memory
-    live at ``index`` (a max-pool saves the ReLU's result the ReLU saves: one storage, counted once
-    in the memory chart, though each node's card shows it)."""
-    storages = {(s.device, s.storage) for s in saved}
-    found: dict[tuple, set[str]] = {}
-    for other in run.saved.values():
-        key = (other.device, other.storage)
-        if key in storages and other.owner is not None and other.owner != vid and other.born <= index \
-                and (other.released is None or other.released > index):
-            node = run.op_nodes.get(other.owner)
-            found.setdefault(key, set()).add(node.name if node is not None else f"node {other.owner}")
-    return found
