@@ -14,6 +14,10 @@ the recorder (the reference), once under recording. Torch is the oracle:
   Bytes torch holds where no walk sees them (the inputs non-reentrant checkpoint keeps for its
   recompute, another graph still alive) are reported beside: graphview's total minus the walk.
 
+The reference runs with the recording process's number of CPU threads: torch's CPU reductions
+(a LayerNorm's weight gradient, an embedding's) add in an order set by the thread count, so runs
+with different counts differ in the last bits whatever graphview does.
+
 ``python -m graphview.capture.fidelity SCRIPT`` (and ``graphview check --fidelity SCRIPT``)
 prints the comparison and exits 1 on any difference.
 """
@@ -175,7 +179,7 @@ def run_once(script: str, options: RunOptions, record: bool) -> dict:
                          on_step_result=keep_result)
     errors = [e for e in events if e["ev"] == "error"]
     outcome = {
-        "status": end["status"],
+        "status": end["status"], "threads": torch.get_num_threads(),
         "error": [errors[-1]["type"], errors[-1]["message"]] if errors else None,
         "results": results, "state": final_state(scope),
         "stdout": "".join(e["text"] for e in events if e["ev"] == "stdout"),
@@ -198,7 +202,7 @@ def reference_in_fresh_process(script: str, options: RunOptions, timeout: float 
     fd, out = tempfile.mkstemp(suffix=".pt", prefix="graphview-reference-")
     os.close(fd)
     command = [sys.executable, *SAFE_PATH, "-m", "graphview.capture.fidelity", "--reference", script, "--out", out,
-               "--options", json.dumps(options.to_dict())]
+               "--options", json.dumps(options.to_dict()), "--threads", str(torch.get_num_threads())]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     process.graphview_out = out  # type: ignore[attr-defined]
     process.graphview_timeout = timeout  # type: ignore[attr-defined]
@@ -232,6 +236,9 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # object addresses (<PowBackward0 obje
 def compare(reference: dict, recorded: dict) -> list[str]:
     """Every difference between the reference and the recorded run, in words (empty: none)."""
     problems: list[str] = []
+    if reference.get("threads") != recorded.get("threads"):
+        problems.append(f"torch ran with {reference.get('threads')} CPU threads plain, {recorded.get('threads')} "
+                        "recorded (sums add in another order: the last bits differ)")
     if reference["error"] != recorded["error"]:
         problems.append(f"error differs: plain {reference['error']} vs recorded {recorded['error']}")
     if len(reference["results"]) != len(recorded["results"]):
@@ -294,9 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--options", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     options = RunOptions.from_dict(json.loads(args.options)) if args.options else RunOptions(steps=args.steps)
     if args.reference:
+        if args.threads:
+            torch.set_num_threads(args.threads)
         torch.save(run_once(args.script, options, record=False), args.out)
         return 0
     problems, reference, recorded = check(args.script, options)

@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from graphview.capture.fidelity import compare, run_once, walk_graph
+from graphview.capture.fidelity import collect, compare, reference_in_fresh_process, run_once, walk_graph
 from graphview.core.options import RunOptions
 from tests.conftest import lesson, model
 
@@ -44,6 +44,25 @@ def test_graph_and_saved_bytes_differences_are_reported():
     problems = compare(nudged, recorded)
     assert any("nodes differ" in p and "ReluBackward0" in p for p in problems)
     assert any("saved bytes" in p for p in problems)
+
+
+def test_the_reference_runs_with_this_process_thread_count():
+    """A LayerNorm's weight gradient sums in an order set by the CPU thread count: one thread
+    plain against two recorded differs in the last bits with no fault of the recorder's, so the
+    fresh reference process takes this process's count, and a mismatch is named as such."""
+    options = RunOptions(steps=1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        process = reference_in_fresh_process(model("transformer_block"), options)
+        recorded = run_once(model("transformer_block"), options, record=True)
+        reference = collect(process)
+    finally:
+        torch.set_num_threads(before)
+    assert reference["threads"] == recorded["threads"] == 1
+    assert compare(reference, recorded) == []
+    other = dict(reference, threads=7)
+    assert compare(other, recorded)[0].startswith("torch ran with 7 CPU threads plain, 1 recorded")
 
 
 def test_walk_counts_each_storage_once():
