@@ -113,6 +113,7 @@ class Drawing:
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._deaths: dict[str, int] = {}  # derived node id -> when it stopped mattering (once known)
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
+        self._model_weights: dict[str, list[str]] = {}  # a model's name (``teacher``) -> its weights' node ids
 
 
     # ------------------------------------------------------------------ building
@@ -488,7 +489,9 @@ class Drawing:
         inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
         norm's weights went in the add's row), so each row holds one module's nodes (or nodes
         outside every module). Which nodes a row counts is in :meth:`_put`. Live means not
-        destroyed before ``born``."""
+        destroyed before ``born``; a row of a model whose weights live stays its own after its
+        graph is freed: its next call comes back there (a distillation's student, drawn in the
+        rows of the teacher's freed graph, sat inside the teacher's box at the next step)."""
         for layer in range(top, bottom + 1):
             row = self._row_modules.get(layer)
             if not row:
@@ -501,8 +504,16 @@ class Drawing:
                     if len(live) != len(ids):
                         row[path] = live
                     return True
+                if self._model_lives(path, born):
+                    return True
                 del row[path]
         return False
+
+    def _model_lives(self, path: str | None, born: int) -> bool:
+        """Whether a weight of the model ``path`` belongs to (its first name) is alive at ``born``."""
+        if not path:
+            return False
+        return any(not self._gone(i, born) for i in self._model_weights.get(path.partition(".")[0], ()))
 
     def _gone(self, node_id: str, born: int) -> bool:
         dead = self.dead_index(self.nodes[node_id])
@@ -571,6 +582,8 @@ class Drawing:
         # layout depend on how the run was read
         if node.kind in _ROW_KINDS or node.module is not None and node.kind in _WEIGHT_KINDS:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
+            if node.kind == "param":
+                self._model_weights.setdefault(node.module.partition(".")[0], []).append(node.id)
         self.order.append(node.id)
 
     def path_clear(self, source: DrawNode, target: DrawNode, half_width: float) -> bool:
