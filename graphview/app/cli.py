@@ -28,7 +28,7 @@ from graphview.app.whatif_cli import print_comparison, print_suggestions, sugges
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
-from graphview.core.export import FORMATS, ExportError, export_graph
+from graphview.core.export import ALL_OPEN, FORMATS, PAGE_ROWS, ExportError, export_graph
 from graphview.core.files import WriteError
 from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
@@ -85,11 +85,13 @@ def positive_scale(text: str) -> float:
     return value
 
 
-def non_negative_depth(text: str) -> int:
+def non_negative_depth(text: str) -> int | str:
+    if text == ALL_OPEN:
+        return text
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a whole number nor {ALL_OPEN!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
     return value
@@ -130,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="PNG, SVG, PDF: leave out the caption above the graph (script, step, event)")
     exp.add_argument("--depth", type=non_negative_depth, default=None, metavar="LEVEL",
                      help="PNG, SVG, PDF: open module boxes down to this level, deeper ones drawn shut as one box "
-                          "each (0: each top-level module as one box; default: every box open)")
+                          f"each (0: each top-level module as one box; {ALL_OPEN}: every box open; default: the "
+                          f"deepest level at which the graph takes at most {PAGE_ROWS} rows)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source")

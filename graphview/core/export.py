@@ -17,6 +17,13 @@ from graphview.core.events import summary_text
 from graphview.core.files import OutputError, WriteError, check_folder, write_file
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
+#: a picture (PNG, SVG, PDF) is drawn with every module box open when its graph takes at most this
+#: many rows (7,700 pt: the bundled transformer's 65 rows); a real model's with every box open was
+#: metres tall (GPT-2's 197 rows, 6.6 m as a PDF page): by default its deeper boxes are drawn shut
+PAGE_ROWS = 80
+#: the picture's ``depth`` that draws every box open, however tall
+ALL_OPEN = "all"
+
 GRAPH_SCHEMA = "graphview-graph"
 GRAPH_SCHEMA_VERSION = 1
 FORMATS = {".json": "json", ".dot": "dot", ".gv": "dot", ".graphml": "graphml"}

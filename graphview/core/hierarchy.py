@@ -232,11 +232,16 @@ def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
     """The collapsed set a big graph opens with: the deepest level whose layout ``fits(rows,
     columns)`` (the caller knows the screen), else the outermost boxes shut. Nothing is shut
     when the whole drawing fits."""
+    level = level_that_fits(drawing, boxes, fits)
+    return set() if level is None else collapsed_at_level(boxes, level)
+
+
+def level_that_fits(drawing: Drawing, boxes: list[ModuleBox], fits) -> int | None:
+    """The level :func:`levels_that_fit` shuts the boxes at (None: none shut)."""
     if not boxes or fits(*Layout(drawing, boxes, set()).size()):
-        return set()
+        return None
     deepest = max(box.level for box in boxes)
     for level in range(deepest, 0, -1):
-        collapsed = collapsed_at_level(boxes, level)
-        if fits(*Layout(drawing, boxes, collapsed).size()):
-            return collapsed
-    return collapsed_at_level(boxes, 0)
+        if fits(*Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()):
+            return level
+    return 0

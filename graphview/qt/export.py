@@ -25,7 +25,8 @@ from PySide6.QtSvg import QSvgGenerator
 
 from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
-from graphview.core.export import ExportError, check_writable, save
+from graphview.core.drawing import LAYER_HEIGHT
+from graphview.core.export import ALL_OPEN, PAGE_ROWS, ExportError, check_writable, save
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, GroupItem, NodeItem
 from graphview.qt.export_page import ExportPage
@@ -174,18 +175,17 @@ def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: st
     return used
 
 
-#: a picture with every box open taller than this (scene units, about 150 rows of nodes) gets a note
-TALL_PICTURE = 15_000.0
 
 
 def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, caption: bool = True,
-               legend: bool = True, depth: int | None = None, notes: list[str] | None = None) -> float | None:
+               legend: bool = True, depth: int | str | None = None, notes: list[str] | None = None) -> float | None:
     """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
 
     By default the state just before the last backward: the last graph complete, with its saved
     tensors (at the very end of a run autograd has freed most of what it built). ``depth``: module
-    boxes open down to that level, deeper ones shut (None: all open). ``notes`` gets what a user
-    should know of the picture (every box open, a real model's page is metres tall). Returns what
+    boxes open down to that level, deeper ones shut; :data:`ALL_OPEN`: every box open; None: open
+    down to the deepest level whose graph takes at most :data:`PAGE_ROWS` rows. ``notes`` gets what
+    a user should know of the picture (which boxes were shut to fit). Returns what
     :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
@@ -193,14 +193,15 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
     if not 0 <= index < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
-    if depth is not None:
+    if depth is None:
+        level, rows = scene.boxes.shut_to_fit(PAGE_ROWS)
+        if level is not None and notes is not None:
+            tall = rows * LAYER_HEIGHT
+            notes.append(f"drawn as --depth {level}: modules at level {level} and deeper are shut, one box each, "
+                         f"so the graph takes at most {PAGE_ROWS} rows (every box open: {rows} rows, "
+                         f"{tall:,.0f} pt, {tall / 72 * 0.0254:.1f} m as a PDF page); --depth all opens every box")
+    elif depth != ALL_OPEN:
         scene.boxes.show_down_to(depth)
-    elif notes is not None and scene.boxes.boxes:
-        scene.boxes.settle()
-        tall = content_rect(scene).height()
-        if tall > TALL_PICTURE:
-            notes.append(f"every module box is drawn open: the picture is {tall:,.0f} pt tall ({tall / 72 * 0.0254:.1f} m "
-                         "as a PDF page); --depth 1 (or 0) draws deeper modules shut, one box each")
     return render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend)
 
 

@@ -9,6 +9,8 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 
 from graphview.core.captions import caption
+from graphview.core.drawing import Drawing
+from graphview.core.hierarchy import Layout, collapsed_at_level, module_boxes
 from graphview.core.options import RunOptions
 from graphview.qt.canvas import FILL, NODE_H, NODE_W
 from graphview.qt.export import content_rect, render_scene
@@ -176,21 +178,37 @@ def test_a_picture_exported_with_a_depth_draws_deeper_modules_shut(qapp, transfo
     assert len(top) < len(inner) < len(everything)
 
 
-def test_a_real_models_picture_with_every_box_open_comes_with_a_note(qapp, record, tmp_path):
-    """GPT-2's PDF with every box open was one page 6.6 m tall, and nothing said that --depth
-    reads well; a picture that is not that tall, or drawn to a depth, gets no note."""
+def test_a_real_models_picture_is_drawn_shut_to_fit_and_says_so(qapp, record, tmp_path):
+    """GPT-2's PDF with every box open was one page 6.6 m tall (197 rows): by default its deeper
+    modules are drawn shut until the graph takes at most PAGE_ROWS rows, and a note says how to
+    open them; ``all`` opens every box, a depth draws to it, and neither needs a note."""
     pytest.importorskip("transformers")
-    from graphview.qt.export import TALL_PICTURE, render_run
+    from graphview.core.export import PAGE_ROWS
+    from graphview.qt.export import render_run
     from tests.conftest import zoo
 
     gpt2 = record(zoo("gpt2_lm"))
+
+    def page(depth, notes):
+        path = tmp_path / f"{depth}.pdf"
+        render_run(gpt2, str(path), depth=depth, notes=notes)
+        return pypdf.PdfReader(str(path)).pages[0]
+
     notes: list[str] = []
-    render_run(gpt2, str(tmp_path / "open.pdf"), notes=notes)
+    fitted = page(None, notes)
     [note] = notes
-    assert note.startswith("every module box is drawn open") and "--depth 1" in note
-    height = pypdf.PdfReader(str(tmp_path / "open.pdf")).pages[0].mediabox.height
-    assert height > TALL_PICTURE
-    shut: list[str] = []
-    render_run(gpt2, str(tmp_path / "depth.pdf"), depth=0, notes=shut)
-    assert shut == []
-    assert pypdf.PdfReader(str(tmp_path / "depth.pdf")).pages[0].mediabox.height < height / 3
+    level = int(note.removeprefix("drawn as --depth ").split(":")[0])
+    assert "--depth all opens every box" in note
+    everything: list[str] = []
+    opened = page("all", everything)
+    assert everything == []
+    assert opened.mediabox.height > 3 * fitted.mediabox.height
+    same: list[str] = []
+    assert page(level, same).mediabox.height == fitted.mediabox.height and same == []
+    # the deepest level that fits: one level deeper would not
+    drawing = Drawing(gpt2)
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    assert Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()[0] <= PAGE_ROWS
+    assert Layout(drawing, boxes, collapsed_at_level(boxes, level + 1)).size()[0] > PAGE_ROWS
+    assert f"every box open: {Layout(drawing, boxes, set()).size()[0]} rows" in note

@@ -15,8 +15,8 @@ from functools import partial
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVariantAnimation, Signal
 
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
-                                      module_boxes, module_boxes_of)
+from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
+                                      levels_that_fit, module_boxes, module_boxes_of)
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -272,6 +272,21 @@ class ModuleBoxes(QObject):
         self._placed = len(drawing.order)
         self._take(module_boxes(drawing))
         self.set_all(collapsed_at_level(self.boxes, level))
+
+    def shut_to_fit(self, rows: int) -> tuple[int | None, int]:
+        """Headless, at once: shut the boxes at the deepest level at which the graph takes at most
+        ``rows`` rows. Returns that level (None: every box stays open) and the rows the graph takes
+        with every box open."""
+        drawing = self.scene.drawing
+        if drawing is None:
+            return None, 0
+        self._placed = len(drawing.order)
+        self._take(module_boxes(drawing))
+        every = Layout(drawing, self.boxes, set()).size()[0]
+        level = level_that_fits(drawing, self.boxes, lambda r, _columns: r <= rows)
+        if level is not None:
+            self.set_all(collapsed_at_level(self.boxes, level))
+        return level, every
 
     def set_all(self, collapsed: set[str]) -> None:
         """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
