@@ -66,7 +66,8 @@ accumulate     bid, tid, vid, increment, grad (new value of ``.grad``), first (b
 tensor_grad    bid, tid, grad             (``.grad`` of a tensor that called retain_grad)
 grad_result    bid, tid, grad             (a result of ``autograd.grad`` for input tid)
 backward_end   bid, ok, freed (saved tensors released, i.e. no retain_graph)
-grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign"), line, source
+grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign" | "in_place": an op wrote
+               into the grad, its name in source), line, source
 optimizer_step optimizer, tids, line
 alloc          device, bytes              (CUDA allocator's ``memory_allocated``, on change)
 error          type, message, traceback [{file, line, func, text}...], line, vid, bid,

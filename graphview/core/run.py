@@ -115,7 +115,7 @@ class GradEntry:
                  bid: int | None = None) -> None:
         self.index = index
         self.step = step
-        self.how = how  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign"
+        self.how = how  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign" | "in_place"
         self.bid = bid
         self._increment = increment
         self._value = value
@@ -592,7 +592,7 @@ class Run:
         for tid in ev.get("tids") or ():
             entries = self.grads.setdefault(tid, [])
             value = None
-            if how in ("zero", "assign"):
+            if how in ("zero", "assign", "in_place"):
                 value = ev.get("value") or _zeros_like(entries[-1].value if entries else None)
             entries.append(GradEntry(index, self._step, how, None, value))
 

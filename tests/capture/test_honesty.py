@@ -328,3 +328,38 @@ def test_graphview_reading_a_steps_loss_is_none_of_the_scripts_ops(record):
     assert all(e["line"] is not None for e in run.events if e["ev"] == "op")
     # the value is still read: step() returned the loss
     assert all(e["result"] and e["result"]["values"] for e in run.events if e["ev"] == "step_end")
+
+
+def test_grads_changed_in_place_by_unscaling_and_clipping_are_the_ledgers_values(record, write_script):
+    """GradScaler's unscale, clip_grad_norm_ and clip_grad_value_ write into ``.grad`` with ops
+    that return nothing or whose names start with ``_`` (``_amp_foreach_..._``, ``_foreach_mul_``):
+    the ledger kept the gradient before them, 2x or 1024x what the optimizer used. After each line,
+    the ledger's value is torch's, which the script itself copies."""
+    path = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "lin = torch.nn.Linear(4, 2)\n"
+        "scaler = torch.amp.GradScaler('cpu', init_scale=1024.0)\n"
+        "opt = torch.optim.SGD(lin.parameters(), lr=0.1)\n"
+        "seen = {}\n"
+        "scaler.scale(lin(torch.randn(3, 4)).pow(2).sum() * 10).backward()\n"
+        "seen[7] = lin.bias.grad.clone()\n"
+        "scaler.unscale_(opt)\n"
+        "seen[9] = lin.bias.grad.clone()\n"
+        "torch.nn.utils.clip_grad_norm_(lin.parameters(), 1.0)\n"
+        "seen[11] = lin.bias.grad.clone()\n"
+        "lin.bias.grad.mul_(0.5)\n"
+        "seen[13] = lin.bias.grad.clone()\n"
+        "torch.nn.utils.clip_grad_value_(lin.parameters(), 0.01)\n"
+        "seen[15] = lin.bias.grad.clone()\n")
+    scope: dict = {}
+    run = record(path, keep=scope)
+    bias = next(tid for tid in run.grads if run.tensor_name(tid) == "lin.bias")
+    entries = run.grads[bias]
+    for line in (9, 11, 13, 15):
+        last = [e for e in entries if run.events[e.index].get("line") == line][-1]
+        assert last.how == "in_place"
+        assert last.value["values"] == scope["seen"][line].tolist()
+    # each is a change of its own: the one before it differs
+    values = [tuple(scope["seen"][line].tolist()) for line in (7, 9, 11, 13, 15)]
+    assert len(set(values)) == 5

@@ -172,6 +172,23 @@ def test_gradient_ledger_lists_each_accumulation(window, record):
     assert top.child(0).text(0) == "backward 1: .grad += -8"
 
 
+def test_the_ledger_names_the_op_that_changed_a_grad_in_place(window, record, write_script):
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.tensor([3.0, -4.0], requires_grad=True)\n"
+        "(w * 10).sum().backward()\n"
+        "torch.nn.utils.clip_grad_norm_([w], 1.0)\n"))
+    show(window, run)
+    window.bottom_tabs.setCurrentWidget(window.ledger)
+    window.set_cursor(len(run.events) - 1)
+    top = window.ledger.topLevelItem(0)
+    rows = [(top.child(i).text(0), top.child(i).text(1)) for i in range(top.childCount())]
+    assert rows[0][0] == "backward 1: .grad += [10, 10]"
+    # torch: the norm is sqrt(200) = 14.14, so each of 10 is scaled to 1/sqrt(2)
+    assert rows[1] == ("changed in place by _foreach_mul_", "[0.707107, 0.707107]")
+    assert top.text(1) == "[0.707107, 0.707107]"
+
+
 def test_a_long_ledger_lists_the_latest_changes_and_counts_the_older(window, record, monkeypatch):
     from graphview.qt.formatting import capped
     from graphview.qt.panels import ledger

@@ -70,6 +70,17 @@ def _kind_of(func) -> tuple[int, str]:
         return _classify(func)
 
 
+def _written(name: str, args, inputs: list, inplace: bool) -> list:
+    """The tensors an op wrote into: an in-place op's first input; a ``_foreach_*_`` op's (and
+    GradScaler's ``_amp_foreach_non_finite_check_and_unscale_``'s) first list."""
+    if inplace:
+        return inputs[:1]
+    if name.endswith("_") and name.startswith(("_foreach_", "_amp_foreach_")) and args \
+            and isinstance(args[0], (list, tuple)):
+        return [t for t in args[0] if isinstance(t, torch.Tensor)]
+    return []
+
+
 def _compiled_before() -> bool:
     """Whether ``torch.compile`` was called in this process (a compiled function may run later).
 
@@ -175,6 +186,18 @@ class OpHooks(TensorIdentity):
             self._emit_fn({"ev": "grad_reset", "tids": [tid], "how": "assign", "line": line,
                            "source": "assign", "value": summarize(value)})
 
+    def _grads_written(self, name, args, inputs, inplace, line) -> None:
+        """A ``.grad`` an op wrote into (``p.grad.zero_()``, clip_grad_norm_'s ``_foreach_mul_``,
+        GradScaler's unscale, which returns nothing): a change of the gradient the optimizer uses."""
+        for t in _written(name, args, inputs, inplace):
+            g = self._grad_of.get(id(t))
+            if g is not None and g[0]() is t:
+                how = "zero" if name in ("zero_", "_foreach_zero_") else "in_place"
+                event = {"ev": "grad_reset", "tids": [g[1]], "how": how, "line": line, "source": name}
+                if how == "in_place":
+                    event["value"] = summarize(t)
+                self._emit_fn(event)
+
     def _record_op(self, name, args, kwargs, out, frame) -> bool:
         """The ``op`` event (and ``detach``, ``retain_grad``); whether ``--detach-at`` detaches here."""
         line = frame.f_lineno if frame is not None else None
@@ -185,21 +208,14 @@ class OpHooks(TensorIdentity):
                 inputs.append(a)
             elif isinstance(a, (list, tuple)):
                 inputs.extend(x for x in a if isinstance(x, torch.Tensor))
+        inplace = name.endswith("_") and not name.startswith("_") or name.startswith("__i")
+        if inplace or name[-1:] == "_":
+            self._grads_written(name, args, inputs, inplace, line)
         outputs = _flatten_tensors(out)
         if not outputs and name not in _NOTABLE_NON_TENSOR and name != "retain_grad":
             return False
         oid = next(self._oids)
         self.op_count = oid
-        inplace = name.endswith("_") and not name.startswith("_") or name.startswith("__i")
-        # a grad buffer changed in place (``p.grad.zero_()``): that is a grad reset
-        if inplace and inputs:
-            g = self._grad_of.get(id(inputs[0]))
-            if g is not None and g[0]() is inputs[0]:
-                how = "zero" if name == "zero_" else "assign"
-                event = {"ev": "grad_reset", "tids": [g[1]], "how": how, "line": line, "source": name}
-                if how == "assign":
-                    event["value"] = summarize(inputs[0])
-                self._emit_fn(event)
         in_refs = [self.tensor_ref(t, line) for t in inputs]
         out_refs = [self.tensor_ref(t, line) for t in outputs]
         grad_fn = None

@@ -73,6 +73,8 @@ class GradLedger(QTreeWidget):
                 if e.how in ("accumulate", "retained"):
                     what = (f"{step}.grad += {capped(e.increment, 4)}" if e.increment is not None
                             else f"{step}.grad kept (retain_grad)")
+                elif e.how == "in_place":  # (clip_grad_norm_'s _foreach_mul_, GradScaler's unscale)
+                    what = f"{step}changed in place by {run.events[e.index].get('source') or 'an op'}"
                 else:
                     what = f"{step}{e.how.replace('_', ' ')}"
                 child = QTreeWidgetItem([what, capped(e.value)])
