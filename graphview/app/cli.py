@@ -253,26 +253,9 @@ def load_run(path: str) -> tuple[Run, list[str]]:
     return run, warnings
 
 
-def _first_line(text: str) -> str:
-    lines = str(text).strip().splitlines()
-    return lines[0] if lines else ""
-
-
 def failure_headline(run: Run) -> str:
     """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
-    end = run.end or {}
-    message = _first_line(end.get("message") or "")
-    if run.status == "error":
-        if run.errors:
-            _, err = run.errors[-1]
-            where = f" at line {err['line']}" if err.get("line") else ""
-            return f"the script failed ({err.get('type')}{where}: {_first_line(err.get('message') or '')})"
-        return f"the script failed ({message or 'error'})"
-    if run.status == "timeout":
-        return "the script was stopped at its time limit"
-    if run.status == "stopped":
-        return f"the script was stopped ({message or 'by the user'})"
-    return message or f"the script failed ({run.status})"
+    return run.failure_headline()
 
 
 def _up_to(run: Run) -> str:

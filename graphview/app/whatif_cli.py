@@ -34,14 +34,17 @@ def print_comparison(before: Run, after: Run) -> None:
 def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
     """``check --json``'s suggestions: each with its pattern, module type, the bytes its nodes hold at
     the peak, the peak, its device and event; with ``--measure``, the peak a re-run with
-    ``--checkpoint`` measured (``measured_peak``, bytes per device) and its ops recomputed in backward."""
+    ``--checkpoint`` measured (``measured_peak``, bytes per device) and its ops recomputed in backward,
+    or why that re-run failed (``measured_failed``)."""
     data = []
     for s in checkpoint_suggestions(run):
         entry = {"pattern": s.pattern, "type": s.types, "held": s.held, "saving": s.saving, "peak": s.peak, "device": s.device,
                  "at": s.at}
         if getattr(args, "measure", False):
             after = _measure(run, args, s.pattern)
-            if after is not None:
+            if after is not None and after.failed and not run.failed:
+                entry["measured_failed"] = after.failure_headline()
+            elif after is not None:
                 entry["measured_peak"] = after.peak_saved_bytes()
                 entry["recomputed_ops"] = recomputed_ops(after, 0, len(after.events) - 1) - \
                     recomputed_ops(run, 0, len(run.events) - 1)

@@ -102,6 +102,11 @@ class SavedNode:
         return self.born <= index and (self.released is None or self.released > index)
 
 
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 class GradEntry:
     """One change of a tensor's ``.grad``: what the gradient ledger lists.
 
@@ -622,6 +627,22 @@ class Run:
     @property
     def failed(self) -> bool:
         return self.status in FAILED_STATUSES
+
+    def failure_headline(self) -> str:
+        """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
+        end = self.end or {}
+        message = _first_line(end.get("message") or "")
+        if self.status == "error":
+            if self.errors:
+                _, err = self.errors[-1]
+                where = f" at line {err['line']}" if err.get("line") else ""
+                return f"the script failed ({err.get('type')}{where}: {_first_line(err.get('message') or '')})"
+            return f"the script failed ({message or 'error'})"
+        if self.status == "timeout":
+            return "the script was stopped at its time limit"
+        if self.status == "stopped":
+            return f"the script was stopped ({message or 'by the user'})"
+        return message or f"the script failed ({self.status})"
 
     def tensor_name(self, tid: int | None) -> str | None:
         info = self.tensors.get(tid) if tid is not None else None

@@ -351,6 +351,13 @@ def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:
 def measured_text(pattern: str, before: Run, after: Run) -> str:
     """What checkpointing ``pattern`` did, measured: the earlier run's peak and this run's, and the
     ops recomputed in backward."""
+    if after.failed and not before.failed:  # its peak is the peak of the part that ran: no measure
+        text = f"checkpoint {pattern}, not measured: with it, {after.failure_headline()}"
+        if _failed_recomputing(after):
+            text += (" while torch recomputed the checkpointed forward in backward; a module that changes "
+                     "state when called computes something else the second time (a key/value cache: "
+                     "transformers' models need use_cache=False to be checkpointed)")
+        return text
     peak_b, peak_a = before.peak_saved_bytes(), after.peak_saved_bytes()
     recomputed = recomputed_ops(after, 0, len(after.events) - 1) - recomputed_ops(before, 0, len(before.events) - 1)
     if recomputed:
@@ -359,6 +366,17 @@ def measured_text(pattern: str, before: Run, after: Run) -> str:
         saved = _recomputed_saves(after) - _recomputed_saves(before)
         again = f"{saved:+d} saved tensors recomputed in backward" if saved else "nothing recomputed in backward"
     return f"checkpoint {pattern}, measured: peak saved {_peak_text(peak_b, peak_a)}; {again}"
+
+
+def _failed_recomputing(run: Run) -> bool:
+    """Whether the run's last error came in a backward call during which a checkpoint recomputed."""
+    if not run.errors:
+        return False
+    index, err = run.errors[-1]
+    bid = err.get("bid")
+    if bid is None:
+        return False
+    return any(ev.get("recompute") == bid for _, ev in run.events.where({"op", "saved"}, 0, index))
 
 
 def _recomputed_saves(run: Run) -> int:

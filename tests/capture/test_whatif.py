@@ -279,3 +279,43 @@ def test_each_layer_checkpointed_on_its_own_keeps_its_input(record, write_script
     peak = plain.peak_saved_bytes()["cpu"]
     measured = peak - record(script, checkpoint=["layers.*"]).peak_saved_bytes()["cpu"]
     assert measured > 0 and suggestions["layers.*"].saving == measured
+
+
+CACHED = '''import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Cached(nn.Module):
+    """Keeps every input it was called with, as a key/value cache does."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.cache = []
+
+    def forward(self, x):
+        self.cache.append(x)
+        return self.lin(torch.cat(self.cache, 0)).sum(0)
+
+
+model = nn.Sequential(nn.Linear(4, 4), Cached())
+model(torch.randn(2, 4)).pow(2).sum().backward()
+'''
+
+
+def test_a_checkpoint_whose_re_run_fails_is_not_measured(record, write_script):
+    """A new user's Mixtral: the re-run with its layers checkpointed died in backward (the
+    recompute appended to the key/value cache again) and ``check --measure`` printed the peak of
+    the part that ran as a 94% saving."""
+    from graphview.core.whatif import measured_text
+
+    path = write_script(CACHED)
+    before = record(path)
+    after = record(path, checkpoint=["model.1"])
+    assert before.status == "ok" and after.status == "error"
+    text = measured_text("model.1", before, after)
+    assert text.startswith("checkpoint model.1, not measured: with it, the script failed (CheckpointError at line 21")
+    assert "while torch recomputed the checkpointed forward in backward" in text and "use_cache=False" in text
+    assert "peak saved" not in text
