@@ -9,8 +9,8 @@
 
 The same code runs with and without the recorder, so a plain run with the same options (the
 reference of a fidelity check) computes exactly what the recorded one did. Under the recorder,
-``save_on_cpu``'s hooks run inside the recorder's own (:meth:`saving_through`), so what they keep
-is still counted.
+``save_on_cpu``'s hooks, as any pair a script makes, count what they keep (see
+:meth:`graphview.capture.hooks.saved.SavedTensorHooks._counted`).
 """
 
 from __future__ import annotations
@@ -113,10 +113,8 @@ class WhatIf:
     def around_step(self):
         if not self.options.save_on_cpu:
             return contextlib.nullcontext()
-        hooks = torch.autograd.graph.save_on_cpu(device_type=autocast_device(self.options))
-        if self.recorder is None:
-            return hooks
-        return self.recorder.saving_through(hooks)
+        # (made while recording, its hooks count what they keep: see SavedTensorHooks._counted)
+        return torch.autograd.graph.save_on_cpu(device_type=autocast_device(self.options))
 
     def report(self) -> None:
         """After the run: say what an option changed nothing in (``--save-on-cpu`` on the CPU)."""

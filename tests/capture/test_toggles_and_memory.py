@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from graphview.core.events import summary_scalar
 from tests.conftest import lesson, model
@@ -140,3 +141,61 @@ def test_teacher_gets_no_gradient(record, name):
     teacher_weight = run.tensor_by_name("teacher.0.weight")
     assert teacher_weight is not None
     assert run.grad_values(teacher_weight) == []
+
+
+
+#: a script's own pairs of saved-tensor hooks: keep the tensor, a float16 copy, or nothing in memory
+HOOK_PAIRS = {
+    "identity": "(lambda t: t, lambda t: t)",
+    "half": "(lambda t: (t.dtype, t.half()), lambda p: p[1].to(p[0]))",
+    "offload": "(offload, lambda key: store.pop(key))",
+}
+OWN_HOOKS = """import torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+x = torch.randn(8, 16)
+store = {{}}
+def offload(t):
+    store[len(store)] = t.clone()
+    return len(store) - 1
+with torch.autograd.graph.saved_tensors_hooks(*{pair}):
+    loss = m(x).pow(2).mean()
+loss.backward()
+"""
+
+
+def _kept_by_torch(mode: str) -> int:
+    """Bytes of what the pack hook returned (each storage once), the script's forward run here."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    x = torch.randn(8, 16)
+    store: dict = {}
+
+    def offload(t):
+        store[len(store)] = t.clone()
+        return len(store) - 1
+
+    pack, unpack = eval(HOOK_PAIRS[mode], {"torch": torch, "offload": offload, "store": store})
+    returned = []
+
+    def watched(t):
+        packed = pack(t)
+        returned.extend(p for p in (packed if isinstance(packed, tuple) else (packed,)) if isinstance(p, torch.Tensor))
+        return packed
+
+    with torch.autograd.graph.saved_tensors_hooks(watched, unpack):
+        m(x).pow(2).mean()
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in returned}.values())
+
+
+@pytest.mark.parametrize("mode", list(HOOK_PAIRS))
+def test_a_scripts_own_saved_tensor_hooks_count_what_they_keep(record, write_script, mode):
+    """Torch runs only the innermost pair of saved-tensor hooks: a script's own (``save_on_cpu``,
+    a pair that compresses or offloads) hid every saved tensor from graphview (0 B saved). What
+    they keep is counted: the bytes of the tensors its pack hook returned, as torch holds them,
+    none for a pack that keeps its tensor outside memory."""
+    run = record(write_script(OWN_HOOKS.format(pair=HOOK_PAIRS[mode])))
+    assert run.status == "ok"
+    peak = run.peak_saved_bytes().get("cpu", 0)
+    assert peak == _kept_by_torch(mode)
+    assert {"identity": peak > 0, "half": 0 < peak < _kept_by_torch("identity"), "offload": peak == 0}[mode]

@@ -8,7 +8,6 @@ torch's exact message.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import weakref
 from contextlib import ExitStack
@@ -29,6 +28,8 @@ class SavedTensorHooks(TensorIdentity):
 
     def install_saved(self, stack: ExitStack) -> None:
         stack.enter_context(autograd_graph.saved_tensors_hooks(self._pack, self._unpack))
+        hooks_class = autograd_graph.saved_tensors_hooks
+        self.patch(stack, hooks_class, "__init__", self._counting_scripts_hooks(hooks_class.__init__))
         hook_class = getattr(torch.utils.checkpoint, "_recomputation_hook", None)
         if hook_class is not None:  # (a private class: where it is missing, recomputes go uncounted)
             self.patch(stack, hook_class, "__init__", self._counting_recompute(hook_class.__init__))
@@ -75,12 +76,25 @@ class SavedTensorHooks(TensorIdentity):
         self._recomputed_refs.pop(sid, None)
         self._release(sid)
 
-    @contextlib.contextmanager
-    def saving_through(self, hooks: autograd_graph.saved_tensors_hooks):
-        """Saved tensors go through the pack and unpack hooks of ``hooks`` (``save_on_cpu()``, as a
-        script would enter it) and are still counted: the bytes and device of the tensor that pair
-        keeps. Entered inside the recorder, a script's own hooks would hide every saved tensor."""
-        pack_hook, unpack_hook = hooks.pack_hook, hooks.unpack_hook
+    def _counting_scripts_hooks(self, original_init):
+        """A script's own ``saved_tensors_hooks`` (``with save_on_cpu():``, a pair that compresses
+        or offloads) sit above the recorder's, and torch runs only the innermost pair: every saved
+        tensor was hidden (0 B saved, a memory chart of nothing). Made while recording, such a
+        pair is wrapped so that it still counts, with the bytes and device of the first tensor its
+        pack hook returns (none: kept outside memory, 0 B). Checkpoint's own pairs are not: they
+        hold nothing until the recompute, which :meth:`_counting_recompute` counts."""
+        recorder_ref = self._self_ref
+
+        def __init__(hooks, pack_hook, unpack_hook):
+            recorder = recorder_ref()
+            if recorder is not None and recorder._active and not type(hooks).__module__.startswith("torch.utils.checkpoint"):
+                pack_hook, unpack_hook = recorder._counted(pack_hook, unpack_hook)
+            original_init(hooks, pack_hook, unpack_hook)
+
+        return __init__
+
+    def _counted(self, pack_hook, unpack_hook):
+        """``pack_hook`` and ``unpack_hook`` that report each tensor they keep as saved."""
 
         def pack(t: torch.Tensor):
             if tracing():
@@ -96,8 +110,7 @@ class SavedTensorHooks(TensorIdentity):
                 return unpack_hook(packed.inner) if packed.inner is not None else self._unpack(packed)
             return unpack_hook(packed)
 
-        with autograd_graph.saved_tensors_hooks(pack, unpack):
-            yield
+        return pack, unpack
 
     def _pack(self, t: torch.Tensor, kept: torch.Tensor | None = None, inner: object = None):
         if tracing():
@@ -108,7 +121,10 @@ class SavedTensorHooks(TensorIdentity):
                 event = self._saved_event(sid, t, op_inputs=self._op_inputs)
                 if kept is not None and kept is not t:  # kept elsewhere (a CPU copy): its bytes, its device
                     where = self._saved_event(sid, kept)
-                    event.update(bytes=where["bytes"], storage=where["storage"], device=where["device"])
+                    event.update(bytes=where["bytes"], storage=where["storage"], device=where["device"],
+                                 dtype=where["dtype"])
+                elif inner is not None and kept is None:  # the script's pack hook kept no tensor (a file)
+                    event["bytes"] = 0
                 if self._recompute:
                     event["recompute"] = self._recompute[-1]
                 gf = t.grad_fn
