@@ -127,6 +127,9 @@ class RecorderState:
         self._retained_state: dict[int, tuple] = {}
         self._op_inputs: set | None = None  # ids of the tensors passed to the op running now
         self._grad_of: dict[int, tuple] = {}  # id(grad tensor) -> (ref, leaf tid)
+        # id(leaf) -> what its AccumulateGrad's accumulate event needs, while a script's
+        # post-accumulate-grad hook may run (see BackwardHooks._accumulated_first)
+        self._accumulating: dict[int, tuple] = {}
         self._recomputed_refs: dict[int, weakref.ref] = {}  # sid -> what a checkpoint's recompute keeps
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []

@@ -363,3 +363,35 @@ def test_grads_changed_in_place_by_unscaling_and_clipping_are_the_ledgers_values
     # each is a change of its own: the one before it differs
     values = [tuple(scope["seen"][line].tolist()) for line in (7, 9, 11, 13, 15)]
     assert len(set(values)) == 5
+
+
+def test_an_optimizer_step_fused_into_backward_comes_after_the_accumulation(record, write_script):
+    """A post-accumulate-grad hook (each parameter stepped and zeroed as its gradient arrives) ran
+    before graphview told the accumulation: the ledger read ``.grad`` None after every backward.
+    Now the accumulation comes first, with the gradient the hook got (which the hook copies)."""
+    path = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))\n"
+        "opts = {p: torch.optim.SGD([p], lr=0.1) for p in m.parameters()}\n"
+        "got = []\n"
+        "def hook(p):\n"
+        "    got.append((p, p.grad.clone()))\n"
+        "    opts[p].step(); opts[p].zero_grad()\n"
+        "for p in m.parameters():\n"
+        "    p.register_post_accumulate_grad_hook(hook)\n"
+        "for it in range(2):\n"
+        "    m(torch.randn(5, 4)).pow(2).mean().backward()\n")
+    scope: dict = {}
+    run = record(path, keep=scope)
+    names = {id(p): name for name, p in scope["m"].named_parameters()}
+    for tid, entries in run.grads.items():
+        name = run.tensor_name(tid).removeprefix("m.")
+        got = [g for p, g in scope["got"] if names[id(p)] == name]
+        assert [e.how for e in entries] == ["accumulate", "set_to_none"] * 2
+        assert len(got) == 2
+        for entry, grad in zip(entries[::2], got):
+            assert entry.value["values"] == grad.reshape(-1).tolist()
+            # the step the hook made comes after the accumulation it stepped with
+            step = next(i for i, ev in run.events.where({"optimizer_step"}, entry.index) if tid in ev["tids"])
+            assert entry.index < step

@@ -34,6 +34,27 @@ class BackwardHooks(TensorIdentity):
         self._orig_engine = torch.autograd.graph._engine_run_backward
         self.patch(stack, torch.autograd.graph, "_engine_run_backward", self._engine_run_backward)
         self.patch(stack, torch.autograd, "_engine_run_backward", self._engine_run_backward)
+        register = torch.Tensor.register_post_accumulate_grad_hook
+        self.patch(stack, torch.Tensor, "register_post_accumulate_grad_hook",
+                   self._accumulated_first(register))
+
+    def _accumulated_first(self, register):
+        """A script's post-accumulate-grad hook (an optimizer step fused into backward) runs inside
+        the leaf's AccumulateGrad, before the node's own hooks: the ``accumulate`` event came after
+        the step and ``zero_grad`` it made (the gradient read None). Registered while recording,
+        it first lets the accumulation be told, as it was."""
+        recorder_ref = self._self_ref
+
+        def register_post_accumulate_grad_hook(tensor, hook):
+            def told_first(leaf):
+                recorder = recorder_ref()
+                if recorder is not None:
+                    recorder._accumulated_now(leaf)
+                return hook(leaf)
+
+            return register(tensor, told_first)
+
+        return register_post_accumulate_grad_hook
 
     def _engine_run_backward(self, t_outputs, *args, **kwargs):
         original = self._orig_engine
@@ -140,9 +161,9 @@ class BackwardHooks(TensorIdentity):
             if type(node) is _ACCUMULATE_GRAD_TYPE:
                 leaf = node.variable
                 leaf_ref = weakref.ref(leaf)
-                handles.append(node.register_prehook(partial(accumulate_prehook, call, vid, from_edge, leaf_ref)))
-                handles.append(node.register_hook(
-                    partial(accumulate_hook, call, vid, leaf_ref, self.tensor_ref(leaf, line)[0])))
+                tid = self.tensor_ref(leaf, line)[0]
+                handles.append(node.register_prehook(partial(accumulate_prehook, call, vid, from_edge, leaf_ref, tid)))
+                handles.append(node.register_hook(partial(accumulate_hook, call, vid, leaf_ref, tid)))
             else:
                 # its edges into a leaf's AccumulateGrad are summarized exactly, as the leaf's .grad is
                 handles.append(node.register_prehook(partial(prehook, call, vid, from_edge)))
@@ -223,14 +244,25 @@ class BackwardHooks(TensorIdentity):
         return None
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
-                               grad_outputs) -> None:
+                               tid: int, grad_outputs) -> None:
         self._bw_prehook(call, vid, from_edge, grad_outputs, exact=True)  # what goes into .grad: exact, as .grad
         with self.at_work():
             leaf = leaf_ref()
             call.grad_was_none[vid] = leaf is None or leaf.grad is None
             if len(grad_outputs) == 1 and grad_outputs[0] is not None:
                 call.arrived[vid] = _identity(grad_outputs[0])
+            if leaf is not None and leaf._post_accumulate_grad_hooks:  # (see _accumulated_first)
+                self._accumulating[id(leaf)] = (call, vid, leaf_ref, tid, grad_outputs)
         return None
+
+    def _accumulated_now(self, leaf) -> None:
+        """The ``accumulate`` event of ``leaf``'s AccumulateGrad, told from inside it (a script's
+        post-accumulate-grad hook is about to run)."""
+        pending = self._accumulating.pop(id(leaf), None)
+        if pending is not None and pending[2]() is leaf:
+            call, vid, leaf_ref, tid, grad_outputs = pending
+            self._accumulated(call, vid, leaf_ref, tid, grad_outputs)
+            call.told.add(vid)
 
     def _bw_accumulate_hook(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_inputs,
                             grad_outputs) -> None:
@@ -239,6 +271,19 @@ class BackwardHooks(TensorIdentity):
         readers take the node's incoming gradient. When ``.grad`` was None and is now that very
         tensor (autograd stole it), a small one's values are the increment's: ``grad`` is left
         out too. Each is still written in full whenever anything could have changed it."""
+        if vid in call.told:  # told already, before a script's hook changed .grad
+            call.told.discard(vid)
+        else:
+            leaf = leaf_ref()
+            if leaf is not None:
+                self._accumulating.pop(id(leaf), None)
+            self._accumulated(call, vid, leaf_ref, tid, grad_outputs)
+        with self.at_work():
+            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
+        return None
+
+    def _accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_outputs) -> None:
+        """The ``accumulate`` event of AccumulateGrad ``vid`` (see :meth:`_bw_accumulate_hook`)."""
         with self.at_work():
             leaf = leaf_ref()
             first = call.grad_was_none.get(vid, True)
@@ -256,8 +301,6 @@ class BackwardHooks(TensorIdentity):
             else:
                 event["grad"] = summarize(grad, hist=True)
             self._emit_fn(event)
-            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
-        return None
 
 
 #: nodes that pass a gradient on with the same values, rearranged (or cast): fed into a leaf, what
@@ -280,7 +323,7 @@ def _feeds_only_a_leaf(node) -> bool:
 class _BackwardCall:
     """What the hooks of one backward call share."""
 
-    __slots__ = ("bid", "releases", "sent", "grad_was_none", "arrived", "light")
+    __slots__ = ("bid", "releases", "sent", "grad_was_none", "arrived", "light", "told")
 
     def __init__(self, bid: int, releases: bool) -> None:
         self.bid = bid
@@ -289,3 +332,4 @@ class _BackwardCall:
         self.grad_was_none: dict[int, bool] = {}  # AccumulateGrad vid -> its leaf had no .grad before
         self.arrived: dict[int, tuple] = {}  # AccumulateGrad vid -> _identity of the gradient its bw_node showed
         self.light = LightSummaries()  # the gradients' light summaries, once per run of memory
+        self.told: set[int] = set()  # AccumulateGrad vids whose accumulate event came before a script's hook
