@@ -44,7 +44,7 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     into a leaf's ``.grad``, shown beside it).
     """
     summary = _summarize(t, full_max, light, norm, sample=not (hist or exact))
-    if hist and summary is not None and "stats" in summary and "min" in summary["stats"]:
+    if hist and summary is not None and "stats" in summary and "min" in summary["stats"] and t.layout == torch.strided:
         # binned from the values the statistics saw: min and max are theirs
         read = _to_read(t.detach(), sample=False)[0] if t.is_cpu else t
         histogram = _histogram(read, summary["stats"])
@@ -195,6 +195,8 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
     shape = list(t.shape)
     try:
         t = t.detach()  # the recorder's reads make no graph
+        if t.layout == torch.sparse_coo and not t.is_meta:
+            return _sparse_summary(t, shape, full_max)
         if t.layout != torch.strided or t.is_meta:
             return {"shape": shape, "stats": {"numel": t.numel()}}
         if t.is_complex():
@@ -213,6 +215,31 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
         return {"shape": shape, "stats": _norm_only(t, numel) if light else _stats(t, numel, norm)}
     except (RuntimeError, TypeError, ValueError) as exc:  # e.g. an exotic tensor subclass
         return {"shape": shape, "stats": {"numel": t.numel()}, "note": str(exc)[:200]}
+
+
+def _sparse_summary(t: torch.Tensor, shape: list, full_max: int) -> dict:
+    """A sparse COO tensor (an ``Embedding(sparse=True)``'s gradient): a small one's values; a
+    large one's statistics over every element, the zeros it does not store included, exact, with
+    ``nnz`` (how many elements it stores, after adding up duplicates)."""
+    t = t.coalesce()
+    numel = t.numel()
+    if numel <= full_max:
+        return _summarize(t.to_dense(), full_max, light=False, norm=True, sample=False)
+    values = t.values()
+    stored = values.numel()
+    if not stored:
+        stats = {"min": 0.0, "max": 0.0, "mean": 0.0, "numel": numel, "nan": 0, "inf": 0, "norm": 0.0}
+    else:
+        stats = _stats(values, stored)
+        stats["numel"] = numel
+        if isinstance(stats["mean"], float):
+            stats["mean"] = stats["mean"] * stored / numel
+        if stored < numel:  # the zeros it does not store
+            for key, pick in (("min", min), ("max", max)):
+                if isinstance(stats[key], float):
+                    stats[key] = pick(stats[key], 0.0)
+    stats["nnz"] = stored
+    return {"shape": shape, "stats": stats}
 
 
 # NOTE [Sampled statistics]

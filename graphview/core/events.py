@@ -111,7 +111,8 @@ def summary_text(summary: object, limit: int | None = None) -> str:
     list of all values; ``[real, imag]`` pairs when ``complex``) or ``stats`` (``min, max,
     mean, norm, numel, nan, inf``; of the magnitudes for complex tensors; for parameters,
     inputs and ``.grad`` also ``hist``: counts in equal bins from min to max; with ``sampled``
-    when they are of that many evenly spaced values, not all ``numel``).
+    when they are of that many evenly spaced values, not all ``numel``; with ``nnz`` for a sparse
+    tensor: how many of them it stores, the others being zeros).
     """
     if summary is None:
         return "None"
@@ -136,7 +137,8 @@ def summary_text(summary: object, limit: int | None = None) -> str:
         parts.append(f"nan={stats['nan']}" + (" in the sample" if sampled else ""))
     if stats.get("inf"):
         parts.append(f"inf={stats['inf']}" + (" in the sample" if sampled else ""))
-    head = f"[{stats.get('numel', '?')} values" + (f", a sample of {sampled}" if sampled else "")
+    head = f"[{stats.get('numel', '?')} values" + (f", a sample of {sampled}" if sampled else "") + (
+        f", sparse: {stats['nnz']} stored" if stats.get("nnz") is not None else "")
     return head + ": " + ", ".join(parts) + "]"
 
 
@@ -235,6 +237,7 @@ def _only(items: list, types: frozenset) -> bool:
 
 _STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_int,
                  "nan": _is_int, "inf": _is_int, "hist": _list_of(_is_int), "hist_of": _is_int, "sampled": _is_int,
+                 "nnz": _is_int,
                  "of": lambda v: isinstance(v, str)}
 
 

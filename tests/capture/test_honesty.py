@@ -395,3 +395,23 @@ def test_an_optimizer_step_fused_into_backward_comes_after_the_accumulation(reco
             # the step the hook made comes after the accumulation it stepped with
             step = next(i for i, ev in run.events.where({"optimizer_step"}, entry.index) if tid in ev["tids"])
             assert entry.index < step
+
+
+def test_a_sparse_gradient_says_its_values(record, write_script):
+    """``Embedding(sparse=True)``'s gradient is a sparse tensor: its summary held only its size
+    ("[400 values: ]"). Its statistics are those of every element, the zeros it does not store
+    included, as torch's dense form of it has them."""
+    path = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "emb = torch.nn.Embedding(50, 8, sparse=True)\n"
+        "emb(torch.tensor([[1, 2, 2, 7]])).pow(2).sum().backward()\n")
+    scope: dict = {}
+    run = record(path, keep=scope)
+    [(tid, entries)] = run.grads.items()
+    stats = entries[-1].value["stats"]
+    dense = scope["emb"].weight.grad.to_dense()
+    assert stats["nnz"] == 3 * 8 and stats["numel"] == dense.numel()
+    assert (stats["min"], stats["max"]) == (dense.min().item(), dense.max().item())
+    assert stats["norm"] == pytest.approx(dense.norm().item(), rel=1e-6)
+    assert stats["mean"] == pytest.approx(dense.mean().item(), rel=1e-6)
