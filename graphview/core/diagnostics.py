@@ -624,7 +624,35 @@ def _graph_cut(run: Run):
         yield finding
 
 
+# ---------------------------------------------------------------------- 17. a checkpoint recomputes BatchNorm
+def _recompute_updates_buffers(run: Run):
+    """A checkpoint's recompute that writes into a buffer (BatchNorm's ``num_batches_tracked``:
+    its running statistics move with it) updates it a second time for one forward."""
+    for number, (index, op) in enumerate(run.ops):
+        if number % PAUSE_EVERY == PAUSE_EVERY - 1:
+            yield None
+        if op.get("recompute") is None or not op.get("inplace") or not op.get("inputs"):
+            continue
+        tid = op["inputs"][0][0]
+        info = run.tensors.get(tid) or {}
+        if info.get("kind") != "buffer":
+            continue
+        name = info.get("name") or _name(run, tid)
+        module = name.rpartition(".")[0] or "a module"
+        forward = next((o for _, o in run.ops if o.get("recompute") is None and o.get("module") == module), None)
+        line = forward.get("line") if forward is not None else op.get("line")
+        yield Finding("checkpoint-recomputes-batchnorm",
+                      f"a checkpoint recomputes {module}: its running statistics are updated twice", line,
+                      f"torch.utils.checkpoint runs the forward again in backward, {module} with it: in training "
+                      f"mode it updates {name} (and its running mean and variance) on every forward, so the "
+                      "recompute updates them a second time for the same batch: the count goes up by 2 a step and "
+                      "the running statistics move twice.",
+                      f"Leave {module} out of the checkpointed part (checkpoint the layers around it), or use a "
+                      "norm without running statistics (LayerNorm, GroupNorm).", index)
+        return
+
+
 CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
           _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write, _eval_is_not_no_grad,
           _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation, _ddp_unused_parameters,
-          _graph_cut]
+          _graph_cut, _recompute_updates_buffers]

@@ -29,6 +29,7 @@ EXPECTED = {
     "unscaled_micro_batches": ("unscaled-accumulation", 11, {}),
     "total_loss_keeps_graphs": ("graph-kept", 11, {}),
     "detached_branch_gets_no_grad": ("grad-none-detached", 9, {}),
+    "checkpoint_batchnorm": ("checkpoint-recomputes-batchnorm", 11, {}),
 }
 
 
