@@ -48,6 +48,8 @@ _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 _LASTING = frozenset({"param", "input", "input_grad"})
 #: tensors the script (or a model's forward) made without grad_fn from nothing drawn: they end when freed
 _INPUT_KINDS = frozenset({"input", "input_grad"})
+#: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
+_NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
 #: nodes a row of the layout counts as its module's (see Drawing._put), and a module's weights
 _ROW_KINDS = frozenset({"op", "intermediate"})
 _WEIGHT_KINDS = frozenset({"param", "accumulate"})
@@ -214,15 +216,19 @@ class Drawing:
                 and not self._out.get(node.id))
 
     def _scratch(self, node: DrawNode) -> bool:
-        """An unnamed tensor nothing drawn has used, whose no-grad offspring (``.data``, ``pad`` of it)
-        reach no op and no named tensor: what a model's constructor made and threw away (BERT's
-        bias before weight tying replaced it, a view of a weight it zeroed), and graphview's own
-        read of a step's loss (made outside the script: no line). Asked at the run's end, when nothing can use it any more."""
+        """An unnamed tensor (or a model's buffer) nothing drawn has used, whose no-grad offspring
+        (``.data``, ``pad`` of it) reach no op and no tensor the script named: what a model's
+        constructor made and threw away (BERT's bias before weight tying replaced it, a view of a
+        weight it zeroed, Llama's ``original_inv_freq``; how it made a buffer that is drawn, see
+        :meth:`_history`), and graphview's own read of a step's loss (made outside the script: no
+        line). Asked at the run's end, when nothing can use it any more."""
         todo, seen = [node], {node.id}
         while todo:
             current = todo.pop()
-            if current.kind in ("op", "accumulate") or self.run.tensor_name(current.ref) or len(seen) > 64:
+            if current.kind in ("op", "accumulate") or len(seen) > 64:
                 return False
+            if self.run.tensor_name(current.ref) and (self.run.tensors.get(current.ref) or {}).get("kind") != "buffer":
+                return False  # named by the script (a buffer nothing reads is the model's, not news)
             if current.line is not None and not self._before_first_step(current.born) and \
                     any(self.nodes[p].placed for p in current.preds if p in self.nodes):
                 return False  # made in the script from something drawn: a backward's seed, w.detach() for numpy
@@ -230,6 +236,8 @@ class Drawing:
                 target = self.nodes.get(edge.target)
                 if target is not None and target.id not in seen:
                     if target.placed:
+                        if self._history(current, target):
+                            continue  # how the constructor made a buffer drawn: not a use
                         return False
                     seen.add(target.id)
                     todo.append(target)
@@ -358,7 +366,8 @@ class Drawing:
         nodes = self.nodes
         source_node = nodes.get(source)
         target_node = nodes.get(target)
-        if source_node is not None and not source_node.placed and target_node is not None and target_node.placed:
+        if source_node is not None and not source_node.placed and target_node is not None and target_node.placed \
+                and not self._history(source_node, target_node):
             self._place_above(source_node, target_node)  # a leaf seen first as this op's input
         key = (source, target, kind)
         keys = self._edge_keys
@@ -470,7 +479,7 @@ class Drawing:
             if pred.placed:
                 if depth:
                     floor = max(floor, pred.layer + depth + 1)
-            else:
+            elif not self._history(pred, node):
                 floor = max(floor, self._chain_floor(pred, depth + 1))
         return floor
 
@@ -479,7 +488,8 @@ class Drawing:
         if not node.preds:
             return 1
         nodes = self.nodes
-        below = [self._chain_depth(nodes[p]) for p in node.preds if p in nodes and not nodes[p].placed]
+        below = [self._chain_depth(nodes[p]) for p in node.preds
+                 if p in nodes and not nodes[p].placed and not self._history(nodes[p], node)]
         return 1 + max(below, default=0)
 
     def _foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
@@ -536,8 +546,16 @@ class Drawing:
         self._put(node, user.layer - 1, user.slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)
-            if pred is not None and not pred.placed:
+            if pred is not None and not pred.placed and not self._history(pred, node):
                 self._place_above(pred, node)
+
+    def _history(self, pred: DrawNode, node: DrawNode) -> bool:
+        """Whether ``pred`` is only how a model's constructor made ``node``: both tensors without
+        grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
+        ``1 / base ** (arange(...) / dim)``, BERT's ``position_ids`` an ``arange(...).expand``): not
+        drawn above the buffer it made, unless something else uses it."""
+        return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and pred.title == "tensor"
+                and self._before_first_step(node.born))
 
     def _free(self, taken: dict[int, str], slot: int, born: int) -> bool:
         """A slot is free if nobody had it, or its node was destroyed before ``born``."""

@@ -428,3 +428,30 @@ def test_an_input_the_script_does_not_keep_stays_while_the_ops_it_feeds_live(rec
     batch = next(n for n in drawing.nodes.values() if n.kind == "input" and n.subtitle.startswith("2×3×8×8"))
     assert run.tensor_dead[batch.ref] < start  # torch freed the script's tensor before backward
     assert drawing.visible(batch, start)
+
+
+def test_how_a_constructor_made_a_buffer_is_not_drawn(record, write_script):
+    """Llama's rotary embedding makes ``inv_freq = 1 / base ** (arange(0, d, 2) / d)`` in its
+    constructor (and keeps an unread copy, ``original_inv_freq``): the arange, pow and div were
+    drawn above the buffer, a chain of unnamed "tensor" nodes at the top of every step. The buffer
+    the forward reads is drawn; how it was made, and a buffer nothing reads, are not."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Rotary(nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))\n"
+        "        self.register_buffer('inv_freq', inv_freq, persistent=False)\n"
+        "        self.register_buffer('original_inv_freq', inv_freq.clone(), persistent=False)\n"
+        "    def forward(self, x):\n"
+        "        return x * self.inv_freq\n"
+        "rotary = Rotary(8)\n"
+        "w = torch.randn(4, requires_grad=True)\n"
+        "(rotary(w) ** 2).sum().backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    drawn = [n for n in drawing.nodes.values() if n.placed]
+    [buffer] = [n for n in drawn if n.kind in ("input", "detached")]
+    assert run.tensors[buffer.ref]["kind"] == "buffer" and buffer.title in ("inv_freq", "rotary.inv_freq")
+    assert {"w", "MulBackward0", "PowBackward0", "SumBackward0"} <= {n.title for n in drawn}
