@@ -543,11 +543,32 @@ class Drawing:
         self._name_late(node)
         if node.kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
-        self._put(node, user.layer - 1, user.slot)
+        row = user.layer - 1
+        if node.module is None and user.module is not None and node.kind in _NO_GRAD_TENSORS:
+            row = self._above_weights(user, node.born)
+        self._put(node, row, user.slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)
             if pred is not None and not pred.placed and not self._history(pred, node):
                 self._place_above(pred, node)
+
+    def _above_weights(self, user: DrawNode, born: int) -> int:
+        """The row for a tensor without grad from outside every module that ``user`` reads: above
+        the rows just above it that hold only weights of ``user``'s model (the batch a model's first
+        conv reads, BERT's ids into the word embeddings), where the model's boxes, drawn around
+        those weights, do not hold it. Just above ``user`` where the model has ops there."""
+        root = user.module.partition(".")[0]
+        row = user.layer - 1
+        for _ in range(4):
+            live = [i for path, ids in self._row_modules.get(row, {}).items()
+                    if path is not None and (path == root or path.startswith(root + ".")) for i in ids
+                    if not self._gone(i, born)]
+            if not live:
+                return row
+            if any(self.nodes[i].kind not in _WEIGHT_KINDS for i in live):
+                break
+            row -= 1
+        return user.layer - 1
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
         """Whether ``pred`` is only how a model's constructor made ``node``: both tensors without

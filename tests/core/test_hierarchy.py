@@ -163,11 +163,14 @@ def _covered(drawing: Drawing, kinds=frozenset(NODE_KINDS)) -> list[tuple[str, s
 
 
 @pytest.mark.parametrize("script", ["transformer_block", "weight_sharing", "teacher_student_detach",
-                                    "zoo:vit_classifier", "zoo:custom_function"])
+                                    "zoo:vit_classifier", "zoo:custom_function", "zoo:resnet_classifier",
+                                    "zoo:bert_mlm"])
 def test_a_module_box_encloses_no_op_or_result_of_another_module(record, script):
     """A transformer layer's residual add went in the rows of its LayerNorm's weights and was drawn
     inside the LayerNorm's box; a custom Function applied between two layers, inside the model's;
-    the teacher's box, around its weights once its graph was freed, around the student's graph."""
+    the teacher's box, around its weights once its graph was freed, around the student's graph;
+    BERT's ids and a ResNet's images, drawn above their first user, inside the box around the
+    weights above it."""
     if script.startswith("zoo:"):
         pytest.importorskip("transformers")
         path = zoo(script[4:])
