@@ -77,11 +77,11 @@ class TensorIdentity(RecorderState):
             # outermost first: the caller's variable (`inp`) wins over a callee's parameter (`t`)
             scopes.reverse()
             scopes = list(self.extra_scopes) + scopes
-            for scope in scopes:
-                if not wanted:
-                    break
-                for name, value in list(scope.items()):
-                    if isinstance(value, torch.Tensor) and not name.startswith("__"):
+            for named in (_bound, _in_containers):  # a variable's name first, then ``feats[0]``
+                for scope in scopes:
+                    if not wanted:
+                        break
+                    for name, value in named(scope):
                         entry = wanted.get(id(value))
                         if entry is not None and entry[0]() is value and entry[1] not in found:
                             found.add(entry[1])
@@ -282,3 +282,27 @@ class TensorIdentity(RecorderState):
             self._grad_of[key] = (_keyed_ref(grad, self._on_grad_gone, key), leaf_tid)
         elif known[1] != leaf_tid:
             self._grad_of[key] = (known[0], leaf_tid)
+
+
+#: a list, tuple or dict of the script's holding more items than this is not looked into for names
+CONTAINER_NAMES_MAX = 32
+
+
+def _bound(scope: dict):
+    """(name, tensor) for the tensors a scope's variables hold."""
+    for name, value in list(scope.items()):
+        if isinstance(value, torch.Tensor) and not name.startswith("__"):
+            yield name, value
+
+
+def _in_containers(scope: dict):
+    """(``feats[1]``, tensor) for the tensors in a scope's short lists and tuples, and
+    (``batch['ids']``, tensor) in its short dicts with string keys: a micro-batch taken from a
+    list (``model(feats[micro])``) has no variable of its own."""
+    for name, value in list(scope.items()):
+        if name.startswith("__") or type(value) not in (list, tuple, dict) or len(value) > CONTAINER_NAMES_MAX:
+            continue
+        items = value.items() if type(value) is dict else enumerate(value)
+        for key, item in items:
+            if isinstance(item, torch.Tensor) and isinstance(key, (int, str)):
+                yield f"{name}[{key!r}]", item

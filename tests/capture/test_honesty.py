@@ -208,6 +208,27 @@ def test_names_come_from_the_caller_not_the_callee(record, write_script):
     assert {"inp", "u", "out"} <= names and "t" not in names
 
 
+def test_a_tensor_taken_from_a_list_or_dict_is_named_by_it(record, write_script):
+    """Micro-batches taken from a list (``model(feats[micro])``) were all called "tensor"; a
+    variable's own name still comes first, and a long list is not looked into."""
+    run = record(write_script(
+        "import torch\n"
+        "lin = torch.nn.Linear(4, 1)\n"
+        "feats = [torch.randn(2, 4) for _ in range(2)]\n"
+        "batch = {'ids': torch.randn(2, 4)}\n"
+        "pair = [first := torch.randn(2, 4), torch.randn(2, 4)]\n"
+        "many = [torch.randn(2, 4) for _ in range(40)]\n"
+        "for micro in range(2):\n"
+        "    lin(feats[micro]).sum().backward()\n"
+        "lin(batch['ids']).sum().backward()\n"
+        "lin(many[5]).sum().backward()\n"
+        "lin(pair[0]).sum().backward()\n"
+    ))
+    names = {info.get("name") for info in run.tensors.values()}
+    assert {"feats[0]", "feats[1]", "batch['ids']", "first", "pair[1]"} <= names
+    assert "pair[0]" not in names and not any(n and n.startswith("many[") for n in names)
+
+
 def test_detach_at_an_op_returning_a_structseq(record, write_script):
     run = record(write_script(
         "import torch\n"

@@ -88,6 +88,7 @@ class MemoryChart(pg.PlotWidget):
         self.scene().sigMouseClicked.connect(self._clicked)
         self.series: Mapping[str, np.ndarray] = {}
         self.device = "cpu"
+        self.setToolTip(SERIES_TIP)
         self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
         self._title_text = ""
         self.apply_theme()
@@ -181,7 +182,8 @@ class MemoryChart(pg.PlotWidget):
         else:
             headline = f"<span style='color:{t.muted}'>no saved tensors on {device}</span>"
         lines = t.chart_lines
-        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters (leaves that require grad)"),
+        # (the words of the keys are short: a narrow panel keeps its plot; what each holds is the tooltip)
+        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters"),
                 (lines["input"], "■", "inputs and constants")]
         if self._arrays is not None and self._arrays.has_alloc:
             keys.append((lines["allocated"], "┅", "CUDA allocated"))
@@ -312,6 +314,14 @@ def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
     if shown_x is not None and np.array_equal(shown_x, x) and np.array_equal(shown_y, y, equal_nan=True):
         return
     curve.setData(x, y)
+
+
+#: what the chart's three series hold
+SERIES_TIP = ("Bytes autograd holds for backward (saved tensors) on this device, at each event:\n"
+              "activations: results of ops saved for backward;\n"
+              "parameters: leaves that require grad, saved as they are (a weight a matmul saves);\n"
+              "inputs and constants: tensors without grad that ops saved (the batch a conv saves).\n"
+              "Click to move the cursor there.")
 
 
 def _unbroken(label: str) -> str:
