@@ -130,6 +130,7 @@ class RecorderState:
         # id(leaf) -> what its AccumulateGrad's accumulate event needs, while a script's
         # post-accumulate-grad hook may run (see BackwardHooks._accumulated_first)
         self._accumulating: dict[int, tuple] = {}
+        self._switching_mode = False  # inside a module's train() / eval() (see ModuleHooks._wrap_train)
         self._recomputed_refs: dict[int, weakref.ref] = {}  # sid -> what a checkpoint's recompute keeps
         self._saved_attr_cache: dict[type, tuple] = {}
         self._bw_current: list[int | None] = []

@@ -149,6 +149,8 @@ def _grad_none(run: Run):
                           f"Call {name}.retain_grad() before backward to keep it, or read the gradient of a leaf.",
                           index, f"t{tid}")
         elif not info.get("requires_grad"):
+            if info.get("kind") == "param":
+                continue  # an nn.Parameter without requires_grad was frozen on purpose (layers[0].requires_grad_(False))
             yield Finding("grad-none-no-requires-grad", f"{name}.grad is None: {name} does not require grad",
                           ev.get("line"), f"{name} was created with requires_grad=False, so backward never computes a "
                                           "gradient for it.",
@@ -427,11 +429,15 @@ def _used_after(run: Run, tid: int, index: int) -> bool:
 
 # ---------------------------------------------------------------------- 7 and 9. eval() and graphs kept by inference
 def _eval_is_not_no_grad(run: Run):
-    evals = [(i, ev) for i, ev in run.events.where({"module_mode"}) if not ev.get("training")]
+    modes = list(run.events.where({"module_mode"}))
+    evals = [(n, i, ev) for n, (i, ev) in enumerate(modes) if not ev.get("training")]
     if not evals:
         return
-    index, ev = evals[0]
-    graphs = [(i, op) for i, op in run.ops if i > index and op.get("grad_fn") is not None and op.get("mode") == "grad"]
+    number, index, ev = evals[0]
+    # until the script switches back to train(); not a checkpoint's recompute inside backward
+    until = next((i for i, later in modes[number + 1:] if later.get("training")), len(run.events))
+    graphs = [(i, op) for i, op in run.ops if index < i < until and op.get("grad_fn") is not None
+              and op.get("mode") == "grad" and op.get("recompute") is None]
     if not graphs:
         return
     never = [op for _, op in graphs if not run.op_nodes.get(op["grad_fn"]) or not run.op_nodes[op["grad_fn"]].executed]
@@ -481,6 +487,19 @@ _SCALING_OPS = {"div", "__truediv__", "true_divide", "__itruediv__", "mul", "__m
                 "__div__", "divide"}
 
 
+def _share_a_forward(run: Run, calls: list) -> bool:
+    """Whether two of the backward calls ran a node of the same graph: two losses of one forward
+    (``lm.backward(retain_graph=True)``, then ``aux.backward()``), whose gradients add up as they
+    should, not micro-batches."""
+    seen: set[int] = set()
+    for call in calls:
+        ran = {vid for vid in call.order if vid in run.op_nodes and run.op_nodes[vid].name != ACCUMULATE_GRAD}
+        if ran & seen:
+            return True
+        seen |= ran
+    return False
+
+
 def _unscaled_accumulation(run: Run):
     marks = sorted([i for i, _ in run.optimizer_steps])
     if not marks:
@@ -490,7 +509,7 @@ def _unscaled_accumulation(run: Run):
     for mark in marks:
         window = [c for c in calls if previous < c.start < mark]
         previous = mark
-        if len(window) < 2:
+        if len(window) < 2 or _share_a_forward(run, window):
             continue
         unscaled = []
         for call in window:

@@ -253,3 +253,61 @@ def test_gradients_with_nan_or_inf_are_noted_as_the_events_come(record, write_sc
     loss.backward()
     assert noted == sorted(sent_inf) == ["SqrtBackward0"]
     assert call.first_sampled is None  # three values: nothing sampled
+
+
+def test_two_losses_of_one_forward_are_not_unscaled_micro_batches(record, write_script):
+    """A language-model loss and a router's auxiliary loss backpropagated one after the other over
+    the same forward (retain_graph) add up as they should: dividing them, as the micro-batch
+    finding says, would halve both gradients."""
+    run = record(write_script(
+        "import torch\n"
+        "lin = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(lin.parameters(), lr=0.1)\n"
+        "for step in range(2):\n"
+        "    out = lin(torch.randn(3, 4))\n"
+        "    lm, aux = out.pow(2).mean(), out.abs().mean()\n"
+        "    opt.zero_grad()\n"
+        "    lm.backward(retain_graph=True)\n"
+        "    aux.backward()\n"
+        "    opt.step()\n"))
+    assert [c.ok for c in run.backwards.values()] == [True] * 4
+    assert not [f for f in diagnose(run) if f.code == "unscaled-accumulation"]
+
+
+def test_eval_between_training_steps_under_no_grad_is_not_a_finding(record, write_script):
+    """model.eval() for an evaluation under inference_mode, then train() for the next step: the
+    training steps' graphs (a checkpoint's recompute inside backward among them) came after the
+    first eval() and were taken for graphs recorded in eval mode."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(2):\n"
+        "    model.train()\n"
+        "    loss = checkpoint(model, torch.randn(3, 4), use_reentrant=False).pow(2).mean()\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    model.eval()\n"
+        "    with torch.inference_mode():\n"
+        "        model(torch.randn(3, 4))\n"))
+    assert any(op.get("recompute") is not None for _, op in run.ops)
+    assert [ev["type"] for _, ev in run.events.where({"module_mode"})] == ["Sequential"] * 4
+    assert not [f for f in diagnose(run) if f.code == "eval-is-not-no-grad"]
+
+
+def test_a_frozen_parameter_whose_grad_is_read_is_not_a_finding(record, write_script):
+    """clip_grad_norm_ reads every parameter's .grad: a layer frozen on purpose
+    (requires_grad_(False)) was reported as "created with requires_grad=False", with the fix of
+    unfreezing it. A plain tensor made without requires_grad still is."""
+    run = record(write_script(
+        "import torch\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))\n"
+        "model[0].requires_grad_(False)\n"
+        "w = torch.randn(4)\n"
+        "model(torch.randn(3, 4) * w).sum().backward()\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "print(w.grad)\n"))
+    found = [(f.code, f.title.split(".grad")[0]) for f in diagnose(run) if f.code.startswith("grad-none")]
+    assert found == [("grad-none-no-requires-grad", "w")]

@@ -179,8 +179,13 @@ class ModuleHooks(TensorIdentity):
         recorder = self
 
         def train(module, mode=True):
-            result = original(module, mode)
-            if recorder._active and not recorder._suspend:
+            outermost = not recorder._switching_mode
+            recorder._switching_mode = True  # (train() calls each child's: one event, the script's call)
+            try:
+                result = original(module, mode)
+            finally:
+                recorder._switching_mode = not outermost
+            if outermost and recorder._active and not recorder._suspend:
                 frame, internal = recorder.user_frame(2)
                 if frame is not None and not internal:
                     with recorder.at_work():
