@@ -218,7 +218,9 @@ def _forgot_zero_grad(run: Run):
         if tid not in stepped:
             continue  # a tensor the optimizer does not update may accumulate on purpose
         grew = 0
-        for a, b in zip(entries, entries[1:]):
+        # an op that wrote into the gradient (clip_grad_norm_ scales it) does not clear it
+        kept = [e for e in entries if e.how != "in_place"]
+        for a, b in zip(kept, kept[1:]):
             if a.how == "accumulate" and b.how == "accumulate" and any(a.index < s < b.index for s in steps):
                 grew += 1
                 first = b

@@ -436,3 +436,22 @@ def test_a_sparse_gradient_says_its_values(record, write_script):
     assert (stats["min"], stats["max"]) == (dense.min().item(), dense.max().item())
     assert stats["norm"] == pytest.approx(dense.norm().item(), rel=1e-6)
     assert stats["mean"] == pytest.approx(dense.mean().item(), rel=1e-6)
+
+
+def test_a_fused_step_still_gets_the_gradient_torch_would_take(record, write_script):
+    """AccumulateGrad takes the incoming gradient itself as a new ``.grad`` when nothing else
+    holds it; graphview holding it while a post-accumulate-grad hook ran made torch copy it."""
+    path = write_script(
+        "import torch\n"
+        "w = torch.nn.Parameter(torch.randn(1000))\n"
+        "same = []\n"
+        "def hook(p):\n"
+        "    same.append(p.grad.data_ptr() == arrived[0])\n"
+        "arrived = []\n"
+        "w.register_post_accumulate_grad_hook(hook)\n"
+        "y = (w * 2).sum()\n"
+        "y.grad_fn.next_functions[0][0].register_hook(lambda gi, go: arrived.append(gi[0].data_ptr()))\n"
+        "y.backward()\n")
+    scope: dict = {}
+    run = record(path, keep=scope)
+    assert run.status == "ok" and scope["same"] == [True]

@@ -311,3 +311,18 @@ def test_a_frozen_parameter_whose_grad_is_read_is_not_a_finding(record, write_sc
         "print(w.grad)\n"))
     found = [(f.code, f.title.split(".grad")[0]) for f in diagnose(run) if f.code.startswith("grad-none")]
     assert found == [("grad-none-no-requires-grad", "w")]
+
+
+def test_a_missing_zero_grad_is_found_when_gradients_are_clipped(record, write_script):
+    """clip_grad_norm_ writes into every .grad after backward: the ledger's entry between two
+    accumulations hid the missing zero_grad of the usual transformer training loop."""
+    run = record(write_script(
+        "import torch\n"
+        "lin = torch.nn.Linear(4, 1)\n"
+        "opt = torch.optim.SGD(lin.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    lin(torch.randn(3, 4)).pow(2).mean().backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(lin.parameters(), 1.0)\n"
+        "    opt.step()\n"))
+    assert any(e.how == "in_place" for entries in run.grads.values() for e in entries)
+    assert [f.line for f in diagnose(run) if f.code == "no-zero-grad"] == [7]

@@ -90,6 +90,10 @@ class BackwardHooks(TensorIdentity):
             self._bw_current.pop()
             for handle in handles:
                 handle.remove()
+            if self._accumulating:  # (an AccumulateGrad that failed before its hook ran)
+                for key, pending in list(self._accumulating.items()):
+                    if pending[0].bid == bid:
+                        del self._accumulating[key]
             with self.at_work():
                 self._backward_finished(bid, api, ok, result, input_tids, retain_graph=bool(args[1]))
 
@@ -249,10 +253,13 @@ class BackwardHooks(TensorIdentity):
         with self.at_work():
             leaf = leaf_ref()
             call.grad_was_none[vid] = leaf is None or leaf.grad is None
-            if len(grad_outputs) == 1 and grad_outputs[0] is not None:
-                call.arrived[vid] = _identity(grad_outputs[0])
-            if leaf is not None and leaf._post_accumulate_grad_hooks:  # (see _accumulated_first)
-                self._accumulating[id(leaf)] = (call, vid, leaf_ref, tid, grad_outputs)
+            incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
+            if incoming is not None:
+                call.arrived[vid] = _identity(incoming)
+            if leaf is not None and incoming is not None and leaf._post_accumulate_grad_hooks:
+                # (see _accumulated_first) not the gradient itself: held, torch would copy it into
+                # .grad instead of taking it
+                self._accumulating[id(leaf)] = (call, vid, leaf_ref, tid, _identity(incoming), incoming.numel())
         return None
 
     def _accumulated_now(self, leaf) -> None:
@@ -260,8 +267,8 @@ class BackwardHooks(TensorIdentity):
         post-accumulate-grad hook is about to run)."""
         pending = self._accumulating.pop(id(leaf), None)
         if pending is not None and pending[2]() is leaf:
-            call, vid, leaf_ref, tid, grad_outputs = pending
-            self._accumulated(call, vid, leaf_ref, tid, grad_outputs)
+            call, vid, leaf_ref, tid, incoming, numel = pending
+            self._accumulated(call, vid, leaf_ref, tid, incoming, numel, None)
             call.told.add(vid)
 
     def _bw_accumulate_hook(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_inputs,
@@ -277,26 +284,30 @@ class BackwardHooks(TensorIdentity):
             leaf = leaf_ref()
             if leaf is not None:
                 self._accumulating.pop(id(leaf), None)
-            self._accumulated(call, vid, leaf_ref, tid, grad_outputs)
+            incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
+            self._accumulated(call, vid, leaf_ref, tid, _identity(incoming) if incoming is not None else None,
+                              incoming.numel() if incoming is not None else 0, grad_outputs)
         with self.at_work():
             self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
         return None
 
-    def _accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, grad_outputs) -> None:
-        """The ``accumulate`` event of AccumulateGrad ``vid`` (see :meth:`_bw_accumulate_hook`)."""
+    def _accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, incoming: tuple | None,
+                     numel: int, grad_outputs) -> None:
+        """The ``accumulate`` event of AccumulateGrad ``vid`` (see :meth:`_bw_accumulate_hook`):
+        ``incoming`` is the ``_identity`` of the gradient it received (``numel`` values), and
+        ``grad_outputs`` that gradient (None where it is the one the node's bw_node showed)."""
         with self.at_work():
             leaf = leaf_ref()
             first = call.grad_was_none.get(vid, True)
             event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
-            incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
-            same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == _identity(incoming)
+            same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == incoming
             if not same_as_arrived:  # what goes into .grad: exact, as .grad is (see summaries.py)
                 event["increment"] = call.light.summary(grad_outputs[0], True) if grad_outputs else None
             grad = leaf.grad if leaf is not None else None
             if grad is not None:
                 self._note_grad(grad, tid)
-            if (first and same_as_arrived and grad is not None and incoming.numel() <= FULL_VALUES_MAX
-                    and _identity(grad) == _identity(incoming)):
+            if (first and same_as_arrived and grad is not None and numel <= FULL_VALUES_MAX
+                    and _identity(grad) == incoming):
                 pass  # .grad is the increment itself: its full values are the increment's
             else:
                 event["grad"] = summarize(grad, hist=True)
