@@ -78,6 +78,11 @@ class TensorIdentity(RecorderState):
             scopes.reverse()
             scopes = list(self.extra_scopes) + scopes
             for named in (_bound, _in_containers):  # a variable's name first, then ``feats[0]``
+                if named is _in_containers:
+                    # only data (no grad: a batch, a micro-batch): a result the script did not bind
+                    # waits a few ops for a name, and looking into every list for each is costly
+                    wanted = {key: entry for key, entry in wanted.items()
+                              if (t := entry[0]()) is not None and not t.requires_grad}
                 for scope in scopes:
                     if not wanted:
                         break
@@ -300,9 +305,13 @@ def _in_containers(scope: dict):
     (``batch['ids']``, tensor) in its short dicts with string keys: a micro-batch taken from a
     list (``model(feats[micro])``) has no variable of its own."""
     for name, value in list(scope.items()):
-        if name.startswith("__") or type(value) not in (list, tuple, dict) or len(value) > CONTAINER_NAMES_MAX:
+        kind = type(value)
+        if (kind is not list and kind is not tuple and kind is not dict) or not value \
+                or len(value) > CONTAINER_NAMES_MAX or name.startswith("__"):
             continue
-        items = value.items() if type(value) is dict else enumerate(value)
+        if not isinstance(next(iter(value.values())) if kind is dict else value[0], torch.Tensor):
+            continue  # (numbers, names: a container of tensors starts with one)
+        items = value.items() if kind is dict else enumerate(value)
         for key, item in items:
             if isinstance(item, torch.Tensor) and isinstance(key, (int, str)):
                 yield f"{name}[{key!r}]", item
