@@ -646,6 +646,10 @@ def _graph_cut(run: Run):
 
 
 # ---------------------------------------------------------------------- 17. a checkpoint recomputes BatchNorm
+#: the buffers a norm layer updates on every forward in training mode
+_RUNNING_STATISTICS = ("num_batches_tracked", "running_mean", "running_var")
+
+
 def _recompute_updates_buffers(run: Run):
     """A checkpoint's recompute that writes into a buffer (BatchNorm's ``num_batches_tracked``:
     its running statistics move with it) updates it a second time for one forward."""
@@ -656,9 +660,9 @@ def _recompute_updates_buffers(run: Run):
             continue
         tid = op["inputs"][0][0]
         info = run.tensors.get(tid) or {}
-        if info.get("kind") != "buffer":
+        name = info.get("name") or ""
+        if info.get("kind") != "buffer" or not name.endswith(_RUNNING_STATISTICS):
             continue
-        name = info.get("name") or _name(run, tid)
         module = name.rpartition(".")[0] or "a module"
         forward = next((o for _, o in run.ops if o.get("recompute") is None and o.get("module") == module), None)
         line = forward.get("line") if forward is not None else op.get("line")

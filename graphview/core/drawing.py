@@ -514,16 +514,21 @@ class Drawing:
                     if len(live) != len(ids):
                         row[path] = live
                     return True
-                if self._model_lives(path, born):
+                if self._model_lives(path, module, born):
                     return True
                 del row[path]
         return False
 
-    def _model_lives(self, path: str | None, born: int) -> bool:
-        """Whether a weight of the model ``path`` belongs to (its first name) is alive at ``born``."""
+    def _model_lives(self, path: str | None, module: str | None, born: int) -> bool:
+        """Whether ``path`` belongs to another model than ``module`` (its first name) whose weights
+        are alive at ``born`` (the modules of one model take each other's freed rows, as a
+        mixture of experts' routed experts do)."""
         if not path:
             return False
-        return any(not self._gone(i, born) for i in self._model_weights.get(path.partition(".")[0], ()))
+        root = path.partition(".")[0]
+        if module is not None and module.partition(".")[0] == root:
+            return False
+        return any(not self._gone(i, born) for i in self._model_weights.get(root, ()))
 
     def _gone(self, node_id: str, born: int) -> bool:
         dead = self.dead_index(self.nodes[node_id])
@@ -571,12 +576,13 @@ class Drawing:
         return user.layer - 1
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
-        """Whether ``pred`` is only how a model's constructor made ``node``: both tensors without
-        grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
+        """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
+        without grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
         ``1 / base ** (arange(...) / dim)``, BERT's ``position_ids`` an ``arange(...).expand``): not
         drawn above the buffer it made, unless something else uses it."""
         return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and pred.title == "tensor"
-                and self._before_first_step(node.born))
+                and self._before_first_step(node.born)
+                and (self.run.tensors.get(node.ref) or {}).get("kind") == "buffer")
 
     def _free(self, taken: dict[int, str], slot: int, born: int) -> bool:
         """A slot is free if nobody had it, or its node was destroyed before ``born``."""

@@ -326,3 +326,23 @@ def test_a_missing_zero_grad_is_found_when_gradients_are_clipped(record, write_s
         "    opt.step()\n"))
     assert any(e.how == "in_place" for entries in run.grads.values() for e in entries)
     assert [f.line for f in diagnose(run) if f.code == "no-zero-grad"] == [7]
+
+
+def test_a_counter_a_checkpoint_recomputes_is_not_a_batchnorm(record, write_script):
+    """Only a norm layer's running statistics make the checkpointed-BatchNorm finding; a module's
+    own counter updated in its forward (recomputed too) is another story."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "class Counting(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(4, 4)\n"
+        "        self.register_buffer('calls', torch.zeros((), dtype=torch.long))\n"
+        "    def forward(self, x):\n"
+        "        self.calls.add_(1)\n"
+        "        return self.lin(x)\n"
+        "block = Counting()\n"
+        "checkpoint(block, torch.randn(2, 4), use_reentrant=False).sum().backward()\n"))
+    assert any(op.get("recompute") is not None and op["op"] == "add_" for _, op in run.ops)
+    assert not [f for f in diagnose(run) if f.code == "checkpoint-recomputes-batchnorm"]

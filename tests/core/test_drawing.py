@@ -455,3 +455,52 @@ def test_how_a_constructor_made_a_buffer_is_not_drawn(record, write_script):
     [buffer] = [n for n in drawn if n.kind in ("input", "detached")]
     assert run.tensors[buffer.ref]["kind"] == "buffer" and buffer.title in ("inv_freq", "rotary.inv_freq")
     assert {"w", "MulBackward0", "PowBackward0", "SumBackward0"} <= {n.title for n in drawn}
+
+
+def test_data_prepared_before_the_model_runs_keeps_its_lineage(record, write_script):
+    """What a script computes from its data before the first call of its model (normalizing a
+    batch) is not a constructor's scratch: raw, its mean and std, and x are drawn, joined."""
+    run = record(write_script(
+        "import torch\n"
+        "lin = torch.nn.Linear(4, 1)\n"
+        "raw = torch.randn(8, 4)\n"
+        "x = (raw - raw.mean(0)) / raw.std(0)\n"
+        "lin(x).sum().backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    placed = {n.id: n for n in drawing.nodes.values() if n.placed}
+    x = next(n for n in placed.values() if n.title == "x")
+    # a drawn path up from x to raw, through the sub and the div
+    todo, reached = [x.id], set()
+    while todo:
+        node = placed.get(todo.pop())
+        if node is not None and node.id not in reached:
+            reached.add(node.id)
+            todo.extend(node.preds)
+    assert any(placed[i].title == "raw" for i in reached) and len(reached) >= 4
+
+
+def test_the_modules_of_one_model_take_each_others_freed_rows(record, write_script):
+    """A mixture of experts runs one expert a step: each step's expert goes in the rows the last
+    one's freed graph left, below its weights (a model's rows are kept from other models, not from
+    its own modules: the experts went further down each step)."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class MoE(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.inp = nn.Linear(8, 8)\n"
+        "        self.experts = nn.ModuleList([nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(4)])\n"
+        "    def forward(self, x, k):\n"
+        "        return self.experts[k](self.inp(x))\n"
+        "model = MoE()\n"
+        "for step in range(4):\n"
+        "    model(torch.randn(2, 8), step).pow(2).mean().backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    rows = sorted(n.layer for n in drawing.nodes.values()
+                  if n.placed and n.kind == "op" and n.title == "AddmmBackward0" and n.module.startswith("experts."))
+    # each expert's weight and its AccumulateGrad keep their two rows above its op, where the next
+    # expert's weights cannot go (a box around them would hold them): two rows lower each step, no more
+    assert len(rows) == 4 and {b - a for a, b in zip(rows, rows[1:])} == {2}, rows
