@@ -186,25 +186,31 @@ class TensorIdentity(RecorderState):
 
     def node_vid(self, fn, line: int | None = None) -> int:
         """The id of autograd node ``fn``; discovers (and emits) it and unknown ancestors."""
-        vid = fn.metadata.get(VID_KEY)
-        if vid is not None:
+        md = fn.metadata
+        vid = md.get(VID_KEY)
+        if vid is not None and md[LIFE_KEY].rec is self._self_ref:
             return vid
         module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
         stack = [(fn, False)]
+        mine = self._self_ref
         while stack:
             node, expanded = stack.pop()
             if expanded:
                 self._emit_node(node, line, module)
                 continue
             md = node.metadata
-            if VID_KEY in md:
+            if VID_KEY in md and md[LIFE_KEY].rec is mine:
                 continue
+            # (a node an earlier recording in this process stamped, a parameter's AccumulateGrad:
+            # stamped again, this recording's events introduce it)
             vid = md[VID_KEY] = next(self._vids)
-            md[LIFE_KEY] = _Life(self._self_ref, vid)
+            md[LIFE_KEY] = _Life(mine, vid)
             stack.append((node, True))
             for child, _ in node.next_functions:
-                if child is not None and VID_KEY not in child.metadata:
-                    stack.append((child, False))
+                if child is not None:
+                    cmd = child.metadata
+                    if VID_KEY not in cmd or cmd[LIFE_KEY].rec is not mine:
+                        stack.append((child, False))
         return fn.metadata[VID_KEY]
 
     def _emit_node(self, node, line, module) -> None:

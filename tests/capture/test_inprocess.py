@@ -180,3 +180,31 @@ def test_an_argparse_script_recording_itself_is_bit_identical_to_a_plain_run(tmp
     start = events[0]
     assert start["argv"] == [str(TRAIN), "--epochs", "3", "--lr", "0.05", "--hidden", "6", "--trace", str(trace)]
     assert "epoch 3: loss" in "".join(ev["text"] for ev in events if ev["ev"] == "stdout")
+
+
+def test_a_scripts_own_saved_tensor_hooks_count_when_entered_not_made(tmp_path):
+    """A pair made before the recording (a notebook's earlier cell) and entered inside it is
+    counted; one entered while the recording is paused writes nothing then."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    x = torch.randn(8, 16)
+    hooks = torch.autograd.graph.save_on_cpu()
+    with graphview.record(tmp_path / "h.gvtrace") as rec:
+        with hooks:
+            loss = model(x).pow(2).mean()
+        loss.backward()
+        rec.pause()
+        with hooks:
+            loss = model(x).pow(2).mean()
+        loss.backward()
+        rec.resume()
+    # a second recording of the same model in this process (its AccumulateGrad nodes stamped by the
+    # first one), without the pair: on the CPU, save_on_cpu keeps the very tensors autograd would
+    with graphview.record(tmp_path / "plain.gvtrace") as plain:
+        model(x).pow(2).mean().backward()
+    events = read_trace(rec.path).events
+    kinds = [ev["ev"] for ev in events]
+    between = events[kinds.index("paused"):kinds.index("resumed")]
+    assert not [ev for ev in between if ev["ev"] == "saved"]
+    peak = Run(read_trace(plain.path).events).peak_saved_bytes()
+    assert Run(events).peak_saved_bytes() == peak and peak["cpu"] > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._pytree import tree_leaves
 
 from graphview.core.events import summary_scalar
 from tests.conftest import lesson, model
@@ -144,11 +145,12 @@ def test_teacher_gets_no_gradient(record, name):
 
 
 
-#: a script's own pairs of saved-tensor hooks: keep the tensor, a float16 copy, or nothing in memory
+#: a script's own pairs of saved-tensor hooks: keep the tensor, a float16 copy, nothing in memory, two copies
 HOOK_PAIRS = {
     "identity": "(lambda t: t, lambda t: t)",
     "half": "(lambda t: (t.dtype, t.half()), lambda p: p[1].to(p[0]))",
     "offload": "(offload, lambda key: store.pop(key))",
+    "two": "(lambda t: [t.half(), t.half()], lambda p: p[0].float())",
 }
 OWN_HOOKS = """import torch
 torch.manual_seed(0)
@@ -180,7 +182,7 @@ def _kept_by_torch(mode: str) -> int:
 
     def watched(t):
         packed = pack(t)
-        returned.extend(p for p in (packed if isinstance(packed, tuple) else (packed,)) if isinstance(p, torch.Tensor))
+        returned.extend(p for p in tree_leaves(packed) if isinstance(p, torch.Tensor))
         return packed
 
     with torch.autograd.graph.saved_tensors_hooks(watched, unpack):
@@ -198,4 +200,5 @@ def test_a_scripts_own_saved_tensor_hooks_count_what_they_keep(record, write_scr
     assert run.status == "ok"
     peak = run.peak_saved_bytes().get("cpu", 0)
     assert peak == _kept_by_torch(mode)
-    assert {"identity": peak > 0, "half": 0 < peak < _kept_by_torch("identity"), "offload": peak == 0}[mode]
+    assert {"identity": peak > 0, "half": 0 < peak < _kept_by_torch("identity"), "offload": peak == 0,
+            "two": peak == _kept_by_torch("half") * 2}[mode]

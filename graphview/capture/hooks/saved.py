@@ -18,7 +18,22 @@ import torch.autograd.graph as autograd_graph
 import torch.utils.checkpoint
 
 from graphview.capture.identity import TensorIdentity
-from graphview.capture.state import TOKEN_KEY, VID_KEY, _Packed, tracing
+from graphview.capture.state import LIFE_KEY, TOKEN_KEY, VID_KEY, _Packed, tracing
+
+try:
+    from torch.utils._pytree import tree_leaves
+except ImportError:  # (an older torch)
+    def tree_leaves(tree):
+        return list(tree) if isinstance(tree, (tuple, list)) else [tree]
+
+
+class _Own:
+    """What a script's own pack hook returned (None too), for its unpack hook."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
@@ -29,7 +44,7 @@ class SavedTensorHooks(TensorIdentity):
     def install_saved(self, stack: ExitStack) -> None:
         stack.enter_context(autograd_graph.saved_tensors_hooks(self._pack, self._unpack))
         hooks_class = autograd_graph.saved_tensors_hooks
-        self.patch(stack, hooks_class, "__init__", self._counting_scripts_hooks(hooks_class.__init__))
+        self.patch(stack, hooks_class, "__enter__", self._counting_scripts_hooks(hooks_class.__enter__))
         hook_class = getattr(torch.utils.checkpoint, "_recomputation_hook", None)
         if hook_class is not None:  # (a private class: where it is missing, recomputes go uncounted)
             self.patch(stack, hook_class, "__init__", self._counting_recompute(hook_class.__init__))
@@ -76,54 +91,71 @@ class SavedTensorHooks(TensorIdentity):
         self._recomputed_refs.pop(sid, None)
         self._release(sid)
 
-    def _counting_scripts_hooks(self, original_init):
+    def _counting_scripts_hooks(self, original_enter):
         """A script's own ``saved_tensors_hooks`` (``with save_on_cpu():``, a pair that compresses
         or offloads) sit above the recorder's, and torch runs only the innermost pair: every saved
-        tensor was hidden (0 B saved, a memory chart of nothing). Made while recording, such a
-        pair is wrapped so that it still counts, with the bytes and device of the first tensor its
-        pack hook returns (none: kept outside memory, 0 B). Checkpoint's own pairs are not: they
-        hold nothing until the recompute, which :meth:`_counting_recompute` counts."""
+        tensor was hidden (0 B saved, a memory chart of nothing). Entered while recording, such a
+        pair is pushed wrapped (:meth:`_counted`), wherever it was made. Torch's own pairs are not
+        (checkpoint's hold nothing until the recompute, which :meth:`_counting_recompute` counts),
+        except ``save_on_cpu``."""
         recorder_ref = self._self_ref
+        scripts = (autograd_graph.saved_tensors_hooks, autograd_graph.save_on_cpu)
 
-        def __init__(hooks, pack_hook, unpack_hook):
+        def __enter__(hooks):
             recorder = recorder_ref()
-            if recorder is not None and recorder._active and not type(hooks).__module__.startswith("torch.utils.checkpoint"):
-                pack_hook, unpack_hook = recorder._counted(pack_hook, unpack_hook)
-            original_init(hooks, pack_hook, unpack_hook)
+            kind = type(hooks)
+            if recorder is None or not recorder._active or (kind not in scripts and kind.__module__.startswith("torch")):
+                return original_enter(hooks)
+            pack_hook, unpack_hook = hooks.pack_hook, hooks.unpack_hook
+            hooks.pack_hook, hooks.unpack_hook = recorder._counted(pack_hook, unpack_hook)
+            try:
+                return original_enter(hooks)  # (it pushes the pair it holds now)
+            finally:
+                hooks.pack_hook, hooks.unpack_hook = pack_hook, unpack_hook
 
-        return __init__
+        return __enter__
 
     def _counted(self, pack_hook, unpack_hook):
-        """``pack_hook`` and ``unpack_hook`` that report each tensor they keep as saved."""
+        """``pack_hook`` and ``unpack_hook`` that report each tensor as saved, with the bytes of the
+        tensors the pack hook returned (each storage once; none: kept outside memory, 0 B), while
+        the recorder is installed; the script's own pair alone before and after (the pair holds the
+        recorder weakly, as every handle does)."""
+        recorder_ref = self._self_ref
 
         def pack(t: torch.Tensor):
-            if tracing():
-                return pack_hook(t)
-            self.saved_devices.add(t.device.type)
+            recorder = recorder_ref()
+            if recorder is None or recorder._stack is None or not recorder._active or tracing():
+                return _Own(pack_hook(t))
+            recorder.saved_devices.add(t.device.type)
             inner = pack_hook(t)
-            parts = inner if isinstance(inner, tuple) else (inner,)
-            kept = next((part for part in parts if isinstance(part, torch.Tensor)), None)
-            return self._pack(t, kept=kept, inner=inner)
+            kept = [leaf for leaf in tree_leaves(inner) if isinstance(leaf, torch.Tensor)]
+            return recorder._pack(t, kept=kept, inner=_Own(inner))
 
         def unpack(packed):
             if isinstance(packed, _Packed):
-                return unpack_hook(packed.inner) if packed.inner is not None else self._unpack(packed)
-            return unpack_hook(packed)
+                return unpack_hook(packed.inner.value)
+            return unpack_hook(packed.value)
 
         return pack, unpack
 
-    def _pack(self, t: torch.Tensor, kept: torch.Tensor | None = None, inner: object = None):
+    def _pack(self, t: torch.Tensor, kept: list | None = None, inner: "_Own | None" = None):
+        """``kept``, ``inner``: what the script's own pack hook returned for ``t`` (see :meth:`_counted`),
+        and the tensors in it."""
         if tracing():
             return t.detach()  # a fake tensor of a compile trace: nothing to count
         with self._lock:
             with self.at_work():
                 sid = next(self._sids)
                 event = self._saved_event(sid, t, op_inputs=self._op_inputs)
-                if kept is not None and kept is not t:  # kept elsewhere (a CPU copy): its bytes, its device
-                    where = self._saved_event(sid, kept)
-                    event.update(bytes=where["bytes"], storage=where["storage"], device=where["device"],
-                                 dtype=where["dtype"])
-                elif inner is not None and kept is None:  # the script's pack hook kept no tensor (a file)
+                if inner is not None and [k for k in kept if k is not t]:  # kept elsewhere (a CPU copy)
+                    held = {}
+                    for k in kept:
+                        where = self._saved_event(sid, k)
+                        held.setdefault((where["device"], where["storage"]), where)
+                    first = next(iter(held.values()))  # its device and dtype; the bytes of all
+                    event.update(bytes=sum(w["bytes"] for w in held.values()), storage=first["storage"],
+                                 device=first["device"], dtype=first["dtype"])
+                elif inner is not None and not kept:  # the script's pack hook kept no tensor (a file)
                     event["bytes"] = 0
                 if self._recompute:
                     event["recompute"] = self._recompute[-1]
@@ -133,7 +165,8 @@ class SavedTensorHooks(TensorIdentity):
                     metadata = gf.metadata
                     token = metadata.setdefault(TOKEN_KEY, next(self._tokens))
                     src = metadata.get(VID_KEY)
-                    if src is not None:  # the node that made it (none yet: the op's own result)
+                    # the node that made it (none yet: the op's own result; an earlier recording's: unknown here)
+                    if src is not None and metadata[LIFE_KEY].rec is self._self_ref:
                         event["src"] = src
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type
