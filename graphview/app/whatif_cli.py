@@ -42,7 +42,7 @@ def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
                  "at": s.at}
         if getattr(args, "measure", False):
             after = _measure(run, args, s.pattern)
-            if after is not None and after.failed and not run.failed:
+            if after is not None and after.failed:
                 entry["measured_failed"] = after.failure_headline()
             elif after is not None:
                 entry["measured_peak"] = after.peak_saved_bytes()

@@ -351,7 +351,7 @@ def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:
 def measured_text(pattern: str, before: Run, after: Run) -> str:
     """What checkpointing ``pattern`` did, measured: the earlier run's peak and this run's, and the
     ops recomputed in backward."""
-    if after.failed and not before.failed:  # its peak is the peak of the part that ran: no measure
+    if after.failed:  # its peak is the peak of the part that ran: no measure
         text = f"checkpoint {pattern}, not measured: with it, {after.failure_headline()}"
         if _failed_recomputing(after):
             text += (" while torch recomputed the checkpointed forward in backward; a module that changes "

@@ -197,9 +197,12 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
         level, rows = scene.boxes.shut_to_fit(PAGE_ROWS)
         if level is not None and notes is not None:
             tall = rows * LAYER_HEIGHT
+            shut = scene.boxes.layout.size()[0] if scene.boxes.layout is not None else rows
+            fits = (f"so the graph takes at most {PAGE_ROWS} rows" if shut <= PAGE_ROWS else
+                    f"the fewest rows it can take ({shut}: even with every module shut it takes more than {PAGE_ROWS})")
             notes.append(f"drawn as --depth {level}: modules at level {level} and deeper are shut, one box each, "
-                         f"so the graph takes at most {PAGE_ROWS} rows (every box open: {rows} rows, "
-                         f"{tall:,.0f} pt, {tall / 72 * 0.0254:.1f} m as a PDF page); --depth all opens every box")
+                         f"{fits} (every box open: {rows} rows, {tall:,.0f} pt, {tall / 72 * 0.0254:.1f} m as a PDF "
+                         "page); --depth all opens every box")
     elif depth != ALL_OPEN:
         scene.boxes.show_down_to(depth)
     return render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend)

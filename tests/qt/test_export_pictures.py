@@ -212,3 +212,22 @@ def test_a_real_models_picture_is_drawn_shut_to_fit_and_says_so(qapp, record, tm
     assert Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()[0] <= PAGE_ROWS
     assert Layout(drawing, boxes, collapsed_at_level(boxes, level + 1)).size()[0] > PAGE_ROWS
     assert f"every box open: {Layout(drawing, boxes, set()).size()[0]} rows" in note
+
+
+def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path):
+    """Forty layers with a tanh between them, outside every module: shut to level 0 the graph
+    still takes more than PAGE_ROWS rows, and the note does not claim it fits."""
+    from graphview.core.export import PAGE_ROWS
+    from graphview.qt.export import render_run
+
+    run = record(write_script(
+        "import torch\n"
+        "layers = [torch.nn.Linear(4, 4) for _ in range(40)]\n"
+        "h = torch.randn(2, 4)\n"
+        "for layer in layers:\n"
+        "    h = torch.tanh(layer(h))\n"
+        "h.sum().backward()\n"))
+    notes: list[str] = []
+    render_run(run, str(tmp_path / "tall.pdf"), notes=notes)
+    [note] = notes
+    assert note.startswith("drawn as --depth 0") and f"more than {PAGE_ROWS}" in note and "at most" not in note
