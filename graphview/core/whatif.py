@@ -15,6 +15,8 @@ from graphview.core.run import Run
 
 RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
 TOP_MODULES = 3
+#: the module a ``torch.compile``'d model wraps (its parameters are ``_orig_mod.*``)
+COMPILED = "_orig_mod"
 
 
 @dataclass
@@ -218,6 +220,8 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
+        if COMPILED in pattern.split("."):
+            continue  # inside a torch.compile'd model: checkpointing its modules breaks its compile
         if not pattern.endswith(".*") and pattern not in calls:
             continue  # never called itself (a ModuleList): checkpointing it would change nothing
         units = _units(run, pattern, vids_of, calls)

@@ -319,3 +319,18 @@ def test_a_checkpoint_whose_re_run_fails_is_not_measured(record, write_script):
     assert text.startswith("checkpoint model.1, not measured: with it, the script failed (CheckpointError at line 21")
     assert "while torch recomputed the checkpointed forward in backward" in text and "use_cache=False" in text
     assert "peak saved" not in text
+
+
+def test_no_checkpoint_is_offered_inside_a_compiled_model(record, write_script):
+    """Checkpointing a module of a torch.compile'd model (``_orig_mod.layers.*``) failed in
+    Dynamo ("already tracked for mutation"): such modules are not offered."""
+    from graphview.core.whatif import checkpoint_suggestions
+
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "model = torch.compile(nn.Sequential(*[nn.Sequential(nn.Linear(32, 32), nn.Tanh()) for _ in range(4)]),\n"
+        "                      backend='aot_eager')\n"
+        "model(torch.randn(64, 32)).pow(2).mean().backward()\n"))
+    assert any("_orig_mod" in (n.module or "") for n in run.op_nodes.values())
+    assert not [s.pattern for s in checkpoint_suggestions(run) if "_orig_mod" in s.pattern]
