@@ -157,6 +157,10 @@ def _describe(run: Run, ev: dict) -> str:
     def tensor(tid):
         return run.tensor_name(tid) or f"tensor {tid}"
 
+    def a_tensor(tid):  # ("tensor x", "tensor 12": never "tensor tensor 12")
+        name = run.tensor_name(tid)
+        return f"tensor {name}" if name else f"tensor {tid}"
+
     if kind == "op":
         outs = ", ".join(tensor(t) for t, _ in ev.get("outputs") or ())
         made = f" → {node(ev['grad_fn'])}" if ev.get("grad_fn") is not None else " (no graph)"
@@ -194,6 +198,8 @@ def _describe(run: Run, ev: dict) -> str:
         return f"autograd saves a tensor for backward ({ev['bytes']} bytes)"
     if kind == "grad_reset":
         names = ", ".join(tensor(t) for t in ev.get("tids") or ()) or "no grads"
+        if ev.get("how") == "in_place":  # (clip_grad_norm_'s _foreach_mul_)
+            return f"line {ev.get('line')}: {ev.get('source') or 'an op'} writes into the .grad of {names}"
         return f"line {ev.get('line')}: {ev.get('how', '').replace('_', ' ')} → {names}"
     if kind == "optimizer_step":
         return f"line {ev.get('line')}: {ev.get('optimizer')}.step() updates {len(ev.get('tids') or ())} parameters"
@@ -213,13 +219,13 @@ def _describe(run: Run, ev: dict) -> str:
     if kind in ("stdout", "stderr"):
         return f"{kind}: {ev['text'][:80]!r}"
     if kind == "tensor":
-        return f"tensor {tensor(ev['tid'])} {ev.get('shape')}"
+        return f"{a_tensor(ev['tid'])} {ev.get('shape')}"
     if kind == "node":
         return f"autograd node {node(ev['vid'])} created"
     if kind == "node_dead":
         return f"autograd node {node(ev['vid'])} destroyed (nothing refers to it any more)"
     if kind == "tensor_dead":
-        return f"tensor {tensor(ev['tid'])} freed (nothing refers to it any more)"
+        return f"{a_tensor(ev['tid'])} freed (nothing refers to it any more)"
     if kind == "name":
         return f"the script names a tensor {tensor(ev['tid'])}"
     if kind == "value":

@@ -14,6 +14,7 @@ def test_every_event_of_the_samples_is_described_in_words(record):
         for i in range(len(run.events)):
             text = describe(run, i)
             assert text and text not in EVENT_KINDS and "line None" not in text, (path, i, text)
+            assert "tensor tensor" not in text, (path, i, text)  # an unnamed tensor is "tensor 12"
 
 
 def test_an_accumulation_into_a_bias_reads_in_one_line(record):
@@ -69,3 +70,15 @@ def test_a_loop_that_updates_by_hand_steps_from_backward_to_backward(record, wri
         "    w.grad = None\n"))
     ends = [i for i, e in enumerate(run.events) if e["ev"] == "backward_end"]
     assert len(ends) == 2 and end_of_step(run, 0) == ends[0] and end_of_step(run, ends[0]) == ends[1]
+
+
+def test_a_grad_written_in_place_names_the_op(record, write_script):
+    from graphview.core.timeline import describe
+
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.tensor([3.0, -4.0], requires_grad=True)\n"
+        "(w * 10).sum().backward()\n"
+        "torch.nn.utils.clip_grad_norm_([w], 1.0)\n"))
+    index = next(i for i, e in enumerate(run.events) if e["ev"] == "grad_reset")
+    assert describe(run, index) == "line 4: _foreach_mul_ writes into the .grad of w"
