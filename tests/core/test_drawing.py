@@ -323,9 +323,7 @@ def test_a_view_a_constructor_zeroes_is_not_drawn_in_a_plain_script(record, writ
         "model = Model()\n"
         "row = model.embed.weight[1]\n"
         "(model(torch.tensor([1, 2])).sum() + row.sum()).backward()\n"))
-    drawing = Drawing(run)
-    drawing.update(final=True)
-    drawn = [n for n in drawing.nodes.values() if n.placed]
+    drawn = _placed(run)
     assert not [n for n in drawn if n.title == "tensor" and n.kind in ("input", "input_grad")]
     assert any(n.title == "embed.weight" for n in drawn) and any(n.title == "row" for n in drawn)
 
@@ -449,9 +447,7 @@ def test_how_a_constructor_made_a_buffer_is_not_drawn(record, write_script):
         "rotary = Rotary(8)\n"
         "w = torch.randn(4, requires_grad=True)\n"
         "(rotary(w) ** 2).sum().backward()\n"))
-    drawing = Drawing(run)
-    drawing.update(final=True)
-    drawn = [n for n in drawing.nodes.values() if n.placed]
+    drawn = _placed(run)
     [buffer] = [n for n in drawn if n.kind in ("input", "detached")]
     assert run.tensors[buffer.ref]["kind"] == "buffer" and buffer.title in ("inv_freq", "rotary.inv_freq")
     assert {"w", "MulBackward0", "PowBackward0", "SumBackward0"} <= {n.title for n in drawn}
@@ -504,3 +500,10 @@ def test_the_modules_of_one_model_take_each_others_freed_rows(record, write_scri
     # each expert's weight and its AccumulateGrad keep their two rows above its op, where the next
     # expert's weights cannot go (a box around them would hold them): two rows lower each step, no more
     assert len(rows) == 4 and {b - a for a, b in zip(rows, rows[1:])} == {2}, rows
+
+
+def _placed(run) -> list:
+    """The nodes the whole run drawn at once places."""
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    return [n for n in drawing.nodes.values() if n.placed]
