@@ -57,6 +57,12 @@ _WEIGHT_KINDS = frozenset({"param", "accumulate"})
 EDGE_KINDS = ("flow", "accumulate", "input", "detach", "no_grad_op")
 
 
+def unnamed_title(title: str) -> bool:
+    """Whether a tensor's title says it had no name when drawn ("tensor", "output of pow", and
+    their later states "tensor (v2)")."""
+    return title == "tensor" or title.startswith(("tensor (v", "output of "))
+
+
 @dataclass(slots=True)  # a big drawing holds ~10^5 of them
 class DrawNode:
     id: str  # the graph id (``op5``, ``t3``, ``t3v1``), shared with exports and the inspector
@@ -212,7 +218,7 @@ class Drawing:
         makes (``torch.empty`` before it becomes a Parameter, a Parameter that weight tying
         replaced). A real model makes dozens; drawn, they would be a row of noise as wide as
         the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
-        return (node.kind in ("input", "param") and node.title == "tensor" and not node.preds
+        return (node.kind in ("input", "param") and unnamed_title(node.title) and not node.preds
                 and not self._out.get(node.id))
 
     def _scratch(self, node: DrawNode) -> bool:
@@ -261,7 +267,7 @@ class Drawing:
         drawn only if something uses it (see :meth:`_scratch`)."""
         if node.kind == "accumulate":
             return True
-        if node.kind in ("input", "input_grad", "detached") and node.title == "tensor" \
+        if node.kind in ("input", "input_grad", "detached") and unnamed_title(node.title) \
                 and self._before_first_step(node.born):
             return True
         nodes = self.nodes
@@ -394,9 +400,10 @@ class Drawing:
             return
         name = self.run.tensor_name(node.ref)
         if name:
-            # unnamed when made: "tensor", or "tensor (v2)" (the canvas may have shown the name already)
-            if node.title == "tensor" or node.title.startswith("tensor (v"):
-                node.title = name + node.title[len("tensor"):]
+            # unnamed when made: "tensor", "output of uniform_", or "... (v2)" (the canvas may have
+            # shown the name already)
+            if unnamed_title(node.title):
+                node.title = name + (node.title[node.title.index(" (v"):] if " (v" in node.title else "")
             node.module = (name.rpartition(".")[0] or None) if node.kind == "param" else self._buffer_module(node.ref)
 
     def _buffer_module(self, tid: int) -> str | None:
@@ -580,7 +587,7 @@ class Drawing:
         without grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
         ``1 / base ** (arange(...) / dim)``, BERT's ``position_ids`` an ``arange(...).expand``): not
         drawn above the buffer it made, unless something else uses it."""
-        return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and pred.title == "tensor"
+        return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and unnamed_title(pred.title)
                 and self._before_first_step(node.born)
                 and (self.run.tensors.get(node.ref) or {}).get("kind") == "buffer")
 

@@ -649,13 +649,16 @@ class Run:
         return info.get("name") if info else None
 
     def tensor_title(self, tid: int, grad_fn: int | None = None) -> str:
-        """What to call a tensor: its name in the script; else, made by an op that autograd
-        records (``grad_fn``, its autograd node), "output of linear"; else "tensor"."""
+        """What to call a tensor: its name in the script; else, made by an op (``grad_fn``, its
+        autograd node, or an op without grad), "output of linear"; else "tensor"."""
         name = self.tensor_name(tid)
         if name:
             return name
         op = self.op_nodes.get(grad_fn) if grad_fn is not None else None
-        return f"output of {op.op}" if op is not None and op.op else "tensor"
+        if op is not None and op.op:
+            return f"output of {op.op}"
+        made = self.producers.get(tid)  # an op without grad (under no_grad, or of no-grad inputs)
+        return f"output of {made['op']}" if made is not None and made.get("op") else "tensor"
 
     def non_finite_out(self, vid: int, index: int) -> str | None:
         """Whether autograd node ``vid`` sent a gradient holding NaN or Inf by event ``index``, in

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphview.core.drawing import Drawing
+from graphview.core.drawing import Drawing, unnamed_title
 from graphview.core.run import Run
 from tests.conftest import lesson, model, zoo
 
@@ -114,11 +114,11 @@ def test_a_real_models_scratch_tensors_are_not_drawn_and_its_masks_sit_in_its_bo
     run = record(zoo("gpt2_lm"), steps=1)
     drawing = Drawing(run)
     drawing.update(final=True)
-    scratch = [n for n in drawing.nodes.values() if n.kind == "input" and n.title == "tensor"
+    scratch = [n for n in drawing.nodes.values() if n.kind == "input" and unnamed_title(n.title)
                and not n.preds and not drawing._out.get(n.id)]
     assert len(scratch) > 10 and not any(n.placed for n in scratch)
     placed = [n for n in drawing.nodes.values() if n.placed]
-    assert all(n.preds or drawing._out.get(n.id) or n.title != "tensor" for n in placed)
+    assert all(n.preds or drawing._out.get(n.id) or not unnamed_title(n.title) for n in placed)
     derived = [n for n in placed if n.id in drawing.derived]
     inside = [n for n in derived if (n.module or "").startswith("transformer")]
     assert inside and all(run.producers[n.ref].get("module") == n.module for n in inside)
@@ -324,7 +324,7 @@ def test_a_view_a_constructor_zeroes_is_not_drawn_in_a_plain_script(record, writ
         "row = model.embed.weight[1]\n"
         "(model(torch.tensor([1, 2])).sum() + row.sum()).backward()\n"))
     drawn = _placed(run)
-    assert not [n for n in drawn if n.title == "tensor" and n.kind in ("input", "input_grad")]
+    assert not [n for n in drawn if unnamed_title(n.title) and n.kind in ("input", "input_grad")]
     assert any(n.title == "embed.weight" for n in drawn) and any(n.title == "row" for n in drawn)
 
 
@@ -507,3 +507,16 @@ def _placed(run) -> list:
     drawing = Drawing(run)
     drawing.update(final=True)
     return [n for n in drawing.nodes.values() if n.placed]
+
+
+def test_a_result_made_without_grad_is_called_after_its_op(record, write_script):
+    """An evaluation under no_grad drew a column of "tensor" nodes: each is called after the op that
+    made it, as a result autograd records is."""
+    run = record(write_script(
+        "import torch\n"
+        "w = torch.randn(4, requires_grad=True)\n"
+        "(w * 2).sum().backward()\n"
+        "with torch.no_grad():\n"
+        "    score = (w * 3).exp().sum()\n"))
+    titles = {n.title for n in _placed(run) if n.kind in ("detached", "input")}
+    assert {"output of mul", "output of exp", "score"} <= titles and "tensor" not in titles
