@@ -32,9 +32,10 @@ output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
                dtype, device, requires_grad, is_leaf, grad_fn (vid | None), base (tid | None),
                line, values | stats
-name           tid, name [, kind]         (the script bound the tensor to a variable, or the tensor's
+name           tid, name [, kind, also]   (the script bound the tensor to a variable, or the tensor's
                                           model was first called: its qualified name; kind "buffer"
-                                          for a buffer recorded before that as an input)
+                                          for a buffer recorded before that as an input; also: the
+                                          model's other names for it, a tied weight's)
 value          tid, version, values | stats, reason   (new values after an update)
 op             oid, op, line, module, module_type, inputs [[tid, version]...],
                outputs [[tid, version]...], grad_fn (vid | None), mode, inplace,
@@ -302,7 +303,7 @@ SCHEMA: dict[str, dict] = {
     "tensor": {"tid": _INT, "version": _INT, "name": _OSTR, "kind": _STR, "shape": _is_shape, "dtype": _STR,
                "device": _STR, "requires_grad": _BOOL, "is_leaf": _BOOL, "grad_fn": _OINT, "base": _OINT,
                "line": _OINT, "new?": _BOOL},
-    "name": {"tid": _INT, "name": _STR},
+    "name": {"tid": _INT, "name": _STR, "also?": _list_of(_STR)},
     "value": {"tid": _INT, "version?": _INT, "reason?": _STR, "shape": _is_shape},
     "op": {"oid": _INT, "op": _STR, "line": _OINT, "module": _OSTR, "module_type?": _OSTR,
            "inputs": _list_of(_REF), "outputs": _list_of(_REF), "grad_fn": _OINT, "mode": _STR, "inplace": _BOOL,

@@ -121,6 +121,8 @@ def _tensor_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
             "born": tnode.born,
             "dead": run.tensor_dead.get(tnode.tid, limit) < limit,
         }
+        if tnode.tid in run.aliases:  # a tied weight: the model's other names for it
+            node["also"] = run.aliases[tnode.tid]
         _put_values(node, "value", info)
         entry = run.grad_at(tnode.tid, None if at is None else at)
         node["grad"] = entry.value if entry is not None else None

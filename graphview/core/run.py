@@ -205,6 +205,7 @@ class Run:
         self.start: dict | None = None
         self.end: dict | None = None
         self.tensors: dict[int, dict] = {}  # tid -> latest tensor event (+ "name")
+        self.aliases: dict[int, list[str]] = {}  # tid -> the model's other names for it (a tied weight's)
         self.values: dict[int, list[tuple[int, dict]]] = {}  # tid -> [(index, value summary)]
         self.tensor_nodes: dict[str, TensorNode] = {}
         self._current_tensor_node: dict[int, str] = {}
@@ -369,6 +370,8 @@ class Run:
             info["name"] = ev["name"]
             for node in self._tensor_nodes_of.get(ev["tid"], ()):
                 node.info["name"] = ev["name"]
+        if ev.get("also"):  # a tied weight: lm_head.weight is transformer.wte.weight
+            self.aliases[ev["tid"]] = list(ev["also"])
         if info is not None and ev.get("kind"):  # a model's buffer, known before its model was first called
             info["kind"] = ev["kind"]
             for node in self._tensor_nodes_of.get(ev["tid"], ()):

@@ -416,9 +416,11 @@ class MainWindow(QMainWindow):
         if not text:
             return
         nodes = self.scene.drawing.nodes if self.scene.drawing is not None else {}
+        aliases = self.run.aliases if self.run is not None else {}  # (a tied weight's other names)
         hits = [n for n in self.scene.placed_ids() if self.scene.shown_at_cursor(n)
                 and (text in nodes[n].title.lower() or text in nodes[n].subtitle.lower()
-                     or text in (nodes[n].module or "").lower())]
+                     or text in (nodes[n].module or "").lower()
+                     or not n.startswith("op") and any(text in a.lower() for a in aliases.get(nodes[n].ref, ())))]
         self.scene.reveal(hits)  # hits inside shut module boxes: open them
         matches = [item for item in map(self.scene.item_for, hits) if item is not None]
         self.scene.clearSelection()

@@ -189,6 +189,32 @@ def test_the_ledger_names_the_op_that_changed_a_grad_in_place(window, record, wr
     assert top.text(1) == "[0.707107, 0.707107]"
 
 
+def test_a_tied_weight_is_found_by_its_other_name(window, record, write_script):
+    """Searching for lm_head.weight, which is the embedding's weight, found no node; the Inspector
+    says the tensor's other name."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class LM(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.embed = nn.Embedding(10, 4)\n"
+        "        self.head = nn.Linear(4, 10, bias=False)\n"
+        "        self.head.weight = self.embed.weight\n"
+        "    def forward(self, ids):\n"
+        "        return self.head(self.embed(ids))\n"
+        "model = LM()\n"
+        "model(torch.tensor([1, 2, 3])).logsumexp(-1).sum().backward()\n"))
+    show(window, run)
+    window.set_cursor(next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start"))
+    window.search.setText("head.weight")
+    window.find()
+    selected = [item.node for item in window.scene.selectedItems() if hasattr(item, "node")]
+    assert [n.title for n in selected] == ["embed.weight"]
+    window.inspector.show_node(run, selected[0].id, window.cursor)
+    assert "also" in window.inspector.toPlainText() and "head.weight" in window.inspector.toPlainText()
+
+
 def test_a_long_ledger_lists_the_latest_changes_and_counts_the_older(window, record, monkeypatch):
     from graphview.qt.formatting import capped
     from graphview.qt.panels import ledger

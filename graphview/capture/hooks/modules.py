@@ -61,6 +61,11 @@ class ModuleHooks(TensorIdentity):
         for path, m in module_paths(root, prefix):
             self._name_once(m, path)
         new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
+        # a tied weight (an LM head's weight is its embedding's) is one tensor under two names
+        also: dict[int, list[str]] = {}
+        for qual, p in root.named_parameters(remove_duplicate=False):
+            if self._names.get(id(p)) != prefix + qual and any(t is p for t in new_tensors):
+                also.setdefault(id(p), []).append(prefix + qual)
         for qual, b in root.named_buffers():
             if self._name_once(b, prefix + qual):
                 self._buffers.add(id(b))
@@ -74,9 +79,13 @@ class ModuleHooks(TensorIdentity):
                 event = {"ev": "name", "tid": entry[1], "name": self._names[id(t)]}
                 if id(t) in self._buffers:
                     event["kind"] = "buffer"  # recorded as a plain input until now
+                if id(t) in also:
+                    event["also"] = also[id(t)]
                 self._emit_fn(event)
             else:
-                self.tensor_ref(t, line, pending=False)
+                tid = self.tensor_ref(t, line, pending=False)[0]
+                if id(t) in also:
+                    self._emit_fn({"ev": "name", "tid": tid, "name": self._names[id(t)], "also": also[id(t)]})
 
     def _root_prefix(self, root: torch.nn.Module) -> str:
         """What a called root module's names start with (see :func:`root_prefix`)."""

@@ -243,6 +243,9 @@ class Inspector(QTextBrowser):
         ]
         if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
             rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
+        also = run.aliases.get(tnode.tid)
+        if also:  # (a tied weight: one tensor, its .grad the sum of both uses)
+            rows.append(("also", html.escape(", ".join(also)) + " <span class='muted'>(the same tensor: tied)</span>"))
         line = run.first_line.get(tnode.tid)
         if line is not None:
             # made by an op graphview saw (an activation, torch.randn at that line), or made before the

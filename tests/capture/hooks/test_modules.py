@@ -72,3 +72,26 @@ def test_a_model_in_a_variable_keeps_torchs_own_names(alone):
         net(torch.ones(1, 2)).sum().backward()
     names = {e["name"] for e in events if e["ev"] == "tensor" and e["kind"] == "param"}
     assert names == {q for q, _ in net.named_parameters()}  # as state_dict() names them
+
+
+class _TiedLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight  # one tensor, two names
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def test_a_tied_weight_is_named_once_and_known_by_its_other_name(alone):
+    """GPT-2's lm_head.weight is transformer.wte.weight: searching the graph for lm_head.weight
+    found nothing. The name event says the model's other names for it, as torch's
+    ``named_parameters(remove_duplicate=False)`` gives them."""
+    model = _TiedLM()
+    with alone(ModuleHooks, "install_modules", __file__) as events:
+        model(torch.tensor([1, 2])).sum().backward()
+    torch_names = [qual for qual, p in model.named_parameters(remove_duplicate=False) if p is model.embed.weight]
+    [tied] = [e for e in events if e["ev"] == "name" and e.get("also")]
+    assert [tied["name"], *tied["also"]] == torch_names  # (a model with named parts keeps torch's names)
