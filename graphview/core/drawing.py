@@ -48,6 +48,8 @@ _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 _LASTING = frozenset({"param", "input", "input_grad"})
 #: tensors the script (or a model's forward) made without grad_fn from nothing drawn: they end when freed
 _INPUT_KINDS = frozenset({"input", "input_grad"})
+#: how many rows above its own :meth:`Drawing._beside_models` looks at for the models' columns
+_BESIDE_ROWS = 40
 #: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
 _NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
 #: nodes a row of the layout counts as its module's (see Drawing._put), and a module's weights
@@ -555,14 +557,32 @@ class Drawing:
         self._name_late(node)
         if node.kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
-        row = user.layer - 1
-        if node.module is None and user.module is not None and node.kind in _NO_GRAD_TENSORS:
-            row = self._above_weights(user, node.born)
-        self._put(node, row, user.slot)
+        row, slot = user.layer - 1, user.slot
+        if node.module is None and node.kind in _NO_GRAD_TENSORS:
+            if user.module is not None:
+                row = self._above_weights(user, node.born)
+            else:
+                slot = self._beside_models(row, slot, node.born)
+        self._put(node, row, slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)
             if pred is not None and not pred.placed and not self._history(pred, node):
                 self._place_above(pred, node)
+
+    def _beside_models(self, row: int, slot: int, born: int) -> int:
+        """The column for a tensor without grad from outside every module, in ``row`` above an op
+        outside every module (a distillation's detached target above its loss): right of the
+        models whose nodes share the row (and the rows just above), whose boxes would hold it."""
+        roots = {path.partition(".")[0] for path, ids in self._row_modules.get(row, {}).items()
+                 if path is not None and any(not self._gone(i, born) for i in ids)}
+        if not roots:
+            return slot
+        right = slot - 1
+        for r in range(row - _BESIDE_ROWS, row + 1):
+            for path, ids in self._row_modules.get(r, {}).items():
+                if path is not None and path.partition(".")[0] in roots:
+                    right = max([right] + [self.nodes[i].slot for i in ids if not self._gone(i, born)])
+        return max(slot, right + 1)
 
     def _above_weights(self, user: DrawNode, born: int) -> int:
         """The row for a tensor without grad from outside every module that ``user`` reads: above

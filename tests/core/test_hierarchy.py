@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphview.core.drawing import NODE_KINDS, Drawing
+from graphview.core.drawing import Drawing
 from graphview.core.hierarchy import Layout, collapsed_at_level, levels_that_fit, module_boxes
 from tests.conftest import model, zoo
 
@@ -142,9 +142,9 @@ def test_a_box_that_repeats_its_child_is_the_module_that_ran_not_its_module_list
     assert {box.path for box in module_boxes(drawing)} >= {"encoder.layer.0", "encoder.layer.1"}
 
 
-def _covered(drawing: Drawing, kinds=frozenset(NODE_KINDS)) -> list[tuple[str, str]]:
+def _covered(drawing: Drawing) -> list[tuple[str, str]]:
     """(box, node) pairs where an open box, drawn around its members shown at some point of the
-    run, encloses a shown node of another module, of ``kinds`` (sampled at 60 points of the run)."""
+    run, encloses a shown node of another module (sampled at 60 points of the run)."""
     boxes = module_boxes(drawing)
     placed = [n for n in drawing.nodes.values() if n.placed]
     total = len(drawing.run.events)
@@ -157,7 +157,7 @@ def _covered(drawing: Drawing, kinds=frozenset(NODE_KINDS)) -> list[tuple[str, s
                 continue
             rows = min(n.layer for n in members), max(n.layer for n in members)
             slots = min(n.slot for n in members), max(n.slot for n in members)
-            found.update((box.key, n.id) for n in shown if n.id not in box.members and n.kind in kinds
+            found.update((box.key, n.id) for n in shown if n.id not in box.members
                          and rows[0] <= n.layer <= rows[1] and slots[0] <= n.slot <= slots[1])
     return sorted(found)
 
@@ -168,7 +168,8 @@ def _covered(drawing: Drawing, kinds=frozenset(NODE_KINDS)) -> list[tuple[str, s
 def test_a_module_box_encloses_no_op_or_result_of_another_module(record, script):
     """A transformer layer's residual add went in the rows of its LayerNorm's weights and was drawn
     inside the LayerNorm's box; a custom Function applied between two layers, inside the model's;
-    the teacher's box, around its weights once its graph was freed, around the student's graph;
+    the teacher's box, around its weights once its graph was freed, around the student's graph (and
+    the teacher's detached output, above the loss in a row of the student's prediction, in its box);
     BERT's ids and a ResNet's images, drawn above their first user, inside the box around the
     weights above it."""
     if script.startswith("zoo:"):
@@ -179,7 +180,4 @@ def test_a_module_box_encloses_no_op_or_result_of_another_module(record, script)
     drawing = Drawing(record(path, steps=2))
     drawing.update(final=True)
     assert module_boxes(drawing)
-    # (the teacher's detached output is drawn above the loss it feeds, a row the student's
-    # prediction holds: tensors without grad sit above their user, inside its box)
-    kinds = set(NODE_KINDS) - ({"detached", "input"} if script == "teacher_student_detach" else set())
-    assert _covered(drawing, kinds) == []
+    assert _covered(drawing) == []
