@@ -63,8 +63,9 @@ class ModuleHooks(TensorIdentity):
         new_tensors = [p for qual, p in root.named_parameters() if self._name_once(p, prefix + qual)]
         # a tied weight (an LM head's weight is its embedding's) is one tensor under two names
         also: dict[int, list[str]] = {}
+        named_now = {id(p) for p in new_tensors}
         for qual, p in root.named_parameters(remove_duplicate=False):
-            if self._names.get(id(p)) != prefix + qual and any(t is p for t in new_tensors):
+            if id(p) in named_now and self._names.get(id(p)) != prefix + qual:
                 also.setdefault(id(p), []).append(prefix + qual)
         for qual, b in root.named_buffers():
             if self._name_once(b, prefix + qual):
