@@ -16,6 +16,10 @@ from graphview.capture.state import RECOMPUTE_MODULE, _version
 from graphview.capture.summaries import summarize
 
 
+#: what ``torch.nn.utils.parametrize`` puts in place of a parametrized weight (weight_norm's)
+_PARAMETRIZATIONS = torch.nn.utils.parametrize.ParametrizationList
+
+
 class ModuleHooks(TensorIdentity):
     """The modules-and-optimizers mechanism."""
 
@@ -120,7 +124,9 @@ class ModuleHooks(TensorIdentity):
         if self._suspend or not self._active:
             return None
         with self.at_work():
-            if not self._module_stack:
+            if not self._module_stack and type(module) is not _PARAMETRIZATIONS:
+                # (a parametrized weight read outside a forward, in its model's constructor: not a
+                # root, or its parameters would keep the names original0, original1)
                 self._register_root(module)
             path = self._module_path(module)
             self._module_stack.append(path)

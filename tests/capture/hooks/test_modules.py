@@ -95,3 +95,26 @@ def test_a_tied_weight_is_named_once_and_known_by_its_other_name(alone):
     torch_names = [qual for qual, p in model.named_parameters(remove_duplicate=False) if p is model.embed.weight]
     [tied] = [e for e in events if e["ev"] == "name" and e.get("also")]
     assert [tied["name"], *tied["also"]] == torch_names  # (a model with named parts keeps torch's names)
+
+
+class _WeightNormed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(2, 2, 3))
+        nn.init.normal_(self.conv.weight.data)  # the parametrized weight, read in the constructor
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x):
+        return self.head(self.conv(x).mean(-1))
+
+
+def test_a_weight_norms_parameters_have_torchs_names(record, write_script):
+    """Wav2Vec2's weight-normed convolution is read in its constructor: its parametrization was
+    taken for the root module and its parameters named original0 and original1."""
+    import inspect
+
+    source = inspect.getsource(_WeightNormed)
+    run = record(write_script("import torch\nfrom torch import nn\n" + source + "\nmodel = _WeightNormed()\n"
+                              "model(torch.randn(4, 2, 5)).sum().backward()\n"))
+    names = {info.get("name") for info in run.tensors.values() if info.get("kind") == "param"}
+    assert names == {qual for qual, _ in _WeightNormed().named_parameters()}
