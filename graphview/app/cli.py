@@ -30,7 +30,7 @@ from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import ALL_OPEN, FORMATS, PAGE_ROWS, ExportError, export_graph
 from graphview.core.files import WriteError
-from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
+from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.tally import RunTally
@@ -41,7 +41,7 @@ IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not i
 DEFAULT_SCALE = 2.0
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _add_run_options(p: argparse.ArgumentParser, steps: int = 1) -> None:
     g = p.add_argument_group("run options (the toggles)")
     g.add_argument("--retain-graph", action="store_true", help="force retain_graph=True on every backward")
     g.add_argument("--create-graph", action="store_true", help="force create_graph=True on every backward")
@@ -55,7 +55,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="same as --grad-mode inference_mode")
     g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
-    g.add_argument("--steps", type=int, default=1, help="step scripts: number of steps (default 1)")
+    g.add_argument("--steps", type=int, default=steps, help=f"step scripts: number of steps (default {steps}"
+                   + (", as the app runs a script: some pitfalls show only from step to step)" if steps > 1 else ")"))
     g.add_argument("--checkpoint", action="append", default=[], metavar="MODULE",
                    help="run this module's forward under torch.utils.checkpoint.checkpoint(..., use_reentrant=False): "
                         "its activations are recomputed in backward instead of saved (a path such as "
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--measure", action="store_true",
                      help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
                           "the peak it measured")
-    _add_run_options(chk)
+    _add_run_options(chk, steps=APP_STEPS)
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
     dif.add_argument("source")
     dif.add_argument("other", nargs="?", help="a second script or trace (default: the same run)")

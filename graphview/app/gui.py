@@ -13,7 +13,7 @@ import sys
 import threading
 
 from graphview.core.bundled import bundled_samples
-from graphview.core.options import RunOptions
+from graphview.core.options import APP_STEPS, RunOptions
 from graphview.core.run import bulk_load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -151,7 +151,7 @@ class App:
             return False
         self.window.remember(os.path.abspath(path))
         self.window.runs.start_afresh()  # opening a file starts afresh: overlays come from "Run again"
-        self.start(os.path.abspath(path), RunOptions(steps=3, args=list(args or [])))
+        self.start(os.path.abspath(path), RunOptions(steps=APP_STEPS, args=list(args or [])))
         return True
 
     def open_trace(self, path: str) -> bool:

@@ -272,7 +272,9 @@ def _retain_for_nothing(run: Run):
             end = call.end or call.start
             created = {vid for vid, op in run.op_nodes.items() if call.start <= op.born <= end}
             used = any(created & set(other.order) for other in later)
-            if created and not used:
+            # (the graph of the gradient itself is not always recorded node by node: with no later
+            # backward at all, nothing can have used it)
+            if (created or not later) and not used:
                 yield Finding("create-graph-unused", "create_graph=True, but no higher-order gradient is taken",
                               call.line, "This backward recorded a graph of its own gradient computation, and nothing "
                                          "differentiates through it.",
@@ -484,6 +486,20 @@ def _cpu_does_not_detach(run: Run):
                       "Write tensor.detach().cpu().numpy(): stop the gradient first, then move the data.", index)
 
 
+# ---------------------------------------------------------------------- 8c. an inference tensor in a graph
+def _inference_tensor_saved(run: Run):
+    for index, err in _errors(run, "Inference tensors cannot be saved for backward"):
+        entered = [ev.get("line") for i, ev in run.events.where({"mode"}, 0, index)
+                   if ev.get("mode") == "inference_mode" and ev.get("line")]
+        yield Finding("inference-tensor-in-graph", "a tensor made under inference_mode() is used where autograd "
+                      "must save it", err.get("line"),
+                      "Tensors made inside torch.inference_mode() carry no version counter, so autograd cannot "
+                      "save them for backward: using one in an op that needs grad fails"
+                      + (f" (one was made under inference mode at line {entered[-1]})." if entered else "."),
+                      "Make it under torch.no_grad() instead, or use a copy made outside inference mode "
+                      "(t.clone()) in the computation that needs grad.", index, None, entered[-1:])
+
+
 # ---------------------------------------------------------------------- 14. micro-batches without loss scaling
 _SCALING_OPS = {"div", "__truediv__", "true_divide", "__itruediv__", "mul", "__mul__", "__rmul__", "__imul__",
                 "__div__", "divide"}
@@ -679,5 +695,6 @@ def _recompute_updates_buffers(run: Run):
 
 CHECKS = [_no_grad_fn, _grad_none, _forgot_zero_grad, _backward_twice, _retain_for_nothing, _kept_across_steps,
           _nonscalar, _update_in_graph, _nan_grad, _inplace_saved, _detach_write, _eval_is_not_no_grad,
-          _inference_graphs_kept, _cpu_does_not_detach, _unscaled_accumulation, _ddp_unused_parameters,
+          _inference_graphs_kept, _cpu_does_not_detach, _inference_tensor_saved, _unscaled_accumulation,
+          _ddp_unused_parameters,
           _graph_cut, _recompute_updates_buffers]

@@ -1,4 +1,6 @@
-"""y = x*2 + 1, z = y.mean(): dz/dx = 2/2 = 1 for each element. A second z.backward() fails."""
+"""y = x*2 + 1, z = y.mean(): dz/dx = 2/2 = 1 for each element. A second z.backward() works only
+if the first kept the graph: retain_graph=True goes on the first call. On the second it comes too
+late: the first call freed the graph (lessons/error_backward_twice.py shows that error)."""
 import torch
 
 x = torch.tensor([1.0, 2.0], requires_grad=True)

@@ -30,6 +30,8 @@ EXPECTED = {
     "total_loss_keeps_graphs": ("graph-kept", 11, {}),
     "detached_branch_gets_no_grad": ("grad-none-detached", 9, {}),
     "checkpoint_batchnorm": ("checkpoint-recomputes-batchnorm", 11, {}),
+    "inference_tensor_in_graph": ("inference-tensor-in-graph", 8, {}),
+    "create_graph_unused": ("create-graph-unused", 8, {}),
 }
 
 
