@@ -85,6 +85,9 @@ def print_suggestions(run: Run, args: argparse.Namespace) -> None:
         print(f"  {s.text()}")
         if not measure:
             hint = f"--checkpoint '{s.pattern}'" if "*" in s.pattern else f"--checkpoint {s.pattern}"
+            steps = ((run.start or {}).get("options") or {}).get("steps", 1)
+            if run.steps and steps != 1:  # (record runs 1 step unless told: as many as this run had)
+                hint += f" --steps {steps}"
             print(f"    try it: graphview record {script or args.source} {hint} -o checkpointed{SUFFIX}")
             continue
         after = _measure(run, args, s.pattern)

@@ -77,3 +77,14 @@ def test_save_on_cpu_on_a_cpu_run_says_it_changes_nothing(tmp_path):
     result = graphview("record", TRANSFORMER, "-o", tmp_path / "x.gvtrace", "--save-on-cpu")
     assert result.returncode == 0
     assert "graphview: note: --save-on-cpu moved nothing in this run" in result.stderr
+
+
+def test_a_suggestions_command_runs_the_steps_the_check_ran(tmp_path):
+    """check runs a step script for 3 steps and record for 1: the command it suggests says --steps 3
+    (a trace's suggestion, as many as the trace has)."""
+    tries = [line for line in graphview("check", TRANSFORMER).stdout.splitlines() if "try it:" in line]
+    assert tries and all(line.endswith(" --steps 3 -o checkpointed.gvtrace") for line in tries), tries
+    trace = tmp_path / "one.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    tries = [line for line in graphview("check", trace).stdout.splitlines() if "try it:" in line]
+    assert tries and not any("--steps" in line for line in tries), tries
