@@ -235,6 +235,21 @@ def test_a_long_ledger_lists_the_latest_changes_and_counts_the_older(window, rec
     assert values == [capped(e.value) for e in entries[3:7]] and top.text(1) == capped(entries[5].value)
 
 
+def test_console_shows_an_error_whose_frames_have_no_source_text(window, record):
+    """A frame's source text is optional in a trace (a file not on disk): the console raised
+    KeyError on every cursor move (found by the mutated-trace test)."""
+    from graphview.core.run import Run
+
+    events = [dict(e) for e in record(lesson("error_backward_twice")).events]
+    for ev in events:
+        if ev["ev"] == "error":
+            ev["traceback"] = [{k: v for k, v in frame.items() if k != "text"} for frame in ev["traceback"]]
+    run = Run(events)
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    assert "Trying to backward through the graph a second time" in window.console.toPlainText()
+
+
 def test_console_shows_the_error_with_a_link_and_marks_the_line(window, record):
     run = record(lesson("error_backward_twice"))
     show(window, run)

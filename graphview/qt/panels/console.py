@@ -95,6 +95,6 @@ def _error_html(ev: dict) -> str:
     lines = ["<span class='error'>Traceback (in your script):</span>"]
     for frame in ev.get("traceback") or ():
         lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
-                     f"{html.escape(frame['text'])}")
+                     f"{html.escape(frame.get('text') or '')}")  # (a frame's source text may be missing)
     lines.append(f"<b class='error'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
     return "\n".join(lines) + "\n"
