@@ -34,7 +34,7 @@ from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOp
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.tally import RunTally
-from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header, read_trace
+from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
@@ -254,11 +254,6 @@ def load_run(path: str) -> tuple[Run, list[str]]:
     return run, warnings
 
 
-def failure_headline(run: Run) -> str:
-    """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
-    return run.failure_headline()
-
-
 def _up_to(run: Run) -> str:
     return "up to the error" if run.status in ("error", "crashed") else "up to where it stopped"
 
@@ -319,7 +314,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
     if run.failed and not (run.tensor_nodes or run.op_nodes):
-        print(f"graphview: {failure_headline(run)} before anything was recorded; nothing written to {args.output}",
+        print(f"graphview: {run.failure_headline()} before anything was recorded; nothing written to {args.output}",
               file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     if suffix in IMAGE_SUFFIXES:
@@ -347,7 +342,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         fmt = export_graph(run, args.output, at=args.at)
     what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
     if run.failed:
-        print(f"graphview: {failure_headline(run)}; wrote {what} recorded {_up_to(run)} to {args.output}",
+        print(f"graphview: {run.failure_headline()}; wrote {what} recorded {_up_to(run)} to {args.output}",
               file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     print(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
@@ -456,7 +451,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
               file=sys.stderr)
     if run.failed:
-        print(f"graphview: {failure_headline(run)}; checked what was recorded {_up_to(run)}", file=sys.stderr)
+        print(f"graphview: {run.failure_headline()}; checked what was recorded {_up_to(run)}", file=sys.stderr)
     return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
 
 
@@ -499,7 +494,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
           f"{result.same} the same", file=sys.stderr)
     failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]
     for run in failed:
-        print(f"graphview: {failure_headline(run)}; compared what was recorded {_up_to(run)}", file=sys.stderr)
+        print(f"graphview: {run.failure_headline()}; compared what was recorded {_up_to(run)}", file=sys.stderr)
     return EXIT_SCRIPT_FAILED if failed else EXIT_OK
 
 

@@ -236,9 +236,11 @@ def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
     return set() if level is None else collapsed_at_level(boxes, level)
 
 
-def level_that_fits(drawing: Drawing, boxes: list[ModuleBox], fits) -> int | None:
-    """The level :func:`levels_that_fit` shuts the boxes at (None: none shut)."""
-    if not boxes or fits(*Layout(drawing, boxes, set()).size()):
+def level_that_fits(drawing: Drawing, boxes: list[ModuleBox], fits,
+                    all_open: tuple[int, int] | None = None) -> int | None:
+    """The level :func:`levels_that_fit` shuts the boxes at (None: none shut). ``all_open``: the
+    size of the layout with every box open, where the caller has it."""
+    if not boxes or fits(*(all_open or Layout(drawing, boxes, set()).size())):
         return None
     deepest = max(box.level for box in boxes)
     for level in range(deepest, 0, -1):

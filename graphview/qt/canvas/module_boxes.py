@@ -282,11 +282,11 @@ class ModuleBoxes(QObject):
             return None, 0
         self._placed = len(drawing.order)
         self._take(module_boxes(drawing))
-        every = Layout(drawing, self.boxes, set()).size()[0]
-        level = level_that_fits(drawing, self.boxes, lambda r, _columns: r <= rows)
+        every = Layout(drawing, self.boxes, set()).size()
+        level = level_that_fits(drawing, self.boxes, lambda r, _columns: r <= rows, every)
         if level is not None:
             self.set_all(collapsed_at_level(self.boxes, level))
-        return level, every
+        return level, every[0]
 
     def set_all(self, collapsed: set[str]) -> None:
         """Shut exactly the boxes in ``collapsed`` (View > Collapse all / Expand all, the start)."""
