@@ -32,14 +32,18 @@ def print_comparison(before: Run, after: Run) -> None:
 
 
 def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
-    """``check --json``'s suggestions: each with its pattern, module type, the bytes its nodes hold at
-    the peak, the peak, its device and event; with ``--measure``, the peak a re-run with
+    """``check --json``'s suggestions: each with its pattern, module type, the activations its nodes
+    hold at the peak (``held``; the weights they save apart, ``weights_held``), how far the peak of
+    activations falls (``saving``) and what the forward no longer holds at its end (``freed``), the
+    peak of activations (``peak``; with weights and inputs, ``peak_total``), the ops run again
+    (``recomputes``), its device and event; with ``--measure``, the peak a re-run with
     ``--checkpoint`` measured (``measured_peak``, bytes per device) and its ops recomputed in backward,
     or why that re-run failed (``measured_failed``)."""
     data = []
     for s in checkpoint_suggestions(run):
-        entry = {"pattern": s.pattern, "type": s.types, "held": s.held, "saving": s.saving, "peak": s.peak, "device": s.device,
-                 "at": s.at}
+        entry = {"pattern": s.pattern, "type": s.types, "held": s.held.activations, "weights_held": s.held.weights,
+                 "saving": s.saving, "freed": s.freed, "peak": s.peak.activations, "peak_total": s.peak.total,
+                 "recomputes": s.recomputed, "device": s.device, "at": s.at}
         if getattr(args, "measure", False):
             after = _measure(run, args, s.pattern)
             if after is not None and after.failed:

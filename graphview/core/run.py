@@ -781,7 +781,7 @@ class Run:
         storages: dict[tuple, int] = {}
         for vid in vids:
             for saved in self.saved_by_owner.get(vid, ()):
-                if saved.kind != "input" and (saved.src is None or saved.src in vids) and saved.held_at(index):
+                if saved.kind == "activation" and (saved.src is None or saved.src in vids) and saved.held_at(index):
                     key = (saved.device, saved.storage)
                     if owners.get(key, set()) <= vids:
                         storages[key] = saved.bytes

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from graphview.core.held import Held, activation_peak, activation_peaks, held_by_nodes, human
 from graphview.core.run import Run
 
 RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
@@ -37,6 +38,8 @@ class StepComparison:
     peak_after: dict[str, int]
     recomputed_before: int  # ops recomputed inside backward in the step
     recomputed_after: int
+    activations_before: dict[str, int] = field(default_factory=dict)  # device -> peak of activations held in the step
+    activations_after: dict[str, int] = field(default_factory=dict)
     modules: list[ModuleChange] = field(default_factory=list)  # the biggest changes first
 
 
@@ -109,9 +112,15 @@ def compare_runs(before: Run, after: Run) -> list[StepComparison]:
         b_start, b_end = spans_b[number]
         result.append(StepComparison(
             step=number, peak_before=peaks_b.get(number, {}), peak_after=peaks_a.get(number, {}),
+            activations_before=_activation_peaks(before, b_start, b_end),
+            activations_after=_activation_peaks(after, start, end),
             recomputed_before=recomputed_ops(before, b_start, b_end), recomputed_after=recomputed_ops(after, start, end),
             modules=biggest_changes(module_bytes(before, b_start, b_end), module_bytes(after, start, end))))
     return result
+
+
+def _activation_peaks(run: Run, start: int, end: int | None = None) -> dict[str, int]:
+    return {device: peak.held.activations for device, peak in activation_peaks(run, start, end).items()}
 
 
 def module_bytes_in_both(before: Run, after: Run, step: int) -> dict[str, tuple[int, int]]:
@@ -122,13 +131,6 @@ def module_bytes_in_both(before: Run, after: Run, step: int) -> dict[str, tuple[
         return {}
     b, a = module_bytes(before, *spans_b[step]), module_bytes(after, *spans_a[step])
     return {path: (b.get(path, 0), a.get(path, 0)) for path in set(a) | set(b)}
-
-
-def human(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
 
 
 def _peak_text(before: dict[str, int], after: dict[str, int]) -> str:
@@ -145,7 +147,12 @@ def comparison_lines(comparisons: list[StepComparison], before_label: str, after
     panel's summary say)."""
     lines = [f"{before_label} -> {after_label}"]
     for c in comparisons:
-        lines.append(f"step {c.step}: peak saved {_peak_text(c.peak_before, c.peak_after)}")
+        if c.activations_before or c.activations_after:
+            lines.append(f"step {c.step}: peak of activations held for backward "
+                         f"{_peak_text(c.activations_before, c.activations_after)}")
+            lines.append(f"  with the weights and inputs held anyway, peak saved {_peak_text(c.peak_before, c.peak_after)}")
+        else:
+            lines.append(f"step {c.step}: peak saved {_peak_text(c.peak_before, c.peak_after)}")
         extra = c.recomputed_after - c.recomputed_before
         if c.recomputed_after or c.recomputed_before:
             lines.append(f"  recomputed in backward: {c.recomputed_before} -> {c.recomputed_after} ops ({extra:+d})")
@@ -154,52 +161,69 @@ def comparison_lines(comparisons: list[StepComparison], before_label: str, after
     return lines
 
 
+#: a suggestion must cut at least this share of the activations the forward holds at its peak
+#: (less is not worth a recompute)
+WORTH_A_RECOMPUTE = 0.02
+
+
 @dataclass
 class Suggestion:
     """Checkpointing ``pattern`` (a module path, or ``parent.*`` for every numbered layer) drops
-    what its nodes hold at the peak in forward (``held`` of the ``peak`` bytes on ``device`` at
-    event ``at``), and holds it again in backward, where the checkpoint recomputes it: the peak
-    falls by about ``saving`` (see :func:`checkpoint_suggestions`)."""
+    the activations its nodes made from the forward (``freed`` of the ``peak`` bytes of
+    activations held on ``device`` at event ``at``; ``held`` is all its nodes hold then, its
+    share of the weights too), and holds them again in backward, where the checkpoint recomputes
+    them: the peak of activations falls by about ``saving`` (see :func:`checkpoint_suggestions`).
+    Weights are held whatever is checkpointed: they are not part of any figure here."""
 
     pattern: str
-    held: int
-    peak: int
+    held: Held
+    peak: Held  # everything held for backward at the peak of activations
     device: str
     at: int
     types: str | None = None  # the module's class name (``TransformerEncoderLayer``)
     saving: int = 0
     calls: int = 1  # the module's calls (each checkpointed, and recomputed, on its own)
+    freed: int = 0  # what the forward no longer holds at its end
+    recomputed: int = 0  # the forward's ops inside the module(s), run again in backward
+    forward_ops: int = 0  # all the forward's ops, to say what the recompute costs
 
     def text(self) -> str:
         what = f" ({self.types})" if self.types else ""
         again = "one layer at a time" if self.pattern.endswith(".*") else (
             "one call at a time" if self.calls > 1 else "all at once")
-        share = f" ({self.saving / self.peak:.0%})" if self.peak else ""
-        return (f"checkpoint {self.pattern}{what}: its nodes hold {human(self.held)} of the {human(self.peak)} "
-                f"peak at event {self.at}; recomputed in backward, {again}, the peak falls by about "
-                f"{human(self.saving)}{share}")
+        activations = self.peak.activations
+        share = f" ({self.saving / activations:.0%})" if activations else ""
+        cost = ""
+        if self.recomputed:
+            cost = f"; it costs {self.recomputed} ops run again"
+            if self.forward_ops:
+                cost += f" ({self.recomputed / self.forward_ops:.0%} of the forward's)"
+        return (f"checkpoint {self.pattern}{what}: at the peak (event {self.at}) backward holds "
+                f"{human(activations)} of activations, {human(self.held.activations)} of them in these "
+                f"modules; recomputed in backward, {again}, the peak of activations falls by about "
+                f"{human(self.saving)}{share}{cost}")
 
 
 def peak_at(run: Run) -> tuple[str, int, int] | None:
-    """(device, event, bytes) of the run's highest live saved bytes (the device with the most)."""
-    best = None
-    for index, device, a, p, i in run.memory_points:
-        total = a + p + i
-        if best is None or total > best[2]:
-            best = (device, index, total)
-    return best if best is not None and best[2] > 0 else None
+    """(device, event, bytes) of the run's highest live saved activations (the device with the
+    most): what the forward made and autograd holds for backward, the weights and inputs the
+    script holds anyway left out (checkpointing frees none of them)."""
+    peak = activation_peak(run)
+    return (peak.device, peak.at, peak.held.activations) if peak is not None else None
 
 
 def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]:
-    """The modules whose checkpointing would cut the peak most, from what each module's nodes hold
-    at the peak (:meth:`Run.saved_bytes_held_by`), biggest first. Numbered layers side by side
-    (``encoder.layers.0``, ``encoder.layers.1``) are offered together as ``encoder.layers.*``;
-    modules the run already checkpoints are left out, and so is a module inside (or around) one
-    already offered."""
-    peak = peak_at(run)
+    """The modules whose checkpointing would cut the peak of activations most, from what each
+    module's nodes made and hold at that peak (:meth:`Run.checkpoint_would_free`), biggest first.
+    Numbered layers side by side (``encoder.layers.0``, ``encoder.layers.1``) are offered together
+    as ``encoder.layers.*``. Left out: modules the run already checkpoints, a module inside (or
+    around) one already offered, a model called as a whole (``--checkpoint`` wraps the modules
+    inside a called model, not its own call), and anything cutting less than
+    :data:`WORTH_A_RECOMPUTE` of the peak."""
+    peak = activation_peak(run)
     if peak is None:
         return []
-    device, at, total = peak
+    device, at, total = peak.device, peak.at, peak.held.activations
     from graphview.core.options import RunOptions, module_matches
 
     done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
@@ -215,36 +239,59 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             vids.add(node.vid)
     owners = run.saved_owners(at)
     before = _HeldBefore(run, at)
-    calls = _calls(run, at)
+    calls, roots = _calls(run, at)
+    step_start = next((start for _, start, end in step_spans(run) if start <= at <= end), 0)
+    ops_in, forward_ops = _forward_ops_by_module(run, step_start, at)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
         if COMPILED in pattern.split("."):
             continue  # inside a torch.compile'd model: checkpointing its modules breaks its compile
+        if pattern in roots:
+            continue  # a model called as a whole: --checkpoint checkpoints the modules inside it
         if not pattern.endswith(".*") and pattern not in calls:
             continue  # never called itself (a ModuleList): checkpointing it would change nothing
         units = _units(run, pattern, vids_of, calls)
         # each unit is checkpointed on its own: what one saves of another's result (the next layer
         # saves this one's output) is that unit's input, which its checkpoint keeps
         freed = [run.checkpoint_would_free(unit, at, owners) for unit in units]
-        held = run.saved_bytes_held_by(vids, at)
         saving = _saving(units, freed, total, before) if any(freed) else 0
-        if saving >= total / 100:  # (less is not worth a recompute)
-            candidates.append((saving, held, pattern, len(units)))
+        if saving >= total * WORTH_A_RECOMPUTE:
+            candidates.append((saving, pattern, len(units), sum(freed), vids))
     # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
     # every layer estimates no more, a layer's saving is what there is), then the deeper module
-    candidates.sort(key=lambda c: (-c[0], c[2].endswith(".*"), -c[2].count("."), c[2]))
+    candidates.sort(key=lambda c: (-c[0], c[1].endswith(".*"), -c[1].count("."), c[1]))
     chosen: list[Suggestion] = []
-    for saving, held, pattern, units in candidates:
+    for saving, pattern, units, freed, vids in candidates:
         stem = pattern.removesuffix(".*")
         if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
             continue
         first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
-        chosen.append(Suggestion(pattern, held, total, device, at, run.module_types.get(first), saving, units))
+        recomputed = sum(n for path, n in ops_in.items() if module_matches(pattern, path))
+        chosen.append(Suggestion(pattern, held_by_nodes(run, vids, at), peak.held, device, at,
+                                 run.module_types.get(first), saving, units, freed, recomputed, forward_ops))
         if len(chosen) == top:
             break
     return chosen
+
+
+def _forward_ops_by_module(run: Run, start: int, at: int) -> tuple[dict[str, int], int]:
+    """Module path -> the ops run inside its calls (its modules' included) from event ``start``
+    to ``at``, a checkpoint's recompute left out; and all those ops, in modules or not."""
+    counts: dict[str, int] = {}
+    total = 0
+    for index, op in run.ops:
+        if index > at:
+            break
+        path = op.get("module")
+        if index < start or op.get("recompute") is not None or (path or "").startswith(RECOMPUTE_MODULE):
+            continue
+        total += 1
+        while path:
+            counts[path] = counts.get(path, 0) + 1
+            path = path.rpartition(".")[0]
+    return counts, total
 
 
 class _HeldBefore:
@@ -259,7 +306,7 @@ class _HeldBefore:
         for vid in sorted(run.saved_by_owner, key=lambda v: nodes[v].born if v in nodes else -1):
             for saved in run.saved_by_owner[vid]:
                 key = (saved.device, saved.storage)
-                if saved.held_at(at) and key not in first:
+                if saved.kind == "activation" and saved.held_at(at) and key not in first:
                     first[key] = nodes[vid].born if vid in nodes else -1
                     held[vid] = held.get(vid, 0) + saved.bytes
         self.held = held  # vid -> bytes of the storages it is the first to hold at ``at``
@@ -281,7 +328,7 @@ class _HeldBefore:
         for vid in vids:
             for saved in self.run.saved_by_owner.get(vid, ()):
                 key = (saved.device, saved.storage)
-                if saved.held_at(self.at) and self.first.get(key, born) >= born:
+                if saved.kind == "activation" and saved.held_at(self.at) and self.first.get(key, born) >= born:
                     storages[key] = saved.bytes
         return sum(storages.values())
 
@@ -325,18 +372,22 @@ def _units(run: Run, pattern: str, vids_of: dict[str, set[int]], calls: dict[str
     return [unit for unit in units if unit]
 
 
-def _calls(run: Run, at: int) -> dict[str, list[tuple[int, int]]]:
-    """Module path -> (enter, exit) of each of its calls begun by event ``at``."""
+def _calls(run: Run, at: int) -> tuple[dict[str, list[tuple[int, int]]], set[str]]:
+    """Module path -> (enter, exit) of each of its calls begun by event ``at``; and the paths of
+    the modules called when no other module was running (models called as a whole)."""
     calls: dict[str, list[tuple[int, int]]] = {}
     open_at: dict[str, int] = {}
+    roots: set[str] = set()
     for index, ev in run.events.where({"module_enter", "module_exit"}, 0, at + 1):
         if ev["ev"] == "module_enter":
+            if not open_at:
+                roots.add(ev["path"])
             open_at[ev["path"]] = index
         elif ev["path"] in open_at:
             calls.setdefault(ev["path"], []).append((open_at.pop(ev["path"]), index))
     for path, start in open_at.items():
         calls.setdefault(path, []).append((start, at))
-    return calls
+    return calls, roots
 
 
 def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:
@@ -369,7 +420,9 @@ def measured_text(pattern: str, before: Run, after: Run) -> str:
     else:  # ops torch recomputes where graphview does not see them: what they saved again is counted
         saved = _recomputed_saves(after) - _recomputed_saves(before)
         again = f"{saved:+d} saved tensors recomputed in backward" if saved else "nothing recomputed in backward"
-    return f"checkpoint {pattern}, measured: peak saved {_peak_text(peak_b, peak_a)}; {again}"
+    activations = _peak_text(_activation_peaks(before, 0), _activation_peaks(after, 0))
+    return (f"checkpoint {pattern}, measured: peak of activations held for backward {activations}; "
+            f"with the weights and inputs held anyway, peak saved {_peak_text(peak_b, peak_a)}; {again}")
 
 
 def _failed_recomputing(run: Run) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 from graphview.core.run import Run
 from graphview.core.trace import read_trace
+from graphview.core.held import activation_peak
 from graphview.core.whatif import checkpoint_suggestions, compare_runs, human
 from tests.app.test_cli import graphview
 from tests.conftest import model
@@ -26,8 +27,9 @@ def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
     diff = graphview("diff", plain, checkpointed)
     assert diff.returncode == 0, diff.stderr
     [step] = compare_runs(before, after)
-    assert (f"step 1: peak saved cpu {human(step.peak_before['cpu'])} -> {human(step.peak_after['cpu'])}"
-            in diff.stdout)
+    assert (f"step 1: peak of activations held for backward cpu {human(step.activations_before['cpu'])} -> "
+            f"{human(step.activations_after['cpu'])}" in diff.stdout)
+    assert f"peak saved cpu {human(step.peak_before['cpu'])} -> {human(step.peak_after['cpu'])}" in diff.stdout
     assert f"recomputed in backward: 0 -> {step.recomputed_after} ops" in diff.stdout
     assert "encoder.layers.0:" in diff.stdout
 
@@ -46,9 +48,11 @@ def test_check_measures_its_suggestion(tmp_path):
     assert first.text() in result.stdout
     measured = tmp_path / "measured.gvtrace"
     assert graphview("record", two_layers, "-o", measured, "-q", "--checkpoint", "encoder.layers.*").returncode == 0
-    peak = Run(read_trace(measured).events).peak_saved_bytes()["cpu"]
-    assert (f"checkpoint encoder.layers.*, measured: peak saved cpu {human(run.peak_saved_bytes()['cpu'])} -> "
-            f"{human(peak)}") in result.stdout
+    after = Run(read_trace(measured).events)
+    before_peak, after_peak = activation_peak(run).held.activations, activation_peak(after).held.activations
+    assert (f"checkpoint encoder.layers.*, measured: peak of activations held for backward cpu {human(before_peak)} -> "
+            f"{human(after_peak)}") in result.stdout
+    assert f"peak saved cpu {human(run.peak_saved_bytes()['cpu'])} -> {human(after.peak_saved_bytes()['cpu'])}" in result.stdout
 
 
 def test_check_json_gives_the_findings_and_the_suggestions(tmp_path):
@@ -61,9 +65,12 @@ def test_check_json_gives_the_findings_and_the_suggestions(tmp_path):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["findings"] == []
-    assert data["suggestions"] == [{"pattern": s.pattern, "type": s.types, "held": s.held, "saving": s.saving, "peak": s.peak,
+    assert data["suggestions"] == [{"pattern": s.pattern, "type": s.types, "held": s.held.activations,
+                                    "weights_held": s.held.weights, "saving": s.saving, "freed": s.freed,
+                                    "peak": s.peak.activations, "peak_total": s.peak.total, "recomputes": s.recomputed,
                                     "device": s.device, "at": s.at} for s in checkpoint_suggestions(run)]
-    assert data["suggestions"][0]["peak"] == run.peak_saved_bytes()["cpu"]
+    assert data["suggestions"][0]["peak"] == activation_peak(run).held.activations
+    assert data["suggestions"][0]["peak_total"] <= run.peak_saved_bytes()["cpu"]
 
 
 def test_bad_what_if_options_get_one_line(tmp_path):

@@ -164,9 +164,13 @@ class SavedTensorHooks(TensorIdentity):
                 if gf is not None:
                     metadata = gf.metadata
                     token = metadata.setdefault(TOKEN_KEY, next(self._tokens))
-                    src = metadata.get(VID_KEY)
-                    # the node that made it (none yet: the op's own result; an earlier recording's: unknown here)
-                    if src is not None and metadata[LIFE_KEY].rec is self._self_ref:
+                    # the node that made its memory: a view's is its base's (a Linear saves the view
+                    # of its input that it reshaped; the memory is the layer before's output)
+                    base = t._base
+                    maker = base.grad_fn if base is not None and base.grad_fn is not None else gf
+                    src = maker.metadata.get(VID_KEY)
+                    # (none yet: the op's own result; an earlier recording's: unknown here)
+                    if src is not None and maker.metadata[LIFE_KEY].rec is self._self_ref:
                         event["src"] = src
                 version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             # what autograd gets back: detached as torch would, a subclass keeps its type

@@ -1,0 +1,72 @@
+"""The oracle for memory answers: what torch itself holds for backward, read from torch alone.
+
+A ``TorchDispatchMode`` sees every storage an aten op makes (outputs, views of them), keeping only
+a weak reference to each. The storages that forward ops made (grad mode on: the forward, and a
+checkpoint's recompute inside backward, which torch runs with grad on; backward's own kernels
+run with it off) and that are still alive are what autograd's saved tensors and the script still
+use. Parameters and buffers are made before the forward, so they are never counted; an op's copy
+of a weight (an autocast cast) is, as it is memory the forward made.
+
+This owes nothing to graphview's capture: it is what the process holds.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+class ForwardStorages(TorchDispatchMode):
+    """Weak references to every storage forward ops made under this mode, and the highest bytes
+    of them alive at once after any op (``peak``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: dict[int, tuple[StorageWeakRef, int]] = {}
+        self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if torch.is_grad_enabled():
+            # a view or an in-place result is memory the op was given, not memory it made (the
+            # transpose of a weight is the weight)
+            given = {t.untyped_storage()._cdata for t in tree_leaves((args, kwargs))
+                     if isinstance(t, torch.Tensor) and t.layout == torch.strided}
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.layout == torch.strided and t.device.type != "meta":
+                    storage = t.untyped_storage()
+                    key = storage._cdata
+                    if key in given:
+                        continue
+                    known = self.live.get(key)
+                    if known is None or known[0].expired():
+                        self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+        self.peak = max(self.peak, self._alive())
+        return out
+
+    def _alive(self) -> int:
+        gone = [key for key, (ref, _) in self.live.items() if ref.expired()]
+        for key in gone:
+            del self.live[key]
+        return sum(nbytes for _, nbytes in self.live.values())
+
+    def held(self) -> int:
+        """Bytes of the storages forward ops made that are alive now."""
+        gc.collect()
+        return self._alive()
+
+
+def held_by_torch(step) -> dict:
+    """Run ``step()`` (a forward that returns a loss), then the loss's backward, under the mode:
+    ``end_of_forward``: the bytes the forward's storages hold when it returned (the loss kept);
+    ``peak``: the highest they held at once, backward's recomputes included."""
+    mode = ForwardStorages()
+    with mode:
+        loss = step()
+        end_of_forward = mode.held()
+        loss.backward()
+    return {"end_of_forward": end_of_forward, "peak": mode.peak}

@@ -1,0 +1,132 @@
+"""Memory answers that torch confirms: what graphview says backward holds, and what checkpointing
+would save, against what the process itself holds (``held_by_torch``: the storages the forward's
+ops made that are alive, at the end of the forward and at their peak through backward)."""
+
+from __future__ import annotations
+
+import functools
+import runpy
+
+import pytest
+
+pytest.importorskip("transformers")
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from graphview.core.held import activation_peak, held_at
+from graphview.core.options import module_matches
+from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions
+from tests.capture.held_by_torch import held_by_torch
+from tests.conftest import model, zoo
+
+# real architectures (tiny random configs) whose step() is a forward returning the loss
+MODELS = ["gpt2_lm", "llama_decoder", "vit_classifier", "bert_mlm", "t5_seq2seq", "resnet_classifier", "weight_tying"]
+TOLERANCE = 0.15  # each suggestion's saving within this share of torch's
+
+
+def measured_by_torch(path: str, pattern: str | None = None) -> dict:
+    """One step of the script at ``path`` run plainly (no recorder), with the modules ``pattern``
+    names (graphview's paths: the model's own names, or ``model.`` before them for a container
+    whose parts are numbered) each run under ``checkpoint(..., use_reentrant=False)`` by hand."""
+    torch.manual_seed(0)
+    scope = runpy.run_path(path)
+    if pattern is not None:
+        root = scope["model"]
+        names = dict(root.named_modules())
+        prefix = "model." if all(name.isdigit() for name, _ in root.named_children()) else ""
+        wrapped = 0
+        for name, module in names.items():
+            if name and module_matches(pattern, prefix + name):
+                module.forward = functools.partial(checkpoint, module.forward, use_reentrant=False)
+                wrapped += 1
+        assert wrapped, f"{pattern} names no module of the model"
+    return held_by_torch(scope["step"])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_activations_held_for_backward_are_what_torch_holds(record, name):
+    """When backward starts, the activations graphview says autograd holds are the storages the
+    forward made that torch still holds (the loss the script keeps, a few bytes, aside); the
+    weights ops saved are counted apart, as held anyway."""
+    run = record(zoo(name), steps=1)
+    at = run.events.find({"backward_start"}, 0)
+    held = held_at(run, at)
+    torch_held = measured_by_torch(zoo(name))["end_of_forward"]
+    assert held.weights > 0
+    assert abs(held.activations - torch_held) <= max(0.02 * torch_held, 4096), (held, torch_held)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_checkpoint_suggestion_frees_what_torch_measures(record, name):
+    """What each suggestion says the forward no longer holds at its end is what torch holds less
+    when it runs the step with those modules checkpointed, within 15%; the saving at the peak
+    (backward holds each recomputed layer again) is no more than that; none saves less than 2% of
+    the activations held at the peak; and each names modules a checkpoint can wrap."""
+    run = record(zoo(name), steps=1)
+    suggestions = checkpoint_suggestions(run, top=10)
+    peak = activation_peak(run)
+    plain = measured_by_torch(zoo(name))
+    for s in suggestions:
+        real = plain["end_of_forward"] - measured_by_torch(zoo(name), s.pattern)["end_of_forward"]
+        assert abs(s.freed - real) <= TOLERANCE * real, (s.pattern, s.freed, real)
+        assert WORTH_A_RECOMPUTE * peak.held.activations <= s.saving <= s.freed
+        assert s.recomputed > 0
+
+
+#: models of real proportions (a sequence of 128, a hidden size of 256), where what a step holds
+#: for backward is its saved activations: torch's peak, backward's recompute included, falls by
+#: what the suggestion says (on the zoo's toy sizes, the few kilobytes an op's result lives before
+#: the next op takes it are a large share of a small peak)
+REAL_PROPORTIONS = {
+    "gpt2": """
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=1000, n_embd=256, n_layer=4, n_head=4, n_positions=128, use_cache=False))
+ids = torch.randint(0, 1000, (2, 128))
+def step():
+    return model(input_ids=ids, labels=ids).loss
+""",
+    "llama": """
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+model = LlamaForCausalLM(LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                                     num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
+                                     use_cache=False))
+ids = torch.randint(0, 1000, (2, 128))
+def step():
+    return model(input_ids=ids, labels=ids).loss
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_PROPORTIONS))
+def test_checkpoint_savings_at_the_peak_are_torchs(record, write_script, name):
+    """The top suggestion's saving is what torch's own peak falls by, within 15% (the issue's
+    220M Llama was promised 708 MiB where 104 MiB were real: weights counted as activations)."""
+    path = write_script(REAL_PROPORTIONS[name])
+    run = record(path, steps=1)
+    [top, *_] = checkpoint_suggestions(run)
+    assert top.pattern.endswith("layers.*") or top.pattern.endswith("h.*")
+    real = measured_by_torch(path)["peak"] - measured_by_torch(path, top.pattern)["peak"]
+    assert abs(top.saving - real) <= TOLERANCE * real, (top.pattern, top.saving, real)
+
+
+def test_the_bundled_mlp_gets_no_suggestion_that_cannot_be_tried(record):
+    """The README's sample: the top suggestion was the whole model (``checkpoint model
+    (Sequential)``, 16%), which ``--checkpoint`` cannot wrap (it checkpoints the modules inside a
+    called model) and "Try it" measured +0%. A model called as a whole is never offered."""
+    run = record(model("mlp_optimizer"), steps=2)
+    assert all(s.pattern != "model" for s in checkpoint_suggestions(run, top=10))
+
+
+def test_tied_weights_are_weights_not_activations(record):
+    """GPT-2's lm_head saves the embedding's weight (tied): it was counted as a megabyte the head
+    would free if checkpointed. It is a weight, held anyway; the head's input is the final norm's
+    output, which a checkpoint keeps: the head is not offered, and torch agrees it saves nothing."""
+    run = record(zoo("gpt2_lm"), steps=1)
+    assert all(not s.pattern.startswith("lm_head") for s in checkpoint_suggestions(run, top=10))
+    plain = measured_by_torch(zoo("gpt2_lm"))["peak"]
+    assert measured_by_torch(zoo("gpt2_lm"), "lm_head")["peak"] == plain
