@@ -144,7 +144,8 @@ def final_state(scope: dict) -> dict[str, torch.Tensor]:
     state: dict[str, torch.Tensor] = {}
 
     def put(name: str, t) -> None:
-        if isinstance(t, torch.Tensor) and not t.is_meta:
+        # (a lazy module never called has parameters without values: nothing to compare)
+        if isinstance(t, torch.Tensor) and not t.is_meta and not torch.nn.parameter.is_lazy(t):
             state[name] = t.detach().clone()
             if t.grad is not None if t.is_leaf else False:
                 state[name + ".grad"] = t.grad.detach().clone()
