@@ -116,6 +116,13 @@ class GraphProbe:
 
 def recorded_graphs(run: Run) -> list[dict]:
     """The same figures as :func:`walk_graph`, from the recording, for every backward call."""
+    # the run model's own ``next`` edges (what the exports and the canvas show), not the node
+    # events' lists: an edge the model folded or lost is a difference
+    next_edges: dict[str, list] = {}
+    for edge in run.edges:
+        if edge.kind == "next":
+            next_edges.setdefault(edge.source, []).append(edge)
+    by_id = {node.id: node for node in run.op_nodes.values()}
     result = []
     for bid in sorted(run.backwards):
         call = run.backwards[bid]
@@ -127,9 +134,10 @@ def recorded_graphs(run: Run) -> list[dict]:
             if node is None:
                 continue
             nodes[node.name] += 1
-            for child, nr in node.next:
-                if child is not None and child in run.op_nodes:
-                    edges[(node.name, run.op_nodes[child].name, nr)] += 1
+            for edge in next_edges.get(node.id, ()):
+                child = by_id.get(edge.target)
+                if child is not None:
+                    edges[(node.name, child.name, edge.attrs["input_nr"])] += 1
         result.append({
             "api": call.api, "nodes": dict(nodes), "edges": {"|".join(map(str, k)): v for k, v in edges.items()},
             "saved_bytes": run.saved_bytes_held_by(vids, call.start),
@@ -144,7 +152,8 @@ def final_state(scope: dict) -> dict[str, torch.Tensor]:
     state: dict[str, torch.Tensor] = {}
 
     def put(name: str, t) -> None:
-        if isinstance(t, torch.Tensor) and not t.is_meta:
+        # (a lazy module never called has parameters without values: nothing to compare)
+        if isinstance(t, torch.Tensor) and not t.is_meta and not torch.nn.parameter.is_lazy(t):
             state[name] = t.detach().clone()
             if t.grad is not None if t.is_leaf else False:
                 state[name + ".grad"] = t.grad.detach().clone()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 
 import torch
+from torch.nn.parameter import is_lazy
 
 from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState,
                                      _keyed_ref, _Packed, _version)
@@ -250,7 +251,7 @@ class TensorIdentity(RecorderState):
             storages = set()
             for ref in list(self._name_refs.values()):
                 obj = ref()
-                if isinstance(obj, torch.nn.Parameter):
+                if isinstance(obj, torch.nn.Parameter) and not is_lazy(obj):  # (a lazy one has no storage yet)
                     storages.add(f"{obj.untyped_storage().data_ptr():x}")
             cached = self._param_storage_cache = (bid, storages)
         return cached[1]

@@ -27,7 +27,10 @@ ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of ops a checkpoint recomputes in backward
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TORCH_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
-_INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
+# (a lazy module's parameters are made at its first call: ``_infer_parameters`` runs its
+# ``initialize_parameters``, which calls each one's ``materialize``; torch's initialisation too)
+_INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "_infer_parameters",
+                                 "materialize"})
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
 _DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY

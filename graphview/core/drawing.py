@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
+from collections import Counter
 from itertools import islice
 from dataclasses import dataclass, field
 
@@ -333,14 +334,19 @@ class Drawing:
                 if leaf_id in self.nodes:
                     self._edge(leaf_id, node.id, "accumulate", op.born)
             output_of, nodes = self._output_of_op, self.nodes
-            for child, _ in op.next:
+            # an op given one tensor in several arguments (``w * w``) has an entry of next_functions
+            # for each: drawn as one arrow marked "×2", not as arrows on top of each other
+            entries = op.next
+            times = Counter(entries) if len(entries) > 1 and len(set(entries)) < len(entries) else None
+            for child, input_nr in entries:
                 if child is None:
                     continue
                 src = output_of.get(child)
                 if src is None:
                     src = f"op{child}"
                 if src in nodes:
-                    self._edge(src, node.id, "flow", op.born)
+                    count = times[(child, input_nr)] if times is not None else 1
+                    self._edge(src, node.id, "flow", op.born, f"×{count}" if count > 1 else "")
         elif node.kind in ("intermediate",):
             producer = f"op{element.grad_fn}"
             if producer in self.nodes:

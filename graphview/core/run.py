@@ -282,8 +282,9 @@ class Run:
 
     def _add_edge(self, source: str, target: str, kind: str, born: int, items: tuple = ()) -> None:
         """An edge, unless the run has it already; ``items``: its attrs as ``((name, value), ...)``
-        (an edge of the graph is one per source, target, kind and ``input_nr``)."""
-        key = (source, target, kind, items[0][1] if items and items[0][0] == "input_nr" else None)
+        (an edge of the graph is one per source, target and kind; a ``next`` edge one per entry of
+        its source's ``next_functions``, so that an op given one tensor twice, ``w * w``, has two)."""
+        key = (source, target, kind, items if kind == "next" else None)
         keys = self._edge_keys
         if key in keys:
             return
@@ -436,11 +437,11 @@ class Run:
                       get("leaf"), bool(get("custom")), get("line"), get("module"))
         op_nodes = self.op_nodes
         op_nodes[vid] = node
-        for child, input_nr in node.next:
+        for position, (child, input_nr) in enumerate(node.next):
             if child is not None:
                 known = op_nodes.get(child)
                 self._add_edge(node_id, known.id if known is not None else f"op{child}", "next", index,
-                               (("input_nr", input_nr),))
+                               (("input_nr", input_nr), ("position", position)))
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:

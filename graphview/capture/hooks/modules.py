@@ -8,6 +8,7 @@ import weakref
 from contextlib import ExitStack
 
 import torch
+from torch.nn.parameter import is_lazy
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from graphview.capture.identity import TensorIdentity
@@ -78,6 +79,11 @@ class ModuleHooks(TensorIdentity):
         frame, _ = self.user_frame(3)
         line = frame.f_lineno if frame else None
         for t in new_tensors:
+            if is_lazy(t):
+                # a lazy module's (LazyLinear) parameter has no shape until the module's own hook,
+                # after this one, materializes it in place: it keeps the name given here, and its
+                # first use records it, shape and values as torch made them
+                continue
             entry = self._tensors.get(id(t))
             if entry is not None and entry[0]() is t:
                 # known since the model's constructor made (and initialised) it: it gets its name now

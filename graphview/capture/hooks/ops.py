@@ -14,6 +14,7 @@ import weakref
 from contextlib import ExitStack
 
 import torch
+from torch.nn.parameter import is_lazy
 from torch.overrides import TorchFunctionMode
 
 from graphview.capture.identity import TensorIdentity, _Stale
@@ -165,7 +166,8 @@ class OpHooks(TensorIdentity):
                 frame, internal = self.user_frame(3)
                 if not internal:
                     return self._recorded(attr, args[:1], {}, out, frame)
-        elif args and isinstance(args[0], torch.Tensor):  # requires_grad or data set
+        elif args and isinstance(args[0], torch.Tensor) and not is_lazy(args[0]):  # requires_grad or data set
+            # (a lazy module's parameter, while ``materialize`` sets its data, is not a tensor yet)
             with self.at_work():
                 frame, _ = self.user_frame(3)
                 self.tensor_ref(args[0], frame.f_lineno if frame else None)

@@ -64,7 +64,8 @@ def legend_entries(c: CanvasColors | None = None) -> tuple[LegendEntry, ...]:
         LegendEntry("bytes held for backward", c.q("saved_fill"), c.q("saved_border"), "badge", width=1, word="saved"),
         # the arrows' pens are EdgeItem's (graphview.qt.canvas.edges)
         LegendEntry("forward data flow", c.q("edge"), c.q("edge"), "arrow", width=1.4,
-                    tooltip="arrows follow the forward data flow: backward runs against them"),
+                    tooltip="arrows follow the forward data flow: backward runs against them; an arrow marked ×2 "
+                            "is one tensor given to the op twice (w * w), two entries of its next_functions"),
         LegendEntry("leaf → AccumulateGrad", c.q("edge_accumulate"), c.q("edge_accumulate"), "arrow", width=1.4,
                     tooltip="a leaf tensor into the AccumulateGrad node that adds into its .grad"),
         LegendEntry("no gradient flows", c.q("edge"), c.q("edge"), "arrow", dashed=True, width=1.4,
