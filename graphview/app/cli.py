@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    inf.add_argument("--grads", action="store_true", help="list every named tensor's .grad values (shown by "
+                                                          f"default when at most {GRAD_LINES} got one)")
     sub.add_parser("samples", help="list the bundled sample scripts (the start page's samples), one path a line")
     return parser
 
@@ -369,6 +371,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     info["rank"] = start.get("rank", header.get("rank"))
     info["world_size"] = start.get("world_size", header.get("world_size"))
     info["warnings"] = warnings
+    info["held_for_backward"] = _held_data(run)
     if args.json:
         print(json.dumps(info, indent=2))
         return EXIT_OK
@@ -377,6 +380,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     mode = f" ({info['mode']} script)" if run.start is not None else ""
     if info["mode"] == "inprocess":
         mode = " (recorded in-process by graphview.record())"
+    # the answers first: how it ended, its steps, what backward held at the peak and where
     print(f"script:          {info['script'] or 'unknown'}{mode}")
     if info["argv"] and len(info["argv"]) > 1:
         print(f"arguments:       {args_text(info['argv'][1:])}")
@@ -386,11 +390,20 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"status:          {info['status']}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
     if warnings:
         print(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
+    print(f"steps:           {_steps_text(run)}")
+    for line in _memory_answer_lines(run):
+        print(line)
+    if info["errors"]:
+        for err in info["errors"]:
+            where = f"line {err['line']}: " if err.get("line") else ""
+            print(f"error:           {where}{err['type']}: {err['message']}")
+    else:
+        print("errors:          none")
+    # then the details
     print(f"torch:           {info['torch'] or 'unknown'}")
     opts = RunOptions.from_dict(info["options"] or {})
     print(f"options:         {opts.label()}")
     print(f"events:          {info['events']}")
-    print(f"steps:           {info['steps']}" + ("" if info["steps"] else " (a plain script: no step() calls)"))
     print(f"ops:             {info['ops']}")
     print(f"autograd nodes:  {info['nodes']}")
     print(f"tensors:         {info['tensors']}")
@@ -399,21 +412,66 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"optimizer steps: {info['optimizer_steps']}")
     peaks = info["peak_saved_bytes"] or {"cpu": 0}
     for device, peak in sorted(peaks.items()):
-        print(f"peak saved ({device}): {_bytes(peak)} ({peak} bytes)")
+        print(f"peak saved ({device}): {_bytes(peak)} ({peak} bytes), weights and inputs included")
     for step in info["peak_per_step"]:
         parts = ", ".join(f"{d} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
         print(f"  step {step['step']}: peak saved {parts}")
-    for tid, entries in sorted(run.grads.items()):
-        name = run.tensor_name(tid)
-        if name and entries:
+    graded = [(run.tensor_name(tid), entries) for tid, entries in sorted(run.grads.items())]
+    graded = [(name, entries) for name, entries in graded if name and entries]
+    if args.grads or len(graded) <= GRAD_LINES:
+        for name, entries in graded:
             print(f"grad {name}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
-    if info["errors"]:
-        for err in info["errors"]:
-            where = f"line {err['line']}: " if err.get("line") else ""
-            print(f"error:           {where}{err['type']}: {err['message']}")
     else:
-        print("errors:          none")
+        print(f"gradients:       {len(graded)} named tensors got a .grad (--grads lists each)")
     return EXIT_OK
+
+
+#: ``info`` lists each tensor's gradients when there are at most this many (a lesson's w and b)
+GRAD_LINES = 8
+
+
+def _held_data(run: Run) -> dict | None:
+    """``info --json``'s memory answer: the peak of activations held for backward, what else is
+    held then, and the modules holding the most."""
+    from graphview.core.held import activation_peak
+    from graphview.core.memory_report import modules_at
+
+    peak = activation_peak(run)
+    if peak is None:
+        return None
+    return {"device": peak.device, "at": peak.at, "activations": peak.held.activations, "weights": peak.held.weights,
+            "inputs": peak.held.inputs,
+            "modules": [{"path": m.path, "type": m.types, "count": m.count, "activations": m.held.activations,
+                         "weights": m.held.weights} for m in modules_at(run, peak)]}
+
+
+def _steps_text(run: Run) -> str:
+    if not run.steps:
+        return "none (a plain script: no step() calls)"
+    times = [s["seconds"] for s in run.steps if "seconds" in s]
+    text = str(len(run.steps))
+    if times:
+        text += f", {sum(times) / len(times):.2f} s a step recorded (recording included)"
+    return text
+
+
+def _memory_answer_lines(run: Run) -> list[str]:
+    """The peak of activations held for backward, with the weights and inputs held anyway, and the
+    modules that hold the most of it."""
+    from graphview.core.held import activation_peak
+    from graphview.core.memory_report import modules_at
+
+    peak = activation_peak(run)
+    if peak is None:
+        return ["held for backward: no activations saved for backward"]
+    step = next((s["step"] for s in run.steps if s["start"] <= peak.at <= (s["end"] if s["end"] is not None else peak.at)), None)
+    where = f"{peak.device}, event {peak.at}" + (f", step {step}" if step is not None else "")
+    lines = [f"held for backward at the peak ({where}):", f"                 {_bytes(peak.held.total)}: {peak.held.split_text()}"]
+    modules = modules_at(run, peak)
+    if modules:
+        lines.append("most activations, by module:")
+        lines += [f"  {m.text()}" for m in modules]
+    return lines
 
 
 def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:

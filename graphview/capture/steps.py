@@ -19,6 +19,7 @@ observer: it marks the roots of each ``backward()`` in their node's ``metadata``
 from __future__ import annotations
 
 import contextlib
+import time
 import types
 from typing import Callable
 
@@ -110,6 +111,7 @@ def run_steps(module: types.ModuleType, options: RunOptions, log: StepLog,
     optimizer = script_optimizer(module)
     for number in range(1, options.steps + 1):
         emit({"ev": "step_start", "step": number})
+        began = time.perf_counter()
         with around_step():
             if number > 1 and optimizer is not None and not options.accumulate:
                 optimizer.zero_grad()
@@ -125,7 +127,9 @@ def run_steps(module: types.ModuleType, options: RunOptions, log: StepLog,
             if (optimizer is not None and log.backward_calls > backwards_before
                     and log.optimizer_steps == optimizer_steps_before):
                 optimizer.step()
+        seconds = round(time.perf_counter() - began, 6)  # (recording included, where it records)
         returned = summarize(result) if summarize is not None and isinstance(result, torch.Tensor) else None
         tid = identify(result) if identify is not None and isinstance(result, torch.Tensor) else None
         del result
-        emit({"ev": "step_end", "step": number, "result": returned, **({"tid": tid} if tid is not None else {})})
+        emit({"ev": "step_end", "step": number, "result": returned, "seconds": seconds,
+              **({"tid": tid} if tid is not None else {})})

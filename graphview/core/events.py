@@ -26,7 +26,8 @@ run_end        status ("ok" | "error" | "exit" | "stopped" | "timeout" | "crashe
                exit_code, message
 step_start     step                       (step scripts: one per call of ``step()``)
 step_end       step, result (summary of what step() returned, or None),
-               tid (the returned tensor, when the recorder saw it)
+               tid (the returned tensor, when the recorder saw it),
+               seconds (the step's wall time, recording included)
 stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
@@ -195,6 +196,10 @@ def _is_num(v: object) -> bool:
     return type(v) in (int, float) or v in ("nan", "inf", "-inf")
 
 
+def _is_seconds(v: object) -> bool:  # a duration: finite, not negative, under a year
+    return type(v) in (int, float) and 0 <= v < 3.2e7
+
+
 def _is_value(v: object) -> bool:  # one tensor element: a number, a bool, or a [real, imag] pair
     return _is_num(v) or type(v) is bool or (type(v) is list and len(v) == 2 and all(map(_is_num, v)))
 
@@ -296,7 +301,7 @@ SCHEMA: dict[str, dict] = {
                   "argv?": _list_of(_STR), "rank?": _OINT, "world_size?": _OINT},
     "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
     "step_start": {"step": _INT},
-    "step_end": {"step": _INT, "result": _is_summary, "tid?": _OINT},
+    "step_end": {"step": _INT, "result": _is_summary, "tid?": _OINT, "seconds?": _is_seconds},
     "stdout": {"text": _STR, "native?": _BOOL},
     "stderr": {"text": _STR, "native?": _BOOL},
     "output_capped": {"stream": _STR, "bytes": _INT},

@@ -325,6 +325,8 @@ class Run:
     def _on_step_end(self, index: int, ev: dict) -> None:
         if self.steps:
             self.steps[-1]["end"] = index
+            if "seconds" in ev:
+                self.steps[-1]["seconds"] = ev["seconds"]
 
     def _on_stdout(self, index: int, ev: dict) -> None:
         self.stdout.append((index, "stdout", ev.get("text", "")))

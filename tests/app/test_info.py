@@ -1,0 +1,38 @@
+"""``graphview info`` answers first: how the run ended, its steps, what backward held at the peak
+(activations apart from the weights held anyway) and the modules holding the most."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from graphview.core.held import activation_peak, human
+from graphview.core.run import Run
+from graphview.core.trace import read_trace
+from tests.app.test_cli import graphview
+from tests.conftest import zoo
+
+
+def test_info_leads_with_the_memory_answer_and_keeps_per_parameter_lines_behind_a_flag(tmp_path):
+    trace = tmp_path / "gpt2.gvtrace"
+    assert graphview("record", zoo("gpt2_lm"), "--steps", "2", "-o", trace, "-q", timeout=300).returncode == 0
+    run = Run(read_trace(trace).events)
+    peak = activation_peak(run)
+    lines = graphview("info", trace).stdout.splitlines()
+    assert lines[1] == "status:          ok"
+    assert lines[2].startswith("steps:           2, ") and "s a step" in lines[2]
+    assert lines[3].startswith("held for backward at the peak (cpu, event ")
+    assert lines[4].strip() == (f"{human(peak.held.total)}: {human(peak.held.activations)} of activations, and "
+                                f"{human(peak.held.weights)} of weights and {human(peak.held.inputs)} of inputs it holds anyway")
+    assert lines[5] == "most activations, by module:"
+    assert lines[6].startswith("  transformer.h.* (2 × GPT2Block): ")
+    assert not any(line.startswith("grad ") for line in lines) and len(lines) < 40
+    assert any(line.startswith("gradients:       ") for line in lines)
+    with_grads = graphview("info", trace, "--grads").stdout.splitlines()
+    assert sum(line.startswith("grad transformer.") for line in with_grads) > 20
+    data = json.loads(graphview("info", trace, "--json").stdout)["held_for_backward"]
+    assert (data["activations"], data["weights"], data["at"]) == (peak.held.activations, peak.held.weights, peak.at)
+    assert data["modules"][0]["path"] == "transformer.h.*" and data["modules"][0]["count"] == 2
