@@ -11,6 +11,7 @@ import os
 import re
 
 from graphview.core import timeline
+from graphview.core.held import held_at
 from graphview.core.run import Run
 
 
@@ -30,13 +31,16 @@ def step_at(run: Run, index: int) -> int | None:
 
 
 def caption(run: Run, index: int) -> str:
-    """Script · step · event and what happened there, in one line."""
+    """Script · step · event and what happened there, and what backward holds then, in one line."""
     parts = [script_name(run) or "graphview run"]
     step = step_at(run, index)
     if step is not None:
         parts.append(f"step {step}")
     if 0 <= index < len(run.events):
         parts.append(f"event {index} of {len(run.events) - 1}: {timeline.describe(run, index)}")
+        held = held_at(run, index)
+        if held.total:
+            parts.append(held.text())
     return " · ".join(parts)
 
 

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsObject
 
+from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.formatting import elided, human_bytes
@@ -33,6 +36,7 @@ class GroupItem(QGraphicsObject):
         self.members = 0  # nodes inside shown at the cursor
         self.ops = 0  # autograd nodes inside shown at the cursor
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
+        self.held = Held()  # the same, split: activations, and the weights and inputs held anyway
         self.running = False  # a node inside is executing at the cursor
         self.freed = False  # backward freed every autograd node inside
         self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
@@ -44,14 +48,15 @@ class GroupItem(QGraphicsObject):
         self.setZValue(-10 + box.level)
         self.setAcceptHoverEvents(True)
 
-    def set_box(self, rect: QRectF, members: int, ops: int = 0, saved: int = 0, running: bool = False,
+    def set_box(self, rect: QRectF, members: int, ops: int = 0, held: Held | None = None, running: bool = False,
                 freed: bool = False, now: str | None = None) -> None:
         box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - SHUT_H / 2, SHUT_W, SHUT_H) \
             if self.collapsed else rect
-        state = (box, members, ops, saved, running, freed, now)
-        if state != (self.rect, self.members, self.ops, self.saved, self.running, self.freed, self.now):
+        state = (box, members, ops, held or Held(), running, freed, now)
+        if state != (self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now):
             self.prepareGeometryChange()
-            self.rect, self.members, self.ops, self.saved, self.running, self.freed, self.now = state
+            self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now = state
+            self.saved = self.held.total
             self.setZValue(3 if self.collapsed else -10 + self.box.level)
             self._tooltip()
             self.update()
@@ -77,10 +82,10 @@ class GroupItem(QGraphicsObject):
 
     def _tooltip(self) -> None:
         action = "double-click to open it" if self.collapsed else "double-click to shut it"
-        held = f"<br>holds {human_bytes(self.saved)} for backward" if self.saved else ""
+        held = f"<br>{html.escape(self.held.text())}" if self.saved else ""
         if self.compared is not None:
             held += f"<br>held when backward started: {self.compared_text()} (earlier run → this run)"
-        self.setToolTip(f"<b>{self.box.path}</b> · {self.box.type or 'module'}<br>"
+        self.setToolTip(f"<b>{html.escape(self.box.path)}</b> · {html.escape(self.box.type or 'module')}<br>"
                         f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})")
 
     def summary(self) -> str:
@@ -93,7 +98,9 @@ class GroupItem(QGraphicsObject):
             return f"saved {self.compared_text()}"
         if self.now is not None:  # stepping forward through it: what ran, as an open box would show
             return f"{text} · now {self.now}"
-        return f"{text} · {human_bytes(self.saved)} saved" if self.saved else text
+        if self.held.activations:  # what checkpointing it could free; the weights are held anyway
+            return f"{text} · {human_bytes(self.held.activations)} activations"
+        return f"{text} · {human_bytes(self.held.weights)} weights" if self.held.weights else text
 
     def anchor_in(self) -> QPointF:
         return QPointF(self.rect.center().x(), self.rect.top())

@@ -14,6 +14,7 @@ from functools import partial
 
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVariantAnimation, Signal
 
+from graphview.core.held import Held, held_by_nodes
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
                                       levels_that_fit, module_boxes, module_boxes_of)
@@ -533,7 +534,7 @@ class ModuleBoxes(QObject):
         x, y = self.layout.position(box.key)
         ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
         run = scene.run
-        saved = run.saved_bytes_held_by({n.ref for n in ops}, index) if run is not None else 0
+        held = held_by_nodes(run, {n.ref for n in ops}, index) if run is not None else Held()
         states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
         running = self._running is not None and self._running in states
         grad_fns = [n for n in ops if n.kind == "op"]
@@ -544,7 +545,7 @@ class ModuleBoxes(QObject):
             hidden[m] = group
         now = self._now[1] if self._now is not None and self._now[0] in members else None
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
-                      len(grad_fns), saved, running, freed, now)
+                      len(grad_fns), held, running, freed, now)
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
         scene = self.scene
@@ -573,7 +574,7 @@ class ModuleBoxes(QObject):
         level = 3 - min(3, box.level)
         pad_x, pad_y = 10 + 7 * level, 6 + 5 * level
         running = self._running is not None and self._running in box.members and self._running in self._shown
-        group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), count, 0, 0, running)
+        group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), count, 0, None, running)
 
     def _place_labels(self, groups: list[GroupItem]) -> None:
         """A nested box often starts on the same row as its parent: move its name right of the parent's."""

@@ -163,7 +163,9 @@ class MemoryChart(pg.PlotWidget):
                 self.curves[kind].setZValue(-10 + z)
         if peak_value > 0:  # the first event with the highest total (a bin keeps its first)
             self.peak.setData([peak_x], [peak_value])
-            self._title("peak", device, human_bytes(peak_value), str(peak_x))
+            activations = arrays.array("activation")
+            self._title("peak", device, human_bytes(peak_value), str(peak_x),
+                        human_bytes(int(activations.max())) if len(activations) else "0 B")
         else:
             self.peak.setData([], [])
             self._title("empty", device)
@@ -175,12 +177,14 @@ class MemoryChart(pg.PlotWidget):
         self._headline = (what, device, *figures)
         t = themes.current()
         if what == "peak":
-            headline = (f"<span style='color:{t.chart_cursor}'>● peak {figures[0]} at event {figures[1]}</span>"
-                        f" <span style='color:{t.muted}'>(saved tensors on {device})</span>")
+            # the activations first: what the forward made and backward alone keeps (weights are held anyway)
+            headline = (f"<span style='color:{t.chart_cursor}'>● activations peak {figures[2]}</span>"
+                        f" <span style='color:{t.muted}'>· all saved {figures[0]} at event {figures[1]}, "
+                        f"weights included ({html.escape(device)})</span>")
         elif what == "waiting":  # a new run whose first events have not come yet
             headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
         else:
-            headline = f"<span style='color:{t.muted}'>no saved tensors on {device}</span>"
+            headline = f"<span style='color:{t.muted}'>no saved tensors on {html.escape(device)}</span>"
         lines = t.chart_lines
         # (the words of the keys are short: a narrow panel keeps its plot; what each holds is the tooltip)
         keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters"),

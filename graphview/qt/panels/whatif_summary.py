@@ -51,12 +51,14 @@ class WhatIfSummary(QLabel):
         before, after = (html.escape(label) for label in self.labels)
         rows = [f"<b>What changed</b><br><span style='color:{t.muted}'>{before} → <b>{after}</b></span>"]
         for steps, c in _runs_of_equal_steps(self.comparisons):
-            peaks = []
-            for device in sorted(set(c.peak_before) | set(c.peak_after)):
-                b, a = c.peak_before.get(device, 0), c.peak_after.get(device, 0)
-                ratio = f" ({(a - b) / b:+.0%})" if b else ""
-                peaks.append(f"{device} {human(b)} → <b>{human(a)}</b>{ratio}")
-            text = f"<b>{steps}</b>: peak saved {', '.join(peaks) or 'none'}"
+            activations = _changes(c.activations_before, c.activations_after)
+            saved = _changes(c.peak_before, c.peak_after)
+            if activations:  # what the option changed that a user can act on; weights are held anyway
+                text = (f"<b>{steps}</b>: peak of activations {', '.join(activations)}"
+                        f"<br>&nbsp;&nbsp;<span style='color:{t.muted}'>all saved, weights included: "
+                        f"{', '.join(saved)}</span>")
+            else:
+                text = f"<b>{steps}</b>: peak saved {', '.join(saved) or 'none'}"
             extra = c.recomputed_after - c.recomputed_before
             if c.recomputed_after or c.recomputed_before:
                 text += f"<br>&nbsp;&nbsp;recomputed in backward: {c.recomputed_after} ops ({extra:+d})"
@@ -66,6 +68,16 @@ class WhatIfSummary(QLabel):
             rows.append(text)
         self.setText("<br>".join(rows))
         self.show()
+
+
+def _changes(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """Per device: ``cpu 1.00 MiB → <b>512.00 KiB</b> (-50%)``."""
+    parts = []
+    for device in sorted(set(before) | set(after)):
+        b, a = before.get(device, 0), after.get(device, 0)
+        ratio = f" ({(a - b) / b:+.0%})" if b else ""
+        parts.append(f"{html.escape(device)} {human(b)} → <b>{human(a)}</b>{ratio}")
+    return parts
 
 
 def _runs_of_equal_steps(comparisons: list[StepComparison]) -> list[tuple[str, StepComparison]]:
@@ -81,5 +93,5 @@ def _runs_of_equal_steps(comparisons: list[StepComparison]) -> list[tuple[str, S
 
 
 def _figures(c: StepComparison) -> tuple:
-    return (c.peak_before, c.peak_after, c.recomputed_before, c.recomputed_after,
+    return (c.peak_before, c.peak_after, c.activations_before, c.activations_after, c.recomputed_before, c.recomputed_after,
             [(m.path, m.before, m.after) for m in c.modules])
