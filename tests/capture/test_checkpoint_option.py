@@ -202,6 +202,52 @@ def test_the_recompute_gets_one_object_where_the_forward_had_one(record, write_s
     assert keep["Pair"].seen == [True, True]  # the forward, then the recompute in backward
 
 
+KEYWORD_NAMED_LIKE_AN_OPTION = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Doubling(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, debug=False):
+        return torch.tanh(self.fc(x)) * (2.0 if debug else 1.0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Doubling()
+
+    def forward(self, x):
+        return self.inner(x, debug=True)
+
+
+model = Net()
+x = torch.randn(3, 4)
+
+
+def step():
+    return model(x).pow(2).sum()
+"""
+
+
+def test_a_keyword_argument_named_like_a_checkpoint_option_reaches_the_module(write_script):
+    """checkpoint() has options of its own (debug, context_fn, preserve_rng_state...): a module's
+    keyword argument of the same name must still reach the module, as it does with no checkpoint."""
+    script = write_script(KEYWORD_NAMED_LIKE_AN_OPTION)
+    recorded = run_once(script, RunOptions(checkpoint=["inner"], steps=1), record=True)
+    assert recorded["status"] == "ok", recorded["error"]
+    assert any(e["ev"] == "op" and e.get("recompute") for e in recorded["events"])
+    expected = plain_torch(script, [])  # the same values as without checkpoint
+    got = recorded_grads(recorded)
+    assert all(torch.equal(expected[key], got[key]) for key in expected) and sorted(got) == sorted(expected)
+
+
 def test_cli_fidelity_check_with_a_checkpointed_multihead_attention_is_identical():
     result = subprocess.run([sys.executable, "-m", "graphview.app.cli", "check", "--fidelity",
                              "--checkpoint", "encoder.layers.0.self_attn", model("transformer_block")],
