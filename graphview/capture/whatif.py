@@ -1,7 +1,8 @@
 """What-if memory: the run options that change what autograd keeps, applied as a script would.
 
 * ``--checkpoint MODULE``: the module's forward becomes
-  ``torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)``;
+  ``torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **kwargs)`` (its keyword
+  arguments bound to ``forward`` first, so that none is taken for one of checkpoint's own);
 * ``--autocast DTYPE``: the forward (a step script's ``step()``) runs under
   ``torch.autocast(device_type, dtype=DTYPE)``;
 * ``--save-on-cpu``: each step (``step()``, its backward, the optimizer step) runs under
@@ -16,6 +17,7 @@ reference of a fidelity check) computes exactly what the recorded one did. Under
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from typing import Callable
 
@@ -99,7 +101,11 @@ class WhatIf:
         forward = module.forward
 
         def checkpointed_forward(*args, **kwargs):
-            return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+            # the keyword arguments are bound first: checkpoint() would take one named as its own
+            # options (debug, context_fn, preserve_rng_state...) and the module would never see it.
+            # torch keeps keyword arguments for the recompute as they are either way, not saved
+            return checkpoint(functools.partial(forward, **kwargs) if kwargs else forward, *args,
+                              use_reentrant=False)
 
         module.forward = checkpointed_forward
         self._patched.append((weakref.ref(module), checkpointed_forward))

@@ -48,6 +48,47 @@ class SavedTensorHooks(TensorIdentity):
         hook_class = getattr(torch.utils.checkpoint, "_recomputation_hook", None)
         if hook_class is not None:  # (a private class: where it is missing, recomputes go uncounted)
             self.patch(stack, hook_class, "__init__", self._counting_recompute(hook_class.__init__))
+        frame_class = getattr(torch.utils.checkpoint, "_CheckpointFrame", None)
+        hooks_stack = [getattr(torch._C._autograd, f"_{verb}_saved_tensors_default_hooks", None)
+                       for verb in ("top", "pop", "push")]
+        if frame_class is not None and hasattr(frame_class, "save_inputs") and all(hooks_stack):  # (private too)
+            self.patch(stack, frame_class, "save_inputs", self._checkpoint_inputs_as_torch_keeps_them(
+                frame_class.save_inputs))
+
+    def _checkpoint_inputs_as_torch_keeps_them(self, original_save_inputs):
+        """A non-reentrant checkpoint keeps its inputs for the recompute as saved tensors. With no
+        saved-tensor hooks, torch unpacks such a tensor as the very object it was given; through
+        any pack hook (the recorder's too) it unpacks a new tensor object each time. The recompute
+        then runs the forward on inputs that are no longer one object where they were one: an
+        nn.MultiheadAttention called as ``attn(x, x, x)`` tests ``query is key is value`` and takes
+        its three-projection path instead of the one it took in the forward, so it saves other
+        tensors and torch raises CheckpointError ("Recomputed values ... have different metadata").
+
+        Where the recorder's pair is the innermost one (a script's own pair would change them in a
+        plain run too), the inputs are kept as a plain run keeps them, with the recorder's pair off
+        for that moment; they are still counted, as saved tensors held until the checkpoint's
+        frame goes (what each handle in ``frame._graphview_inputs`` reports)."""
+        recorder_ref = self._self_ref
+        autograd = torch._C._autograd
+        top_hooks = autograd._top_saved_tensors_default_hooks  # the innermost pair, or None
+        pop_hooks, push_hooks = autograd._pop_saved_tensors_default_hooks, autograd._push_saved_tensors_default_hooks
+
+        def save_inputs(frame, *args):
+            recorder = recorder_ref()
+            if recorder is None or recorder._stack is None or not recorder._active or tracing():
+                return original_save_inputs(frame, *args)
+            ours = top_hooks(True)
+            if ours is None or ours[0] != recorder._pack or ours[1] != recorder._unpack:
+                return original_save_inputs(frame, *args)
+            pop_hooks()
+            try:
+                original_save_inputs(frame, *args)
+            finally:
+                push_hooks(*ours)
+            frame._graphview_inputs = [recorder._pack(arg) for arg in args if isinstance(arg, torch.Tensor)]
+            return None
+
+        return save_inputs
 
     def _counting_recompute(self, original_init):
         """A non-reentrant checkpoint recomputes its forward inside backward under its own
