@@ -32,6 +32,19 @@ def zoo(name: str) -> str:
     return str(ROOT / "tests" / "zoo" / f"{name}.py")
 
 
+def tiny_gpt2(layers: int = 2) -> str:
+    """A step script of Hugging Face GPT-2 from a tiny random config (nothing downloaded): its
+    ``lm_head`` reads the embedding's weight (tied)."""
+    return ("import torch\n"
+            "from transformers import GPT2Config, GPT2LMHeadModel\n"
+            "torch.manual_seed(0)\n"
+            f"model = GPT2LMHeadModel(GPT2Config(n_layer={layers}, n_embd=64, n_head=4, vocab_size=100))\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+            "ids = torch.randint(0, 100, (2, 8))\n"
+            "def step():\n"
+            "    return model(input_ids=ids, labels=ids).loss\n")
+
+
 @pytest.fixture
 def record():
     """``record(path, **options)`` runs a script in-process under the recorder: (Run, globals)."""

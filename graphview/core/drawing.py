@@ -457,9 +457,9 @@ class Drawing:
         if waiting:
             layer = max(layer, self._chain_floor(node, 0))  # (a node with no waiting pred has no chain)
         reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
-        for _ in range(1000):
-            if not self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
-                break
+        # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
+        # node that reads a tensor from a thousand rows up inside another module's box)
+        while self._foreign_rows(layer - reach + 1, layer, node.module, node.born):
             layer += 1
         if want is None:
             want = self._free_column(layer, node.born)
@@ -564,29 +564,30 @@ class Drawing:
         if node.kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
         row, slot = user.layer - 1, user.slot
-        if node.module is None and node.kind in _NO_GRAD_TENSORS:
-            if user.module is not None:
+        if node.kind in _NO_GRAD_TENSORS and not node.module:  # outside every module box
+            if node.module is None and user.module is not None:
                 row = self._above_weights(user, node.born)
-            else:
-                slot = self._beside_models(row, slot, node.born)
+            elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
+                slot = self._beside_models(row, slot, node.born, node.module)
         self._put(node, row, slot)
         for pred_id in node.preds:
             pred = self.nodes.get(pred_id)
             if pred is not None and not pred.placed and not self._history(pred, node):
                 self._place_above(pred, node)
 
-    def _beside_models(self, row: int, slot: int, born: int) -> int:
-        """The column for a tensor without grad from outside every module, in ``row`` above an op
-        outside every module (a distillation's detached target above its loss): right of the
-        models whose nodes share the row (and the rows just above), whose boxes would hold it."""
+    def _beside_models(self, row: int, slot: int, born: int, module: str | None = None) -> int:
+        """The column for a tensor without grad from outside every module box (``module``: None, or
+        ``""``, a model's own forward), in ``row`` above an op outside every box (a distillation's
+        detached target above its loss, GPT-2's padded labels above its loss): right of the models
+        whose nodes share the row (and the rows just above), whose boxes would hold it."""
         roots = {path.partition(".")[0] for path, ids in self._row_modules.get(row, {}).items()
-                 if path is not None and any(not self._gone(i, born) for i in ids)}
+                 if path is not None and path != module and any(not self._gone(i, born) for i in ids)}
         if not roots:
             return slot
         right = slot - 1
         for r in range(row - _BESIDE_ROWS, row + 1):
             for path, ids in self._row_modules.get(r, {}).items():
-                if path is not None and path.partition(".")[0] in roots:
+                if path is not None and path != module and path.partition(".")[0] in roots:
                     right = max([right] + [self.nodes[i].slot for i in ids if not self._gone(i, born)])
         return max(slot, right + 1)
 

@@ -3,11 +3,18 @@
 Each function takes a run and a cursor (an event index) and returns the new index; when there
 is nowhere to go it returns the last index (forward) or 0 (backward). Pure functions of the
 event list, so the GUI, tests and a future debugger protocol share them.
+
+The forward units that look for a kind of moment (the next backward, the end of the step, the
+next step, the next backward node, past a module call) are :class:`Unit` s: called, they are such
+a function; their :meth:`Unit.find` says instead that the moment is not in the events yet, so a
+window showing a run still being recorded can wait for it rather than stop at the newest event.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Callable
 
 from graphview.core.events import summary_text
 from graphview.core.run import ACCUMULATE_GRAD, Run
@@ -45,49 +52,56 @@ def step_back(run: Run, cursor: int) -> int:
     return found if found is not None else 0
 
 
-def next_backward(run: Run, cursor: int) -> int:
-    found = _find(run, cursor, {"backward_start"})
-    return found if found is not None else last(run)
+@dataclass(frozen=True)
+class Unit:
+    """A forward unit of stepping that stops at a kind of moment which may not be recorded yet.
+
+    Attributes
+    ----------
+    find : callable
+        ``find(run, cursor)``: the index of the moment after ``cursor``, or None when the run's
+        events have no such moment (yet: a live run may still record it).
+    what : str
+        The moment in words, for "waiting for {what} to be recorded": ``"the next backward"``.
+    """
+
+    find: Callable[[Run, int], int | None]
+    what: str
+
+    def __call__(self, run: Run, cursor: int) -> int:
+        """The moment's index, or the last index when the run has no such moment."""
+        found = self.find(run, cursor)
+        return found if found is not None else last(run)
 
 
-def next_backward_node(run: Run, cursor: int) -> int:
-    found = _find(run, cursor, {"bw_node"})
-    return found if found is not None else last(run)
+def _next_backward(run: Run, cursor: int) -> int | None:
+    return _find(run, cursor, {"backward_start"})
 
 
-def end_of_step(run: Run, cursor: int) -> int:
-    found = _find(run, cursor, _step_ends(run))
-    return found if found is not None else last(run)
+def _next_backward_node(run: Run, cursor: int) -> int | None:
+    return _find(run, cursor, {"bw_node"})
 
 
-def next_step(run: Run, cursor: int) -> int:
-    if run.steps:
+def _end_of_step(run: Run, cursor: int) -> int | None:
+    return _find(run, cursor, _step_ends(run))
+
+
+def _next_step(run: Run, cursor: int) -> int | None:
+    if _is_step_script(run):
         found = _find(run, cursor, {"step_start"})
     else:  # a plain script: the next iteration begins after this one's end (the cursor's own event, if it ends one)
         found = _find(run, cursor - 1, _step_ends(run) - {"run_end"})
     if found is None:
-        return last(run)
+        return None
     after = _find(run, found, STOP_EVENTS)
     return after if after is not None else found
 
 
-def _step_ends(run: Run) -> set[str]:
-    """Where a step ends: a step script's ``step()`` returning; in a plain script's training loop,
-    each optimizer step (or, with none, each backward call's end: a loop that updates by hand)."""
-    if run.steps:
-        return {"step_end", "run_end"}
-    if run.optimizer_steps:
-        return {"optimizer_step", "run_end"}
-    return {"backward_end", "run_end"}
-
-
-def step_over_module(run: Run, cursor: int) -> int:
+def _past_module(run: Run, cursor: int) -> int | None:
     """Past the next module call (its enter to its matching exit), or one step if there is none."""
     events = run.events
     enter = _find(run, cursor, STOP_EVENTS | {"module_enter"})
-    if enter is None:
-        return last(run)
-    if events.kind(enter) != "module_enter":
+    if enter is None or events.kind(enter) != "module_enter":
         return enter
     depth = 0
     for j in events.indices({"module_enter", "module_exit"}, enter):
@@ -98,7 +112,30 @@ def step_over_module(run: Run, cursor: int) -> int:
             depth -= 1
             if depth == 0:
                 return j
-    return last(run)
+    return None
+
+
+next_backward = Unit(_next_backward, "the next backward")
+next_backward_node = Unit(_next_backward_node, "the next backward node")
+end_of_step = Unit(_end_of_step, "the end of the step")
+next_step = Unit(_next_step, "the next step")
+#: past the next module call (its enter to its matching exit), or one step if there is none
+step_over_module = Unit(_past_module, "the end of the next module call")
+
+
+def _is_step_script(run: Run) -> bool:
+    """The run calls a step script's ``step()`` (known from its first event, before any step began)."""
+    return bool(run.steps) or run.mode == "step"
+
+
+def _step_ends(run: Run) -> set[str]:
+    """Where a step ends: a step script's ``step()`` returning; in a plain script's training loop,
+    each optimizer step (or, with none, each backward call's end: a loop that updates by hand)."""
+    if _is_step_script(run):
+        return {"step_end", "run_end"}
+    if run.optimizer_steps:
+        return {"optimizer_step", "run_end"}
+    return {"backward_end", "run_end"}
 
 
 def opening(run: Run) -> int:

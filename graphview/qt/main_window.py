@@ -17,6 +17,7 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
                                QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
+from graphview.core import timeline
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
@@ -28,6 +29,7 @@ from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
 from graphview.qt.panels.memory_tab import MemoryTab
 from graphview.qt.panels.whatif_summary import WhatIfSummary
+from graphview.qt.pending_step import PendingStep
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
 from graphview.qt.run_controller import RunController
@@ -59,6 +61,7 @@ class MainWindow(QMainWindow):
         self.folders = Folders(self.settings)
         self.session = Session(self)
         self.runs = RunController(self)
+        self.pending_step = PendingStep(self)  # a step asked for before its moment was recorded
         self.player = Player(self)
         self.exports = ExportDialogs(self)
 
@@ -332,11 +335,19 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ the cursor
     def move(self, step) -> None:
-        """Move the cursor by a unit of :mod:`graphview.core.timeline` (``step(run, cursor)``)."""
+        """Move the cursor by a unit of :mod:`graphview.core.timeline` (``step(run, cursor)``).
+        While the run is still being recorded, a unit whose moment is not recorded yet (the next
+        backward, the end of the step: a :class:`~graphview.core.timeline.Unit`) is waited for
+        (:class:`~graphview.qt.pending_step.PendingStep`) instead of stopping at the newest event."""
         if self.run is None or not self.run.events:
             return
+        self.pending_step.cancel()  # a new move replaces a step still waited for
         self.session.follow_live = False
-        self.set_cursor(step(self.run, max(0, self.cursor)))
+        origin = max(0, self.cursor)
+        if isinstance(step, timeline.Unit) and self.runs.going and step.find(self.run, origin) is None:
+            self.pending_step.start(step, origin)
+            return
+        self.set_cursor(step(self.run, origin))
         self.keep_in_view()
 
     def keep_in_view(self) -> None:

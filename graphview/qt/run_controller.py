@@ -228,7 +228,10 @@ class RunController(QObject):
             if self.reading and w.run is run:
                 run.memory_arrays(self._device())  # kept current a little at a time; pictured now and then
             if w.run is run and not w.player.playing:
-                if self.placement.active:
+                if w.pending_step.waiting:  # a step asked for goes to its moment once it is recorded
+                    if not w.pending_step.check(ended=False):  # (the run's end: finish says)
+                        w.set_cursor(w.cursor)
+                elif self.placement.active:
                     self.placement.place()
                 else:
                     w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
@@ -285,6 +288,9 @@ class RunController(QObject):
         update_enabled(w, w.actions)  # (Stop: nothing runs any more)
         w.progress.finish()
         w.memory.show_run(w.run, self._device())
+        # a step asked for while the run was recorded: taken now, or the run ended without its
+        # moment (before the summary: a failure's report, said after, is the last word)
+        w.pending_step.check(ended=True)
         if w.run.end is not None:
             self.summarise()
         if self.placement.active:

@@ -520,3 +520,61 @@ def test_a_result_made_without_grad_is_called_after_its_op(record, write_script)
         "    score = (w * 3).exp().sum()\n"))
     titles = {n.title for n in _placed(run) if n.kind in ("detached", "input")}
     assert {"output of mul", "output of exp", "score"} <= titles and "tensor" not in titles
+
+
+def _foreign_nodes(drawing: Drawing, boxes, index: int) -> list[tuple[str, str]]:
+    """(box key, node id) of every node shown at event ``index`` inside the rectangle of a box (the
+    rows and columns of its members shown then) that is not one of the box's own."""
+    shown = [n for n in drawing.nodes.values() if n.placed and drawing.visible(n, index)]
+    found = []
+    for box in boxes:
+        members = [drawing.nodes[m] for m in box.members if drawing.visible(drawing.nodes[m], index)]
+        if not members:
+            continue
+        top, bottom = min(n.layer for n in members), max(n.layer for n in members)
+        left, right = min(n.slot for n in members), max(n.slot for n in members)
+        found += [(box.key, n.id) for n in shown if n.id not in box.members
+                  and top <= n.layer <= bottom and left <= n.slot <= right]
+    return found
+
+
+@pytest.mark.parametrize("layers", [2, 12])
+def test_a_tied_lm_head_is_one_box_per_call_holding_nothing_of_another_module(record, write_script, layers):
+    """GPT-2's lm_head reads the embedding's weight (tied). Its ``weight.t()`` was placed below that
+    weight, drawn already at the top, and went down to the first row free of other modules: in a
+    deep model (twelve layers, over a thousand rows) a walk capped at a thousand rows left it in the
+    last MLP's rows, a box of its own ("Linear · 1 op" beside "Linear · 3 ops"). And the loss's
+    labels, padded in the model's own forward (no box), sat in lm_head's box above the loss."""
+    from graphview.core.hierarchy import module_boxes
+
+    pytest.importorskip("transformers")
+    from tests.conftest import tiny_gpt2
+
+    whole = record(write_script(tiny_gpt2(layers)), steps=2)
+    events = whole.events
+    head_ops = {op.id for op in whole.op_nodes.values() if op.module == "lm_head"}
+    assert len(head_ops) == 8  # each step: view, t (the tied weight), mm, _unsafe_view
+    # several points of the run as it streams in: where each step's lm_head call has returned,
+    # each step's backward begins and ends, and the run's end
+    exits = [i for i, e in enumerate(events) if e["ev"] == "module_exit" and e.get("path") == "lm_head"]
+    points = sorted(exits + [c.start for c in whole.backwards.values()] + [s["end"] for s in whole.steps]
+                    + [len(events) - 1])
+    assert len(exits) == 2 and len(points) == 7
+    run = Run()
+    drawing = Drawing(run)
+    for point in points:
+        while len(run.events) <= point:  # a chunk at a time, as a live run comes
+            run.extend(events[len(run.events):min(point + 1, len(run.events) + 200)])
+            drawing.update(final=len(run.events) == len(events))
+        boxes = module_boxes(drawing)
+        heads = [box for box in boxes if box.path == "lm_head"]
+        assert len(heads) == 1, (point, [(b.key, b.top, b.bottom) for b in heads])
+        shown = {m for m in heads[0].members if drawing.visible(drawing.nodes[m], point)}
+        if point in exits:  # the call that just returned: its four ops in one box, none left out
+            drawn = {m for m in head_ops if m in drawing.nodes and drawing.visible(drawing.nodes[m], point)}
+            assert len(drawn) == 4 and shown & head_ops == drawn, point
+        assert {drawing.nodes[m].module for m in heads[0].members} == {"lm_head"}
+        assert _foreign_nodes(drawing, boxes, point) == [], point
+    # the tied weight and its AccumulateGrad stay the embedding's
+    weight = [n for n in drawing.nodes.values() if n.title == "transformer.wte.weight"]
+    assert weight and {n.module for n in weight} == {"transformer.wte"}

@@ -199,3 +199,27 @@ def test_nested_boxes_starting_on_one_row_keep_both_names_readable(canvas, recor
     assert outer.label_rect().intersects(inner.rect.adjusted(-1, -1, 1, 1)), "the outer name lies on the inner outline"
     assert inner.spared == (outer.label_rect(),), "...which breaks for it"
     assert outer.spared == ()
+
+
+def test_a_tied_lm_head_shows_one_box_at_every_point_of_a_two_step_run(canvas, record, write_script):
+    """GPT-2 of twelve (tiny) layers, its lm_head reading the embedding's weight: the canvas showed
+    two lm_head boxes, "Linear · 3 ops" and "Linear · 1 op" (the tied ``weight.t()``, drawn in the
+    last MLP's rows). Wherever the cursor is, lm_head is one box, shut with its four ops."""
+    pytest.importorskip("transformers")
+    from tests.conftest import tiny_gpt2
+
+    run = record(write_script(tiny_gpt2(12)), steps=2)
+    scene, view = canvas
+    scene.set_run(run)
+    exits = [i for i, e in enumerate(run.events) if e["ev"] == "module_exit" and e.get("path") == "lm_head"]
+    backwards = sorted(call.start for call in run.backwards.values())
+    assert len(exits) == len(backwards) == 2
+    scene.set_cursor(len(run.events) - 1)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))  # every box shut, as a big model opens
+    for index in exits + backwards:
+        scene.set_cursor(index)
+        heads = [g for g in scene.groups.values() if g.path == "lm_head" and g.isVisible()]
+        assert [(g.collapsed, g.ops) for g in heads] == [(True, 4)], (index, [(g.key, g.ops) for g in heads])
+        assert heads[0].summary().startswith("4 ops")
+    scene.set_cursor(len(run.events) - 1)  # the run's end: the second step's graph freed
+    assert len([g for g in scene.groups.values() if g.path == "lm_head" and g.isVisible()]) <= 1
