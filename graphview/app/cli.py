@@ -29,7 +29,7 @@ from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import ALL_OPEN, FORMATS, PAGE_ROWS, ExportError, export_graph
-from graphview.core.files import WriteError
+from graphview.core.files import WriteError, reading
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
@@ -556,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,
                "gradcheck": cmd_gradcheck, "samples": cmd_samples}[args.command]
     try:
-        return handler(args)
+        # no output may replace a file this command reads (record x.py -o x.py)
+        with reading(*(p for p in (getattr(args, name, None) for name in ("script", "source", "other", "trace")) if p)):
+            return handler(args)
     except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases
         print(f"graphview: {exc}", file=sys.stderr)
         return EXIT_SCRIPT_FAILED

@@ -13,6 +13,7 @@ import sys
 import threading
 
 from graphview.core.bundled import bundled_samples
+from graphview.core.files import set_reading
 from graphview.core.options import APP_STEPS, RunOptions
 from graphview.core.run import bulk_load
 
@@ -149,6 +150,7 @@ class App:
         except UserError as exc:
             self.window.show_error("Cannot open script", str(exc))
             return False
+        set_reading(self, [path])  # no export or saved trace may replace it
         self.window.remember(os.path.abspath(path))
         self.window.runs.start_afresh()  # opening a file starts afresh: overlays come from "Run again"
         self.start(os.path.abspath(path), RunOptions(steps=APP_STEPS, args=list(args or [])))
@@ -191,6 +193,7 @@ class App:
             self.window.progress.start_reading(os.path.basename(path), self.live)
             self.window.append_events(first)
         self.loading_path = path
+        set_reading(self, [path])  # no export or saved trace may replace it
         self.window.script_path = None
         self.window.remember(os.path.abspath(path))
         script = (run.start or {}).get("script") or header.get("script")
