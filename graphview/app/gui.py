@@ -130,9 +130,9 @@ class App:
         gc.freeze()
 
     def open(self, path: str, args: list[str] | None = None) -> bool:
-        """Open a trace, or run a script (``args``: its arguments, ``sys.argv[1:]``)."""
+        """Run a script (a file named ``.py``; ``args``: its arguments, ``sys.argv[1:]``) or open a
+        trace (any other file, refused unless it is one): what a file holds never makes it run."""
         from graphview.app.inputs import UserError, check_script, is_trace
-        from graphview.core.trace import SUFFIX
 
         if not path:
             return False
@@ -141,10 +141,6 @@ class App:
             return False
         if is_trace(path):
             return self.open_trace(path)
-        if not path.endswith(".py"):
-            self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script (.py) nor a "
-                                   f"graphview trace ({SUFFIX}): graphview runs scripts and opens traces")
-            return False
         try:
             check_script(path)
         except UserError as exc:
@@ -162,14 +158,21 @@ class App:
         is read on a piece at a time between repaints, with a progress bar and a Cancel in the status bar."""
         from graphview.app.trace_load import TraceLoad
         from graphview.core.run import Run, bulk_load
-        from graphview.core.trace import TraceError
+        from graphview.app.inputs import looks_like_trace
+        from graphview.core.files import PARTIAL_SUFFIX
+        from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError
         from graphview.core.trace_pieces import TracePieces
 
         try:
             pieces = TracePieces(path)
             first = pieces.next_piece()
         except TraceError as exc:
-            self.window.show_error("Cannot open trace", str(exc))
+            if not path.endswith((SUFFIX, SUFFIX + PARTIAL_SUFFIX)) and not looks_like_trace(path):
+                self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script "
+                                       f"({SCRIPT_SUFFIX}) nor a graphview trace ({SUFFIX}): graphview runs scripts "
+                                       f"named {SCRIPT_SUFFIX} and opens traces")
+            else:
+                self.window.show_error("Cannot open trace", str(exc))
             return False
         if not first:
             note = "; ".join(pieces.warnings) or "the recording stopped before the script started"

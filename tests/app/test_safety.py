@@ -190,3 +190,94 @@ def test_the_window_writes_no_export_over_the_file_it_has_open(app, tmp_path, tr
     elsewhere = tmp_path / "graph.json"
     app.window.exports.data(str(elsewhere))
     assert "nodes" in json.loads(elsewhere.read_text(encoding="utf-8"))  # any other name is written
+
+
+# ------------------------------------------------------------------ nothing runs that the user did not name
+def test_check_measure_of_a_trace_runs_nothing_the_trace_names(tmp_path, capsys, trace):
+    """The trace names a script (and its arguments) that would leave a marker: --measure refuses, saying to
+    pass the script, and nothing runs. (The trace has checkpoint suggestions: measuring them re-ran the
+    script it names.)"""
+    from graphview.capture.script import run_script
+    from graphview.core.options import RunOptions
+    from tests.conftest import model
+
+    evil = tmp_path / "zipfile.py"
+    evil.write_text(MARKER_SCRIPT, encoding="utf-8")
+    events: list[dict] = []
+    run_script(model("transformer_block"), events.append, RunOptions())
+    events[0] = dict(events[0], script=str(evil), argv=[str(evil), "-e", "figures.zip", "/elsewhere/"])
+    sent = tmp_path / "sent.gvtrace"
+    write_trace(sent, events, make_header(script=str(evil), options=RunOptions().to_dict(),
+                                          argv=[str(evil), "-e", "figures.zip", "/elsewhere/"]))
+    from graphview.core.run import Run
+    from graphview.core.whatif import checkpoint_suggestions
+
+    assert checkpoint_suggestions(Run(read_trace(sent).events))  # what --measure would re-record
+    line = refused(capsys, "check", sent, "--measure")
+    assert "pass the script itself" in line and "zipfile.py -e figures.zip /elsewhere/" in line
+    assert not (tmp_path / "RAN").exists()
+    # without --measure the trace is checked as data: still nothing runs
+    code, _ = run_cli(capsys, "check", sent)
+    assert code in (0, 1) and not (tmp_path / "RAN").exists()
+
+
+def test_a_trace_names_control_characters_they_are_shown_escaped(tmp_path, capsys, trace):
+    header = json.loads(trace.read_text(encoding="utf-8").splitlines()[0])
+    header["script"] = "/tmp/x\x1b]0;owned\x07.py"
+    sent = tmp_path / "sent.gvtrace"
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    sent.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n", encoding="utf-8")
+    line = refused(capsys, "check", sent, "--measure")
+    assert "\x1b" not in line and "\x07" not in line and "\\x1b]0;owned\\x07" in line
+
+
+@pytest.mark.parametrize("command", [["export", "{src}", "-o", "{out}"], ["check", "{src}"], ["diff", "{src}", "{src}"],
+                                     ["info", "{src}"]])
+def test_a_file_not_named_py_is_read_as_a_trace_never_run(tmp_path, capsys, command):
+    """Python in a file named as no script (and not starting with a trace header): refused as no trace."""
+    source = tmp_path / "notes.txt"
+    source.write_text(MARKER_SCRIPT, encoding="utf-8")
+    args = [a.format(src=source, out=tmp_path / "g.json") for a in command]
+    line = refused(capsys, *args)
+    assert "not a graphview trace" in line
+    assert not (tmp_path / "RAN").exists() and not (tmp_path / "g.json").exists()
+
+
+def test_commands_that_run_a_script_take_only_a_file_named_py(tmp_path, capsys, trace):
+    source = tmp_path / "train"
+    source.write_text(MARKER_SCRIPT, encoding="utf-8")
+    for args in (["record", source, "-o", tmp_path / "t.gvtrace"], ["gradcheck", source, "--tensor", "x"],
+                 ["check", trace, "--fidelity"]):
+        line = refused(capsys, *args)
+        assert ".py" in line, line
+    assert not (tmp_path / "RAN").exists()
+
+
+def test_the_notebook_display_imports_nothing_from_the_notebooks_folder(tmp_path, monkeypatch, trace):
+    """``rec._repr_svg_()`` draws with the CLI in a process of its own, started in the notebook's folder:
+    an argparse.py there (which the CLI imports first) must not run."""
+    from graphview.capture.showing import export_svg
+
+    (tmp_path / "argparse.py").write_text(MARKER_SCRIPT + "raise SystemExit('imported from the cwd')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "")  # graphview is found from its own folder, not from the environment
+    svg = export_svg(str(trace))
+    assert svg.lstrip().startswith("<?xml") or "<svg" in svg
+    assert not (tmp_path / "RAN").exists()
+
+
+def test_the_app_starts_isolated_from_the_folder_it_is_started_in(tmp_path, monkeypatch):
+    from graphview.core.isolated import graphview_command
+
+    (tmp_path / "argparse.py").write_text(MARKER_SCRIPT)
+    done = subprocess.run(graphview_command("graphview.app.cli", "--help"), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, PYTHONPATH=""))
+    assert done.returncode == 0 and "usage: graphview" in done.stdout, done.stderr
+    assert not (tmp_path / "RAN").exists()
+
+
+def test_a_trace_is_never_written_under_a_script_name(tmp_path, capsys):
+    script = lesson("chain_rule")
+    line = refused(capsys, "record", script, "-o", tmp_path / "other.py")
+    assert "would be taken for a script" in line
+    assert not (tmp_path / "other.py").exists()
