@@ -8,6 +8,10 @@
     graphview diff A [B] [--step-a N] [--step-b M]     autograd nodes added/removed between graphs
     graphview gradcheck SCRIPT --tensor NAME           autograd vs finite differences (exit 1 if off)
 
+A file whose name ends in ``.py`` is a script: graphview runs it. Any other file is read as a trace
+and refused if it is not one. Nothing else runs: not what a trace names, not a file because of
+what it holds (docs/safety.md).
+
 Exit codes: 0 ok; 1 the script failed (its trace is still written); 2 bad input or an
 unwritable output. Failures print one line starting with ``graphview:``, never a traceback.
 """
@@ -22,19 +26,19 @@ import subprocess
 import sys
 import tempfile
 
-from graphview.app.inputs import UserError, check_script, check_writable, is_trace
+from graphview.app.inputs import UserError, check_script, check_writable, is_trace, shown
 from graphview.app.runner_client import Interrupted
 from graphview.app.whatif_cli import print_comparison, print_suggestions, suggestions_data
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
 from graphview.core.export import ALL_OPEN, FORMATS, PAGE_ROWS, ExportError, export_graph
-from graphview.core.files import WriteError
+from graphview.core.files import WriteError, reading
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
 from graphview.core.run import Run
 from graphview.core.tally import RunTally
-from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header
+from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError, TraceWriter, is_script, make_header
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
@@ -106,19 +110,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "`graphview SCRIPT.py` or `graphview RUN.gvtrace` opens the script or trace in the desktop app "
                     "(`graphview` alone: its start page); the commands below work without a display. "
                     "export writes the graph as a picture (PNG, SVG, PDF) or as data (JSON, DOT, GraphML).",
-        epilog="Exit codes: 0 ok; 1 the script failed (what was recorded is still written); "
+        epilog=f"Scripts and traces: a file whose name ends in {SCRIPT_SUFFIX} is a script, which graphview "
+               "runs; any other file is read as a trace, and refused if it is not one. graphview never runs a "
+               "file because of what it holds, nor the script a trace names. "
+               "Exit codes: 0 ok; 1 the script failed (what was recorded is still written); "
                "2 bad input or an unwritable output.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="graphview")
     rec = sub.add_parser("record", help="run a script under recording and save a trace")
-    rec.add_argument("script")
+    rec.add_argument("script", help=f"the script to run (its name ends in {SCRIPT_SUFFIX})")
     rec.add_argument("-o", "--output", required=True, help=f"trace file to write ({SUFFIX})")
     rec.add_argument("-q", "--quiet", action="store_true", help="do not echo the script's output")
     _add_run_options(rec)
     exp = sub.add_parser("export", help="export the graph as a picture (PNG, SVG, PDF) or as data (JSON, DOT, GraphML)",
                          description="Export the recorded graph as a picture (PNG, SVG, PDF; no display needed) "
                                      "or as data (JSON, DOT, GraphML). The format comes from the output's suffix.")
-    exp.add_argument("source", help="a script (recorded first) or a trace file")
+    exp.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     exp.add_argument("-o", "--output", required=True,
                      help="graph.png, graph.svg or graph.pdf (picture); graph.json, graph.dot (or .gv) or "
                           "graph.graphml (data)")
@@ -137,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                           f"deepest level at which the graph takes at most {PAGE_ROWS} rows)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
-    chk.add_argument("source")
+    chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     chk.add_argument("--json", action="store_true", help="print machine-readable JSON")
     chk.add_argument("--fidelity", action="store_true",
                      help="instead: run the script plainly and recorded, and check that the recording changed "
@@ -145,16 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "bytes are torch's own (exit 1 on any difference)")
     chk.add_argument("--measure", action="store_true",
                      help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
-                          "the peak it measured")
+                          "the peak it measured (give the script itself: the script a trace names is never run)")
     _add_run_options(chk, steps=APP_STEPS)
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
-    dif.add_argument("source")
+    dif.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     dif.add_argument("other", nargs="?", help="a second script or trace (default: the same run)")
     dif.add_argument("--step-a", type=int, default=None, help="step of the first run (default: its last graph)")
     dif.add_argument("--step-b", type=int, default=None, help="step of the second run (default: its last graph)")
     _add_run_options(dif)
     gc_ = sub.add_parser("gradcheck", help="compare autograd's gradient of a leaf with finite differences")
-    gc_.add_argument("script")
+    gc_.add_argument("script", help=f"the script to run (its name ends in {SCRIPT_SUFFIX})")
     gc_.add_argument("--tensor", required=True, help="the leaf, by the script's name for it (x, fc1.weight)")
     gc_.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
     gc_.add_argument("--tolerance", type=float, default=1e-4, help="largest relative error accepted (default 1e-4)")
@@ -381,9 +388,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     if info["mode"] == "inprocess":
         mode = " (recorded in-process by graphview.record())"
     # the answers first: how it ended, its steps, what backward held at the peak and where
-    print(f"script:          {info['script'] or 'unknown'}{mode}")
+    print(f"script:          {shown(info['script'] or 'unknown')}{mode}")
     if info["argv"] and len(info["argv"]) > 1:
-        print(f"arguments:       {args_text(info['argv'][1:])}")
+        print(f"arguments:       {shown(args_text(list(map(str, info['argv'][1:]))))}")
     label = rank_label(header, start)
     if label:
         print(f"process:         {label} (a distributed job: each rank has its own trace)")
@@ -396,7 +403,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if info["errors"]:
         for err in info["errors"]:
             where = f"line {err['line']}: " if err.get("line") else ""
-            print(f"error:           {where}{err['type']}: {err['message']}")
+            print(f"error:           {where}{shown(str(err['type']))}: {shown(str(err['message']))}")
     else:
         print("errors:          none")
     # then the details
@@ -420,7 +427,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     graded = [(name, entries) for name, entries in graded if name and entries]
     if args.grads or len(graded) <= GRAD_LINES:
         for name, entries in graded:
-            print(f"grad {name}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
+            print(f"grad {shown(name)}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
     else:
         print(f"gradients:       {len(graded)} named tensors got a .grad (--grads lists each)")
     return EXIT_OK
@@ -470,15 +477,22 @@ def _memory_answer_lines(run: Run) -> list[str]:
     modules = modules_at(run, peak)
     if modules:
         lines.append("most activations, by module:")
-        lines += [f"  {m.text()}" for m in modules]
+        lines += [f"  {shown(m.text())}" for m in modules]
     return lines
 
 
 def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
+    """The run of ``args.source``: a script (named ``.py``) recorded now, or any other file read as a
+    trace (never run, whatever it holds)."""
     if not os.path.exists(args.source):
         raise UserError(f"no such file: {args.source}")
     if is_trace(args.source):
-        return load_run(args.source)
+        try:
+            return load_run(args.source)
+        except TraceError as exc:
+            if args.source.endswith(SUFFIX) or os.path.isdir(args.source):
+                raise
+            raise TraceError(f"{exc}; graphview runs only scripts named {SCRIPT_SUFFIX}") from None
     options = options_from_args(args)
     with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
         run, _ = record_to(args.source, os.path.join(tmp, "run" + SUFFIX), options, args.timeout, echo=False,
@@ -491,6 +505,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.fidelity:
         return _fidelity_check(args)
+    if args.measure and not is_script(args.source):
+        raise UserError(measure_needs_script(args.source))
     run, warnings = _run_from(args)
     for w in warnings:
         print(f"graphview: warning: {w}", file=sys.stderr)
@@ -501,7 +517,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         script = (run.start or {}).get("script") or args.source
         for f in findings:
-            where = f"{os.path.basename(script)}:{f.line}: " if f.line else ""
+            where = f"{shown(os.path.basename(script))}:{f.line}: " if f.line else ""
             print(f"{where}{f.title} [{f.code}]")
             print(f"    {f.explanation}")
             print(f"    fix: {f.fix}")
@@ -513,14 +529,32 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
 
 
+def measure_needs_script(source: str) -> str:
+    """Why ``check --measure`` refuses a trace: it re-records a script, and graphview runs no script that a
+    trace names (whoever wrote the trace chose it and its arguments). Says which one this trace names."""
+    named = ""
+    try:
+        from graphview.core.trace import open_trace_file, parse_header
+
+        with open_trace_file(source) as f:
+            header = parse_header(f.readline(64 * 1024), source)
+        if header.get("script"):
+            argv = header.get("argv") if isinstance(header.get("argv"), list) else []
+            named = f" (this trace names {shown(args_text([header['script'], *map(str, argv[1:])]))})"
+    except (TraceError, OSError):
+        pass
+    return (f"check --measure re-records a script, and graphview never runs the script a trace names: pass the "
+            f"script itself, as graphview check SCRIPT{SCRIPT_SUFFIX} --measure [-- ARGS]{named}")
+
+
 def _fidelity_check(args: argparse.Namespace) -> int:
-    if is_trace(args.source):
-        raise UserError("--fidelity runs the script twice: give a script, not a trace")
+    from graphview.core.isolated import graphview_command
+
+    if not is_script(args.source):
+        raise UserError(f"--fidelity runs the script twice: give a script (named {SCRIPT_SUFFIX}), not a trace")
     check_script(args.source)
-    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # nothing from the cwd on sys.path
     options = options_from_args(args)  # the script's arguments too: both runs get them
-    command = [sys.executable, *safe_path, "-m", "graphview.capture.fidelity", args.source,
-               "--options", json.dumps(options.to_dict())]
+    command = graphview_command("graphview.capture.fidelity", args.source, "--options", json.dumps(options.to_dict()))
     return EXIT_OK if subprocess.call(command) == 0 else EXIT_SCRIPT_FAILED
 
 
@@ -614,7 +648,9 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"record": cmd_record, "export": cmd_export, "info": cmd_info, "check": cmd_check, "diff": cmd_diff,
                "gradcheck": cmd_gradcheck, "samples": cmd_samples}[args.command]
     try:
-        return handler(args)
+        # no output may replace a file this command reads (record x.py -o x.py)
+        with reading(*(p for p in (getattr(args, name, None) for name in ("script", "source", "other", "trace")) if p)):
+            return handler(args)
     except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases
         print(f"graphview: {exc}", file=sys.stderr)
         return EXIT_SCRIPT_FAILED

@@ -13,6 +13,7 @@ import sys
 import threading
 
 from graphview.core.bundled import bundled_samples
+from graphview.core.files import set_reading
 from graphview.core.options import APP_STEPS, RunOptions
 from graphview.core.run import bulk_load
 
@@ -129,9 +130,9 @@ class App:
         gc.freeze()
 
     def open(self, path: str, args: list[str] | None = None) -> bool:
-        """Open a trace, or run a script (``args``: its arguments, ``sys.argv[1:]``)."""
+        """Run a script (a file named ``.py``; ``args``: its arguments, ``sys.argv[1:]``) or open a
+        trace (any other file, refused unless it is one): what a file holds never makes it run."""
         from graphview.app.inputs import UserError, check_script, is_trace
-        from graphview.core.trace import SUFFIX
 
         if not path:
             return False
@@ -140,15 +141,12 @@ class App:
             return False
         if is_trace(path):
             return self.open_trace(path)
-        if not path.endswith(".py"):
-            self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script (.py) nor a "
-                                   f"graphview trace ({SUFFIX}): graphview runs scripts and opens traces")
-            return False
         try:
             check_script(path)
         except UserError as exc:
             self.window.show_error("Cannot open script", str(exc))
             return False
+        set_reading(self, [path])  # no export or saved trace may replace it
         self.window.remember(os.path.abspath(path))
         self.window.runs.start_afresh()  # opening a file starts afresh: overlays come from "Run again"
         self.start(os.path.abspath(path), RunOptions(steps=APP_STEPS, args=list(args or [])))
@@ -160,14 +158,21 @@ class App:
         is read on a piece at a time between repaints, with a progress bar and a Cancel in the status bar."""
         from graphview.app.trace_load import TraceLoad
         from graphview.core.run import Run, bulk_load
-        from graphview.core.trace import TraceError
+        from graphview.app.inputs import looks_like_trace
+        from graphview.core.files import PARTIAL_SUFFIX
+        from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError
         from graphview.core.trace_pieces import TracePieces
 
         try:
             pieces = TracePieces(path)
             first = pieces.next_piece()
         except TraceError as exc:
-            self.window.show_error("Cannot open trace", str(exc))
+            if not path.endswith((SUFFIX, SUFFIX + PARTIAL_SUFFIX)) and not looks_like_trace(path):
+                self.window.show_error("Cannot open", f"{os.path.basename(path)} is neither a Python script "
+                                       f"({SCRIPT_SUFFIX}) nor a graphview trace ({SUFFIX}): graphview runs scripts "
+                                       f"named {SCRIPT_SUFFIX} and opens traces")
+            else:
+                self.window.show_error("Cannot open trace", str(exc))
             return False
         if not first:
             note = "; ".join(pieces.warnings) or "the recording stopped before the script started"
@@ -191,6 +196,7 @@ class App:
             self.window.progress.start_reading(os.path.basename(path), self.live)
             self.window.append_events(first)
         self.loading_path = path
+        set_reading(self, [path])  # no export or saved trace may replace it
         self.window.script_path = None
         self.window.remember(os.path.abspath(path))
         script = (run.start or {}).get("script") or header.get("script")

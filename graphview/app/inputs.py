@@ -7,7 +7,7 @@ import os
 
 from graphview.core.export import ExportError
 from graphview.core.export import check_writable as export_check_writable
-from graphview.core.trace import SUFFIX
+from graphview.core.trace import SCRIPT_SUFFIX, is_script
 
 
 class UserError(Exception):
@@ -15,11 +15,15 @@ class UserError(Exception):
 
 
 def check_script(path: str) -> None:
-    """Fail early, before starting a runner, on a script that cannot be run at all."""
+    """Fail early, before starting a runner, on a script that cannot be run at all, or is not named
+    as a script (:func:`graphview.core.trace.is_script`: graphview runs only files named ``.py``)."""
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a folder, not a Python script")
+    if not is_script(path):
+        raise UserError(f"{path} is not named as a Python script: graphview runs only files whose name ends "
+                        f"in {SCRIPT_SUFFIX}")
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -31,19 +35,33 @@ def check_script(path: str) -> None:
         raise UserError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
+def shown(text: object) -> str:
+    """``text`` with its control characters escaped: a string a trace holds, safe to print on one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def is_trace(path: str) -> bool:
-    if path.endswith(SUFFIX):
-        return True
+    """Whether graphview reads ``path`` as a trace: every file not named as a script is one (and is
+    refused if it does not hold a trace). Never decided by what the file holds."""
+    return not is_script(path)
+
+
+def looks_like_trace(path: str) -> bool:
+    """Whether the first line of ``path`` is a trace header: only to word a message (a file that is
+    no trace at all, or a damaged one), never to decide whether to run it."""
+    from graphview.core.trace import TraceError, open_trace_file, parse_header
+
     try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
+        with open_trace_file(path) as f:
+            parse_header(f.readline(64 * 1024))
+    except (TraceError, OSError):
         return False
-    return head.lstrip().startswith(b'{"format"')
+    return True
 
 
 def check_writable(path: str) -> None:
-    """Fail early, before recording or drawing, on an output that cannot be written (the OS's reason)."""
+    """Fail early, before recording or drawing, on an output that cannot be written (the OS's
+    reason; a device, a FIFO, a link to nothing, a file being read: :mod:`graphview.core.files`)."""
     try:
         export_check_writable(path)
     except ExportError as exc:

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Callable
 
+from graphview.core.isolated import SAFE_PATH, boot_code
 from graphview.core.options import RunOptions
 
 STDERR_KEEP = 64 * 1024
@@ -40,16 +41,10 @@ _FULL_READ = 1 << 15
 #: pause only on a pipe this roomy (the runner widens its pipe to 1 MiB where Linux lets it): a
 #: default 64 KiB pipe could fill within a pause and make the script wait
 _PACED_PIPE = 1 << 18
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# ``python -c`` puts the cwd first on sys.path (``-P`` does not): drop it before anything is imported,
-# so that a json.py where the user stands is never run; graphview itself is found from its own root,
-# which leaves sys.path again before the script runs.
-_BOOT = ("import sys\n"
-         "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
-         "sys.path.insert(0, {root!r})\n"
-         "from graphview.capture.runner import main\n"
-         "sys.path.remove({root!r})\n"
-         "sys.exit(main())\n")
+# the runner boots isolated (graphview.core.isolated): nothing from the folder the user stands in is
+# imported (a json.py there never runs), and graphview is loaded from its own folder without putting
+# that folder on the script's sys.path
+_BOOT = boot_code("from graphview.capture.runner import main\nsys.exit(main())")
 _LIVE: set["RunnerProcess"] = set()  # runners whose process group may still be alive
 
 
@@ -108,8 +103,8 @@ class RunnerProcess:
         read_fd, write_fd = os.pipe()
         life_read, self._lifeline = os.pipe()
         python = python or sys.executable
-        safe_path = ["-P"] if python == sys.executable and sys.version_info >= (3, 11) else []
-        cmd = [python, *safe_path, "-c", _BOOT.format(root=PACKAGE_ROOT), self.script,
+        safe_path = SAFE_PATH if python == sys.executable else []
+        cmd = [python, *safe_path, "-c", _BOOT, self.script,
                "--events-fd", str(write_fd), "--lifeline-fd", str(life_read),
                "--options", json.dumps(options.to_dict()),
                "--argv", json.dumps([script, *(options.args if script_args is None else script_args)])] + list(extra_args or [])

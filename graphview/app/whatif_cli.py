@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 import tempfile
 
+from graphview.app.inputs import shown
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
-from graphview.core.trace import SUFFIX
+from graphview.core.trace import SUFFIX, is_script
 from graphview.core.whatif import (checkpoint_suggestions, compare_runs, comparison_lines, measured_text,
                                    recomputed_ops)
 
@@ -57,20 +57,18 @@ def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
 
 
 def _measure(run: Run, args: argparse.Namespace, pattern: str) -> Run | None:
-    """The run re-recorded with ``pattern`` checkpointed as well (None, said on stderr, when the
-    script of a trace is not here)."""
+    """The run re-recorded with ``pattern`` checkpointed as well. Only the script the user named
+    (``args.source``) is re-recorded, with the options and arguments the user gave: never the
+    script a trace names (``graphview check`` refuses ``--measure`` of a trace)."""
     from graphview.app.cli import load_run, options_from_args, record_to
 
-    script = (run.start or {}).get("script")
-    if script is None or not os.path.exists(script):
-        print("    cannot measure: the script of this trace is not here", file=sys.stderr)
-        return None
-    base = options_from_args(args) if not args.source.endswith(SUFFIX) else \
-        RunOptions.from_dict((run.start or {}).get("options") or {})
+    if not is_script(args.source):
+        raise ValueError(f"--measure re-records a script, not the trace {args.source}")
+    base = options_from_args(args)
     options = dataclasses.replace(base, checkpoint=[*base.checkpoint, pattern])
     with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
         trace = os.path.join(tmp, "run" + SUFFIX)
-        record_to(script, trace, options, args.timeout, echo=False, script_args=options.args)
+        record_to(args.source, trace, options, args.timeout, echo=False, script_args=options.args)
         after, _ = load_run(trace)
     return after
 
@@ -92,7 +90,7 @@ def print_suggestions(run: Run, args: argparse.Namespace) -> None:
             steps = ((run.start or {}).get("options") or {}).get("steps", 1)
             if run.steps and steps != 1:  # (record runs 1 step unless told: as many as this run had)
                 hint += f" --steps {steps}"
-            print(f"    try it: graphview record {script or args.source} {hint} -o checkpointed{SUFFIX}")
+            print(f"    try it: graphview record {shown(script or args.source)} {hint} -o checkpointed{SUFFIX}")
             continue
         after = _measure(run, args, s.pattern)
         if after is not None:

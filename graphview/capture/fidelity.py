@@ -38,6 +38,7 @@ from typing import Iterable
 import torch
 
 from graphview.capture.steps import watching_backward
+from graphview.core.isolated import graphview_command
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 
@@ -202,16 +203,15 @@ def run_once(script: str, options: RunOptions, record: bool) -> dict:
     return outcome
 
 
-# the script sees the sys.path `python script.py` gives it: nothing from the folder graphview runs in
-SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
 def reference_in_fresh_process(script: str, options: RunOptions, timeout: float = 600) -> subprocess.Popen:
     """Start the unrecorded reference run in a new interpreter; :func:`collect` reads its outcome."""
     fd, out = tempfile.mkstemp(suffix=".pt", prefix="graphview-reference-")
     os.close(fd)
-    command = [sys.executable, *SAFE_PATH, "-m", "graphview.capture.fidelity", "--reference", script, "--out", out,
-               "--options", json.dumps(options.to_dict()), "--threads", str(torch.get_num_threads())]
+    # the script sees the sys.path `python script.py` gives it: nothing from the folder graphview runs in
+    command = graphview_command("graphview.capture.fidelity", "--reference", script, "--out", out,
+                                "--options", json.dumps(options.to_dict()), "--threads", str(torch.get_num_threads()))
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     process.graphview_out = out  # type: ignore[attr-defined]
     process.graphview_timeout = timeout  # type: ignore[attr-defined]

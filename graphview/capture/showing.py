@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 
-_CLI = [sys.executable, "-m", "graphview.app.cli"]
+from graphview.core.isolated import graphview_command
+
+
+def _cli(*args: str) -> list[str]:
+    """``python -m graphview.app.cli ARGS``, isolated: nothing in the notebook's folder (the kernel's
+    current folder) is imported (:mod:`graphview.core.isolated`)."""
+    return graphview_command("graphview.app.cli", *args)
 
 
 def export_svg(trace: str, timeout: float = 120) -> str:
@@ -20,7 +25,7 @@ def export_svg(trace: str, timeout: float = 120) -> str:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     with tempfile.TemporaryDirectory(prefix="graphview-") as folder:
         out = os.path.join(folder, "graph.svg")
-        done = subprocess.run([*_CLI, "export", trace, "-o", out], capture_output=True, text=True, env=env,
+        done = subprocess.run(_cli("export", trace, "-o", out), capture_output=True, text=True, env=env,
                               timeout=timeout, stdin=subprocess.DEVNULL)
         if not os.path.exists(out):
             reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
@@ -31,4 +36,4 @@ def export_svg(trace: str, timeout: float = 120) -> str:
 
 def open_in_app(trace: str) -> subprocess.Popen:
     """Start the graphview app on the trace; it lives on after the program that started it."""
-    return subprocess.Popen([*_CLI, trace], stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(_cli(trace), stdin=subprocess.DEVNULL, start_new_session=True)

@@ -14,7 +14,8 @@ from typing import Iterable, Iterator
 import networkx as nx
 
 from graphview.core.events import summary_text
-from graphview.core.files import OutputError, WriteError, check_folder, write_file
+from graphview.core import files
+from graphview.core.files import OutputError, WriteError, write_file
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 #: a picture (PNG, SVG, PDF) is drawn with every module box open when its graph takes at most this
@@ -38,25 +39,13 @@ class ExportWriteError(ExportError, WriteError):
 
 
 def check_writable(path: str) -> None:
-    """Raise :class:`ExportError` with the OS's reason if ``path`` cannot be written.
-
-    Opens the file for writing (without truncating one that exists; a file made only for the test
-    is removed again), so that a bad path is refused before anything is recorded or drawn."""
+    """Raise :class:`ExportError` (one line) if ``path`` is no place to write an export
+    (:func:`graphview.core.files.check_writable`), so that a bad path is refused before anything is
+    recorded or drawn."""
     try:
-        check_folder(path)
+        files.check_writable(path)
     except OutputError as exc:
         raise ExportError(str(exc)) from None
-    existed = os.path.lexists(path)
-    try:
-        with open(path, "ab" if existed else "xb"):
-            pass
-    except OSError as exc:
-        raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if not existed:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
 
 
 def save(path: str, data: bytes | str | Iterable[str]) -> None:

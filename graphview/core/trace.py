@@ -22,6 +22,15 @@ from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close
 
 FORMAT_NAME = "graphview-trace"
 SUFFIX = ".gvtrace"
+#: the one rule by which graphview tells a script from a trace: a file whose name ends in ``.py``
+#: is a script (graphview runs it when asked to); any other file is read as a trace and must be
+#: one. What a file holds never makes graphview run it.
+SCRIPT_SUFFIX = ".py"
+
+
+def is_script(path: str | os.PathLike) -> bool:
+    """Whether graphview takes ``path`` for a script (its name ends in ``.py``), not a trace."""
+    return os.fspath(path).endswith(SCRIPT_SUFFIX)
 
 
 class TraceError(Exception):
@@ -64,6 +73,9 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
         self.path = os.fspath(path)
         self.partial = self.path + PARTIAL_SUFFIX
+        if is_script(self.path):
+            raise TraceError(f"cannot write {self.path}: a trace named {SCRIPT_SUFFIX} would be taken for a script; "
+                             f"name it {SUFFIX}")
         try:
             self._file: IO[str] = open_partial(self.path)
         except OutputError as exc:

@@ -43,7 +43,7 @@ def test_check_measures_its_suggestion(tmp_path):
     run = Run(read_trace(trace).events)
     first = checkpoint_suggestions(run)[0]
     assert first.pattern == "encoder.layers.*"
-    result = graphview("check", trace, "--measure", timeout=300)
+    result = graphview("check", two_layers, "--measure", timeout=300)
     assert result.returncode == 0, result.stderr
     assert first.text() in result.stdout
     measured = tmp_path / "measured.gvtrace"
