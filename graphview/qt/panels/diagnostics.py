@@ -89,9 +89,10 @@ class DiagnosticsPanel(QSplitter):
             self.try_button.setText(f"Try it: re-run with checkpoint {suggestion.pattern}")
             self.detail.setHtml(f"<p><b>Suggestion:</b> {html.escape(suggestion.text())}.</p>"
                                 "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
-                                "..., use_reentrant=False): what its nodes save is dropped and recomputed during "
-                                "backward, where it is held again until the nodes that need it have run. The saving "
-                                "above counts that (an estimate); the re-run measures the new peak.</p>")
+                                "..., use_reentrant=False): the activations its nodes save are dropped and recomputed "
+                                "during backward, where they are held again until the nodes that need them have run. "
+                                "The saving above counts that; the weights the module saves are not in it, as the "
+                                "model holds them anyway. The re-run measures the new peak of activations.</p>")
             return
         measured = item.data(0, self.SUGGESTION + 1) if item is not None else None
         if measured is not None:
