@@ -199,11 +199,13 @@ class Inspector(QTextBrowser):
         for s in saved:
             released = not s.held_at(index)
             shape = "×".join(map(str, s.shape)) or "scalar"
-            kind = {"param": "leaf that requires grad", "input": "input or constant"}.get(s.kind, s.kind)
+            kind = {"param": "a weight: held anyway", "input": "an input or constant: held anyway",
+                    "activation": "an activation: held for backward alone"}.get(s.kind, s.kind)
             others = () if released else owners.get((s.device, s.storage), set()) - {op.vid}
             names = sorted(run.op_nodes[v].name if v in run.op_nodes else f"node {v}" for v in others)
             also = f"; the same memory {', '.join(names)} saves" if names else ""
-            lines.append(f"{html.escape(str(s.attr))}: {shape} {s.dtype}, {human_bytes(s.bytes)} ({kind}{also})"
+            lines.append(f"{html.escape(str(s.attr))}: {shape} {html.escape(str(s.dtype))}, {human_bytes(s.bytes)} "
+                         f"({html.escape(kind)}{html.escape(also)})"
                          + (" <i>released</i>" if released else ""))
         rows.append(("saved tensors", "<br>".join(lines) or "none"))
         return rows
