@@ -13,6 +13,7 @@ from typing import Iterator
 
 from graphview.core.cuts import Cut, find_cut, severed
 from graphview.core.events import summary_scalar
+from graphview.core.held import held_at, human
 from graphview.core.options import RunOptions
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
@@ -312,8 +313,8 @@ def _kept_across_steps(run: Run):
     tid, op = kept[0]
     users = [o.get("line") for _, o in run.ops if any(t == tid for t, _ in o.get("inputs") or ()) and o.get("grad_fn")]
     line = users[-1] if users else op.line
-    saved = [run.live_saved_bytes(step["end"])["total"] for step in steps]
-    grows = " and their saved tensors" if all(b > a for a, b in zip(saved, saved[1:])) else ""
+    saved = [run.live_saved_bytes(step["end"])["activation"] for step in steps]  # (the weights are held anyway)
+    grows = " and the activations they save" if all(b > a for a, b in zip(saved, saved[1:])) else ""
     yield Finding("graph-kept", "every step's graph stays alive", line,
                   f"The autograd nodes alive at the end of each step grow ({', '.join(map(str, alive))}){grows}: "
                   f"{_the_loss(run, tid)} (line {op.line}) is still referenced after its step, e.g. by a list of "
@@ -465,11 +466,11 @@ def _inference_graphs_kept(run: Run):
     kept = [op for op in kept if op.vid not in consumers]
     if len(kept) < 3:
         return
-    held = sum(s.bytes for s in run.saved.values() if s.released is None)
+    held = held_at(run).activations  # (the weights they save the model holds anyway)
     lines = sorted({op.line for op in kept if op.line})
     yield Finding("inference-graphs-kept", f"{len(kept)} graphs that nothing backpropagates are kept alive",
                   lines[-1] if lines else None,
-                  f"Forward results that still carry a graph (and {held} bytes of saved tensors) stay referenced, one "
+                  f"Forward results that still carry a graph (and {human(held)} of activations saved for them) stay referenced, one "
                   "more each time: memory creeps up although no backward ever needs them.",
                   "Run evaluation under torch.no_grad() / inference_mode(), and store loss.item() or output.detach().",
                   max(op.born for op in kept), f"op{kept[-1].vid}", lines[:5])
