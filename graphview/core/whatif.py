@@ -239,6 +239,7 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             vids.add(node.vid)
     owners = run.saved_owners(at)
     before = _HeldBefore(run, at)
+    kept = _InputsKept(run, at)
     calls, roots = _calls(run, at)
     step_start = next((start for _, start, end in step_spans(run) if start <= at <= end), 0)
     ops_in, forward_ops = _forward_ops_by_module(run, step_start, at)
@@ -255,8 +256,11 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         units = _units(run, pattern, vids_of, calls)
         # each unit is checkpointed on its own: what one saves of another's result (the next layer
         # saves this one's output) is that unit's input, which its checkpoint keeps
-        freed = [run.checkpoint_would_free(unit, at, owners) for unit in units]
-        saving = _saving(units, freed, total, before) if any(freed) else 0
+        # ... but a checkpoint holds its input from the forward to the recompute: an input nothing
+        # else holds at the peak (the script let it go, no node saved it) is memory it adds
+        inputs = [kept.added(unit) for unit in units]
+        freed = [run.checkpoint_would_free(unit, at, owners) - added for unit, added in zip(units, inputs)]
+        saving = _saving(units, freed, total, before, inputs) if any(f > 0 for f in freed) else 0
         if saving >= total * WORTH_A_RECOMPUTE:
             candidates.append((saving, pattern, len(units), sum(freed), vids))
     # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
@@ -333,7 +337,68 @@ class _HeldBefore:
         return sum(storages.values())
 
 
-def _saving(units: list[set[int]], freed: list[int], peak: int, before: _HeldBefore) -> int:
+#: bytes of one element of each dtype a trace names
+_ELEMENT_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+                  "int8": 1, "uint8": 1, "bool": 1, "complex128": 16, "complex64": 8, "complex32": 4}
+
+
+class _InputsKept:
+    """What a checkpoint of a unit keeps that the run did not hold at event ``at``: the unit's
+    input activations (tensors made outside its nodes that its ops read) which were dead by then
+    and whose memory no saved tensor held. A MultiheadAttention whose input projection saves a
+    copy of its transposed input, not the input: checkpointed, it keeps the input itself."""
+
+    def __init__(self, run: Run, at: int) -> None:
+        self.run, self.at = run, at
+        # the nodes whose memory a saved tensor holds at ``at`` (a node's own result: its owner)
+        self.held_makers = {saved.src if saved.src is not None else saved.owner
+                            for saved in run.saved.values() if saved.kind == "activation" and saved.held_at(at)}
+        self._reads: dict[int, list[int]] | None = None
+
+    def _inputs_by_node(self) -> dict[int, list[int]]:
+        """vid -> the tensors the op that made it read."""
+        if self._reads is None:
+            self._reads = {}
+            for index, op in self.run.ops:
+                if index > self.at:
+                    break
+                vid = op.get("grad_fn")
+                if vid is not None:
+                    self._reads.setdefault(vid, []).extend(tid for tid, _ in op.get("inputs") or ())
+        return self._reads
+
+    def added(self, unit: set[int]) -> int:
+        run, at = self.run, self.at
+        reads = self._inputs_by_node()
+        bases: dict[int, int] = {}
+        for vid in unit:
+            for tid in reads.get(vid, ()):
+                info = run.tensors.get(tid)
+                if info is None or info.get("grad_fn") is None or info["grad_fn"] in unit:
+                    continue  # a leaf (held anyway), or made inside the unit
+                root, seen = tid, set()
+                while run.tensors.get(root, {}).get("base") is not None and root not in seen:
+                    seen.add(root)
+                    root = run.tensors[root]["base"]
+                base = run.tensors.get(root, info)
+                maker = base.get("grad_fn")
+                if maker is None or maker in self.held_makers:
+                    continue  # a view of a leaf, or memory a saved tensor holds anyway
+                if any(run.tensor_dead.get(t, at + 1) > at for t in (tid, root)):
+                    continue  # the script still holds it at the peak
+                bases[root] = _bytes_of(base)
+        return sum(bases.values())
+
+
+def _bytes_of(info: dict) -> int:
+    numel = 1
+    for d in info.get("shape") or ():
+        numel *= d if isinstance(d, int) else 0
+    return numel * _ELEMENT_BYTES.get(info.get("dtype") or "", 4)
+
+
+def _saving(units: list[set[int]], freed: list[int], peak: int, before: _HeldBefore,
+            inputs: list[int] | None = None) -> int:
     """About how far the peak falls if a pattern is checkpointed. What the nodes of each of its
     ``units`` alone save of their own (``freed``, one figure a unit: :meth:`Run.checkpoint_would_free`)
     goes from the forward (the peak at its end drops by it), but backward recomputes each unit (each layer of ``layers.*``, each
@@ -346,7 +411,10 @@ def _saving(units: list[set[int]], freed: list[int], peak: int, before: _HeldBef
     firsts = sorted((min(nodes[vid].born for vid in unit), number) for number, unit in enumerate(units))
     recomputing, earlier_units = 0, 0
     for first, number in firsts:  # (the units made before this one are checkpointed too: theirs is gone)
-        recomputing = max(recomputing, before(first) - earlier_units + before.added_by(units[number], first))
+        # (``inputs``: what the checkpoint keeps of the unit's input that nothing else held: held
+        # from the forward to here, and through the recompute)
+        again = before.added_by(units[number], first) + (inputs[number] if inputs else 0)
+        recomputing = max(recomputing, before(first) - earlier_units + again)
         earlier_units += freed[number]
     return max(0, peak - max(peak - sum(freed), recomputing))
 
