@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from graphview.app.inputs import UserError, check_script, check_writable, is_trace, shown
+from graphview.app.inputs import UserError, check_script, check_writable, is_trace, say, shown, shown_lines
 from graphview.app.runner_client import Interrupted
 from graphview.app.whatif_cli import print_comparison, print_suggestions, suggestions_data
 from graphview.core.bundled import bundled_samples
@@ -73,6 +73,19 @@ def _add_run_options(p: argparse.ArgumentParser, steps: int = 1) -> None:
                         "CPU until backward (changes nothing for tensors already on the CPU)")
     g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="stop the script after it has run this many seconds (from its start: importing torch is not counted; the trace keeps what was recorded)")
+
+
+def writable(text: str, stream) -> str:
+    """``text`` with each character ``stream``'s encoding cannot write given as its escape
+    (``\\ud800``), where writing it would have failed (and ended the command with a traceback)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
 
 
 def export_suffixes() -> list[str]:
@@ -211,12 +224,14 @@ def record_to(script: str, output: str, options: RunOptions, timeout: float | No
         writer.write(event)
         tally.add(event)
         if echo and event["ev"] in ("stdout", "stderr"):
+            # the script's own output, as ``python script.py`` shows it (colours and progress bars
+            # included); a character the terminal cannot take (a lone surrogate) written as its escape
             stream = sys.stdout if event["ev"] == "stdout" else sys.stderr
-            stream.write(event["text"])
+            stream.write(writable(event["text"], stream))
             stream.flush()
         elif echo and event["ev"] == "output_capped":
-            print(f"\ngraphview: note: the script wrote {event['bytes']} more characters to {event['stream']} than "
-                  f"graphview keeps ({OUTPUT_CAP}); they were neither shown nor recorded", file=sys.stderr)
+            say(f"\ngraphview: note: the script wrote {event['bytes']} more characters to {shown(event['stream'])} than "
+                f"graphview keeps ({OUTPUT_CAP}); they were neither shown nor recorded", file=sys.stderr)
 
     try:
         end = record(script, options, on_event, timeout=timeout, poll=writer.tick, script_args=script_args)
@@ -273,9 +288,9 @@ def describe_failure(run: Run | RunTally, end: dict) -> str:
         _, err = run.errors[-1]
         where = f" at line {err['line']}" if err.get("line") else ""
         if err.get("type") in ("SyntaxError", "IndentationError", "TabError"):
-            return f"the script has a syntax error{where}: {err['message']}"
-        return f"the script raised {err['type']}{where}: {err['message']}"
-    return end.get("message") or status or "the script failed"
+            return f"the script has a syntax error{where}: {shown(err['message'])}"
+        return f"the script raised {shown(err['type'])}{where}: {shown(err['message'])}"
+    return shown(end.get("message") or status or "the script failed")
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -286,14 +301,14 @@ def cmd_record(args: argparse.Namespace) -> int:
     summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
                f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
     if end.get("status") == "ok":
-        print(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
+        say(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
         cut = record_cut(run, args.output)
         if cut is not None:  # the script ran, but nothing it trains got a gradient
-            print(f"graphview: warning: {cut.title}: {cut.explanation}", file=sys.stderr)
+            say(f"graphview: warning: {shown(cut.title)}: {shown(cut.explanation)}", file=sys.stderr)
         return EXIT_OK
     if not args.quiet:
         print_script_traceback(run)
-    print(f"graphview: {describe_failure(run, end)} (recorded {summary} to {args.output})", file=sys.stderr)
+    say(f"graphview: {describe_failure(run, end)} (recorded {summary} to {args.output})", file=sys.stderr)
     return EXIT_SCRIPT_FAILED
 
 
@@ -305,12 +320,12 @@ def print_script_traceback(run: Run | RunTally) -> None:
     frames = err.get("traceback") or []
     if not frames:
         return
-    print("Traceback of the script (most recent call last):", file=sys.stderr)
+    say("Traceback of the script (most recent call last):", file=sys.stderr)
     for frame in frames:
-        print(f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}', file=sys.stderr)
+        say(f'  File "{shown(frame["file"])}", line {shown(frame["line"])}, in {shown(frame["func"])}', file=sys.stderr)
         if frame.get("text"):
-            print(f"    {frame['text']}", file=sys.stderr)
-    print(f"{err.get('type')}: {err.get('message')}", file=sys.stderr)
+            say(f"    {shown(frame['text'])}", file=sys.stderr)
+    say(f"{shown(err.get('type'))}: {shown_lines(err.get('message'))}", file=sys.stderr)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -321,10 +336,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     check_writable(args.output)
     run, warnings = _run_from(args)
     for w in warnings:
-        print(f"graphview: warning: {w}", file=sys.stderr)
+        say(f"graphview: warning: {shown(w)}", file=sys.stderr)
     if run.failed and not (run.tensor_nodes or run.op_nodes):
-        print(f"graphview: {run.failure_headline()} before anything was recorded; nothing written to {args.output}",
-              file=sys.stderr)
+        say(f"graphview: {shown(run.failure_headline())} before anything was recorded; nothing written to {args.output}",
+            file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     if suffix in IMAGE_SUFFIXES:
         from graphview.app.gui import qt_app
@@ -336,25 +351,25 @@ def cmd_export(args: argparse.Namespace) -> int:
         used = render_run(run, args.output, at=args.at, scale=scale, caption=args.caption, legend=args.legend,
                           depth=args.depth, notes=notes)
         for note in notes:
-            print(f"graphview: note: {note}", file=sys.stderr)
+            say(f"graphview: note: {shown(note)}", file=sys.stderr)
         if suffix != ".png" and args.scale is not None:
-            print(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
-                  file=sys.stderr)
+            say(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
+                file=sys.stderr)
         elif used is not None and used < scale:
-            print(f"graphview: note: used scale {used:.3g} instead of {scale:g}: the PNG would have been larger "
-                  f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
+            say(f"graphview: note: used scale {used:.3g} instead of {scale:g}: the PNG would have been larger "
+                f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
         fmt = suffix[1:]
     else:
         if not (args.legend and args.caption) or args.depth is not None:
-            print("graphview: note: --no-legend, --no-caption and --depth apply to pictures only (PNG, SVG, PDF)",
-                  file=sys.stderr)
+            say("graphview: note: --no-legend, --no-caption and --depth apply to pictures only (PNG, SVG, PDF)",
+                file=sys.stderr)
         fmt = export_graph(run, args.output, at=args.at)
     what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
     if run.failed:
-        print(f"graphview: {run.failure_headline()}; wrote {what} recorded {_up_to(run)} to {args.output}",
-              file=sys.stderr)
+        say(f"graphview: {shown(run.failure_headline())}; wrote {what} recorded {_up_to(run)} to {args.output}",
+            file=sys.stderr)
         return EXIT_SCRIPT_FAILED
-    print(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
+    say(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -380,56 +395,56 @@ def cmd_info(args: argparse.Namespace) -> int:
     info["warnings"] = warnings
     info["held_for_backward"] = _held_data(run)
     if args.json:
-        print(json.dumps(info, indent=2))
+        say(json.dumps(info, indent=2))
         return EXIT_OK
     for w in warnings:
-        print(f"graphview: warning: {w}", file=sys.stderr)
+        say(f"graphview: warning: {shown(w)}", file=sys.stderr)
     mode = f" ({info['mode']} script)" if run.start is not None else ""
     if info["mode"] == "inprocess":
         mode = " (recorded in-process by graphview.record())"
     # the answers first: how it ended, its steps, what backward held at the peak and where
-    print(f"script:          {shown(info['script'] or 'unknown')}{mode}")
+    say(f"script:          {shown(info['script'] or 'unknown')}{mode}")
     if info["argv"] and len(info["argv"]) > 1:
-        print(f"arguments:       {shown(args_text(list(map(str, info['argv'][1:]))))}")
+        say(f"arguments:       {shown(args_text(list(map(str, info['argv'][1:]))))}")
     label = rank_label(header, start)
     if label:
-        print(f"process:         {label} (a distributed job: each rank has its own trace)")
-    print(f"status:          {info['status']}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
+        say(f"process:         {shown(label)} (a distributed job: each rank has its own trace)")
+    say(f"status:          {shown(info['status'])}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
     if warnings:
-        print(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
-    print(f"steps:           {_steps_text(run)}")
+        say(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
+    say(f"steps:           {_steps_text(run)}")
     for line in _memory_answer_lines(run):
-        print(line)
+        say(line)
     if info["errors"]:
         for err in info["errors"]:
             where = f"line {err['line']}: " if err.get("line") else ""
-            print(f"error:           {where}{shown(str(err['type']))}: {shown(str(err['message']))}")
+            say(f"error:           {where}{shown(str(err['type']))}: {shown(str(err['message']))}")
     else:
-        print("errors:          none")
+        say("errors:          none")
     # then the details
-    print(f"torch:           {info['torch'] or 'unknown'}")
+    say(f"torch:           {shown(info['torch'] or 'unknown')}")
     opts = RunOptions.from_dict(info["options"] or {})
-    print(f"options:         {opts.label()}")
-    print(f"events:          {info['events']}")
-    print(f"ops:             {info['ops']}")
-    print(f"autograd nodes:  {info['nodes']}")
-    print(f"tensors:         {info['tensors']}")
-    print(f"saved tensors:   {info['saved_tensors']}")
-    print(f"backward calls:  {info['backward_calls']}")
-    print(f"optimizer steps: {info['optimizer_steps']}")
+    say(f"options:         {shown(opts.label())}")
+    say(f"events:          {info['events']}")
+    say(f"ops:             {info['ops']}")
+    say(f"autograd nodes:  {info['nodes']}")
+    say(f"tensors:         {info['tensors']}")
+    say(f"saved tensors:   {info['saved_tensors']}")
+    say(f"backward calls:  {info['backward_calls']}")
+    say(f"optimizer steps: {info['optimizer_steps']}")
     peaks = info["peak_saved_bytes"] or {"cpu": 0}
     for device, peak in sorted(peaks.items()):
-        print(f"peak saved ({device}): {_bytes(peak)} ({peak} bytes), weights and inputs included")
+        say(f"peak saved ({shown(device)}): {_bytes(peak)} ({peak} bytes), weights and inputs included")
     for step in info["peak_per_step"]:
-        parts = ", ".join(f"{d} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
-        print(f"  step {step['step']}: peak saved {parts}")
+        parts = ", ".join(f"{shown(d)} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
+        say(f"  step {step['step']}: peak saved {parts}")
     graded = [(run.tensor_name(tid), entries) for tid, entries in sorted(run.grads.items())]
     graded = [(name, entries) for name, entries in graded if name and entries]
     if args.grads or len(graded) <= GRAD_LINES:
         for name, entries in graded:
-            print(f"grad {shown(name)}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
+            say(f"grad {shown(name)}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
     else:
-        print(f"gradients:       {len(graded)} named tensors got a .grad (--grads lists each)")
+        say(f"gradients:       {len(graded)} named tensors got a .grad (--grads lists each)")
     return EXIT_OK
 
 
@@ -472,7 +487,7 @@ def _memory_answer_lines(run: Run) -> list[str]:
     if peak is None:
         return ["held for backward: no activations saved for backward"]
     step = next((s["step"] for s in run.steps if s["start"] <= peak.at <= (s["end"] if s["end"] is not None else peak.at)), None)
-    where = f"{peak.device}, event {peak.at}" + (f", step {step}" if step is not None else "")
+    where = f"{shown(peak.device)}, event {peak.at}" + (f", step {step}" if step is not None else "")
     lines = [f"held for backward at the peak ({where}):", f"                 {_bytes(peak.held.total)}: {peak.held.split_text()}"]
     modules = modules_at(run, peak)
     if modules:
@@ -509,23 +524,23 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UserError(measure_needs_script(args.source))
     run, warnings = _run_from(args)
     for w in warnings:
-        print(f"graphview: warning: {w}", file=sys.stderr)
+        say(f"graphview: warning: {shown(w)}", file=sys.stderr)
     findings = diagnose(run)
     if args.json:
-        print(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args)},
+        say(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args)},
                          indent=2))
     else:
         script = (run.start or {}).get("script") or args.source
         for f in findings:
             where = f"{shown(os.path.basename(script))}:{f.line}: " if f.line else ""
-            print(f"{where}{f.title} [{f.code}]")
-            print(f"    {f.explanation}")
-            print(f"    fix: {f.fix}")
+            say(f"{where}{shown(f.title)} [{shown(f.code)}]")
+            say(f"    {shown(f.explanation)}")
+            say(f"    fix: {shown(f.fix)}")
         print_suggestions(run, args)
-        print(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
-              file=sys.stderr)
+        say(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
+            file=sys.stderr)
     if run.failed:
-        print(f"graphview: {run.failure_headline()}; checked what was recorded {_up_to(run)}", file=sys.stderr)
+        say(f"graphview: {shown(run.failure_headline())}; checked what was recorded {_up_to(run)}", file=sys.stderr)
     return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
 
 
@@ -577,16 +592,16 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     result = diff(run_a, index_a, run_b, index_b)
     for sig, count in sorted(result.removed.items(), key=str):
-        print(f"- {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+        say(f"- {shown(describe(sig))}" + (f" ×{count}" if count > 1 else ""))
     for sig, count in sorted(result.added.items(), key=str):
-        print(f"+ {describe(sig)}" + (f" ×{count}" if count > 1 else ""))
+        say(f"+ {shown(describe(sig))}" + (f" ×{count}" if count > 1 else ""))
     if run_b is not run_a:
         print_comparison(run_a, run_b)
-    print(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
-          f"{result.same} the same", file=sys.stderr)
+    say(f"graphview: {sum(result.removed.values())} nodes removed, {sum(result.added.values())} added, "
+        f"{result.same} the same", file=sys.stderr)
     failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]
     for run in failed:
-        print(f"graphview: {run.failure_headline()}; compared what was recorded {_up_to(run)}", file=sys.stderr)
+        say(f"graphview: {shown(run.failure_headline())}; compared what was recorded {_up_to(run)}", file=sys.stderr)
     return EXIT_SCRIPT_FAILED if failed else EXIT_OK
 
 
@@ -596,14 +611,15 @@ def cmd_gradcheck(args: argparse.Namespace) -> int:
     check_script(args.script)
     result, end = gradient_check(args.script, args.tensor, args.eps)
     if result is None:
-        raise UserError(f"gradient check failed: {end.get('message') or end.get('status')}")
-    print(f"gradient of the first backward's loss with respect to {result['tensor']} (shape {result['shape']}), float64:")
-    print(f"{'element':>8}  {'autograd':>16}  {'finite differences':>18}")
+        raise UserError(f"gradient check failed: {shown(end.get('message') or end.get('status'))}")
+    say(f"gradient of the first backward's loss with respect to {shown(result['tensor'])} "
+        f"(shape {shown(result['shape'])}), float64:")
+    say(f"{'element':>8}  {'autograd':>16}  {'finite differences':>18}")
     for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])):
-        print(f"{i:>8}  {a:>16.8g}  {n:>18.8g}")
+        say(f"{i:>8}  {a:>16.8g}  {n:>18.8g}")
     ok = result["max_rel_error"] <= args.tolerance
-    print(f"graphview: largest relative error {result['max_rel_error']:.3g} "
-          f"({'within' if ok else 'ABOVE'} {args.tolerance:g})", file=sys.stderr)
+    say(f"graphview: largest relative error {result['max_rel_error']:.3g} "
+        f"({'within' if ok else 'ABOVE'} {args.tolerance:g})", file=sys.stderr)
     return EXIT_OK if ok else EXIT_SCRIPT_FAILED
 
 
@@ -612,10 +628,10 @@ def cmd_samples(args: argparse.Namespace) -> int:
     an installed wheel holds), to pass to record, export or the app."""
     samples = bundled_samples()
     if not samples:
-        print("graphview: no bundled samples found (this installation lacks sample_models/)", file=sys.stderr)
+        say("graphview: no bundled samples found (this installation lacks sample_models/)", file=sys.stderr)
         return EXIT_BAD_INPUT
     for path in samples:
-        print(path)
+        say(path)
     return 0
 
 
@@ -629,18 +645,18 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in ("record", "export", "info", "check", "diff", "gradcheck", "samples", "-h", "--help")
                     and not argv[0].startswith("-")):
         if len(argv) > 1:
-            print(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
+            say(f"graphview: unknown command {argv[0]!r} (see graphview --help)", file=sys.stderr)
             return EXIT_BAD_INPUT
         if argv and not os.path.exists(argv[0]):  # before the GUI's own checks (a display)
-            print(f"graphview: no such file: {argv[0]}", file=sys.stderr)
+            say(f"graphview: no such file: {argv[0]}", file=sys.stderr)
             return EXIT_BAD_INPUT
         if argv and os.path.isdir(argv[0]):
-            print(f"graphview: {argv[0]} is a folder; give a script (.py) or a trace ({SUFFIX})", file=sys.stderr)
+            say(f"graphview: {argv[0]} is a folder; give a script (.py) or a trace ({SUFFIX})", file=sys.stderr)
             return EXIT_BAD_INPUT
         from graphview.app.gui import main as gui_main
 
         if script_args and not (argv and argv[0].endswith(".py")):
-            print("graphview: arguments after -- go to a script: give a script (.py), not a trace", file=sys.stderr)
+            say("graphview: arguments after -- go to a script: give a script (.py), not a trace", file=sys.stderr)
             return EXIT_BAD_INPUT
         return gui_main(argv[0] if argv else None, script_args)
     args = parser.parse_args(argv)
@@ -652,17 +668,17 @@ def main(argv: list[str] | None = None) -> int:
         with reading(*(p for p in (getattr(args, name, None) for name in ("script", "source", "other", "trace")) if p)):
             return handler(args)
     except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases
-        print(f"graphview: {exc}", file=sys.stderr)
+        say(f"graphview: {shown(exc)}", file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     except (UserError, TraceError, ExportError) as exc:
-        print(f"graphview: {exc}", file=sys.stderr)
+        say(f"graphview: {shown(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Interrupted as exc:
         what = exc.detail or "nothing was written"
-        print(f"graphview: interrupted ({exc}): the script was stopped; {what}", file=sys.stderr)
+        say(f"graphview: interrupted ({shown(exc)}): the script was stopped; {shown(what)}", file=sys.stderr)
         return 128 + exc.signum
     except KeyboardInterrupt:
-        print("graphview: interrupted", file=sys.stderr)
+        say("graphview: interrupted", file=sys.stderr)
         return 130
 
 

@@ -4,9 +4,11 @@ command line and the window: each fails with a :class:`UserError` that reads as 
 from __future__ import annotations
 
 import os
+import sys
 
 from graphview.core.export import ExportError
 from graphview.core.export import check_writable as export_check_writable
+from graphview.core.text import visible
 from graphview.core.trace import SCRIPT_SUFFIX, is_script
 
 
@@ -36,8 +38,22 @@ def check_script(path: str) -> None:
 
 
 def shown(text: object) -> str:
-    """``text`` with its control characters escaped: a string a trace holds, safe to print on one line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    """``text`` with its control characters escaped: a string a trace holds, safe to print on one line
+    (:func:`graphview.core.text.visible`)."""
+    return visible(text)
+
+
+def shown_lines(text: object) -> str:
+    """:func:`shown` keeping line breaks: text printed as several lines, each escaped."""
+    return visible(text, newlines=True)
+
+
+def say(*values: object, file=None, end: str = "\n") -> None:
+    """``print`` for graphview's own lines: every value :func:`shown_lines` (a trace's string or a
+    script's message escaped, line breaks kept), so no line graphview prints can clear, retitle or
+    recolour the terminal. A one-line field inside a value (a name, an error message) is passed
+    through :func:`shown` first, so that it cannot start a line of its own either."""
+    print(*(shown_lines(v) for v in values), file=sys.stdout if file is None else file, end=end)
 
 
 def is_trace(path: str) -> bool:

@@ -8,7 +8,7 @@ import dataclasses
 import os
 import tempfile
 
-from graphview.app.inputs import shown
+from graphview.app.inputs import say, shown
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX, is_script
@@ -26,9 +26,9 @@ def print_comparison(before: Run, after: Run) -> None:
     comparisons = compare_runs(before, after)
     if not comparisons:
         return
-    print("memory:")
+    say("memory:")
     for line in comparison_lines(comparisons, run_label(before), run_label(after)):
-        print(f"  {line}")
+        say(f"  {shown(line)}")
 
 
 def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
@@ -79,19 +79,19 @@ def print_suggestions(run: Run, args: argparse.Namespace) -> None:
     suggestions = checkpoint_suggestions(run)
     if not suggestions:
         return
-    print("suggestions (what activation checkpointing would cut, from this run's peak"
-          + ("; each measured by a re-run):" if getattr(args, "measure", False) else "; --measure re-runs each):"))
+    say("suggestions (what activation checkpointing would cut, from this run's peak"
+        + ("; each measured by a re-run):" if getattr(args, "measure", False) else "; --measure re-runs each):"))
     measure = getattr(args, "measure", False)
     script = (run.start or {}).get("script")
     for s in suggestions:
-        print(f"  {s.text()}")
+        say(f"  {shown(s.text())}")
         if not measure:
-            hint = f"--checkpoint '{s.pattern}'" if "*" in s.pattern else f"--checkpoint {s.pattern}"
+            hint = f"--checkpoint '{shown(s.pattern)}'" if "*" in s.pattern else f"--checkpoint {shown(s.pattern)}"
             steps = ((run.start or {}).get("options") or {}).get("steps", 1)
             if run.steps and steps != 1:  # (record runs 1 step unless told: as many as this run had)
                 hint += f" --steps {steps}"
-            print(f"    try it: graphview record {shown(script or args.source)} {hint} -o checkpointed{SUFFIX}")
+            say(f"    try it: graphview record {shown(script or args.source)} {hint} -o checkpointed{SUFFIX}")
             continue
         after = _measure(run, args, s.pattern)
         if after is not None:
-            print(f"    {measured_text(s.pattern, run, after)}")
+            say(f"    {shown(measured_text(s.pattern, run, after))}")

@@ -41,6 +41,7 @@ from graphview.capture.steps import watching_backward
 from graphview.core.isolated import graphview_command
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
+from graphview.core.text import visible, visible_lines
 
 
 # ---------------------------------------------------------------------- walking torch's graph
@@ -303,6 +304,12 @@ def check(script: str, options: RunOptions | None = None) -> tuple[list[str], di
     return compare(reference, recorded), reference, recorded
 
 
+def _say(text: str) -> None:
+    """A line of the report: names and error messages come from the script, so escaped
+    (:func:`graphview.core.text.visible`)."""
+    sys.stdout.write(visible_lines(text) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="graphview check --fidelity", description=__doc__.split("\n\n")[0])
     parser.add_argument("script")
@@ -321,18 +328,18 @@ def main(argv: list[str] | None = None) -> int:
     problems, reference, recorded = check(args.script, options)
     steps = len(recorded["results"]) or "no"
     calls = len(recorded["graphs"])
-    print(f"graphview fidelity check of {args.script}: {steps} step{'' if steps == 1 else 's'}, "
-          f"{calls} backward call{'' if calls == 1 else 's'}, "
-          f"{len(recorded['state'])} tensors compared, run {recorded['status']}"
-          + (f" ({recorded['error'][0]}: {recorded['error'][1][:200]})" if recorded["error"] else ""))
+    _say(f"graphview fidelity check of {args.script}: {steps} step{'' if steps == 1 else 's'}, "
+         f"{calls} backward call{'' if calls == 1 else 's'}, "
+         f"{len(recorded['state'])} tensors compared, run {recorded['status']}"
+         + (f" ({visible(recorded['error'][0])}: {visible(recorded['error'][1][:200])})" if recorded["error"] else ""))
     for number, (graph, extra) in enumerate(zip(recorded["graphs"], held_outside_the_walk(reference, recorded)), 1):
         note = f"; {extra} B held outside the walk" if extra else ""
         where = f"line {graph['line']}" if graph["line"] else "graphview's backward on step()'s result"
-        print(f"  backward call {number} ({graph['api']}, {where}): {sum(graph['nodes'].values())} nodes, "
-              f"{graph['saved_bytes']} B saved{note}")
+        _say(f"  backward call {number} ({graph['api']}, {where}): {sum(graph['nodes'].values())} nodes, "
+             f"{graph['saved_bytes']} B saved{note}")
     for problem in problems:
-        print(f"  DIFFERENT: {problem}")
-    print("identical to the plain run" if not problems else f"{len(problems)} differences")
+        _say(f"  DIFFERENT: {problem}")
+    _say("identical to the plain run" if not problems else f"{len(problems)} differences")
     return 1 if problems else 0
 
 

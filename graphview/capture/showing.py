@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 
 from graphview.core.isolated import graphview_command
+from graphview.core.text import visible, xml_text
 
 
 def _cli(*args: str) -> list[str]:
@@ -21,7 +22,8 @@ def _cli(*args: str) -> list[str]:
 
 
 def export_svg(trace: str, timeout: float = 120) -> str:
-    """The SVG text of the trace's graph (``graphview export TRACE -o graph.svg``)."""
+    """The SVG text of the trace's graph (``graphview export TRACE -o graph.svg``): well-formed XML
+    whatever the names in the trace hold (docs/safety.md)."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     with tempfile.TemporaryDirectory(prefix="graphview-") as folder:
         out = os.path.join(folder, "graph.svg")
@@ -29,9 +31,11 @@ def export_svg(trace: str, timeout: float = 120) -> str:
                               timeout=timeout, stdin=subprocess.DEVNULL)
         if not os.path.exists(out):
             reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise RuntimeError(f"graphview could not draw {trace}: {reason}")
-        with open(out, encoding="utf-8") as f:
-            return f.read()
+            raise RuntimeError(f"graphview could not draw {trace}: {visible(reason)}")
+        with open(out, encoding="utf-8", errors="replace") as f:
+            # already well-formed (graphview.qt.export.svg_text); checked again, since a notebook
+            # puts it inline into its page
+            return xml_text(f.read())
 
 
 def open_in_app(trace: str) -> subprocess.Popen:

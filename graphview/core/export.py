@@ -17,6 +17,7 @@ from graphview.core.events import summary_text
 from graphview.core import files
 from graphview.core.files import OutputError, WriteError, write_file
 from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.text import visible, xml_text
 
 #: a picture (PNG, SVG, PDF) is drawn with every module box open when its graph takes at most this
 #: many rows (7,700 pt: the bundled transformer's 65 rows); a real model's with every box open was
@@ -234,10 +235,10 @@ def to_dot(data: dict) -> str:
         style = _DOT_STYLE[node["kind"]]
         if node.get("freed") or node.get("released"):
             style += ', color="#999999", fontcolor="#999999"'
-        label = node_label(node).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        label = visible(node_label(node), newlines=True).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         lines.append(f'  "{node["id"]}" [label="{label}", {style}];')
     for edge in data["edges"]:
-        attrs = f'label="{edge["kind"]}"' if edge["kind"] not in ("next", "grad_fn") else ""
+        attrs = f'label="{_dot_text(edge["kind"])}"' if edge["kind"] not in ("next", "grad_fn") else ""
         if edge["kind"] in ("saved", "detach", "view", "no_grad_op", "input"):
             attrs += (", " if attrs else "") + "style=dashed"
         lines.append(f'  "{edge["source"]}" -> "{edge["target"]}"' + (f" [{attrs}]" if attrs else "") + ";")
@@ -245,7 +246,14 @@ def to_dot(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _dot_text(value: object) -> str:
+    """A string inside a DOT double-quoted string: control characters visible, quotes escaped."""
+    return visible(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
 def to_graphml(data: dict) -> str:
+    """The graph as GraphML. Every string (a name, an op, a module path from the trace) has the
+    characters XML forbids escaped (:func:`graphview.core.text.xml_text`): the file always parses."""
     graph = to_networkx(data)
     flat = nx.MultiDiGraph()
     for node, attrs in graph.nodes(data=True):
@@ -256,9 +264,11 @@ def to_graphml(data: dict) -> str:
 
 
 def _graphml_value(value: object) -> object:
-    if isinstance(value, (bool, int, float, str)):
+    if isinstance(value, str):
+        return xml_text(value)
+    if isinstance(value, (bool, int, float)):
         return value
-    return json.dumps(value)
+    return xml_text(json.dumps(value))
 
 
 def _json_chunks(data: dict) -> Iterator[str]:

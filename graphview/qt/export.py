@@ -28,6 +28,7 @@ from graphview.core.captions import caption as caption_of
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.export import ALL_OPEN, PAGE_ROWS, ExportError, check_writable, save
 from graphview.core.run import Run
+from graphview.core.text import xml_text
 from graphview.qt.canvas import GraphScene, GroupItem, NodeItem
 from graphview.qt.export_page import ExportPage
 
@@ -171,8 +172,19 @@ def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: st
     buffer.close()
     if data.isEmpty():
         raise ExportError(f"cannot write {path}: nothing was drawn")
-    save(path, bytes(data))
+    content = bytes(data)
+    if suffix == ".svg":
+        content = svg_text(content).encode("utf-8")
+    save(path, content)
     return used
+
+
+def svg_text(data: bytes) -> str:
+    """The SVG a :class:`QSvgGenerator` wrote, as well-formed XML. The generator escapes ``<`` and
+    ``&`` in the text it draws but writes control characters as they are: a node labelled with a
+    name that holds ``\x1b`` or ``\x00`` (a trace can hold any string) made the whole file
+    unreadable. Those characters are written visibly (``\x1b``, :func:`graphview.core.text.xml_text`)."""
+    return xml_text(data.decode("utf-8", "replace"))
 
 
 

@@ -6,7 +6,9 @@ import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+                               QLineEdit, QPushButton, QVBoxLayout, QWidget)
+
+from graphview.qt.plain import plain_label
 
 FORMATS = {".png": "PNG", ".svg": "SVG", ".pdf": "PDF"}
 PATTERN = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
@@ -41,7 +43,7 @@ class ImageExportDialog(QDialog):
         self.legend.setChecked(legend)
         self.caption = QCheckBox("Caption above the graph:")
         self.caption.setChecked(with_caption)
-        self.caption_text = QLabel(caption or "(no event shown)")
+        self.caption_text = plain_label(caption or "(no event shown)")  # the trace's names: text, never HTML
         self.caption_text.setWordWrap(True)
         self.caption_text.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.caption_text.setStyleSheet("color:#4b5563; margin-left:22px")

@@ -30,6 +30,7 @@ from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger,
 from graphview.qt.panels.memory_tab import MemoryTab
 from graphview.qt.panels.whatif_summary import WhatIfSummary
 from graphview.qt.pending_step import PendingStep
+from graphview.qt.plain import button_text, message_box, plain_label
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
 from graphview.qt.run_controller import RunController
@@ -76,7 +77,7 @@ class MainWindow(QMainWindow):
         self.whatif = WhatIfSummary()  # beside the chart: what a re-run's options changed
         self.toggles = TogglesPanel()
         self.timeline_bar = TimelineBar()
-        self.status_label = QLabel("")
+        self.status_label = plain_label()  # the run's status: text, never HTML (graphview.qt.plain)
         self.rank_switcher = RankSwitcher()
         self.progress = RunProgress()
         self._build_workspace(samples or [])
@@ -97,6 +98,7 @@ class MainWindow(QMainWindow):
         code_layout.setSpacing(0)
         self.code_note = QLabel()  # how graphview runs a step script, which differs from `python script.py`
         self.code_note.setWordWrap(True)
+        self.code_note.setTextFormat(Qt.RichText)  # graphview's own words; the one figure in it is escaped
         self.code_note.setObjectName("codeNote")  # its colours are the theme's (resources/themes/*.qss)
         self.code_note.hide()
         code_layout.addWidget(self.code_note)
@@ -270,7 +272,7 @@ class MainWindow(QMainWindow):
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for path in self.recent_files():
-            self.recent_menu.addAction(path, lambda p=path: self.sigOpenRequested.emit(p))
+            self.recent_menu.addAction(button_text(path), lambda p=path: self.sigOpenRequested.emit(p))
 
     def open_dialog(self) -> None:
         path = ask_open(self, self.folders, "Open a script or a trace",
@@ -291,14 +293,16 @@ class MainWindow(QMainWindow):
         return QApplication.platformName() not in ("offscreen", "minimal")
 
     def show_error(self, title: str, message: str) -> None:
+        """``message`` in the status bar and, on a screen, in a message box: as text, never HTML (it
+        quotes paths, a trace's reason for a refusal, a script's error)."""
         self.statusBar().showMessage(message, 15000)
         if self._interactive():
-            QMessageBox.warning(self, title, message)
+            message_box(self, QMessageBox.Warning, title, message).exec()
 
     def show_warning(self, title: str, message: str) -> None:
         self.statusBar().showMessage(message.replace("\n\n", " "), 60000)
         if self._interactive():
-            QMessageBox.information(self, title, message)
+            message_box(self, QMessageBox.Information, title, message).exec()
 
     def show_shortcuts(self) -> ShortcutSheet:
         """Help > Keyboard shortcuts: every key of the window, from the table of actions."""

@@ -27,6 +27,7 @@ from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured
 from graphview.qt.actions import update_enabled
 from graphview.qt.event_loop_turn import BUDGET_S, event_loop_turn
 from graphview.qt.formatting import human_bytes
+from graphview.qt.plain import esc
 from graphview.qt.run_placement import RunPlacement
 
 if TYPE_CHECKING:
@@ -492,7 +493,7 @@ class RunController(QObject):
         start = w.run.start if w.run else None
         if start and start.get("mode") == "step":
             steps = (start.get("options") or {}).get("steps") or w.options.steps
-            w.code_note.setText(f"Step script: graphview calls <b>step()</b> {steps}× (Run options → steps) and runs "
+            w.code_note.setText(f"Step script: graphview calls <b>step()</b> {esc(steps)}× (Run options → steps) and runs "
                                 "backward and the optimizer on what it returns; the <code>__main__</code> block "
                                 "is not run.")
             w.code_note.show()

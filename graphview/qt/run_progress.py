@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QToolButton, QWidget
 
 from graphview.core.run import Run
+from graphview.qt.plain import plain_label
 
 #: the words for each phase a runner announces before the script starts
 PHASES = {"python": "starting Python", "torch": "importing torch"}
@@ -35,7 +36,7 @@ class RunProgress(QWidget):
         self.bar.setRange(0, 0)  # busy: how long a script runs is unknown
         self.bar.setTextVisible(False)
         self.bar.setFixedSize(90, 12)
-        self.label = QLabel("")
+        self.label = plain_label()  # names the script or trace file: text, never HTML
         self.cancel = QToolButton()
         self.cancel.setText("Cancel")
         self.cancel.setToolTip("stop reading the trace: what was read so far stays")

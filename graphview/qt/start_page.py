@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from graphview.core.trace import SUFFIX
+from graphview.qt.plain import text_tip
 
 
 def _first_line_of_docstring(path: str) -> str:
@@ -70,7 +71,7 @@ class StartPage(QWidget):
                     about = _first_line_of_docstring(path)
                     text = f"{_sample_label(path)}  —  {about}" if about else _sample_label(path)
                 item = QListWidgetItem(text)
-                item.setToolTip(path)
+                item.setToolTip(text_tip(path))
                 item.setData(Qt.UserRole, path)
                 widget.addItem(item)
             if not paths:

@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QLabel, QSlider, QToolBar
 
 from graphview.core import timeline
 from graphview.core.run import Run
+from graphview.qt.plain import plain_label, text_tip
 
 
 class TimelineBar(QToolBar):
@@ -31,7 +32,7 @@ class TimelineBar(QToolBar):
         self.slider.setToolTip("the timeline: every recorded event; drag to scrub")
         self.slider.valueChanged.connect(self.scrubbed)
         self.addWidget(self.slider)
-        self.position_label = QLabel("")
+        self.position_label = plain_label()  # what happened at the cursor, in the trace's names: text
         self.position_label.setFixedWidth(560)  # fixed: a long text must not push it out of the bar
         self.addWidget(self.position_label)
 
@@ -59,4 +60,4 @@ class TimelineBar(QToolBar):
         metrics = self.position_label.fontMetrics()
         self.position_label.setText(metrics.elidedText(f" {index} / {len(self.run.events) - 1}   {words}",
                                                        Qt.ElideRight, self.position_label.width() - 8))
-        self.position_label.setToolTip(words)
+        self.position_label.setToolTip(text_tip(words))

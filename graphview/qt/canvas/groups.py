@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsObject
@@ -13,6 +11,7 @@ from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.formatting import elided, human_bytes
+from graphview.qt.plain import esc
 
 #: the size of a shut box: a node's cell, a little wider
 SHUT_W, SHUT_H = NODE_W + 20, NODE_H + 16
@@ -82,11 +81,11 @@ class GroupItem(QGraphicsObject):
 
     def _tooltip(self) -> None:
         action = "double-click to open it" if self.collapsed else "double-click to shut it"
-        held = f"<br>{html.escape(self.held.text())}" if self.saved else ""
+        held = f"<br>{esc(self.held.text())}" if self.saved else ""
         if self.compared is not None:
-            held += f"<br>held when backward started: {self.compared_text()} (earlier run → this run)"
-        self.setToolTip(f"<b>{html.escape(self.box.path)}</b> · {html.escape(self.box.type or 'module')}<br>"
-                        f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})")
+            held += f"<br>held when backward started: {esc(self.compared_text())} (earlier run → this run)"
+        self.setToolTip(f"<qt><b>{esc(self.box.path)}</b> · {esc(self.box.type or 'module')}<br>"
+                        f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})</qt>")
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from graphview.core.drawing import NODE_KINDS, DrawNode
 from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
 from graphview.qt.formatting import elided, short_bytes, short_value
+from graphview.qt.plain import esc
 
 
 #: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
@@ -45,10 +46,11 @@ class NodeItem(QGraphicsItem):
 
     def _tooltip(self) -> None:
         n = self.node
-        parts = [f"<b>{n.title}</b>", n.subtitle, NODE_KINDS.get(self.kind, self.kind)]
+        # names, ops and module paths come from the trace: escaped (graphview.qt.plain)
+        parts = [f"<b>{esc(n.title)}</b>", esc(n.subtitle), esc(NODE_KINDS.get(self.kind, self.kind))]
         if n.module:
-            parts.append(f"module {n.module}")
-        self.setToolTip("<br>".join(p for p in parts if p))
+            parts.append(f"module {esc(n.module)}")
+        self.setToolTip("<qt>" + "<br>".join(p for p in parts if p) + "</qt>")
 
     def boundingRect(self) -> QRectF:
         return QRectF(ITEM_BOUNDS)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QTextBrowser
@@ -12,6 +10,7 @@ from graphview.core.diagnostics import cut_finding
 from graphview.core.events import summary_text
 from graphview.core.run import Run
 from graphview.qt import theme as themes
+from graphview.qt.plain import esc
 from graphview.qt.widgets.fonts import MONO
 
 #: the events the console shows something for
@@ -70,23 +69,23 @@ class Console(QTextBrowser):
         for i, ev in events.where(_SHOWN, scanned[0]):
             kind = ev.get("ev")
             if kind == "stdout":
-                pieces.append((i, html.escape(ev["text"])))
+                pieces.append((i, esc(ev["text"])))
             elif kind == "stderr":
-                pieces.append((i, f"<span class='warn'>{html.escape(ev['text'])}</span>"))
+                pieces.append((i, f"<span class='warn'>{esc(ev['text'])}</span>"))
             elif kind == "step_end" and ev.get("result"):
-                pieces.append((i, f"<span class='muted'>── step {ev['step']}: step() returned "
-                                  f"{html.escape(summary_text(ev['result']))} ──</span>\n"))
+                pieces.append((i, f"<span class='muted'>── step {esc(ev['step'])}: step() returned "
+                                  f"{esc(summary_text(ev['result']))} ──</span>\n"))
             elif kind == "output_capped":
-                pieces.append((i, f"<i>… {ev['bytes']} more characters of {ev['stream']} not kept</i>\n"))
+                pieces.append((i, f"<i>… {esc(ev['bytes'])} more characters of {esc(ev['stream'])} not kept</i>\n"))
             elif kind == "error":
                 pieces.append((i, _error_html(ev)))
             elif kind == "run_end":
                 status = ev.get("status")
                 cut = cut_finding(run) if status == "ok" else None  # "run ok" would hide that nothing learned
                 verdict = "error" if status != "ok" else "warn" if cut is not None else "ok"
-                pieces.append((i, f"<span class='{verdict}'>── run {html.escape(status)}"
-                                  f"{': ' + html.escape(ev['message']) if ev.get('message') else ''}"
-                                  f"{', but ' + html.escape(cut.title) + ' (see Diagnostics)' if cut else ''} ──</span>\n"))
+                pieces.append((i, f"<span class='{verdict}'>── run {esc(status)}"
+                                  f"{': ' + esc(ev['message']) if ev.get('message') else ''}"
+                                  f"{', but ' + esc(cut.title) + ' (see Diagnostics)' if cut else ''} ──</span>\n"))
         scanned[0] = len(events)
         return pieces
 
@@ -94,7 +93,7 @@ class Console(QTextBrowser):
 def _error_html(ev: dict) -> str:
     lines = ["<span class='error'>Traceback (in your script):</span>"]
     for frame in ev.get("traceback") or ():
-        lines.append(f"  <a href='line:{frame['line']}'>line {frame['line']}</a>, in {html.escape(frame['func'])}: "
-                     f"{html.escape(frame.get('text') or '')}")  # (a frame's source text may be missing)
-    lines.append(f"<b class='error'>{html.escape(ev.get('type', 'Error'))}: {html.escape(ev.get('message', ''))}</b>")
+        lines.append(f"  <a href='line:{esc(frame['line'])}'>line {esc(frame['line'])}</a>, in {esc(frame['func'])}: "
+                     f"{esc(frame.get('text') or '')}")  # (a frame's source text may be missing)
+    lines.append(f"<b class='error'>{esc(ev.get('type', 'Error'))}: {esc(ev.get('message', ''))}</b>")
     return "\n".join(lines) + "\n"

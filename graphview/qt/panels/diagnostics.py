@@ -3,14 +3,13 @@ and what activation checkpointing would cut (measured, once tried)."""
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QPushButton, QSplitter, QTextBrowser, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from graphview.core.run import Run
 from graphview.qt import theme as themes
+from graphview.qt.plain import button_text, esc, text_tip
 
 
 class DiagnosticsPanel(QSplitter):
@@ -86,8 +85,8 @@ class DiagnosticsPanel(QSplitter):
         suggestion = item.data(0, self.SUGGESTION) if item is not None else None
         self.try_button.setVisible(suggestion is not None)
         if suggestion is not None:
-            self.try_button.setText(f"Try it: re-run with checkpoint {suggestion.pattern}")
-            self.detail.setHtml(f"<p><b>Suggestion:</b> {html.escape(suggestion.text())}.</p>"
+            self.try_button.setText(button_text(f"Try it: re-run with checkpoint {suggestion.pattern}"))
+            self.detail.setHtml(f"<p><b>Suggestion:</b> {esc(suggestion.text())}.</p>"
                                 "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
                                 "..., use_reentrant=False): the activations its nodes save are dropped and recomputed "
                                 "during backward, where they are held again until the nodes that need them have run. "
@@ -96,16 +95,16 @@ class DiagnosticsPanel(QSplitter):
             return
         measured = item.data(0, self.SUGGESTION + 1) if item is not None else None
         if measured is not None:
-            self.detail.setHtml(f"<p><b>Measured:</b> {html.escape(measured)}</p>")
+            self.detail.setHtml(f"<p><b>Measured:</b> {esc(measured)}</p>")
             return
         if finding is None:
             self.detail.setHtml("<p class='muted'>no autograd pitfalls found in this run</p>"
                                 if not self.findings else "")
             return
-        where = f" (line {finding.line})" if finding.line else ""
-        self.detail.setHtml(f"<p><b class='warn'>{html.escape(finding.title)}</b>{where}</p>"
-                            f"<p>{html.escape(finding.explanation)}</p>"
-                            f"<p><b>Fix:</b> {html.escape(finding.fix)}</p>")
+        where = esc(f" (line {finding.line})") if finding.line else ""
+        self.detail.setHtml(f"<p><b class='warn'>{esc(finding.title)}</b>{where}</p>"
+                            f"<p>{esc(finding.explanation)}</p>"
+                            f"<p><b>Fix:</b> {esc(finding.fix)}</p>")
 
     def set_run(self, run: Run) -> None:
         """A new run: the last run's findings go; this run's come when it has ended."""
@@ -138,7 +137,7 @@ class DiagnosticsPanel(QSplitter):
         for f in findings:
             item = QTreeWidgetItem([f.title, str(f.line or "")])
             item.setData(0, Qt.UserRole, f)
-            item.setToolTip(0, f"{f.explanation}\n\nFix: {f.fix}")
+            item.setToolTip(0, text_tip(f"{f.explanation}\n\nFix: {f.fix}"))
             item.setForeground(0, QColor(themes.current().warn))
             self.list.addTopLevelItem(item)
         if not findings:
@@ -146,12 +145,12 @@ class DiagnosticsPanel(QSplitter):
         for text in self.measured:
             item = QTreeWidgetItem([f"✓ {text}", ""])
             item.setData(0, self.SUGGESTION + 1, text)
-            item.setToolTip(0, text)
+            item.setToolTip(0, text_tip(text))
             self.list.addTopLevelItem(item)
         for suggestion in self.suggestions:
             item = QTreeWidgetItem([f"suggestion: {suggestion.text()}", ""])
             item.setData(0, self.SUGGESTION, suggestion)
-            item.setToolTip(0, f"{suggestion.text()}\n\nselect it, then 'Try it' re-runs with that checkpoint")
+            item.setToolTip(0, text_tip(f"{suggestion.text()}\n\nselect it, then 'Try it' re-runs with that checkpoint"))
             self.list.addTopLevelItem(item)
         if not findings:
             self._show_detail(None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import QRectF, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
@@ -12,6 +10,7 @@ from graphview.core.events import SAMPLE_NOTE
 from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
+from graphview.qt.plain import esc
 
 
 class Inspector(QTextBrowser):
@@ -80,8 +79,9 @@ class Inspector(QTextBrowser):
         self._drawn_for = self.viewport().width()
         self._images[name] = histogram_image(counts, stats["min"], stats["max"], width=width)
         sampled = stats.get("hist_of")
-        note = (f"<br><span class='muted' style='font-size:small'>histogram of {sampled:,} evenly spaced values "
-                f"of {stats.get('numel', 0):,}</span>" if sampled else "")
+        numel = stats.get("numel", 0)
+        note = (f"<br><span class='muted' style='font-size:small'>histogram of {esc(f'{sampled:,}')} evenly spaced "
+                f"values of {esc(f'{numel:,}')}</span>" if sampled else "")
 
         return f"<br><img src='hist:{name}'>{note}"
 
@@ -125,13 +125,14 @@ class Inspector(QTextBrowser):
             rows = self._tensor_rows(run, tnode, index)
         when = self._not_now(run, node_id, index)
         if when:  # kept selected while the cursor is where it is not (yet, or any more)
-            rows.insert(0, ("at this point", f"<span class='muted'>{when}</span>"))
-        body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top;white-space:nowrap'>{k}</td><td>{v}</td></tr>"
+            rows.insert(0, ("at this point", f"<span class='muted'>{esc(when)}</span>"))
+        # each row's value is HTML: every string from the trace in it is escaped where it is put in
+        body = "".join(f"<tr><td nowrap class='muted' style='padding-right:8px;vertical-align:top;white-space:nowrap'>{esc(k)}</td><td>{v}</td></tr>"
                        for k, v in rows)
         # a value shown as "a sample of N" (core.events.summary_text): say once what that means
-        footnote = (f"<p class='muted' style='font-size:small'>{html.escape(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
+        footnote = (f"<p class='muted' style='font-size:small'>{esc(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
                     if ", a sample of " in body else "")
-        self.setHtml(f"<h3 style='margin:2px 0'>{html.escape(title)}</h3><table>{body}</table>{footnote}")
+        self.setHtml(f"<h3 style='margin:2px 0'>{esc(title)}</h3><table>{body}</table>{footnote}")
 
     @staticmethod
     def _not_now(run: Run, node_id: str, index: int) -> str:
@@ -159,7 +160,7 @@ class Inspector(QTextBrowser):
                        for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])))
         verdict_class = "ok" if worst <= 1e-4 else "error"
         self.setHtml(
-            f"<h3>Gradient check: {result['tensor']}</h3><p>d(first backward's loss)/d{result['tensor']} in float64,"
+            f"<h3>Gradient check: {esc(result['tensor'])}</h3><p>d(first backward's loss)/d{esc(result['tensor'])} in float64,"
             f" central differences with eps={result['eps']:g}.</p><table><tr><th>element</th><th>autograd</th>"
             f"<th>finite differences</th></tr>{rows}</table>"
             f"<p class='{verdict_class}'>largest relative error {worst:.3g}: {verdict}</p>")
@@ -168,19 +169,19 @@ class Inspector(QTextBrowser):
         """An autograd node: what made it, where it points, whether it ran, what it saved."""
         rows = [("kind", "AccumulateGrad (writes a leaf's .grad)" if op.name == ACCUMULATE_GRAD else "grad_fn node")]
         if op.leaf is not None:
-            rows.append(("leaf", html.escape(run.tensor_name(op.leaf) or f"tensor {op.leaf}")))
+            rows.append(("leaf", esc(run.tensor_name(op.leaf) or f"tensor {op.leaf}")))
         if op.op:
-            rows.append(("created by", html.escape(op.op)))
+            rows.append(("created by", esc(op.op)))
         if op.module:
-            rows.append(("module", html.escape(run.module_label(op.module))))
+            rows.append(("module", esc(run.module_label(op.module))))
         if op.line is not None:
-            rows.append(("source line", f"<a href='line:{op.line}'>line {op.line}</a>"))
+            rows.append(("source line", f"<a href='line:{esc(op.line)}'>line {esc(op.line)}</a>"))
         if op.seq is not None:
-            rows.append(("sequence nr", str(op.seq)))
+            rows.append(("sequence nr", esc(op.seq)))
         nexts = []
         for child, nr in op.next:
             name = run.op_nodes[child].name if child in run.op_nodes else "None (no grad needed)"
-            nexts.append(html.escape(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
+            nexts.append(esc(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
         rows.append(("next_functions", "<br>".join(nexts) or "none"))
         state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
         runs = [(bid, i) for bid, i in op.executed if i <= index]
@@ -190,7 +191,7 @@ class Inspector(QTextBrowser):
             rows.append(("state", f"{state}; executed {len(runs)}×"))
         unreachable = run.unreachable_reason(op.vid, index)
         if unreachable is not None:
-            rows.append(("backward", f"<i>will not run</i>: {html.escape(unreachable)}"))
+            rows.append(("backward", f"<i>will not run</i>: {esc(unreachable)}"))
         saved = sorted((s for s in run.saved_by_owner.get(op.vid, ()) if s.born <= index), key=lambda s: s.sid)
         # the other nodes that save the same memory (a max-pool saves the ReLU's result the ReLU
         # saves: one storage, counted once in the memory chart, though each node's card shows it)
@@ -204,8 +205,8 @@ class Inspector(QTextBrowser):
             others = () if released else owners.get((s.device, s.storage), set()) - {op.vid}
             names = sorted(run.op_nodes[v].name if v in run.op_nodes else f"node {v}" for v in others)
             also = f"; the same memory {', '.join(names)} saves" if names else ""
-            lines.append(f"{html.escape(str(s.attr))}: {shape} {html.escape(str(s.dtype))}, {human_bytes(s.bytes)} "
-                         f"({html.escape(kind)}{html.escape(also)})"
+            lines.append(f"{esc(s.attr)}: {esc(shape)} {esc(s.dtype)}, {esc(human_bytes(s.bytes))} "
+                         f"({esc(kind)}{esc(also)})"
                          + (" <i>released</i>" if released else ""))
         rows.append(("saved tensors", "<br>".join(lines) or "none"))
         return rows
@@ -225,7 +226,7 @@ class Inspector(QTextBrowser):
                             labels.append("→ <span class='muted'>(no grad needed)</span>")
                             continue
                         target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
-                        labels.append(f"→ {html.escape(target)}: {html.escape(capped(g, 6))}")
+                        labels.append(f"→ {esc(target)}: {esc(capped(g, 6))}")
                     rows.append((f"grad out (backward {call.bid})", "<br>".join(labels) or "none"))
         return rows
 
@@ -233,35 +234,35 @@ class Inspector(QTextBrowser):
         """A tensor: its kind, shape, dtype, version, value and ``.grad`` at ``index``."""
         info = tnode.info
         roots = [c.bid for c in run.backwards.values() if tnode.tid in c.roots_tensors and c.start <= index]
-        kind_text = f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})"
+        kind_text = esc(f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})")
         if roots:
-            kind_text = f"output / loss: root of backward {', '.join(map(str, roots))}"
+            kind_text = esc(f"output / loss: root of backward {', '.join(map(str, roots))}")
         rows = [
             ("kind", kind_text),
-            ("shape", "×".join(map(str, info.get("shape") or [])) or "scalar"),
-            ("dtype", str(info.get("dtype"))), ("device", str(info.get("device"))),
-            ("requires_grad", str(info.get("requires_grad"))), ("is_leaf", str(info.get("is_leaf"))),
-            ("version", str(run.version_at(tnode, index))),
+            ("shape", esc("×".join(map(str, info.get("shape") or [])) or "scalar")),
+            ("dtype", esc(info.get("dtype"))), ("device", esc(info.get("device"))),
+            ("requires_grad", esc(info.get("requires_grad"))), ("is_leaf", esc(info.get("is_leaf"))),
+            ("version", esc(run.version_at(tnode, index))),
         ]
         if tnode.grad_fn is not None and tnode.grad_fn in run.op_nodes:
-            rows.append(("grad_fn", html.escape(run.op_nodes[tnode.grad_fn].name)))
+            rows.append(("grad_fn", esc(run.op_nodes[tnode.grad_fn].name)))
         also = run.aliases.get(tnode.tid)
         if also:  # (a tied weight: one tensor, its .grad the sum of both uses)
-            rows.append(("also", html.escape(", ".join(also)) + " <span class='muted'>(the same tensor: tied)</span>"))
+            rows.append(("also", esc(", ".join(also)) + " <span class='muted'>(the same tensor: tied)</span>"))
         line = run.first_line.get(tnode.tid)
         if line is not None:
             # made by an op graphview saw (an activation, torch.randn at that line), or made before the
             # recording or where it is not seen (a layer's weight): where the script first used it
             made = run.made_by.get(tnode.tid)
             key = "made at" if made is not None and made.get("line") == line else "first used at"
-            rows.append((key, f"<a href='line:{line}'>line {line}</a>"))
+            rows.append((key, f"<a href='line:{esc(line)}'>line {esc(line)}</a>"))
         value = {"shape": info.get("shape"), "values": info["values"]} if "values" in info else (
             {"shape": info.get("shape"), "stats": info["stats"]} if "stats" in info else None)
         value = run.value_at(tnode.tid, index) or value
-        rows.append(("value", html.escape(capped(value)) + self._histogram("value", value)))
+        rows.append(("value", esc(capped(value)) + self._histogram("value", value)))
         entry = run.grad_at(tnode.tid, index)
         if entry:
-            rows.append((".grad", html.escape(capped(entry.value)) + self._histogram("grad", entry.value)))
+            rows.append((".grad", esc(capped(entry.value)) + self._histogram("grad", entry.value)))
         elif not info.get("is_leaf", True):  # the question users ask most: why is this grad None
             retained = any(ev.get("tid") == tnode.tid for _, ev in run.events.where({"retain_grad"}, 0, index + 1))
             why = ("retained: its gradient comes with the next backward" if retained else
@@ -308,4 +309,4 @@ def _done_by(run: Run, vid: int, bid: int, started: int, index: int) -> bool:
 def _grads(grads) -> str:
     if not grads:
         return "none"
-    return "<br>".join(html.escape(capped(g)) for g in grads)
+    return "<br>".join(esc(capped(g)) for g in grads)

@@ -7,7 +7,6 @@ other event counts, and the same step's hump must sit on the same hump.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 
 import numpy as np
@@ -20,6 +19,7 @@ from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
+from graphview.qt.plain import esc
 
 
 class BytesAxis(pg.AxisItem):
@@ -178,13 +178,13 @@ class MemoryChart(pg.PlotWidget):
         t = themes.current()
         if what == "peak":
             # the activations first: what the forward made and backward alone keeps (weights are held anyway)
-            headline = (f"<span style='color:{t.chart_cursor}'>● activations peak {figures[2]}</span>"
-                        f" <span style='color:{t.muted}'>· all saved {figures[0]} at event {figures[1]}, "
-                        f"weights included ({html.escape(device)})</span>")
+            headline = (f"<span style='color:{t.chart_cursor}'>● activations peak {esc(figures[2])}</span>"
+                        f" <span style='color:{t.muted}'>· all saved {esc(figures[0])} at event {esc(figures[1])}, "
+                        f"weights included ({esc(device)})</span>")
         elif what == "waiting":  # a new run whose first events have not come yet
             headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
         else:
-            headline = f"<span style='color:{t.muted}'>no saved tensors on {html.escape(device)}</span>"
+            headline = f"<span style='color:{t.muted}'>no saved tensors on {esc(device)}</span>"
         lines = t.chart_lines
         # (the words of the keys are short: a narrow panel keeps its plot; what each holds is the tooltip)
         keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters"),
@@ -332,7 +332,7 @@ def _unbroken(label: str) -> str:
     """``label`` as HTML that wraps only between its parts: "parameters (leaves that require grad)" may
     break before its bracket, "earlier run 2: retain_graph, checkpoint encoder.layers.* options" after
     its colon and commas, nowhere else."""
-    words = html.escape(label).replace(" ", "&nbsp;")
+    words = esc(label).replace(" ", "&nbsp;")
     for breaking in ("&nbsp;(", ":&nbsp;", ",&nbsp;"):
         words = words.replace(breaking, breaking.replace("&nbsp;", " "))
     return words

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
 from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
+from graphview.qt.plain import plain_label
 
 
 class TogglesPanel(QWidget):
@@ -67,7 +68,7 @@ class TogglesPanel(QWidget):
                                   "on a command line; quotes group words")
         self.arguments.returnPressed.connect(self._run_again)
         form.addRow("arguments", self.arguments)
-        self.arguments_error = QLabel()
+        self.arguments_error = plain_label()  # quotes a trace's arguments: text, never HTML
         self.arguments_error.setWordWrap(True)
         self.arguments_error.setStyleSheet("color:#b91c1c")
         self.arguments_error.hide()

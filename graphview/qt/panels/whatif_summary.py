@@ -4,14 +4,13 @@ bytes changed most (:func:`graphview.core.whatif.compare_runs`)."""
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from graphview.core.whatif import StepComparison
 from graphview.qt.formatting import human_bytes as human
 from graphview.qt import theme as themes
+from graphview.qt.plain import esc
 
 
 class WhatIfSummary(QLabel):
@@ -48,22 +47,22 @@ class WhatIfSummary(QLabel):
             self.hide()
             return
         t = themes.current()
-        before, after = (html.escape(label) for label in self.labels)
+        before, after = (esc(label) for label in self.labels)
         rows = [f"<b>What changed</b><br><span style='color:{t.muted}'>{before} → <b>{after}</b></span>"]
         for steps, c in _runs_of_equal_steps(self.comparisons):
             activations = _changes(c.activations_before, c.activations_after)
             saved = _changes(c.peak_before, c.peak_after)
             if activations:  # what the option changed that a user can act on; weights are held anyway
-                text = (f"<b>{steps}</b>: peak of activations {', '.join(activations)}"
+                text = (f"<b>{esc(steps)}</b>: peak of activations {', '.join(activations)}"
                         f"<br>&nbsp;&nbsp;<span style='color:{t.muted}'>all saved, weights included: "
                         f"{', '.join(saved)}</span>")
             else:
-                text = f"<b>{steps}</b>: peak saved {', '.join(saved) or 'none'}"
+                text = f"<b>{esc(steps)}</b>: peak saved {', '.join(saved) or 'none'}"
             extra = c.recomputed_after - c.recomputed_before
             if c.recomputed_after or c.recomputed_before:
                 text += f"<br>&nbsp;&nbsp;recomputed in backward: {c.recomputed_after} ops ({extra:+d})"
             for m in c.modules:
-                text += (f"<br>&nbsp;&nbsp;{html.escape(m.path)}: {human(m.before)} → {human(m.after)} "
+                text += (f"<br>&nbsp;&nbsp;{esc(m.path)}: {esc(human(m.before))} → {esc(human(m.after))} "
                          f"<span style='color:{t.muted}'>held at backward</span>")
             rows.append(text)
         self.setText("<br>".join(rows))
@@ -76,7 +75,7 @@ def _changes(before: dict[str, int], after: dict[str, int]) -> list[str]:
     for device in sorted(set(before) | set(after)):
         b, a = before.get(device, 0), after.get(device, 0)
         ratio = f" ({(a - b) / b:+.0%})" if b else ""
-        parts.append(f"{html.escape(device)} {human(b)} → <b>{human(a)}</b>{ratio}")
+        parts.append(f"{esc(device)} {human(b)} → <b>{human(a)}</b>{ratio}")
     return parts
 
 

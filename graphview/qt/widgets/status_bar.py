@@ -7,6 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QStatusBar
 
+from graphview.qt.plain import text_tip
+
 
 class ElidingStatusBar(QStatusBar):
     """A QStatusBar whose temporary messages fit the room the permanent widgets leave."""
@@ -31,7 +33,7 @@ class ElidingStatusBar(QStatusBar):
 
     def showMessage(self, text: str, timeout: int = 0) -> None:
         shown = QFontMetrics(self.font()).elidedText(text, Qt.ElideRight, self.room())
-        self.setToolTip(text if shown != text else "")
+        self.setToolTip(text_tip(text) if shown != text else "")  # a message quotes names: text, never HTML
         self._message = text
         super().showMessage(shown, timeout)
 
