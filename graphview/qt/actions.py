@@ -127,6 +127,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("find", "Find node", VIEW, lambda w: w.search.setFocus(), ("Ctrl+F",)),
     ActionSpec("overview", "Overview in the corner", VIEW, lambda w, on: w.view.set_overview_enabled(on),
                checkable=True, checked=True),
+    ActionSpec("follow", "Follow the current node while stepping", VIEW, lambda w, on: w.set_follow(on),
+               checkable=True, checked=True),
     ActionSpec("shortcuts", "&Keyboard shortcuts", HELP, lambda w: w.show_shortcuts(), ("F1",)),
     ActionSpec("about", "&About graphview", HELP, lambda w: w.show_about()),
 )

@@ -170,6 +170,7 @@ class MainWindow(QMainWindow):
         stepping.addWidget(self.search)
         self.addToolBarBreak(Qt.TopToolBarArea)
         self.addToolBar(Qt.TopToolBarArea, self.timeline_bar)
+        self.actions["follow"].setChecked(self.settings.value(self.FOLLOW_KEY, True, type=bool))
         view_menu = self.menus["&View"]
         self.themes = ThemeMenu(view_menu, self.settings)  # applies the remembered theme (System at first)
         view_menu.addSeparator()  # panels closed with their × come back from here
@@ -354,12 +355,22 @@ class MainWindow(QMainWindow):
         self.set_cursor(step(self.run, origin))
         self.keep_in_view()
 
-    def keep_in_view(self) -> None:
+    def keep_in_view(self, always: bool = False) -> None:
         """Like a debugger following execution: scroll so the node the cursor's event made or ran
-        is on screen (only when it is not; a view the user placed otherwise stays)."""
-        item = self.scene.item_at_event(self.cursor)
-        if item is not None:
-            self.view.ensureVisible(item, 60, 40)
+        is on screen, at a zoom where it reads (only when it is not; a view the user placed
+        otherwise stays). Stepping does this unless View > Follow the current node is off;
+        ``always``: the window placing a run it opens."""
+        if always or self.view.follows_cursor:
+            self.view.follow_cursor()
+
+    #: the settings key of View > Follow the current node
+    FOLLOW_KEY = "view/follow_cursor"
+
+    def set_follow(self, on: bool) -> None:
+        """View > Follow the current node: on, stepping keeps the cursor's node in view;
+        remembered for the next start."""
+        self.view.set_follows_cursor(on)
+        self.settings.setValue(self.FOLLOW_KEY, on)
 
     def set_cursor(self, index: int, animate: bool = False) -> None:
         previous = self.cursor

@@ -23,8 +23,8 @@ from graphview.qt.canvas.view import START_HINT
 if TYPE_CHECKING:
     from graphview.qt.main_window import MainWindow
 
-#: zoom bounds of the opening view: readable names, a tiny graph not blown up
-READABLE_ZOOM = 0.55
+#: the largest zoom of the opening view: a tiny graph is not blown up (the smallest is the
+#: view's readable zoom: every text on the canvas 9 px high or more)
 LARGEST_ZOOM = 1.4
 
 
@@ -96,7 +96,7 @@ class RunPlacement:
         if self._earlier is not None or w.cursor > 0:
             if self._earlier is None and not self._top_shown:
                 w.view.fit_readable()
-            w.keep_in_view()  # the same node as before, or the error
+            w.keep_in_view(always=True)  # the same node as before, or the error
         elif final or not self._top_shown:
             self._top_shown = show_top(w) or self._top_shown
 
@@ -125,7 +125,7 @@ def show_top(window: MainWindow) -> bool:
     rect.adjust(-40, -40, 40, 40)
     port = view.viewport().rect()
     zoom = min(port.width() / max(1.0, rect.width()), port.height() / max(1.0, rect.height()))
-    zoom = max(READABLE_ZOOM, min(LARGEST_ZOOM, zoom))
+    zoom = max(view.readable_scale(), min(LARGEST_ZOOM, zoom))
     view.resetTransform()
     view.scale(zoom, zoom)
     half_w, half_h = port.width() / zoom / 2, port.height() / zoom / 2

@@ -103,14 +103,12 @@ def test_a_saved_badge_keeps_its_unit(saved, qtbot):
     """An LSTM layer's node holds 149 KiB for backward: its badge read 'saved 149.0 …', elided
     before the unit. Badges give three figures and have the room for them."""
     from PySide6.QtCore import Qt
-    from PySide6.QtGui import QFont, QFontMetricsF
+    from PySide6.QtGui import QFontMetricsF
 
-    from graphview.qt.canvas.nodes import NODE_W, SAVED_BADGE_LEFT
+    from graphview.qt.canvas.nodes import SAVED_BADGE_LEFT, badge_font, badge_room
     from graphview.qt.formatting import short_bytes
 
     text = f"saved {short_bytes(saved)}"
-    font = QFont("DejaVu Sans", 7)
-    font.setBold(True)
-    room = NODE_W / 2 + 18 - SAVED_BADGE_LEFT - 10  # as NodeItem._badge gives a left-aligned badge
-    assert QFontMetricsF(font).elidedText(text, Qt.ElideRight, room) == text
+    room = badge_room(SAVED_BADGE_LEFT)  # as NodeItem._badge gives a left-aligned badge
+    assert QFontMetricsF(badge_font()).elidedText(text, Qt.ElideRight, room) == text
     assert text.endswith(("B", "KiB", "MiB", "GiB"))

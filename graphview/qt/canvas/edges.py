@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
 from graphview.qt.canvas.nodes import NodeItem
-from graphview.qt.canvas.style import NODE_H, colors
+from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors
 
 
 class EdgeItem(QGraphicsPathItem):
@@ -96,7 +96,7 @@ class EdgeItem(QGraphicsPathItem):
         painter.setPen(Qt.NoPen)
         painter.drawPolygon(QPolygonF([end, p1, p2]))
         if self.label and option.levelOfDetailFromTransform(painter.worldTransform()) > 0.5:
-            font = QFont("DejaVu Sans", 7)
+            font = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
             painter.setFont(font)
             mid = path.pointAtPercent(0.5)
             box = QRectF(mid.x() + 6, mid.y() - 16, QFontMetricsF(font).horizontalAdvance(self.label) + 8, 14)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox
-from graphview.qt.canvas.style import NODE_H, NODE_W, colors
+from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, colors
 from graphview.qt.formatting import elided, human_bytes
 from graphview.qt.plain import esc
 
@@ -21,7 +21,7 @@ class GroupItem(QGraphicsObject):
     """The box of one module call; double-click shuts or opens it."""
 
     sigToggled = Signal(str)
-    LABEL_FONT = QFont("DejaVu Sans", 8)
+    LABEL_FONT = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
     LABEL_H = 14.0
 
     def __init__(self, box: ModuleBox) -> None:
@@ -179,22 +179,28 @@ class GroupItem(QGraphicsObject):
         # three lines: where it is, what it is, what it holds
         inner = self.rect.adjusted(6, 3, -6, -3)
         third = inner.height() / 3
-        font = QFont("DejaVu Sans", 9)
-        font.setBold(True)
         title = f"▸ {self.box.path}"
-        if QFontMetricsF(font).horizontalAdvance(title) > inner.width():  # a smaller font before eliding
-            font.setPointSizeF(7.5)
+        font = self.title_font()
         painter.setPen(c.q("freed_text") if self.freed else c.q("collapsed_text"))
         painter.setFont(font)
         painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
                          elided(title, font, inner.width()))
-        small = QFont("DejaVu Sans", 8)
+        small = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
         painter.setFont(small)
         painter.setPen(c.q("freed_text") if self.freed else c.q("subtitle"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
                          elided(self.box.type or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
                          elided(self.summary(), small, inner.width()))
+
+    def title_font(self) -> QFont:
+        """The font of a shut box's first line (its path): bold, smaller for a long path (which is
+        elided beyond that), never under :data:`SMALLEST_TEXT_PT`."""
+        font = QFont("DejaVu Sans", NAME_PT)
+        font.setBold(True)
+        if QFontMetricsF(font).horizontalAdvance(f"▸ {self.box.path}") > self.rect.width() - 12:
+            font.setPointSizeF(SMALLEST_TEXT_PT)
+        return font
 
     def mouseDoubleClickEvent(self, event) -> None:
         self.sigToggled.emit(self.key)

@@ -9,15 +9,38 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, 
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
-from graphview.qt.canvas.style import NODE_H, NODE_W, TENSOR_KINDS, colors
+from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, TENSOR_KINDS, colors
 from graphview.qt.formatting import elided, short_bytes, short_value
 from graphview.qt.plain import esc
 
 
 #: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
-SAVED_BADGE_LEFT = 12.0
+SAVED_BADGE_LEFT = 8.0
+#: how far right of the box a left-aligned badge may reach (a node beside it starts 28 further)
+BADGE_REACH = 24.0
 #: a node item's bounds around its centre: its box, and its badges (they reach out right)
-ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 31, NODE_H + 34)
+ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 11 + BADGE_REACH + 1, NODE_H + 34)
+
+
+def badge_font() -> QFont:
+    """The font of a node's badges (saved bytes, its gradient): not bold, so "saved 1000 MiB"
+    fits beside the arrowheads at the smallest size text takes on the canvas."""
+    return QFont("DejaVu Sans", SMALLEST_TEXT_PT)
+
+
+def badge_room(left: float) -> float:
+    """The widest text a left-aligned badge starting at ``left`` holds."""
+    return NODE_W / 2 + BADGE_REACH - left - 10
+
+
+def title_font(title: str) -> QFont:
+    """The font a node's name is drawn in: bold, smaller for a long name (which is elided
+    beyond that), never under :data:`SMALLEST_TEXT_PT`."""
+    font = QFont("DejaVu Sans", NAME_PT)
+    font.setBold(True)
+    if QFontMetricsF(font).horizontalAdvance(title) > NODE_W - 14:
+        font.setPointSizeF(SMALLEST_TEXT_PT)
+    return font
 #: a gradient's text that holds a NaN or an Inf ("[nan, 0]", "norm inf")
 _NON_FINITE = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
 
@@ -145,20 +168,14 @@ class NodeItem(QGraphicsItem):
         """The title and subtitle, shrunk or elided to fit the box."""
         c = colors()
         painter.setPen(c.q("freed_text") if self.state == "freed" else c.q("title"))
-        title_font = QFont("DejaVu Sans", 9)
-        title_font.setBold(True)
-        painter.setFont(title_font)
-        fm = QFontMetricsF(title_font)
         title = self.node.title
-        if fm.horizontalAdvance(title) > NODE_W - 14:  # long names: a smaller font before eliding
-            title_font.setPointSizeF(7.5)
-            painter.setFont(title_font)
-            fm = QFontMetricsF(title_font)
+        font = title_font(title)  # long names: a smaller font before eliding
+        painter.setFont(font)
         # names shorten at word boundaries: a dotted one from the left (…layers.0.linear1.weight),
         # an op name in the middle (Native…NormBackward0)
-        title = elided(title, title_font, NODE_W - 14)
+        title = elided(title, font, NODE_W - 14)
         painter.drawText(QRectF(-NODE_W / 2 + 6, -NODE_H / 2 + 4, NODE_W - 12, 20), Qt.AlignCenter, title)
-        sub_font = QFont("DejaVu Sans", 8)
+        sub_font = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
         painter.setFont(sub_font)
         sub = elided(self.node.subtitle, sub_font, NODE_W - 14)
         painter.setPen(c.q("freed_text") if self.state == "freed" else c.q("subtitle"))
@@ -168,11 +185,10 @@ class NodeItem(QGraphicsItem):
     def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, ink: QColor,
                align: str = "right") -> None:
         """A pill with ``text``; ``anchor`` is its left end, centre or right end (``align``)."""
-        font = QFont("DejaVu Sans", 7)
-        font.setBold(True)
+        font = badge_font()
         painter.setFont(font)
         fm = QFontMetricsF(font)
-        room = NODE_W / 2 + 18 - anchor.x() - 10 if align == "left" else NODE_W + 10
+        room = badge_room(anchor.x()) if align == "left" else NODE_W + 10
         text = fm.elidedText(text, Qt.ElideRight, room)
         w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
         left = {"left": anchor.x(), "center": anchor.x() - w / 2}.get(align, anchor.x() - w)

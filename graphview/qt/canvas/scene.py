@@ -628,12 +628,12 @@ class GraphScene(QGraphicsScene):
         else:
             edge.default_route()
 
-    def item_at_event(self, index: int) -> QGraphicsItem | None:
-        """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the
-        node an op made (its output tensor, else its grad_fn); the shut box holding it, if one does."""
+    def _nodes_of_event(self, index: int) -> list[str]:
+        """The node ids event ``index`` is about, the likeliest first: the grad_fn node a backward
+        step runs, or the node an op made (its output tensor, else its grad_fn)."""
         run = self.run
         if run is None or not 0 <= index < len(run.events):
-            return None
+            return []
         ev = run.events[index]
         candidates: list[str] = []
         if ev.get("vid") is not None:
@@ -644,8 +644,31 @@ class GraphScene(QGraphicsScene):
             candidates.append(f"op{ev['grad_fn']}")
         if ev.get("tid") is not None:
             candidates.extend(n.id for n in run._tensor_nodes_of.get(ev["tid"], ()))
+        return candidates
+
+    def place_at_event(self, index: int) -> QRectF | None:
+        """Where the shown node event ``index`` is about is drawn (its box, or the shut module box
+        holding it), in scene units, found without making an item (a view zoomed out beyond
+        reading makes none): None when that node is not shown at ``index``."""
         hidden_by = self.boxes._hidden_by
-        for node_id in candidates:
+        for node_id in self._nodes_of_event(index):
+            group = hidden_by.get(node_id)
+            if group is not None:
+                return group.sceneBoundingRect() if group.isVisible() else None
+            if node_id in self._visible and node_id in self._taken:
+                item = self.node_items.get(node_id)
+                if item is not None:
+                    return item.mapRectToScene(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H))
+                where = self.place_of(node_id)
+                if where is not None:
+                    return QRectF(where[0] - NODE_W / 2, where[1] - NODE_H / 2, NODE_W, NODE_H)
+        return None
+
+    def item_at_event(self, index: int) -> QGraphicsItem | None:
+        """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the
+        node an op made (its output tensor, else its grad_fn); the shut box holding it, if one does."""
+        hidden_by = self.boxes._hidden_by
+        for node_id in self._nodes_of_event(index):
             item = self.node_items.get(node_id)
             if item is None and node_id in self._visible and node_id not in hidden_by:
                 item = self.item_for(node_id)  # out of the view's region: made now

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from PySide6.QtGui import QColor
 
 NODE_W, NODE_H = 172.0, 48.0
+#: the point sizes of the canvas's text: names, and the smallest any text on the canvas takes
+#: (subtitles, badges, box labels, a long name shrunk before it is elided). The view's readable
+#: zoom is worked out from the smallest: at it, every text on the canvas is 9 px high or more
+NAME_PT = 9.0
+SMALLEST_TEXT_PT = 8.0
 TENSOR_KINDS = ("param", "input_grad", "input", "intermediate", "output", "detached")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsView, QMenu
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
@@ -16,7 +16,7 @@ from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.overview import Overview
 from graphview.qt.canvas.scene import VIRTUAL_ABOVE, GraphScene
-from graphview.qt.canvas.style import NODE_H, NODE_W, colors
+from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT, colors
 
 #: what the empty canvas says at the start of a run
 START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch autograd build the graph op by op; "
@@ -33,6 +33,10 @@ FIT_LARGEST = 1.4
 SKETCH_BELOW = 0.3
 #: after a jump, items are made around what is seen only once the view has rested this long
 WIDEN_AFTER_MS = 120
+#: the radius, in screen pixels, of the halo that marks the cursor's node at a zoom too small to read
+HALO_RADIUS = 24
+#: the room, in screen pixels, following keeps between the cursor's node and the canvas's edges
+FOLLOW_MARGIN = (60, 40)
 
 
 class GraphView(QGraphicsView):
@@ -53,6 +57,8 @@ class GraphView(QGraphicsView):
         self.setMinimumSize(300, 200)
         self.message = ""
         self.cursor_index = -1  # the session's cursor: the overview keeps clear of its node
+        self.follows_cursor = True  # View > Follow the current node: stepping keeps it in view
+        self._halo_drawn: QRectF | None = None  # where the halo was last painted (viewport pixels)
         self.overview = Overview(self)
         self._widen = QTimer(self)  # a jump made items only for what is seen: the margin comes at rest
         self._widen.setSingleShot(True)
@@ -81,6 +87,7 @@ class GraphView(QGraphicsView):
         self.cursor_index = index
         if self.message:  # (it may say where the cursor is)
             self.viewport().update()
+        self._move_halo()
         self.overview.schedule()
         self.overview.sync()
 
@@ -101,6 +108,7 @@ class GraphView(QGraphicsView):
 
     def drawForeground(self, painter, rect) -> None:
         super().drawForeground(painter, rect)
+        self._draw_halo(painter)
         scene = self.scene()
         if not self.message or any(item.isVisible() for item in scene.node_items.values()) \
                 or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
@@ -121,6 +129,55 @@ class GraphView(QGraphicsView):
             last = len(drawing.run.events) - 1 if drawing is not None else self.cursor_index  # (as the timeline counts)
             return NOTHING_YET.format(index=self.cursor_index, last=last)
         return self.message
+
+    # ------------------------------------------------------------------ the halo
+    def halo_rect(self) -> QRectF | None:
+        """Where the halo that marks the cursor's node is drawn, in viewport pixels: only at a
+        zoom too small to read (the node's own look marks it otherwise), of the same size on
+        screen whatever the zoom; None when it is not drawn."""
+        scene = self.scene()
+        if scene is None or self.transform().m11() >= self.readable_scale():
+            return None
+        where = scene.place_at_event(self.cursor_index)
+        if where is None:
+            return None
+        centre = QPointF(self.mapFromScene(where.center()))
+        reach = HALO_RADIUS + 3  # (its pen)
+        return QRectF(centre.x() - reach, centre.y() - reach, 2 * reach, 2 * reach)
+
+    def _halo_color(self) -> QColor:
+        """Orange, as a running node, in backward; the selection's blue at a forward op."""
+        run = self.scene().run
+        ev = run.events[self.cursor_index] if run is not None and 0 <= self.cursor_index < len(run.events) else {}
+        c = colors()
+        return c.q("running_border") if str(ev.get("ev", "")).startswith(("bw_", "accumulate")) else c.q("selection")
+
+    def _draw_halo(self, painter) -> None:
+        halo = self.halo_rect()
+        self._halo_drawn = halo
+        if halo is None:
+            return
+        color = self._halo_color()
+        fill = QColor(color)
+        fill.setAlpha(70)
+        centre = halo.center()
+        painter.save()
+        painter.resetTransform()  # in screen pixels: the same size at any zoom
+        painter.setRenderHint(QPainter.Antialiasing, True)
+        painter.setBrush(fill)
+        painter.setPen(QPen(colors().q("background"), 5))  # apart from the edges under it
+        painter.drawEllipse(centre, HALO_RADIUS, HALO_RADIUS)
+        painter.setBrush(Qt.NoBrush)
+        painter.setPen(QPen(color, 3))
+        painter.drawEllipse(centre, HALO_RADIUS, HALO_RADIUS)
+        painter.restore()
+
+    def _move_halo(self) -> None:
+        """The cursor moved: repaint where the halo was and where it goes."""
+        port = self.viewport()
+        for rect in (self._halo_drawn, self.halo_rect()):
+            if rect is not None:
+                port.update(rect.toAlignedRect().adjusted(-2, -2, 2, 2))
 
     def _draw_graph_gone(self, painter) -> None:
         """Between steps and after the run, autograd holds no graph: only leaves are left, spread
@@ -216,14 +273,14 @@ class GraphView(QGraphicsView):
         if 0.02 <= scale <= 6:
             self.scale(factor, factor)
 
-    #: the smallest zoom the window picks by itself: node names can still be read
-    READABLE_ZOOM = 0.55
-    #: the smallest height of a node's name on screen, in pixels, that a picture at fit must keep
+    #: the smallest height of a text on screen, in pixels, that fit and opening a level keep
     READABLE_TEXT_PX = 9.0
 
     def readable_scale(self) -> float:
-        """The zoom at which a node's name (9 pt) is READABLE_TEXT_PX high on this screen."""
-        return self.READABLE_TEXT_PX / (9.0 * self.logicalDpiY() / 72.0)
+        """The smallest readable zoom: the one at which the smallest text on the canvas
+        (:data:`SMALLEST_TEXT_PT`: a long name shrunk, subtitles, badges, box labels) is
+        READABLE_TEXT_PX high on this screen."""
+        return self.READABLE_TEXT_PX / (SMALLEST_TEXT_PT * self.logicalDpiY() / 72.0)
 
     def fits_readable(self, rows: int, columns: int) -> bool:
         """Whether a layout of ``rows`` x ``columns`` cells fits the canvas with names readable."""
@@ -264,11 +321,33 @@ class GraphView(QGraphicsView):
                 self.update_region()
 
     def fit(self) -> None:
-        """Show every node shown at the cursor (View > Fit to window)."""
+        """Show every node shown at the cursor (View > Fit to window), if that reads; else fit
+        the graph's width at the smallest readable zoom around the cursor's node (the overview
+        in the corner shows the whole)."""
         with self._one_region():
             self._fit()
 
-    def _fit(self) -> None:
+    def focus_rect(self, fallback: str | None = None) -> QRectF | None:
+        """What a view that cannot show the whole graph is centred on, in scene units: the
+        cursor's node (the node a backward step runs, the op the cursor made; the shut box that
+        holds it), else the selected node, else node ``fallback`` if it is shown."""
+        scene = self.scene()
+        where = scene.place_at_event(self.cursor_index)
+        if where is not None:
+            return where
+        selected = [item for item in scene.selectedItems() if item.isVisible()]
+        if selected:
+            return selected[0].sceneBoundingRect()
+        if fallback is not None and scene.shown_at_cursor(fallback):
+            group = scene.boxes._hidden_by.get(fallback)
+            if group is not None:
+                return group.sceneBoundingRect()
+            where = scene.place_of(fallback)
+            if where is not None:
+                return QRectF(where[0] - NODE_W / 2, where[1] - NODE_H / 2, NODE_W, NODE_H)
+        return None
+
+    def _fit(self, fallback: str | None = None) -> None:
         scene = self.scene()
         scene.boxes.settle()
         self.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
@@ -276,17 +355,63 @@ class GraphView(QGraphicsView):
         if rect.isNull():
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
+        readable = self.readable_scale()
+        focus = None
         for _ in range(2):  # again if scroll bars came (the rest of the run's graph lies aside): a smaller viewport
             port = self.viewport().rect()
             if port.isEmpty():  # (no room to show anything: nothing to fit)
                 return
             zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
                        FIT_LARGEST)  # a tiny graph: not blown up
-            self.resetTransform()
-            self.scale(zoom, zoom)
-            self.center_view_on(rect.center())
+            if zoom >= readable:
+                self.resetTransform()
+                self.scale(zoom, zoom)
+                self.center_view_on(rect.center())
+            else:  # the whole would not read: its width at the smallest readable zoom, around the focus
+                if focus is None:
+                    focus = self.focus_rect(fallback)
+                self.resetTransform()
+                self.scale(readable, readable)
+                self.center_view_on(self._readable_centre(framed, focus, readable))
             if self.viewport().rect() == port:
                 break
+
+    def _readable_centre(self, framed: QRectF, focus: QRectF | None, zoom: float) -> QPointF:
+        """Where a view at ``zoom`` that cannot show all of ``framed`` is centred: across, the
+        middle of the graph if its width fits, else the focus, kept inside the graph; down, the
+        focus, kept inside the graph (without a focus: the top, where the graph begins)."""
+        half_w = self.viewport().width() / zoom / 2
+        half_h = self.viewport().height() / zoom / 2
+
+        def inside(value: float, low: float, high: float, half: float) -> float:
+            if high - low <= 2 * half:
+                return (low + high) / 2
+            return max(low + half, min(high - half, value))
+
+        x = focus.center().x() if focus is not None else framed.center().x()
+        y = focus.center().y() if focus is not None else framed.top()
+        return QPointF(inside(x, framed.left(), framed.right(), half_w), inside(y, framed.top(), framed.bottom(), half_h))
+
+    def follow_cursor(self) -> None:
+        """Stepping: keep the cursor's node (the node a backward step runs, the op the cursor
+        made; the shut box holding it) in view, as a debugger follows execution. A view zoomed
+        out beyond reading is zoomed to the smallest readable zoom around it; a readable one
+        scrolls only when the node is not well inside it (a view the user placed stays)."""
+        where = self.scene().place_at_event(self.cursor_index)
+        if where is None:
+            return
+        readable = self.readable_scale()
+        if self.transform().m11() < readable:
+            with self._one_region():
+                self.resetTransform()
+                self.scale(readable, readable)
+                self.center_view_on(where.center())
+            return
+        self.ensureVisible(where, *FOLLOW_MARGIN)
+
+    def set_follows_cursor(self, on: bool) -> None:
+        """View > Follow the current node: whether stepping keeps the cursor's node in view."""
+        self.follows_cursor = on
 
     def center_view_on(self, point: QPointF) -> None:
         """Centre the view on ``point`` (scene units), scrolling past the scene's edge where that
@@ -299,34 +424,13 @@ class GraphView(QGraphicsView):
         self.centerOn(point)
 
     def fit_readable(self) -> None:
-        """What the window shows by itself after opening or finishing a run: the whole graph if
-        it fits at a zoom where node names can be read, else that zoom around the newest node
-        (where the run is; the overview in the corner shows the rest, F fits it all). A finished
-        run too big to read at fit first shuts its module boxes down to the deepest level that does."""
+        """What the window shows by itself after opening or finishing a run: a finished run too
+        big to read at fit first shuts its module boxes down to the deepest level that does;
+        then a fit, which reads (around the cursor's node, else the newest node: where the run is)."""
         with self._one_region():
-            self._fit_readable()
-
-    def _fit_readable(self) -> None:
-        if self.scene().boxes.open_to_fit(self.readable_fit()):
-            self.overview.schedule()
-        self.fit()
-        if self.transform().m11() >= self.READABLE_ZOOM:
-            return
-        scene = self.scene()
-        newest_id = scene.newest_shown()
-        shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
-        self.resetTransform()
-        self.scale(self.READABLE_ZOOM, self.READABLE_ZOOM)
-        item = scene.node_items.get(newest_id) if newest_id is not None else None
-        if item is not None:
-            newest = item.sceneBoundingRect().center()
-        elif newest_id is not None:
-            newest = QPointF(*scene.place_of(newest_id))
-        else:
-            newest = shut[0].sceneBoundingRect().center() if shut else None
-        if newest is not None:  # the newest node in the lower part of the view, what led to it above
-            height = self.viewport().height() / self.READABLE_ZOOM
-            self.center_view_on(QPointF(newest.x(), newest.y() - height * 0.25))
+            if self.scene().boxes.open_to_fit(self.readable_fit()):
+                self.overview.schedule()
+            self._fit(fallback=self.scene().newest_shown())
 
     def change_level(self, delta: int | None) -> None:
         """View > Open / shut module boxes one level (``delta`` 1 / -1), or open every box (None); then fit."""
