@@ -288,6 +288,8 @@ def describe_failure(run: Run | RunTally, end: dict) -> str:
     if status == "error" and run.errors:
         _, err = run.errors[-1]
         where = f" at line {err['line']}" if err.get("line") else ""
+        if err.get("type") == "MemoryError" and err.get("limit"):  # graphview's own work ran out: not the script's bug
+            return err["message"]
         if err.get("type") in ("SyntaxError", "IndentationError", "TabError"):
             return f"the script has a syntax error{where}: {shown(err['message'])}"
         return f"the script raised {shown(err['type'])}{where}: {shown(err['message'])}"

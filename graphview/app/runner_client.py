@@ -5,10 +5,20 @@ hands each to a callback (the trace writer, the GUI's model) and, when the runne
 saying goodbye (a segfault, ``os.abort()``, a kill), adds the ``run_end`` it could not write,
 with what the runner printed on its way down. Nothing the runner sent is ever lost.
 
-The runner and everything the script starts are one process group, owned by this side: Stop, a
-timeout, SIGINT / SIGTERM / SIGHUP while recording, and this process's exit (:mod:`atexit`) end
-the whole group, and a watchdog forked by the runner ends it when this process dies without
-cleaning up (``kill -9``), because the lifeline pipe it reads closes then.
+The process started here is the run's keeper (:func:`graphview.capture.runner.start_keeper`): it
+forks the runner, and every process the script starts stays below it, even one that leaves its
+session and loses its parent (on Linux the keeper is a child subreaper). Stop, a timeout,
+SIGINT / SIGTERM / SIGHUP while recording, and this process's exit (:mod:`atexit`) end all of them
+(:func:`graphview.core.processes.kill_descendants`, then the process group), and the keeper ends
+them when this process dies without cleaning up (``kill -9``), because the lifeline pipe it reads
+closes then.
+
+Every line from the runner is checked as a trace file's lines are (JSON, then the schema of
+:mod:`graphview.core.events` with its references to earlier events), and in the order a runner
+writes them (``run_start`` first, nothing after ``run_end``). A line that fails is not the
+runner's: the script wrote into graphview's event channel. Nothing from that line on is
+delivered, the script is stopped, and the run ends saying so; what was delivered before it is a
+valid run.
 """
 
 from __future__ import annotations
@@ -25,8 +35,11 @@ import threading
 import time
 from typing import Callable
 
+from graphview.core.events import EventChecker, SchemaError
 from graphview.core.isolated import SAFE_PATH, boot_code
 from graphview.core.options import RunOptions
+from graphview.core.processes import kill_descendants
+from graphview.core.trace import _parse_lines_at_once
 
 STDERR_KEEP = 64 * 1024
 STOP_GRACE = 0.5  # seconds a runner has to write its run_end after SIGTERM before its group is killed
@@ -100,6 +113,11 @@ class RunnerProcess:
         self._native_lock = threading.Lock()
         self._native_pending: list[tuple[str, bytes]] = []
         self._partial: dict[str, bytes] = {}
+        self._checker = EventChecker()  # what a trace reader checks, in the same order
+        self._lines_read = 0
+        self._ended_by_runner = False
+        #: why the channel's lines stopped being delivered: the script wrote into it
+        self.foreign: str | None = None
         read_fd, write_fd = os.pipe()
         life_read, self._lifeline = os.pipe()
         python = python or sys.executable
@@ -172,8 +190,10 @@ class RunnerProcess:
         self._kill_timer.start()
 
     def kill(self) -> None:
-        """SIGKILL the runner and every process of its group (the script's children)."""
+        """SIGKILL the runner and every process below the keeper (the script's, including those that
+        left its session), then the process group."""
         if not self._reaped:
+            kill_descendants(self._proc.pid)
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -216,11 +236,30 @@ class RunnerProcess:
         self.kill()
         self._reap()
 
-    def _deliver(self, line: bytes) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return  # a line cut off by a crash
+    def _reject(self, reason: str) -> None:
+        """A line the runner did not write: deliver nothing more, stop the script, end saying why."""
+        self.foreign = (f"the script wrote to graphview's event channel (line {self._lines_read} of it: {reason}); "
+                        "what came before is recorded, and the script was stopped there")
+        self.stop("channel")
+
+    def _in_order(self, event: dict) -> str | None:
+        """What is wrong with the place of ``event`` in the runner's stream, or None."""
+        kind = event["ev"]
+        if self._ended_by_runner:
+            return f"a {kind} event after the end of the run"
+        if kind == "phase":
+            return "a phase event after the start of the run" if self._saw_start else None
+        if kind == "run_start":
+            return "a second start of the run" if self._saw_start else None
+        if not self._saw_start and kind != "run_end":
+            return f"a {kind} event before the start of the run"
+        return None
+
+    def _deliver(self, event: dict) -> None:
+        misplaced = self._in_order(event)
+        if misplaced is not None:
+            self._reject(misplaced)
+            return
         if event.get("ev") == "phase":
             if self.on_phase is not None:
                 self.on_phase(event)
@@ -235,6 +274,7 @@ class RunnerProcess:
                 event["message"] = "stopped: the script ran past its time limit"
             elif self.signal_received is not None and event.get("status") == "stopped":
                 event["message"] = f"stopped: graphview received {signal.Signals(self.signal_received).name}"
+            self._ended_by_runner = True
             self.end_event = self._held_end = event  # delivered after the native output still on its way
             return
         line_no = event.get("line")
@@ -252,7 +292,7 @@ class RunnerProcess:
         self._deadline = None if timeout is None else time.monotonic() + timeout + STARTUP_ALLOWANCE
         selector = selectors.DefaultSelector()
         selector.register(self._events, selectors.EVENT_READ)
-        buffer = b""
+        buffer: list[bytes] = []  # the start of a line whose end has not come yet, in pieces
         fd = self._events.fileno()
         paced: bool | None = None  # asked once, after the first read
         while True:
@@ -264,7 +304,7 @@ class RunnerProcess:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
-                buffer = self._deliver_lines(buffer + chunk)
+                self._take(buffer, chunk)
                 if paced is None:  # by the first read the runner has widened its end of the pipe
                     paced = _pipe_size(fd) >= _PACED_PIPE
                 if paced and len(chunk) < _FULL_READ:
@@ -278,7 +318,7 @@ class RunnerProcess:
                     chunk = os.read(fd, 1 << 16)
                     if not chunk:
                         break
-                    buffer = self._deliver_lines(buffer + chunk)
+                    self._take(buffer, chunk)
                 break
             if self._native_pending:
                 self._deliver_native()
@@ -298,6 +338,8 @@ class RunnerProcess:
         self.ended = True
         crash_text = self.native_output()
         self._deliver_native(final=True)
+        if self.foreign is not None:  # the runner's own end, if it came, came after the script's line
+            self._held_end = self.end_event = None
         if self._held_end is not None:
             self.on_event(self._held_end)
             self._held_end = None
@@ -305,12 +347,47 @@ class RunnerProcess:
             self.end_event = self._synthesize_end(code, crash_text)
         return self.end_event
 
+    def _take(self, buffer: list[bytes], chunk: bytes) -> None:
+        """Deliver the lines ``chunk`` completes; what follows its last newline waits in ``buffer``
+        (joined only once its line is complete: a line of many reads is copied once, not once a read)."""
+        if b"\n" not in chunk:
+            buffer.append(chunk)
+            return
+        buffer.append(chunk)
+        rest = self._deliver_lines(b"".join(buffer))
+        buffer[:] = [rest] if rest else []
+
     def _deliver_lines(self, data: bytes) -> bytes:
-        """Deliver the complete lines of ``data``; returns the incomplete rest."""
+        """Deliver the complete lines of ``data``, each checked as a trace reader checks it (one
+        that fails ends the delivery: :meth:`_reject`); returns the incomplete rest."""
         *lines, rest = data.split(b"\n")
-        for line in lines:
-            if line:
-                self._deliver(line)
+        if self.foreign is not None or not lines:
+            return rest
+        events = _parse_lines_at_once(lines)  # all at once where every line is one JSON object (the runner's are)
+        if events is None:
+            events = []
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past the decoder
+                    event = None
+                if type(event) is not dict:
+                    events.append(None)
+                    break
+                events.append(event)
+        for event in events:
+            self._lines_read += 1
+            if event is None:
+                self._reject("a line that is not a JSON object")
+                return rest
+            try:
+                self._checker.check(event)
+            except SchemaError as exc:
+                self._reject(str(exc))
+                return rest
+            self._deliver(event)
+            if self.foreign is not None:
+                return rest
         return rest
 
     def native_output(self) -> str:
@@ -322,7 +399,9 @@ class RunnerProcess:
             self.on_event({"ev": "run_start", "script": self.script, "mode": "plain", "torch": None,
                            "python": None, "devices": [], "options": self.options.to_dict(), "notes": [],
                            "source": None})
-        if self.stop_reason == "timeout":
+        if self.foreign is not None:
+            status, message = "error", self.foreign
+        elif self.stop_reason == "timeout":
             status, message = "timeout", "killed: the script ran past its time limit"
         elif self.signal_received is not None:
             status, message = "stopped", f"killed: graphview received {signal.Signals(self.signal_received).name}"

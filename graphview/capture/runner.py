@@ -6,15 +6,21 @@ clean interpreter per run keeps the script's state (default dtype, monkeypatches
 context) out of graphview, and a crash of the script out of the app.
 
 SIGTERM stops the script at the next Python bytecode (``StopRun``), so its ``run_end`` event
-is still written; a script stuck in native code is killed by the parent instead. The runner
-leads its own process group; a forked watchdog kills the whole group when the parent's end of
-the ``--lifeline-fd`` pipe closes (the parent ended the run, exited or was killed).
+is still written; a script stuck in native code is killed by the parent instead. The process
+the parent starts leads its own process group and becomes the run's *keeper*
+(:func:`start_keeper`): it forks the runner, adopts every orphan of the script (a child
+subreaper, on Linux), and when the runner ends (or the parent's end of the ``--lifeline-fd`` pipe
+closes: the parent ended the run, exited or was killed) kills every process left below it.
+
+The event channel is moved to a high descriptor that no program the script runs inherits
+(:func:`hide_channel`) and checked before each write (:class:`EventPipe`).
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import errno
 import faulthandler
 import gc
 import json
@@ -24,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Callable
 
 from graphview.core.options import RunOptions
 
@@ -43,11 +50,19 @@ class EventPipe:
 
     Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
     parent has the script's native output before it learns that the run ended. A process forked
-    by the script writes nothing here."""
+    by the script writes nothing here.
 
-    def __init__(self, fd: int) -> None:
+    Before each write the descriptor is checked to be still the channel (the same pipe): a script
+    that closed it (``os.closerange(3, 1024)``), or put another file in its place, gets nothing
+    written into its files; the pipe stops writing and ``on_lost`` is called (the runner tells its
+    keeper, which ends the run and says why)."""
+
+    def __init__(self, fd: int, on_lost: Callable[[], None] | None = None) -> None:
         self._fd = fd
+        self._on_lost = on_lost
+        self.lost = False
         _widen_pipe(fd)
+        self._identity = _identity(fd)
         self._dumps = event_encoder()
         self._lines: list[str] = []
         self._unsent = b""
@@ -97,11 +112,24 @@ class EventPipe:
         if not self._unsent:
             return
         self._since = time.perf_counter()
+        if _identity(self._fd) != self._identity:
+            self._lose()
+            return
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
-        except (BrokenPipeError, OSError, ValueError):  # the parent went away: finish quietly
+        except (BrokenPipeError, OSError, ValueError) as exc:  # the parent went away: finish quietly
             self.broken = self._off = True
+            if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
+                self._lose()
+
+    def _lose(self) -> None:
+        """The script closed the channel (or replaced it): write nothing more, and say so once."""
+        self.broken = self._off = self.lost = True
+        self._lines, self._unsent = [], b""
+        if self._on_lost is not None:
+            on_lost, self._on_lost = self._on_lost, None
+            on_lost()
 
     def _write_late_lines(self) -> None:
         """Lines that no handover follows (the script freed a graph, then runs plain Python for a
@@ -126,6 +154,15 @@ class EventPipe:
             os.close(self._fd)
         except OSError:
             pass
+
+
+def _identity(fd: int) -> tuple | None:
+    """What ``fd`` is (device and inode), or None if it is not open."""
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
@@ -173,26 +210,171 @@ def flush_native_output() -> None:
         pass
 
 
-def watch_lifeline(fd: int) -> None:
-    """Fork a watchdog that kills this process group once ``fd`` reads end-of-file."""
+#: seconds the runner has to end after its keeper asks it to (its channel was closed) before it is killed
+KEEPER_GRACE = 0.5
+#: the message the keeper gives when the script closed the runner's end of the event channel
+CHANNEL_CLOSED = ("the script closed graphview's event channel (a file descriptor of the runner); "
+                  "nothing after that could be recorded, and the script was stopped there")
+
+
+def start_keeper(lifeline_fd: int | None, events_fd: int) -> int | None:
+    """Fork; the child returns the keeper's pid and goes on as the runner. The parent stays behind as
+    the run's *keeper* and never returns.
+
+    The keeper is a child subreaper (Linux, :func:`graphview.core.processes.become_subreaper`): a
+    process the script starts that leaves its session and loses its parent (a double fork with
+    ``setsid``) re-parents to the keeper, not to init, so it is still found by walking the keeper's
+    descendants. The keeper:
+
+    - forwards SIGTERM (Stop, a timeout) to the runner, and ignores SIGINT and SIGHUP;
+    - when the runner exits, however it exits, kills every process left below it, then exits as the
+      runner did (the same exit code, or the same signal), so the parent learns of the end only
+      once nothing of the run is left;
+    - when the ``lifeline_fd`` pipe closes (the parent ended the run, exited or was killed), kills
+      the runner and everything below it;
+    - holds its own copy of the event channel, which the script cannot close: when the runner
+      finds that the script closed its copy (SIGUSR1), the keeper stops the runner and writes the
+      run's end there itself (:data:`CHANNEL_CLOSED`).
+
+    Returns None without forking where there is no ``fork``."""
     if not hasattr(os, "fork"):
-        return
-    if os.fork() != 0:
-        os.close(fd)
-        return
-    try:  # the watchdog: holds no descriptor but its lifeline, so it keeps no pipe of the run open
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        null = os.open(os.devnull, os.O_RDWR)
-        for target in (0, 1, 2):
-            os.dup2(null, target)
-        os.closerange(3, fd)
-        os.closerange(fd + 1, 1 << 16)
-        while os.read(fd, 1):
+        return None
+    from graphview.core.processes import become_subreaper
+
+    become_subreaper()
+    keeper = os.getpid()
+    # no signal may reach the keeper between the fork and its handlers: it would die, and orphan the runner
+    held = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    pid = os.fork()
+    if pid == 0:  # the runner
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if lifeline_fd is not None:
+            os.close(lifeline_fd)
+        return keeper
+    try:
+        code = _keep(pid, lifeline_fd, events_fd, previous)
+    except BaseException:  # noqa: BLE001 - a keeper that failed still takes the run down with it
+        code = 1
+        _kill_all(pid)
+    os._exit(code)
+
+
+def _keep(runner: int, lifeline_fd: int | None, events_fd: int, mask) -> int:
+    """The keeper's loop (see :func:`start_keeper`); returns its exit code or ends by the runner's signal."""
+    import select
+
+    from graphview.core.processes import _reap_children, kill_descendants
+
+    null = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1):  # the keeper writes nothing there, and holds none of the script's output open
+        os.dup2(null, target)
+    os.close(null)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    state = {"lost": False, "kill_at": None}
+
+    def on_term(signum, frame):
+        _signal(runner, signal.SIGTERM)
+
+    def on_lost(signum, frame):  # the runner says the script closed its event channel
+        if not state["lost"]:
+            state["lost"] = True
+            state["kill_at"] = time.monotonic() + KEEPER_GRACE
+            _signal(runner, signal.SIGTERM)
+
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGUSR1, on_lost)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    watched = [wake_read] + ([lifeline_fd] if lifeline_fd is not None else [])
+    status = None
+    while status is None:
+        for pid, wait_status in _reap_children():  # the runner, and orphans that came to the keeper and ended
+            if pid == runner:
+                status = wait_status
+        if status is not None:
+            break
+        if state["kill_at"] is not None and time.monotonic() >= state["kill_at"]:
+            _signal(runner, signal.SIGKILL)
+        ready, _, _ = select.select(watched, [], [], 0.1)
+        if wake_read in ready:
+            os.read(wake_read, 512)
+        if lifeline_fd is not None and lifeline_fd in ready and not os.read(lifeline_fd, 1):
+            # the parent is gone or ended the run: nothing of it may outlive that
+            _kill_all(runner)
+            return 1
+    kill_descendants(os.getpid(), reap=True)
+    if state["lost"]:
+        _write_end(events_fd, {"ev": "run_end", "status": "error", "exit_code": 1, "message": CHANNEL_CLOSED})
+    return _exit_as(status)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _kill_all(runner: int) -> None:
+    from graphview.core.processes import kill_descendants
+
+    _signal(runner, signal.SIGKILL)
+    kill_descendants(os.getpid(), reap=True)
+
+
+def _write_end(fd: int, event: dict) -> None:
+    try:
+        os.write(fd, (json.dumps(event, separators=(",", ":")) + "\n").encode("ascii"))
+    except OSError:  # the parent went away
+        pass
+
+
+def _exit_as(status: int) -> int:
+    """End this process as the runner ended: its exit code, or the signal that killed it."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the runner dumped its own core, if any
+        except (ImportError, OSError, ValueError):
             pass
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-    finally:
-        os._exit(0)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else os.WEXITSTATUS(status)
+
+
+#: the lowest descriptor the runner moves its event channel to (:func:`hide_channel`)
+CHANNEL_FD_FLOOR = 1024
+
+
+def hide_channel(fd: int) -> int:
+    """Move the event channel out of the script's way: to a high descriptor (the first free one from
+    :data:`CHANNEL_FD_FLOOR`, above the ``closerange(3, 1024)`` of daemonizing code, or from just
+    below the descriptor limit where that is lower), marked close-on-exec so that no program the
+    script runs inherits it. The descriptor it came on is closed. Returns the new descriptor."""
+    import fcntl
+
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    floor = CHANNEL_FD_FLOOR
+    if limit != resource.RLIM_INFINITY and limit - 8 < floor:
+        floor = max(3, limit - 8)
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+    except OSError:
+        os.set_inheritable(fd, False)
+        return fd
+    os.close(fd)
+    return moved
 
 
 def _report_os_exit(pipe: EventPipe, script: str) -> None:
@@ -226,13 +408,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gradcheck", metavar="TENSOR", help="check this leaf's gradient instead of recording")
     parser.add_argument("--eps", type=float, default=1e-6)
     args = parser.parse_args(argv)
-    if args.lifeline_fd is not None:
-        watch_lifeline(args.lifeline_fd)
+    keeper = start_keeper(args.lifeline_fd, args.events_fd)  # from here on this process is the runner
     faulthandler.enable(file=sys.__stderr__, all_threads=False)
-    pipe = EventPipe(args.events_fd)
+    on_lost = None if keeper is None else (lambda: _signal(keeper, signal.SIGUSR1))
+    pipe = EventPipe(hide_channel(args.events_fd), on_lost=on_lost)
     pipe({"ev": "phase", "phase": "torch"})  # the slow part of starting: the window says so
 
-    from graphview.capture.script import StopRun, run_script  # imports torch
+    from graphview.capture.script import StopRun, reserve_memory, run_script  # imports torch
+
+    reserve_memory()
 
     # torch leaves ~10^5 long-lived objects behind; freezing them keeps the collector from
     # re-scanning them every time the recorder's short-lived events trigger a full collection.
@@ -249,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         end = _gradcheck(args, pipe)
     else:
         end = run_script(args.script, pipe, options, argv=json.loads(args.argv) if args.argv else None)
+    # the run is over: a Stop that comes now must not raise StopRun inside the interpreter's exit
+    # (the finalisers of torch and the script, run at exit, would print it as a traceback)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     pipe.close()
     return 0 if end["status"] == "ok" else 1
 

@@ -365,10 +365,73 @@ def _outcome(exc: BaseException, script: str, emit) -> tuple[str, int, str]:
         return "stopped", 1, str(exc) or "stopped"
     if isinstance(exc, KeyboardInterrupt):
         return "stopped", 1, "interrupted"
+    _RESERVE.clear()  # the run is over: what was held back is for reporting how it ended
+    if isinstance(exc, MemoryError) and _raised_by_graphview(exc, script):
+        return _out_of_memory(exc, script, emit)
     event = error_event(exc, script)
     emit(event)
     where = f" at line {event['line']}" if event["line"] else ""
     return "error", 1, f"{type(exc).__name__}{where}: {exc}"
+
+
+#: address space held back while the script runs (:func:`reserve_memory`)
+_RESERVE: list = []
+
+
+def reserve_memory(size: int = 8 << 20) -> None:
+    """Hold ``size`` bytes of address space back (never touched, so no memory is used) for
+    reporting how the run ended: a script at its memory limit (``RLIMIT_AS``) leaves no room for the
+    report's own objects, and without them the report fails too."""
+    _RESERVE[:] = [bytearray(size)]
+
+
+def _raised_by_graphview(exc: BaseException, script: str) -> bool:
+    """Whether the innermost frame of ``exc`` that is the script's or graphview's is graphview's
+    (frames of torch and of the standard library in between do not count)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    for name in reversed(frames):
+        if os.path.abspath(name) == script:
+            return False
+        if name.startswith(_GRAPHVIEW_DIR):
+            return True
+    return False
+
+
+def memory_limit() -> str | None:
+    """The memory limit this process runs under (``RLIMIT_AS 512 MiB``), or None if it has none."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    for name in ("RLIMIT_AS", "RLIMIT_DATA"):
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        soft = resource.getrlimit(which)[0]
+        if soft != resource.RLIM_INFINITY:
+            return f"{name} {soft / 2**20:.0f} MiB"
+    return None
+
+
+def _out_of_memory(exc: MemoryError, script: str, emit) -> tuple[str, int, str]:
+    """graphview's own work ran out of memory while the script ran: the script reached its memory
+    limit (or the machine's memory); its own code did not fail, and the report says so."""
+    event = error_event(exc, script)
+    where = f" at line {event['line']}" if event["line"] else ""
+    limit = memory_limit()
+    if limit is not None:
+        message = (f"the script's memory limit ({limit}) was reached{where}: graphview's own records of the run "
+                   "needed the memory there, not the script's code; raise the limit to record this script")
+    else:
+        message = (f"memory ran out{where}: graphview's own records of the run needed the memory there, "
+                   "not the script's code")
+    event.update(message=message, limit=True)
+    emit(event)
+    return "error", 1, message
 
 
 def _end(emit, status: str, exit_code: int, message: str) -> dict:

@@ -641,6 +641,8 @@ class Run:
         if self.status == "error":
             if self.errors:
                 _, err = self.errors[-1]
+                if err.get("type") == "MemoryError" and err.get("limit"):  # graphview's records ran out of memory
+                    return _first_line(err.get("message") or "")
                 where = f" at line {err['line']}" if err.get("line") else ""
                 return f"the script failed ({err.get('type')}{where}: {_first_line(err.get('message') or '')})"
             return f"the script failed ({message or 'error'})"
