@@ -669,7 +669,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # no output may replace a file this command reads (record x.py -o x.py)
         with reading(*(p for p in (getattr(args, name, None) for name in ("script", "source", "other", "trace")) if p)):
-            return handler(args)
+            code = handler(args)
+            sys.stdout.flush()  # here, where a reader that has gone is noticed (not in Python's flush at exit)
+            return code
     except WriteError as exc:  # a full disk: before UserError, TraceError and ExportError, its bases
         say(f"graphview: {shown(exc)}", file=sys.stderr)
         return EXIT_SCRIPT_FAILED
@@ -683,6 +685,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("graphview: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # graphview info TRACE | head: the reader of the output has gone
+        quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+#: what a command whose output went to a reader that left (``| head``) exits with: a shell's status
+#: for a process ended by SIGPIPE, though graphview ends quietly instead
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def quiet_stdout() -> None:
+    """Point standard output at /dev/null: what is still buffered for a reader that has gone is
+    dropped, and Python's flush at exit has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # (a stdout with no file behind it: nothing to flush into)
+        pass
 
 
 if __name__ == "__main__":

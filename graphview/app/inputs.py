@@ -4,6 +4,7 @@ command line and the window: each fails with a :class:`UserError` that reads as 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from graphview.core.export import ExportError
@@ -27,6 +28,8 @@ def check_script(path: str) -> None:
         raise UserError(f"{path} is not named as a Python script: graphview runs only files whose name ends "
                         f"in {SCRIPT_SUFFIX}")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would make the reading wait; /dev/zero never end
+            raise UserError(f"{path} is not a regular file: graphview runs only scripts that are files")
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:

@@ -455,7 +455,7 @@ class Drawing:
             layer = 2 if waiting else 0
             want = None  # a new, independent computation: the leftmost column free below
         if waiting:
-            layer = max(layer, self._chain_floor(node, 0))  # (a node with no waiting pred has no chain)
+            layer = max(layer, self._chain_floor(node))  # (a node with no waiting pred has no chain)
         reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
         # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
         # node that reads a tensor from a thousand rows up inside another module's box)
@@ -482,30 +482,68 @@ class Drawing:
                 return slot
         return 0
 
-    def _chain_floor(self, node: DrawNode, depth: int) -> int:
+    def _chain_floor(self, node: DrawNode) -> int:
         """The highest row ``node`` may take so that every leaf chain waiting above it still sits
         below what is already placed above the chain (the next step's AccumulateGrad goes under
-        the parameter drawn in step 1, not beside it)."""
+        the parameter drawn in step 1, not beside it).
+
+        A walk up the waiting chains with a stack of its own (a trace decides how long a chain is),
+        each node at each distance walked once; a node already on the path (a cycle, which autograd
+        never makes and the trace reader refuses) is not walked again."""
+        nodes = self.nodes
         floor = 0
-        for pred_id in node.preds:
-            pred = self.nodes.get(pred_id)
-            if pred is None:
-                continue
-            if pred.placed:
-                if depth:
-                    floor = max(floor, pred.layer + depth + 1)
-            elif not self._history(pred, node):
-                floor = max(floor, self._chain_floor(pred, depth + 1))
+        stack = [(node, 0, iter(node.preds))]
+        path = {node.id}
+        walked = set()
+        while stack:
+            current, depth, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is None:
+                    continue
+                if pred.placed:
+                    if depth:
+                        floor = max(floor, pred.layer + depth + 1)
+                elif pred_id not in path and (pred_id, depth + 1) not in walked and not self._history(pred, current):
+                    walked.add((pred_id, depth + 1))
+                    path.add(pred_id)
+                    stack.append((pred, depth + 1, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+                path.discard(current.id)
         return floor
 
     def _chain_depth(self, node: DrawNode) -> int:
-        """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``)."""
-        if not node.preds:
-            return 1
+        """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``):
+        1 and the most of its waiting predecessors'. Walked with a stack of its own, each node once; a
+        predecessor already on the path (a cycle) counts nothing."""
         nodes = self.nodes
-        below = [self._chain_depth(nodes[p]) for p in node.preds
-                 if p in nodes and not nodes[p].placed and not self._history(nodes[p], node)]
-        return 1 + max(below, default=0)
+
+        def waiting(n: DrawNode) -> list:
+            return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed and not self._history(nodes[p], n)]
+
+        depth: dict[str, int] = {}
+        most = {node.id: 0}  # node -> the most rows of its waiting predecessors' chains found so far
+        stack = [(node, iter(waiting(node)))]
+        while stack:
+            current, preds = stack[-1]
+            for pred in preds:
+                if pred.id in most and pred.id not in depth:
+                    continue  # on the path: a cycle
+                if pred.id in depth:
+                    most[current.id] = max(most[current.id], depth[pred.id])
+                    continue
+                most[pred.id] = 0
+                stack.append((pred, iter(waiting(pred))))
+                break
+            else:
+                stack.pop()
+                depth[current.id] = 1 + most[current.id]
+                if stack:
+                    parent = stack[-1][0].id
+                    most[parent] = max(most[parent], depth[current.id])
+        return depth[node.id]
 
     def _foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
         """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
@@ -550,16 +588,45 @@ class Drawing:
         return dead is not None and dead <= born
 
     def _place_chain(self, node: DrawNode) -> None:
-        for pred_id in node.preds:
-            pred = self.nodes.get(pred_id)
-            if pred is not None and not pred.placed:
-                self._place_chain(pred)
-        if not node.placed:
-            self._place(node)
+        """``node``, after its predecessors not placed yet (and theirs, first): a walk with a stack of
+        its own (a trace decides how long a chain is); a predecessor already on the path (a cycle)
+        is not walked again."""
+        nodes = self.nodes
+        stack = [(node, iter(node.preds))]
+        seen = {node.id}
+        while stack:
+            current, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is not None and not pred.placed and pred_id not in seen:
+                    seen.add(pred_id)
+                    stack.append((pred, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+                if not current.placed:
+                    self._place(current)
 
     def _place_above(self, node: DrawNode, user: DrawNode) -> None:
+        """``node`` just above ``user``, then its predecessors not placed yet above it, and theirs
+        above them, depth first: a walk with a stack of its own (a trace decides how long a chain is)."""
         if node.placed:
             return
+        self._put_above(node, user)
+        nodes = self.nodes
+        stack = [(node, iter(node.preds))]
+        while stack:
+            current, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is not None and not pred.placed and not self._history(pred, current):
+                    self._put_above(pred, current)
+                    stack.append((pred, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+
+    def _put_above(self, node: DrawNode, user: DrawNode) -> None:
         self._name_late(node)
         if node.kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
@@ -570,10 +637,6 @@ class Drawing:
             elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
                 slot = self._beside_models(row, slot, node.born, node.module)
         self._put(node, row, slot)
-        for pred_id in node.preds:
-            pred = self.nodes.get(pred_id)
-            if pred is not None and not pred.placed and not self._history(pred, node):
-                self._place_above(pred, node)
 
     def _beside_models(self, row: int, slot: int, born: int, module: str | None = None) -> int:
         """The column for a tensor without grad from outside every module box (``module``: None, or

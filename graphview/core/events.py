@@ -86,6 +86,9 @@ phase          phase ("torch": the runner is importing torch)   what the runner 
 
 from __future__ import annotations
 
+import math
+import re
+
 #: Version of the event vocabulary and of the trace file layout.
 SCHEMA_VERSION = 1
 
@@ -183,17 +186,58 @@ MAX_DEPTH = 16
 #: Dimensions of a shape, and the largest size of one.
 MAX_DIMS = 64
 
+# The limits a trace's numbers and strings are held to (see docs/safety.md). Whoever wrote a trace
+# chose them: a reader that took any integer JSON can spell (10**4000) or any string length on
+# trust would overflow the model's int64 arrays, or spend seconds and gigabytes drawing one name.
+
+#: The largest count an event may hold (bytes, elements, ids, versions, steps, line numbers): every
+#: such number lies in 0..MAX_COUNT (a signed one, an exit code, in -MAX_COUNT..MAX_COUNT), and
+#: a float holds each of them exactly. Ids count up from 1 in the recorder.
+MAX_COUNT = 1 << 53
+#: The largest magnitude of a tensor element written as an integer (an int64 or uint64 tensor's).
+MAX_ELEMENT = 1 << 64
+#: The most elements a shape may describe (torch counts them in an int64).
+MAX_NUMEL = 1 << 63
+#: The most bins a value histogram may have (the recorder writes 24).
+MAX_BINS = 1024
+#: The most bytes all saved tensors of a trace may add up to (each one's bytes counted once, when it
+#: is saved): every memory figure graphview derives from them then fits an int64, and a float exactly.
+MAX_SAVED_TOTAL = MAX_COUNT
+#: Characters of a string in an event (a name, a type, a path, a dtype): a longer one is cut there
+#: and ends in :data:`CUT_MARK`. The free text of the fields in :data:`TEXT_CAPS` may be longer.
+STRING_CAP = 4096
+#: Characters of a message or a traceback line.
+TEXT_CAP = 64 << 10
+#: kind -> {top-level field: cap for every string inside it}: the fields that hold free text.
+TEXT_CAPS: dict[str, dict[str, int]] = {
+    "stdout": {"text": OUTPUT_CAP}, "stderr": {"text": OUTPUT_CAP},  # what the run itself keeps
+    "run_start": {"source": 4 << 20, "notes": TEXT_CAP},  # the script's source (graphview.record())
+    "run_end": {"message": TEXT_CAP},
+    "error": {"message": TEXT_CAP, "traceback": TEXT_CAP},
+}
+#: What ends a string that was cut.
+CUT_MARK = "…(cut)"
+
 
 class SchemaError(ValueError):
     """An event that breaks the schema; the message names the field and what is wrong."""
 
 
-def _is_int(v: object) -> bool:
-    return type(v) is int
+def _is_int(v: object) -> bool:  # a signed number (an exit code, a traceback's line)
+    return type(v) is int and -MAX_COUNT <= v <= MAX_COUNT
 
 
-def _is_num(v: object) -> bool:
-    return type(v) in (int, float) or v in ("nan", "inf", "-inf")
+def _is_count(v: object) -> bool:  # bytes, elements, an id, a version, a step, a line number
+    return type(v) is int and 0 <= v <= MAX_COUNT
+
+
+def _is_num(v: object) -> bool:  # a statistic or an element: a float, an int64's or uint64's value, nan or inf
+    t = type(v)
+    return t is float or (t is int and -MAX_ELEMENT <= v <= MAX_ELEMENT) or (t is str and v in ("nan", "inf", "-inf"))
+
+
+def _is_finite(v: object) -> bool:
+    return type(v) is int and -MAX_ELEMENT <= v <= MAX_ELEMENT or type(v) is float and math.isfinite(v)
 
 
 def _is_seconds(v: object) -> bool:  # a duration: finite, not negative, under a year
@@ -204,14 +248,25 @@ def _is_value(v: object) -> bool:  # one tensor element: a number, a bool, or a 
     return _is_num(v) or type(v) is bool or (type(v) is list and len(v) == 2 and all(map(_is_num, v)))
 
 
-def _depth_ok(v: object, depth: int = 0) -> bool:
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(v, dict):
-        return all(isinstance(k, str) and _depth_ok(x, depth + 1) for k, x in v.items())
-    if isinstance(v, list):
-        return all(_depth_ok(x, depth + 1) for x in v)
-    return v is None or isinstance(v, (str, int, float))
+def _depth_ok(v: object) -> bool:
+    """A free-form JSON value no deeper than :data:`MAX_DEPTH`, its integers within ±MAX_ELEMENT."""
+    stack = [(v, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+        elif type(v) is int:
+            if not -MAX_ELEMENT <= v <= MAX_ELEMENT:
+                return False
+        elif not (v is None or isinstance(v, (str, int, float))):
+            return False
+    return True
 
 
 def _list_of(check):
@@ -227,8 +282,8 @@ def _is_shape(v: object) -> bool:
         return False
     if not v:
         return True
-    # every size an int (one C pass over the types), then the range from the extremes
-    return _only(v, _INT_TYPE) and min(v) >= 0 and max(v) < 1 << 48
+    # every size an int (one C pass over the types), then the range from the extremes and the product
+    return _only(v, _INT_TYPE) and min(v) >= 0 and max(v) < 1 << 48 and (len(v) == 1 or math.prod(v) <= MAX_NUMEL)
 
 
 _INT_TYPE = frozenset({int})
@@ -241,9 +296,18 @@ def _only(items: list, types: frozenset) -> bool:
     return set(map(type, items)) <= types
 
 
-_STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_int,
-                 "nan": _is_int, "inf": _is_int, "hist": _list_of(_is_int), "hist_of": _is_int, "sampled": _is_int,
-                 "nnz": _is_int,
+def _elements_ok(values: list) -> bool:
+    """Every element of a ``values`` list is one tensor element (:func:`_is_value`)."""
+    types = set(map(type, values))
+    if types <= _PLAIN_VALUE_TYPES:  # (one C pass over the types; the integers' range after)
+        return int not in types or all(-MAX_ELEMENT <= x <= MAX_ELEMENT for x in values if type(x) is int)
+    return all(map(_is_value, values))
+
+
+_STATS_FIELDS = {"min": _is_num, "max": _is_num, "mean": _is_num, "norm": _is_num, "numel": _is_count,
+                 "nan": _is_count, "inf": _is_count,
+                 "hist": lambda v: type(v) is list and 0 < len(v) <= MAX_BINS and all(map(_is_count, v)),
+                 "hist_of": _is_count, "sampled": _is_count, "nnz": _is_count,
                  "of": lambda v: isinstance(v, str)}
 
 
@@ -253,8 +317,7 @@ def _values_problem(holder: dict) -> str | None:
         return "shape is not a list of sizes"
     if "values" in holder:
         values = holder["values"]
-        if (type(values) is not list or len(values) > FULL_VALUES_MAX
-                or not (_only(values, _PLAIN_VALUE_TYPES) or all(map(_is_value, values)))):
+        if type(values) is not list or len(values) > FULL_VALUES_MAX or not _elements_ok(values):
             return f"values is not a list of at most {FULL_VALUES_MAX} numbers"
         numel = 1
         for d in holder["shape"]:
@@ -267,7 +330,11 @@ def _values_problem(holder: dict) -> str | None:
             return "stats is not an object"
         for key, check in _STATS_FIELDS.items():
             if key in stats and stats[key] is not None and not check(stats[key]):
-                return f"stats.{key} has the wrong type"
+                return f"stats.{key} has the wrong type or is out of range"
+        if stats.get("hist") is not None:  # bins from min to max: both finite numbers, in order
+            low, high = stats.get("min"), stats.get("max")
+            if not (_is_finite(low) and _is_finite(high) and low <= high):
+                return "stats.hist without a finite min and max (min at most max) to bin from"
     return None
 
 
@@ -276,15 +343,17 @@ def _is_summary(v: object) -> bool:
 
 
 _INT, _STR, _BOOL = _is_int, (lambda v: isinstance(v, str)), (lambda v: type(v) is bool)
-_OINT, _OSTR = _maybe(_is_int), _maybe(lambda v: isinstance(v, str))
-_INTS = _list_of(_is_int)
-_REF = lambda v: type(v) is list and len(v) == 2 and all(map(_is_int, v))  # noqa: E731 - [tid, version]
+_COUNT = _ID = _is_count
+_OSTR = _maybe(lambda v: isinstance(v, str))
+_OCOUNT = _OID = _maybe(_is_count)
+_IDS = _list_of(_ID)
+_REF = lambda v: type(v) is list and len(v) == 2 and _ID(v[0]) and _COUNT(v[1])  # noqa: E731 - [tid, version]
 _FRAME = lambda v: (type(v) is dict and type(v.get("file")) is str and _is_int(v.get("line"))  # noqa: E731
                     and type(v.get("func")) is str and _OSTR(v.get("text")))
 _ANY = _depth_ok
 
 _OPTION_FIELDS = {"retain_graph": _BOOL, "create_graph": _BOOL, "detach_at": _list_of(_STR), "grad_mode": _STR,
-                  "accumulate": _BOOL, "device": _OSTR, "steps": _INT, "args": _list_of(_STR),
+                  "accumulate": _BOOL, "device": _OSTR, "steps": _COUNT, "args": _list_of(_STR),
                   "checkpoint": _list_of(_STR), "autocast": _OSTR, "save_on_cpu": _BOOL}
 
 
@@ -298,55 +367,55 @@ def is_options(v: object) -> bool:
 SCHEMA: dict[str, dict] = {
     "run_start": {"script": _OSTR, "mode": _STR, "torch": _OSTR, "python": _OSTR, "devices": _list_of(_STR),
                   "options": is_options, "notes": _list_of(_STR), "source?": _OSTR,
-                  "argv?": _list_of(_STR), "rank?": _OINT, "world_size?": _OINT},
+                  "argv?": _list_of(_STR), "rank?": _OCOUNT, "world_size?": _OCOUNT},
     "run_end": {"status": _STR, "exit_code": _INT, "message": _STR},
-    "step_start": {"step": _INT},
-    "step_end": {"step": _INT, "result": _is_summary, "tid?": _OINT, "seconds?": _is_seconds},
+    "step_start": {"step": _COUNT},
+    "step_end": {"step": _COUNT, "result": _is_summary, "tid?": _OID, "seconds?": _is_seconds},
     "stdout": {"text": _STR, "native?": _BOOL},
     "stderr": {"text": _STR, "native?": _BOOL},
-    "output_capped": {"stream": _STR, "bytes": _INT},
-    "tensor": {"tid": _INT, "version": _INT, "name": _OSTR, "kind": _STR, "shape": _is_shape, "dtype": _STR,
-               "device": _STR, "requires_grad": _BOOL, "is_leaf": _BOOL, "grad_fn": _OINT, "base": _OINT,
-               "line": _OINT, "new?": _BOOL},
-    "name": {"tid": _INT, "name": _STR, "also?": _list_of(_STR)},
-    "value": {"tid": _INT, "version?": _INT, "reason?": _STR, "shape": _is_shape},
-    "op": {"oid": _INT, "op": _STR, "line": _OINT, "module": _OSTR, "module_type?": _OSTR,
-           "inputs": _list_of(_REF), "outputs": _list_of(_REF), "grad_fn": _OINT, "mode": _STR, "inplace": _BOOL,
-           "recompute?": _OINT},
-    "node": {"vid": _INT, "name": _STR, "seq": _OINT, "leaf": _OINT, "custom": _BOOL, "line?": _OINT,
+    "output_capped": {"stream": _STR, "bytes": _COUNT},
+    "tensor": {"tid": _ID, "version": _COUNT, "name": _OSTR, "kind": _STR, "shape": _is_shape, "dtype": _STR,
+               "device": _STR, "requires_grad": _BOOL, "is_leaf": _BOOL, "grad_fn": _OID, "base": _OID,
+               "line": _OCOUNT, "new?": _BOOL},
+    "name": {"tid": _ID, "name": _STR, "also?": _list_of(_STR)},
+    "value": {"tid": _ID, "version?": _COUNT, "reason?": _STR, "shape": _is_shape},
+    "op": {"oid": _ID, "op": _STR, "line": _OCOUNT, "module": _OSTR, "module_type?": _OSTR,
+           "inputs": _list_of(_REF), "outputs": _list_of(_REF), "grad_fn": _OID, "mode": _STR, "inplace": _BOOL,
+           "recompute?": _OID},
+    "node": {"vid": _ID, "name": _STR, "seq": _OCOUNT, "leaf": _OID, "custom": _BOOL, "line?": _OCOUNT,
              "module?": _OSTR,
-             "next": _list_of(lambda v: type(v) is list and len(v) == 2 and _OINT(v[0]) and _is_int(v[1]))},
-    "saved": {"sid": _INT, "bytes": _INT, "storage": _STR, "device": _STR, "kind": _STR, "shape": _is_shape,
-              "dtype": _STR, "owner": _OINT, "attr": _OSTR, "recompute?": _OINT, "src?": _INT},
-    "own": {"sid": _INT, "owner": _INT, "attr": _OSTR},
-    "node_dead": {"vid": _INT},
-    "tensor_dead": {"tid": _INT},
-    "release": {"sid": _INT},
+             "next": _list_of(lambda v: type(v) is list and len(v) == 2 and _OID(v[0]) and _COUNT(v[1]))},
+    "saved": {"sid": _ID, "bytes": _COUNT, "storage": _STR, "device": _STR, "kind": _STR, "shape": _is_shape,
+              "dtype": _STR, "owner": _OID, "attr": _OSTR, "recompute?": _OID, "src?": _ID},
+    "own": {"sid": _ID, "owner": _ID, "attr": _OSTR},
+    "node_dead": {"vid": _ID},
+    "tensor_dead": {"tid": _ID},
+    "release": {"sid": _ID},
     "module_enter": {"path": _STR, "type": _STR},
     "module_exit": {"path": _STR},
-    "module_mode": {"type": _STR, "training": _BOOL, "line": _OINT},
-    "mode": {"mode": _STR, "line": _OINT},
-    "detach": {"src": _INT, "dst": _INT, "line": _OINT, "forced": _BOOL},
-    "retain_grad": {"tid": _INT, "line": _OINT},
-    "grad_read": {"tid": _INT, "none": _BOOL, "line": _OINT},
-    "backward_start": {"bid": _INT, "api": _STR, "roots": _list_of(_OINT), "root_tensors": _INTS,
+    "module_mode": {"type": _STR, "training": _BOOL, "line": _OCOUNT},
+    "mode": {"mode": _STR, "line": _OCOUNT},
+    "detach": {"src": _ID, "dst": _ID, "line": _OCOUNT, "forced": _BOOL},
+    "retain_grad": {"tid": _ID, "line": _OCOUNT},
+    "grad_read": {"tid": _ID, "none": _BOOL, "line": _OCOUNT},
+    "backward_start": {"bid": _ID, "api": _STR, "roots": _list_of(_OID), "root_tensors": _IDS,
                        "seeds": _list_of(_is_summary), "retain_graph": _BOOL, "create_graph": _BOOL,
-                       "inputs": _INTS, "forced": _list_of(_STR), "line": _OINT},
-    "bw_node": {"bid": _INT, "vid": _INT, "grads_in": _maybe(_list_of(_is_summary)),
-                "from_edge?": lambda v: type(v) is list and len(v) == 2 and all(_is_int(x) and x >= 0 for x in v)},
-    "bw_node_done": {"bid": _INT, "vid": _INT, "grads_out": _list_of(_is_summary)},
-    "accumulate": {"bid": _OINT, "tid": _INT, "vid": _OINT, "increment?": _is_summary, "grad?": _is_summary,
+                       "inputs": _IDS, "forced": _list_of(_STR), "line": _OCOUNT},
+    "bw_node": {"bid": _ID, "vid": _ID, "grads_in": _maybe(_list_of(_is_summary)),
+                "from_edge?": lambda v: type(v) is list and len(v) == 2 and _ID(v[0]) and _COUNT(v[1])},
+    "bw_node_done": {"bid": _ID, "vid": _ID, "grads_out": _list_of(_is_summary)},
+    "accumulate": {"bid": _OID, "tid": _ID, "vid": _OID, "increment?": _is_summary, "grad?": _is_summary,
                    "first?": _BOOL},
-    "tensor_grad": {"bid": _OINT, "tid": _INT, "grad": _is_summary},
-    "grad_result": {"bid": _INT, "tid": _INT, "grad": _is_summary},
-    "backward_end": {"bid": _INT, "ok": _BOOL, "freed?": _BOOL},
-    "grad_reset": {"tids": _INTS, "how": _STR, "line": _OINT, "source?": _OSTR, "value?": _is_summary},
-    "optimizer_step": {"optimizer": _STR, "tids": _INTS, "line": _OINT},
-    "alloc": {"device": _STR, "bytes": _INT},
-    "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OINT, "vid": _OINT,
-              "bid": _OINT, "limit?": _BOOL},
-    "paused": {"line": _OINT},
-    "resumed": {"line": _OINT},
+    "tensor_grad": {"bid": _OID, "tid": _ID, "grad": _is_summary},
+    "grad_result": {"bid": _ID, "tid": _ID, "grad": _is_summary},
+    "backward_end": {"bid": _ID, "ok": _BOOL, "freed?": _BOOL},
+    "grad_reset": {"tids": _IDS, "how": _STR, "line": _OCOUNT, "source?": _OSTR, "value?": _is_summary},
+    "optimizer_step": {"optimizer": _STR, "tids": _IDS, "line": _OCOUNT},
+    "alloc": {"device": _STR, "bytes": _COUNT},
+    "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OCOUNT, "vid": _OID,
+              "bid": _OID, "limit?": _BOOL},
+    "paused": {"line": _OCOUNT},
+    "resumed": {"line": _OCOUNT},
     "phase": {"phase": _STR},
     "gradcheck": {"tensor": _STR, "shape": _is_shape, "autograd": _list_of(_is_num), "numeric": _list_of(_is_num),
                   "max_abs_error": _is_num, "max_rel_error": _is_num, "eps": _is_num},
@@ -400,12 +469,18 @@ def _ids(value: object, how: str) -> "list | tuple":
 #: kind -> (id kind, field): the ids an event introduces.
 INTRODUCES = {"tensor": ("tid", "tid"), "node": ("vid", "vid"), "saved": ("sid", "sid"),
               "backward_start": ("bid", "bid")}
+#: the kinds whose id is introduced once: the recorder numbers each autograd node, saved tensor and
+#: backward call afresh (a tensor is introduced again at each new version of it). A node introduced
+#: again could make an edge to itself or a cycle, which autograd's graph never has.
+INTRODUCED_ONCE = frozenset({"node", "saved", "backward_start"})
 
 
-#: checks that pass every value of these types without being called (the checks of a plain int,
-#: string or bool field, or of one that may also be null): the checker tests the type instead
-_SURE_TYPES = {_INT: frozenset({int}), _STR: frozenset({str}), _BOOL: frozenset({bool}),
-               _OINT: frozenset({int, type(None)}), _OSTR: frozenset({str, type(None)})}
+#: checks that pass every value of these types without being called (the checks of a plain string
+#: or bool field, or of one that may also be null): the checker tests the type instead
+_SURE_TYPES = {_STR: frozenset({str}), _BOOL: frozenset({bool}), _OSTR: frozenset({str, type(None)})}
+#: checks of an integer in a range (a count, an id, a signed number; the last may also be null):
+#: the checker tests the type and the range inline, and calls the check only when that fails
+_RANGES = {_COUNT: (0, MAX_COUNT), _OCOUNT: (0, MAX_COUNT), _INT: (-MAX_COUNT, MAX_COUNT)}
 _UNSURE: frozenset = frozenset()
 _MISSING = object()  # what a missing field reads as (its type is in no set of sure types)
 
@@ -436,7 +511,11 @@ def _compile(kind: str):
         env[f"check{i}"] = check
         body.append(f"    v = get({name!r}, _MISSING)")
         indent = "    "
-        if sure:
+        if check in _RANGES:
+            low, high = _RANGES[check]
+            body.append(f"    if type(v) is not int or not {low} <= v <= {high}:")
+            indent = "        "
+        elif sure:
             names = []
             for j, t in enumerate(sorted(sure, key=lambda t: t.__name__)):
                 env[f"type{i}_{j}"] = t
@@ -471,8 +550,19 @@ def _compile(kind: str):
                 body.append("            if item is not None and item not in ids:")
                 body.append("                return False")
     introduced = INTRODUCES.get(kind)
+    if kind == "saved":
+        body.append("    total = known['saved_bytes'][0] + event['bytes']")
+        body.append(f"    if total > {MAX_SAVED_TOTAL}:")
+        body.append("        return False")
     if introduced is not None:
-        body.append(f"    known[{introduced[0]!r}].add(event[{introduced[1]!r}])")
+        body.append(f"    v = event[{introduced[1]!r}]")
+        body.append(f"    ids = known[{introduced[0]!r}]")
+        if kind in INTRODUCED_ONCE:
+            body.append("    if v in ids:")
+            body.append("        return False")
+        body.append("    ids.add(v)")
+    if kind == "saved":
+        body.append("    known['saved_bytes'][0] = total")
     body.append("    return True")
     exec("\n".join(body), env)  # noqa: S102 - code written here, from the schema: no input in it
     return env["passes"]
@@ -486,7 +576,8 @@ class EventChecker:
     """Checks events in stream order: schema and references to earlier events."""
 
     def __init__(self) -> None:
-        self.known: dict[str, set] = {"tid": set(), "vid": set(), "sid": set(), "bid": set()}
+        # the ids introduced so far, and (saved_bytes) the bytes of all saved tensors so far
+        self.known: dict = {"tid": set(), "vid": set(), "sid": set(), "bid": set(), "saved_bytes": [0]}
 
     def check(self, event: object) -> None:
         """Raise :class:`SchemaError` naming what is wrong with ``event``."""
@@ -511,8 +602,18 @@ class EventChecker:
                 if ident is not None and ident not in ids:
                     raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
         introduced = INTRODUCES.get(kind)
+        if kind == "saved":
+            total = known["saved_bytes"][0] + event["bytes"]
+            if total > MAX_SAVED_TOTAL:
+                raise SchemaError(f"saved event: the saved tensors add up to more than 2**53 bytes ({total:,})")
         if introduced is not None:
-            known[introduced[0]].add(event[introduced[1]])
+            what, name = introduced
+            if kind in INTRODUCED_ONCE and event[name] in known[what]:
+                raise SchemaError(f"{kind} event introduces {what} {event[name]} again "
+                                  "(an earlier event introduced it)")
+            known[what].add(event[name])
+        if kind == "saved":
+            known["saved_bytes"][0] = total
 
     @staticmethod
     def _check_fields(event: object) -> None:
@@ -534,11 +635,88 @@ class EventChecker:
                     continue
                 raise SchemaError(f"{kind} event without its '{name}' field")
             if not check(event[name]):
-                raise SchemaError(f"{kind} event with a bad '{name}' field ({_short(event[name])})")
+                value = event[name]
+                reason = ": out of range" if type(value) is int else ""
+                raise SchemaError(f"{kind} event with a bad '{name}' field ({_short(value)}{reason})")
         if kind in ("tensor", "value"):
             problem = _values_problem(event) if ("values" in event or "stats" in event) else None
             if problem:
                 raise SchemaError(f"{kind} event: {problem}")
+
+
+# --------------------------------------------------------------------------- strings
+#: a UTF-16 surrogate: in a decoded string, one without its pair (JSON's "\ud800"), which no
+#: encoder writes out and no view can show
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: what in a line of JSON may decode to one: an escape of a surrogate, or its bytes encoded as UTF-8
+SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def tidy_text(text: str, cap: int = STRING_CAP) -> str:
+    """``text`` cut to ``cap`` characters (ending in :data:`CUT_MARK`), lone surrogates replaced by
+    U+FFFD; ``text`` itself when it needs neither."""
+    if len(text) > cap:
+        text = text[:cap] + CUT_MARK
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _tidy_tree(value: object, cap: int) -> object:
+    """``value`` with every string in it (keys too) tidied (:func:`tidy_text`); lists and dicts in
+    it are changed in place, walked with a stack of their own (no recursion)."""
+    if type(value) is str:
+        return tidy_text(value, cap)
+    stack = [value] if isinstance(value, (list, dict)) else []
+    while stack:
+        container = stack.pop()
+        if isinstance(container, list):
+            for i, item in enumerate(container):
+                if type(item) is str:
+                    tidied = tidy_text(item, cap)
+                    if tidied is not item:
+                        container[i] = tidied
+                elif isinstance(item, (list, dict)):
+                    stack.append(item)
+            continue
+        for key in list(container):
+            item = container[key]
+            if type(item) is str:
+                tidied = tidy_text(item, cap)
+                if tidied is not item:
+                    container[key] = item = tidied
+            elif isinstance(item, (list, dict)):
+                stack.append(item)
+            if type(key) is str:
+                tidied = tidy_text(key, cap)
+                if tidied is not key:
+                    del container[key]
+                    container[tidied] = item
+    return value
+
+
+def tidy_event(event: dict) -> dict:
+    """``event`` (a checked one, or a trace's header) with its strings held to the limits: each cut
+    to :data:`STRING_CAP` characters (the free text of :data:`TEXT_CAPS` to its own cap) with a
+    visible :data:`CUT_MARK`, and lone surrogates replaced by U+FFFD. Changed in place."""
+    caps = TEXT_CAPS.get(event.get("ev"), {}) if type(event.get("ev")) is str else {}
+    for key in list(event):
+        cap = caps.get(key, STRING_CAP)
+        item = event[key]
+        tidied = _tidy_tree(item, cap)
+        if tidied is not item:
+            event[key] = tidied
+        if type(key) is str:
+            short = tidy_text(key)
+            if short is not key:
+                event[short] = event.pop(key)
+    return event
+
+
+def needs_tidying(line: bytes) -> bool:
+    """Whether the JSON text ``line`` may hold a string :func:`tidy_event` would change: one longer
+    than :data:`STRING_CAP` (a string is never longer than its JSON text) or a surrogate."""
+    return len(line) > STRING_CAP or SURROGATE_BYTES.search(line) is not None
 
 
 def _short(value: object) -> str:

@@ -4,19 +4,22 @@ Layout (``.gvtrace``): UTF-8 text, one JSON object per line. The first line is a
 ``{"format": "graphview-trace", "version": 1, ...}``; every following line is one event
 (see :mod:`graphview.core.events`). JSON never executes code when read, and a file cut off
 mid-write (a killed recorder, a full disk) still opens: reading stops at the last complete
-event and says so in a warning.
+event and says so in a warning. A trace is someone else's data: the reader opens only regular
+files, caps lines (:data:`LINE_CAP`) and strings, and range-checks numbers before any view sees
+them (docs/safety.md, "A trace holds no limits of its own").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
-from graphview.core.event_log import Piece
-from graphview.core.events import SCHEMA_VERSION, EventChecker, SchemaError, is_options
+from graphview.core.events import (MAX_COUNT, SCHEMA_VERSION, STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError,
+                                   is_options, needs_tidying, tidy_event)
 from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
                                   os_reason)
 
@@ -26,6 +29,10 @@ SUFFIX = ".gvtrace"
 #: is a script (graphview runs it when asked to); any other file is read as a trace and must be
 #: one. What a file holds never makes graphview run it.
 SCRIPT_SUFFIX = ".py"
+#: The longest line a trace may have, in bytes. The longest event graphview writes is a script's
+#: output (at most :data:`~graphview.core.events.OUTPUT_CAP` characters, up to 12 bytes each in JSON);
+#: a longer line is damage: reading stops before it, with a warning, and never holds more of it.
+LINE_CAP = 32 << 20
 
 
 def is_script(path: str | os.PathLike) -> bool:
@@ -171,25 +178,41 @@ def write_trace(path: str | os.PathLike, events: Iterable[dict], header: dict | 
 
 def read_trace(path: str | os.PathLike) -> Trace:
     """Read a trace file. Raises :class:`TraceError` with a one-line reason if it is unusable."""
-    path = os.fspath(path)
-    with open_trace_file(path) as f:
-        try:
-            data = f.read()
-        except OSError as exc:
-            raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_trace(data, path)
+    from graphview.core.trace_pieces import TracePieces
+
+    return TracePieces(path, piece_bytes=4 << 20).read_all()
+
+
+#: what graphview calls a file that is not a regular one, by its type
+_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
 
 
 def open_trace_file(path: str) -> IO[bytes]:
-    """``path`` opened for reading in binary; :class:`TraceError` with a one-line reason if it cannot be."""
+    """``path`` opened for reading in binary; :class:`TraceError` with a one-line reason if it cannot
+    be. Only a regular file is a trace: a FIFO (whose opening would wait for a writer, and whose
+    reading never ends while one writes), a device (``/dev/zero`` reads without end) or a socket is
+    refused, also through a symbolic link, without reading from it."""
     try:
-        return open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise TraceError(f"no such file: {path}") from None
     except IsADirectoryError:
         raise TraceError(f"{path} is a folder, not a trace file") from None
     except OSError as exc:
         raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise TraceError(f"{path} is a folder, not a trace file")
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "no regular file")
+            raise TraceError(f"{path} is {kind}, not a trace file: graphview reads traces only from regular files")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _parse_lines_at_once(lines: list[bytes]) -> list | None:
@@ -230,9 +253,27 @@ def parse_header(line: bytes, name: str = "trace") -> dict:
             f"{name} is a graphview trace of version {version!r}; this graphview reads version "
             f"{SCHEMA_VERSION} and older (upgrade graphview to open it)"
         )
-    if not is_options(header.get("options", {})) or not isinstance(header.get("script", ""), (str, type(None))):
-        raise TraceError(f"{name} is not a valid graphview trace: its header has a bad 'options' or 'script' field")
-    return header
+    for field, check in _HEADER_FIELDS.items():
+        if field in header and not check(header[field]):
+            raise TraceError(f"{name} is not a valid graphview trace: its header has a bad '{field}' field")
+    return tidy_event(header)
+
+
+def _strings(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+#: the header's fields graphview reads (any other is kept and never read), and their checks
+_HEADER_FIELDS = {
+    "options": is_options, "script": _optional(lambda v: type(v) is str), "argv": _optional(_strings),
+    "graphview": _optional(lambda v: type(v) is str), "origin": _optional(lambda v: type(v) is str),
+    "rank": _optional(lambda v: type(v) is int and 0 <= v <= MAX_COUNT),
+    "world_size": _optional(lambda v: type(v) is int and 0 <= v <= MAX_COUNT),
+}
 
 
 def end_warnings(events: list[dict], warnings: list[str], name: str) -> list[str]:
@@ -248,48 +289,26 @@ def end_warnings(events: list[dict], warnings: list[str], name: str) -> list[str
 def parse_trace(data: bytes, name: str = "trace") -> Trace:
     """Parse a trace; every event is checked against the schema (:class:`EventChecker`).
 
-    A line that is not JSON (damage, a cut-off last line) ends the trace there, with a warning.
-    An event that is JSON but breaks the schema (a wrong type, a missing field, an id no earlier
-    event introduced, nesting beyond the limits) is no recording graphview made: the whole file
-    is refused with a :class:`TraceError` naming the line and the fault."""
-    if not data.strip():
-        raise TraceError(f"{name} is empty, not a graphview trace")
-    lines = data.split(b"\n")
-    header = parse_header(lines[0], name)
-    events: list[dict] = []
-    warnings: list[str] = []
-    complete = data.endswith(b"\n")
-    body = lines[1:]
-    if body and body[-1] == b"":
-        body = body[:-1]
-    checker = EventChecker()
-    kept: list[bytes] = []  # the line of each event: a run keeps it rather than encode the event again
-    parsed = _parse_lines_at_once(body if complete else body[:-1])
-    if parsed is not None:
-        for number, event in enumerate(parsed, start=2):
-            _check(checker, event, name, number)
-        events = parsed
-        kept = body[:len(parsed)]
-        body = body[len(parsed):]  # what is left: the cut-off last line, if any
-    first = len(events) + 2
-    for number, raw in enumerate(body, start=first):
-        last = number == first + len(body) - 1
-        try:
-            event = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            if last and not complete:
-                warnings.append(
-                    f"{name} ends in an incomplete event (the recording was cut off); "
-                    f"opened the {len(events)} complete events before it"
-                )
-            else:
-                warnings.append(
-                    f"{name} is damaged at line {number}; opened the {len(events)} events before it"
-                )
-            break
-        except RecursionError:
-            raise TraceError(f"{name} is not a valid graphview trace: line {number} nests deeper than any event") from None
-        _check(checker, event, name, number)
-        events.append(event)
-        kept.append(raw)
-    return Trace(header=header, events=Piece(events, kept), warnings=end_warnings(events, warnings, name))
+    A line that is not JSON (damage, a cut-off last line) or is longer than :data:`LINE_CAP` ends
+    the trace there, with a warning. An event that is JSON but breaks the schema (a wrong type, a
+    missing field, a number out of range, an id no earlier event introduced, nesting beyond the
+    limits) is no recording graphview made: the whole file is refused with a :class:`TraceError`
+    naming the line and the fault. Strings are held to their caps (:func:`tidy_event`)."""
+    import io
+
+    from graphview.core.trace_pieces import TracePieces
+
+    reader = TracePieces(name, piece_bytes=len(data) + 1, file=io.BufferedReader(io.BytesIO(data)), size=len(data))
+    return reader.read_all()
+
+
+def tidy_lines(events: list, kept: list, lines: list[bytes], data: bytes) -> None:
+    """Hold the strings of ``events`` (decoded from ``lines``, which ``data`` holds) to their caps:
+    an event whose line may hold a long string or a surrogate is tidied (:func:`tidy_event`) and
+    its line dropped from ``kept`` (the run encodes the tidied event instead)."""
+    if not lines or (max(map(len, lines)) <= STRING_CAP and SURROGATE_BYTES.search(data) is None):
+        return
+    for i, line in enumerate(lines[:len(events)]):
+        if needs_tidying(line):
+            tidy_event(events[i])
+            kept[i] = None

@@ -1,21 +1,24 @@
 """Reading a trace a piece at a time: what the app uses to open a big trace while it stays live.
 
 :class:`TracePieces` checks the header when it opens the file, then hands out the events a few
-megabytes at a time (:meth:`TracePieces.next_piece`), every event checked against the schema as
-:func:`graphview.core.trace.parse_trace` checks it, with the same line numbers in its messages
-and the same warnings about damage, a cut-off end or a partial recording. What it has handed
-out is all it keeps in memory of the file: the caller builds its run from the pieces as they
-come.
+megabytes at a time (:meth:`TracePieces.next_piece`), every event checked against the schema,
+with its line number in the message, its strings held to their caps, and warnings about damage,
+a line over :data:`~graphview.core.trace.LINE_CAP`, a cut-off end or a partial recording. What it
+has handed out is all it keeps in memory of the file (and at most one line of the cap more): the
+caller builds its run from the pieces as they come. :func:`graphview.core.trace.parse_trace` and
+``read_trace`` read through it too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from typing import IO
 
 from graphview.core.event_log import Piece
 from graphview.core.events import EventChecker
-from graphview.core.trace import Trace, TraceError, _check, _parse_lines_at_once, end_warnings, open_trace_file, parse_header
+from graphview.core.trace import (LINE_CAP, Trace, TraceError, _check, _parse_lines_at_once, end_warnings,
+                                  open_trace_file, parse_header, tidy_lines)
 
 #: bytes read per piece (about 1,300 events of a typical trace: checked in some 50 ms)
 PIECE_BYTES = 256 << 10
@@ -26,29 +29,35 @@ class TracePieces:
 
     Raises :class:`TraceError` (a one-line reason) when the file cannot be opened or its header
     is not a graphview trace's, and from :meth:`next_piece` when an event breaks the schema.
+    ``file`` and ``size``: read from that open binary file instead (``path`` names it in messages).
 
     Attributes
     ----------
     header : dict
         The trace's header.
     warnings : list of str
-        Damage found so far (reading stops at a line that is not JSON, as ``parse_trace`` does).
+        Damage found so far (reading stops at a line that is not JSON, or is too long).
     done : bool
         Every readable event has been handed out.
     count : int
         Events handed out so far.
     """
 
-    def __init__(self, path: str | os.PathLike, piece_bytes: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, piece_bytes: int | None = None, file: IO[bytes] | None = None,
+                 size: int | None = None) -> None:
         self.path = os.fspath(path)
         self.piece_bytes = piece_bytes or PIECE_BYTES
-        self._file = open_trace_file(self.path)
-        self.size = os.fstat(self._file.fileno()).st_size
-        first = self._file.readline()
+        self._file = open_trace_file(self.path) if file is None else file
+        self.size = os.fstat(self._file.fileno()).st_size if size is None else size
+        first = self._file.readline(LINE_CAP + 1)
         self._position = len(first)
         if not first.strip() and self._only_whitespace_left():
             self.close()
             raise TraceError(f"{self.path} is empty, not a graphview trace")
+        if len(first) > LINE_CAP and not first.endswith(b"\n"):
+            self.close()
+            raise TraceError(f"{self.path} is not a graphview trace (its first line is longer than "
+                             f"{LINE_CAP >> 20} MiB, longer than any trace header)")
         try:
             self.header = parse_header(first.rstrip(b"\n"), self.path)
         except TraceError:
@@ -59,6 +68,7 @@ class TracePieces:
         self.count = 0
         self._checker = EventChecker()
         self._last: dict | None = None
+        self._rest = b""  # the start of a line the last piece read part of
 
     def _only_whitespace_left(self) -> bool:
         while True:
@@ -74,16 +84,41 @@ class TracePieces:
         while this one reads, and the file's lock would make it wait)."""
         return self._position
 
+    def _read_lines(self) -> tuple[list[bytes], bool, bool, bytes]:
+        """The next whole lines (about :attr:`piece_bytes` of them, at least one unless the file ends),
+        without their newlines: ``(lines, complete, at_end, data)``. ``complete``: the last line
+        ended in a newline (at the file's end it may not have); ``at_end``: nothing is left to read.
+        A line longer than :data:`LINE_CAP` is handed out as read so far, never read further: the
+        caller stops there."""
+        block = self._file.read(self.piece_bytes)
+        data = self._rest + block
+        cut = data.rfind(b"\n")
+        if cut < 0 and data and len(data) <= LINE_CAP:  # not one whole line yet: the rest of it, up to the cap
+            more = self._file.readline(LINE_CAP + 1 - len(data))
+            block += more
+            data += more
+            cut = data.rfind(b"\n")
+        self._position += len(block)
+        at_end = self._file.peek(1) == b"" if hasattr(self._file, "peek") else not block
+        whole, self._rest = (data[:cut], data[cut + 1:]) if cut >= 0 else (b"", data)
+        lines = whole.split(b"\n") if cut >= 0 else []
+        complete = True
+        if self._rest and (at_end or len(self._rest) > LINE_CAP):
+            lines.append(self._rest)  # the cut-off last line, or one over the cap (never read further)
+            complete = False
+            at_end = True
+            self._rest = b""
+        return lines, complete, at_end, data
+
     def next_piece(self) -> Piece:
         """The next events, with their lines (an empty piece once :attr:`done`)."""
         if self.done:
             return Piece()
-        raw = self._file.readlines(self.piece_bytes)
-        self._position += sum(map(len, raw))
-        at_end = len(raw) == 0 or not raw[-1].endswith(b"\n") or self._file.peek(1) == b""
-        lines = [line[:-1] if line.endswith(b"\n") else line for line in raw]
-        complete = not raw or raw[-1].endswith(b"\n")
+        lines, complete, at_end, data = self._read_lines()
         number = self.count + 2  # the line number of the first event of this piece
+        long = next((i for i, line in enumerate(lines) if len(line) > LINE_CAP), None)
+        if long is not None:  # decoded up to it, never it
+            lines, complete, at_end = lines[:long], True, True
         events: list[dict] = []
         kept: list[bytes] = []
         whole = lines if complete else lines[:-1]
@@ -92,7 +127,7 @@ class TracePieces:
             for offset, event in enumerate(parsed):
                 _check(self._checker, event, self.path, number + offset)
             events = parsed
-            kept = whole
+            kept = list(whole)
             rest = lines[len(parsed):]
         else:
             rest = lines
@@ -109,6 +144,7 @@ class TracePieces:
                     self.warnings.append(f"{self.path} is damaged at line {start + offset}; opened the {total} "
                                          "events before it")
                 at_end = True
+                long = None
                 break
             except RecursionError:
                 raise TraceError(f"{self.path} is not a valid graphview trace: line {start + offset} nests deeper "
@@ -116,6 +152,10 @@ class TracePieces:
             _check(self._checker, event, self.path, start + offset)
             events.append(event)
             kept.append(line)
+        if long is not None:
+            self.warnings.append(f"{self.path}: line {number + long} is longer than {LINE_CAP >> 20} MiB, longer than "
+                                 f"any event graphview writes; opened the {self.count + len(events)} events before it")
+        tidy_lines(events, kept, lines, data)
         self.count += len(events)
         if events:
             self._last = events[-1]

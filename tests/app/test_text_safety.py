@@ -20,6 +20,9 @@ from tests.hostile import HOSTILE, write_hostile_trace
 RAW = ("\x1b", "\x07", "\x00", "\x01", "\x0b", "\ud800")
 #: what they are printed as instead
 ESCAPED = "\\x1b[2J\\x1b]0;pwned\\x07\\x00\\x01\\x0b\\ud800"
+#: the same, of a string read from a trace: the reader has replaced the lone surrogate by U+FFFD
+#: (docs/safety.md, "A trace holds no limits of its own"), which is printable
+FROM_TRACE = ESCAPED.replace("\\ud800", "\ufffd")
 
 
 def assert_clean(text: str) -> None:
@@ -51,9 +54,9 @@ def test_visible_and_xml_text():
 def test_info_prints_every_string_of_the_trace_escaped(capsys, hostile_trace):
     code, out, err = cli(capsys, "info", hostile_trace)
     assert code == 0
-    assert f"error:           line 14: <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}ValueError" in out
-    assert f"torch:           <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}2.13" in out
-    assert f"grad <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}model.0.weight" in out
+    assert f"error:           line 14: <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}ValueError" in out
+    assert f"torch:           <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}2.13" in out
+    assert f"grad <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}model.0.weight" in out
     code, out, _ = cli(capsys, "info", hostile_trace, "--json")
     assert code == 0 and "\\u001b" in out
 
@@ -61,8 +64,8 @@ def test_info_prints_every_string_of_the_trace_escaped(capsys, hostile_trace):
 def test_check_prints_its_findings_escaped(capsys, hostile_trace):
     code, out, err = cli(capsys, "check", hostile_trace)
     assert code == 1
-    assert f"{ESCAPED}spare.grad is None" in out and "[grad-none-unused]" in out
-    assert f"No backward reached <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}spare" in out
+    assert f"{FROM_TRACE}spare.grad is None" in out and "[grad-none-unused]" in out
+    assert f"No backward reached <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}spare" in out
     assert "graphview: the script failed (<img src=file:///etc/passwd>" in err
 
 
@@ -72,8 +75,8 @@ def test_diff_prints_op_names_and_module_paths_escaped(capsys, hostile_trace, tm
         g.write(f.read().replace('\\u001b', "").replace("\\u0007", ""))
     code, out, err = cli(capsys, "diff", hostile_trace, plain)
     assert code == 1  # (both scripts failed)
-    assert f"- <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}AddmmBackward0" in out
-    assert f"in <img src=file:///etc/passwd><font size=7>BIG</font>{ESCAPED}model.0)" in out
+    assert f"- <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}AddmmBackward0" in out
+    assert f"in <img src=file:///etc/passwd><font size=7>BIG</font>{FROM_TRACE}model.0)" in out
 
 
 def test_exports_parse_as_xml_and_say_nothing_raw(capsys, hostile_trace, tmp_path):
@@ -87,7 +90,7 @@ def test_exports_parse_as_xml_and_say_nothing_raw(capsys, hostile_trace, tmp_pat
     assert "<img src=file:///etc/passwd><font size=7>BIG</font>\\x1b[2J" in texts  # the caption, as text
     graphml = ET.parse(tmp_path / "graph.graphml").getroot()
     values = [d.text or "" for d in graphml.iter() if d.tag.endswith("data")]
-    assert any(v.startswith("<img src=file:///etc/passwd><font size=7>BIG</font>" + ESCAPED) for v in values)
+    assert any(v.startswith("<img src=file:///etc/passwd><font size=7>BIG</font>" + FROM_TRACE) for v in values)
     dot = (tmp_path / "graph.dot").read_text(encoding="utf-8")
     assert_clean(dot)
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from graphview.core import event_log
 from graphview.core.event_log import EventLog, Piece
-from graphview.core.events import INTRODUCES, REFERENCES, SCHEMA, EventChecker, SchemaError, _ids
+from graphview.core.events import (INTRODUCED_ONCE, INTRODUCES, MAX_SAVED_TOTAL, REFERENCES, SCHEMA, EventChecker,
+                                   SchemaError, _ids)
 from graphview.core.run import Run
 from tests.conftest import lesson, model, zoo
 
@@ -44,6 +45,7 @@ class FieldByField:
 
     def __init__(self) -> None:
         self.known: dict[str, set] = {"tid": set(), "vid": set(), "sid": set(), "bid": set()}
+        self.saved_bytes = 0
 
     def check(self, event: object) -> None:
         EventChecker._check_fields(event)
@@ -53,9 +55,17 @@ class FieldByField:
                 for ident in _ids(event[name], how):
                     if ident is not None and ident not in self.known[what]:
                         raise SchemaError(f"{kind} event refers to {what} {ident}, which no earlier event introduced")
+        if kind == "saved" and self.saved_bytes + event["bytes"] > MAX_SAVED_TOTAL:
+            raise SchemaError(f"saved event: the saved tensors add up to more than 2**53 bytes "
+                              f"({self.saved_bytes + event['bytes']:,})")
         if kind in INTRODUCES:
             what, name = INTRODUCES[kind]
+            if kind in INTRODUCED_ONCE and event[name] in self.known[what]:
+                raise SchemaError(f"{kind} event introduces {what} {event[name]} again "
+                                  "(an earlier event introduced it)")
             self.known[what].add(event[name])
+        if kind == "saved":
+            self.saved_bytes += event["bytes"]
 
 
 def verdicts(checker, events: list) -> list[str | None]:
@@ -87,7 +97,7 @@ def mutated_events(draw):
             continue
         fields = sorted(k for k in event if k != "ev") or ["ev"]
         name = draw(st.sampled_from(fields))
-        how = draw(st.sampled_from(["retype", "drop", "kind", "element", "odd"]))
+        how = draw(st.sampled_from(["retype", "drop", "kind", "element", "odd", "again", "huge"]))
         if how == "retype":
             event[name] = draw(ODD_VALUES)
         elif how == "drop":
@@ -99,6 +109,10 @@ def mutated_events(draw):
             event[name][at] = draw(ODD_VALUES)
         elif how == "odd":
             events[i] = draw(st.sampled_from([[], "tensor", 3, None, {"no": "ev"}]))
+        elif how == "again":  # an event again (a node, a saved tensor, a backward call introduced twice)
+            events.insert(i, copy.deepcopy(event))
+        elif how == "huge" and type(event.get(name)) is int:  # a number beyond the limits
+            event[name] = draw(st.sampled_from([-1, 2**53 + 1, 2**63, -2**63, 10**400]))
     return events
 
 

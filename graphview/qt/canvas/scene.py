@@ -113,9 +113,12 @@ class GraphScene(QGraphicsScene):
 
     def set_run(self, run: Run) -> None:
         self.boxes.reset()
+        # forgotten before the items go: clearing them unselects the selected one, and the selection's
+        # handler must not look for the kept node among items already deleted
+        self._kept_selection = None
+        self.node_items.clear()
         self.clear()
         self.sketch = SketchItem(self)
-        self.node_items.clear()
         self._edge_item_of = {}
         self._edges_done = 0
         self._edge_ids_of = {}
