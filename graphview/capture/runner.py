@@ -107,7 +107,11 @@ class EventPipe:
             # no container is made from here to the clear (that could start the collector, whose
             # finalisers emit: see NOTE [Deaths reported by finalisers]), and a Stop (SIGTERM raises
             # in the script's thread) loses no line; what a write left goes first next time
-            self._unsent += ("\n".join(lines) + "\n").encode("ascii")
+            try:
+                self._unsent += ("\n".join(lines) + "\n").encode("ascii")
+            except MemoryError:  # at the script's memory limit: no room for a copy of them all
+                self._write_one_by_one()
+                return
             lines.clear()
         if not self._unsent:
             return
@@ -122,6 +126,23 @@ class EventPipe:
             self.broken = self._off = True
             if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
                 self._lose()
+
+    def _write_one_by_one(self) -> None:
+        """Write what is unsent, then each buffered line on its own: one line's copy at a time (a
+        script at its memory limit left no room for a copy of every line at once)."""
+        try:
+            while self._unsent:
+                self._unsent = self._unsent[os.write(self._fd, self._unsent):]
+            while self._lines:
+                line = self._lines[0]
+                for start in range(0, len(line), _PIECE):  # (a 24 MiB name: a MiB's copy at a time)
+                    data = memoryview(line[start:start + _PIECE].encode("ascii"))
+                    while data:
+                        data = data[os.write(self._fd, data):]
+                os.write(self._fd, b"\n")
+                del self._lines[0]
+        except (BrokenPipeError, OSError, ValueError):
+            self.broken = self._off = True
 
     def _lose(self) -> None:
         """The script closed the channel (or replaced it): write nothing more, and say so once."""
@@ -194,6 +215,8 @@ WRITE_EVERY_S = 0.002
 #: the longest a line waits when nothing follows it (no handover, no other event)
 LATE_WRITE_S = 0.02
 #: kinds written at once: the script's output (printed just before a crash) and the boundaries
+#: how much of a line the runner copies at once when the script left no memory for a whole line
+_PIECE = 1 << 20
 _WRITE_AT_ONCE = frozenset({"run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
                             "error", "phase", "backward_end", "optimizer_step", "paused", "resumed"})
 
