@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from graphview.core.held import Held, Peak, held_by_nodes, human
 from graphview.core.run import Run
+from graphview.core.whatif import nodes_by_module
 
 #: the modules a report names at most
 TOP = 5
@@ -37,15 +38,7 @@ def modules_at(run: Run, peak: Peak, limit: int = TOP) -> list[ModuleShare]:
     """The modules holding the most activations at ``peak``, as a user would open them: from the
     models called as a whole, the biggest entry is opened into its parts while it holds more
     than half of the activations and has parts that hold any (numbered layers stay one family)."""
-    vids_of: dict[str, set[int]] = {}
-    for node in run.op_nodes.values():
-        if node.module is None or node.born > peak.at or node.module.startswith("checkpoint recompute"):
-            continue
-        path = node.module
-        while path:
-            vids_of.setdefault(path, set()).add(node.vid)
-            path = path.rpartition(".")[0]
-    held = {path: held_by_nodes(run, vids, peak.at) for path, vids in vids_of.items()}
+    held = {path: held_by_nodes(run, vids, peak.at) for path, vids in nodes_by_module(run, 0, peak.at).items()}
     children: dict[str, list[str]] = {}
     for path in held:
         children.setdefault(path.rpartition(".")[0], []).append(path)

@@ -24,6 +24,7 @@ from functools import partial
 from typing import Callable, Iterable, Iterator, Mapping
 
 from graphview.core.event_log import EventLog
+from graphview.core.held import held_by_nodes
 from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.events import FAILED_STATUSES
 from graphview.core.memory_arrays import MemoryArrays
@@ -766,13 +767,8 @@ class Run:
 
     def saved_bytes_held_by(self, vids: set[int], index: int) -> int:
         """Bytes of the saved tensors live after event ``index`` whose owner is in ``vids``,
-        each storage counted once."""
-        storages: dict[tuple, int] = {}
-        for vid in vids:
-            for saved in self.saved_by_owner.get(vid, ()):
-                if saved.held_at(index):
-                    storages[(saved.device, saved.storage)] = saved.bytes
-        return sum(storages.values())
+        each storage counted once (:func:`graphview.core.held.held_by_nodes`, all kinds together)."""
+        return held_by_nodes(self, vids, index).total
 
     def checkpoint_would_free(self, vids: set[int], index: int, owners: dict | None = None) -> int:
         """Of :meth:`saved_bytes_held_by`, the bytes a checkpoint of the nodes ``vids`` (one module's)

@@ -71,15 +71,21 @@ def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
     """Module path -> bytes its autograd nodes (nested modules' included, a checkpoint's recompute
     not) hold when the step's first backward starts."""
     at = backward_start_in(run, start, end)
+    return {path: run.saved_bytes_held_by(vids, at) for path, vids in nodes_by_module(run, start, at).items()}
+
+
+def nodes_by_module(run: Run, start: int, end: int) -> dict[str, set[int]]:
+    """Module path -> the vids of the autograd nodes made inside its calls (its modules' included)
+    between events ``start`` and ``end``, a checkpoint's recompute left out."""
     vids_of: dict[str, set[int]] = {}
     for node in run.op_nodes.values():
-        if node.module is None or node.module.startswith(RECOMPUTE_MODULE) or not (start <= node.born <= at):
+        if node.module is None or node.module.startswith(RECOMPUTE_MODULE) or not (start <= node.born <= end):
             continue
         path = node.module
         while path:
             vids_of.setdefault(path, set()).add(node.vid)
             path = path.rpartition(".")[0]
-    return {path: run.saved_bytes_held_by(vids, at) for path, vids in vids_of.items()}
+    return vids_of
 
 
 def _related(a: str, b: str) -> bool:
@@ -202,14 +208,6 @@ class Suggestion:
                 f"{human(activations)} of activations, {human(self.held.activations)} of them in these "
                 f"modules; recomputed in backward, {again}, the peak of activations falls by about "
                 f"{human(self.saving)}{share}{cost}")
-
-
-def peak_at(run: Run) -> tuple[str, int, int] | None:
-    """(device, event, bytes) of the run's highest live saved activations (the device with the
-    most): what the forward made and autograd holds for backward, the weights and inputs the
-    script holds anyway left out (checkpointing frees none of them)."""
-    peak = activation_peak(run)
-    return (peak.device, peak.at, peak.held.activations) if peak is not None else None
 
 
 def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]:
