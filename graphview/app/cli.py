@@ -32,7 +32,7 @@ from graphview.app.whatif_cli import print_comparison, print_suggestions, sugges
 from graphview.core.bundled import bundled_samples
 from graphview.core.diagnostics import cut_finding
 from graphview.core.events import OUTPUT_CAP, summary_text
-from graphview.core.export import ALL_OPEN, FORMATS, PAGE_ROWS, ExportError, export_graph
+from graphview.core.export import ALL_OPEN, FORMATS, PAPER_NAME, ExportError, export_graph
 from graphview.core.files import WriteError, reading
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text
 from graphview.core.ranks import rank_label
@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--depth", type=non_negative_depth, default=None, metavar="LEVEL",
                      help="PNG, SVG, PDF: open module boxes down to this level, deeper ones drawn shut as one box "
                           f"each (0: each top-level module as one box; {ALL_OPEN}: every box open; default: the "
-                          f"deepest level at which the graph takes at most {PAGE_ROWS} rows)")
+                          f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
+                          "for one page gets a page per part)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
@@ -357,7 +358,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if suffix != ".png" and args.scale is not None:
             say(f"graphview: note: --scale applies to PNG only; {suffix[1:].upper()} is a vector image",
                 file=sys.stderr)
-        elif used is not None and used < scale:
+        elif suffix == ".png" and used is not None and used < scale:
             say(f"graphview: note: used scale {used:.3g} instead of {scale:g}: the PNG would have been larger "
                 f"than {MAX_PIXELS} pixels on a side", file=sys.stderr)
         fmt = suffix[1:]

@@ -71,6 +71,21 @@ def _in_notebook() -> bool:
     return get is not None and get() is not None
 
 
+def notebook_name() -> str | None:
+    """The file name of the notebook this kernel runs (``train.ipynb``), where the front end says
+    it: VS Code in ``__vsc_ipynb_file__``, JupyterLab in ``__session__``, Jupyter Server in the
+    kernel's ``JPY_SESSION_NAME``; None when none does (a cell's own file is the kernel's
+    temporary ``/tmp/ipykernel_123/35464209.py``, no name for a caption)."""
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    ip = get() if get is not None else None
+    names = dict(getattr(ip, "user_ns", None) or {})
+    for value in (names.get("__vsc_ipynb_file__"), names.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(value, str) and value.strip().lower().endswith(".ipynb"):
+            return os.path.basename(value.strip())
+    return None
+
+
 def _source_of(filename: str) -> str | None:
     """The caller's source: its file, or a notebook cell (IPython keeps cells in linecache)."""
     lines = linecache.getlines(filename)
@@ -183,6 +198,8 @@ class Recording:
                  "options": self.options.to_dict(), "notes": OBSERVER_NOTES, "source": _source_of(self.script)}
         if not _in_notebook():  # a kernel's argv is the kernel's, not the user's program's
             start["argv"] = [str(a) for a in sys.argv]
+        else:  # the cell's file is a temporary one: captions name the notebook ("" when unknown)
+            start["notebook"] = notebook_name() or ""
         if self.rank is not None:
             start["rank"], start["world_size"] = self.rank, self.world_size
         return start

@@ -15,10 +15,15 @@ from graphview.core.held import held_at
 from graphview.core.run import Run
 
 
+#: the file of a notebook cell as a kernel names it (see :func:`graphview.core.timeline.program_name`)
+NOTEBOOK_CELL = timeline.NOTEBOOK_CELL
+
+
 def script_name(run: Run) -> str:
-    """The file name of the run's script (``transformer_block.py``); ``""`` when the run has no start."""
-    script = (run.start or {}).get("script") or ""
-    return os.path.basename(str(script))
+    """The file name of the run's script (``transformer_block.py``); for a recording in a notebook
+    (``graphview.record()``), the notebook's name (``train.ipynb``), else ``"notebook"``, never the
+    kernel's temporary file of a cell; ``""`` when the run has no start."""
+    return timeline.program_name(run.start or {})
 
 
 def step_at(run: Run, index: int) -> int | None:

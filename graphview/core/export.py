@@ -16,13 +16,48 @@ import networkx as nx
 from graphview.core.events import summary_text
 from graphview.core import files
 from graphview.core.files import OutputError, WriteError, write_file
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.core.run import ACCUMULATE_GRAD, Run
 from graphview.core.text import visible, xml_text
 
-#: a picture (PNG, SVG, PDF) is drawn with every module box open when its graph takes at most this
-#: many rows (7,700 pt: the bundled transformer's 65 rows); a real model's with every box open was
-#: metres tall (GPT-2's 197 rows, 6.6 m as a PDF page): by default its deeper boxes are drawn shut
-PAGE_ROWS = 80
+#: the paper a PDF is printed on: A4, in points (portrait; a page may be turned landscape)
+PAPER = (595.0, 842.0)
+PAPER_NAME = "A4"
+#: the margin left blank around each side of a paper page, in points
+PAPER_MARGIN = 28.0
+#: the smallest scale a graph is printed at: its 9 pt labels print at 5.4 pt, still readable
+MIN_SCALE = 0.6
+#: room a page keeps for the caption above the graph and the legend below it, in scene units
+PAGE_BANDS = 150.0
+#: the margin around the graph in a picture (:func:`graphview.qt.export.content_rect`), in scene units
+GRAPH_MARGIN = 30.0
+
+
+def page_room(landscape: bool = False) -> tuple[float, float]:
+    """Width and height, in scene units, that a paper page holds for the graph at :data:`MIN_SCALE`
+    (its caption and legend bands left out)."""
+    width, height = (PAPER[1], PAPER[0]) if landscape else PAPER
+    return ((width - 2 * PAPER_MARGIN) / MIN_SCALE - 2 * GRAPH_MARGIN,
+            (height - 2 * PAPER_MARGIN) / MIN_SCALE - PAGE_BANDS - 2 * GRAPH_MARGIN)
+
+
+#: by default a picture opens its module boxes down to the deepest level at which its graph fits
+#: this many paper pages (:func:`default_fits`): a three-layer MLP stays open, the bundled
+#: transformer (66 rows open: one PDF page 6,545 pt tall, 2.3 m) shows its top-level modules
+DEFAULT_PAGES = 2
+
+
+def page_fits(rows: int, columns: int, pages: int = 1) -> bool:
+    """Whether a graph ``rows`` by ``columns`` (its layout's size) fits ``pages`` paper pages
+    readably (at :data:`MIN_SCALE`), one above the other, portrait or landscape."""
+    return any(columns * SLOT_WIDTH <= width and rows * LAYER_HEIGHT <= pages * height
+               for width, height in (page_room(False), page_room(True)))
+
+
+def default_fits(rows: int, columns: int) -> bool:
+    """The default depth's test: the graph fits :data:`DEFAULT_PAGES` pages (:func:`page_fits`)."""
+    return page_fits(rows, columns, DEFAULT_PAGES)
+
 #: the picture's ``depth`` that draws every box open, however tall
 ALL_OPEN = "all"
 

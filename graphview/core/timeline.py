@@ -13,6 +13,7 @@ window showing a run still being recorded can wait for it rather than stop at th
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,6 +23,23 @@ from graphview.core.run import ACCUMULATE_GRAD, Run
 #: events a plain "step" stops at: what a user perceives as one thing happening
 STOP_EVENTS = frozenset({"op", "bw_node", "backward_start", "backward_end", "grad_reset", "optimizer_step",
                          "error", "run_end", "step_start", "detach"})
+
+
+#: the file of a notebook cell as a kernel names it: ipykernel's ``/tmp/ipykernel_4242/35464209.py``,
+#: IPython's ``<ipython-input-3-1f2e>``
+NOTEBOOK_CELL = re.compile(r"(^|[\\/])ipykernel_\d+[\\/]\d+\.py$|^<ipython-input-")
+
+
+def program_name(start: dict) -> str:
+    """What a run's ``run_start`` event ``start`` names the program: its script's file name
+    (``transformer_block.py``); for a recording in a notebook the notebook's name
+    (``train.ipynb``), else ``"notebook"``, never the kernel's temporary file of a cell."""
+    script = str(start.get("script") or "")
+    if "notebook" in start:
+        return os.path.basename(str(start["notebook"] or "")) or "notebook"
+    if NOTEBOOK_CELL.search(script):  # a trace from a notebook recorded before it said its name
+        return "notebook"
+    return os.path.basename(script)
 
 
 def _find(run: Run, start: int, kinds: frozenset | set, step: int = 1) -> int | None:
@@ -271,7 +289,7 @@ def _describe(run: Run, ev: dict) -> str:
     if kind == "own":
         return f"{node(ev.get('owner'))} keeps a tensor for backward"
     if kind == "run_start":
-        return f"the run starts: {os.path.basename(ev.get('script') or '')} with torch {ev.get('torch', '?')}"
+        return f"the run starts: {program_name(ev)} with torch {ev.get('torch', '?')}"
     if kind == "module_mode":
         return f"line {ev.get('line')}: {ev.get('type')}.{'train()' if ev.get('training') else 'eval()'}"
     if kind == "retain_grad":

@@ -20,19 +20,23 @@ import os
 from contextlib import contextmanager
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSize, QSizeF
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
+from PySide6.QtGui import QFont, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
 from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.export import ALL_OPEN, PAGE_ROWS, ExportError, check_writable, save
+from graphview.core.export import (ALL_OPEN, DEFAULT_PAGES, GRAPH_MARGIN, MIN_SCALE, PAPER, PAPER_MARGIN, PAPER_NAME,
+                                   ExportError, check_writable, default_fits, save)
 from graphview.core.run import Run
 from graphview.core.text import xml_text
-from graphview.qt.canvas import GraphScene, GroupItem, NodeItem
+from graphview.qt.canvas import GraphScene, GroupItem, NodeItem, style
+from graphview.qt.canvas.style import CanvasColors
 from graphview.qt.export_page import ExportPage
 
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
+#: the themes a picture can be drawn in: the window's (None), or light whatever the window's is
+THEMES = (None, "light")
 MAX_PIXELS = 16384
 TITLE = "graphview autograd graph"
 
@@ -52,7 +56,7 @@ def content_rect(scene: GraphScene) -> QRectF:
             rect = rect.united(item.sceneBoundingRect())
     if rect.isNull():
         rect = QRectF(0, 0, 200, 100)
-    return rect.adjusted(-30, -30, 30, 30)
+    return rect.adjusted(-GRAPH_MARGIN, -GRAPH_MARGIN, GRAPH_MARGIN, GRAPH_MARGIN)
 
 
 def png_scale(source: QRectF, scale: float) -> float:
@@ -85,7 +89,7 @@ def _png(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale:
     dots_per_metre = round(font_dpi() / 0.0254)
     image.setDotsPerMeterX(dots_per_metre)
     image.setDotsPerMeterY(dots_per_metre)
-    image.fill(QColor("white"))
+    image.fill(page.colors.q("background"))
     painter = QPainter(image)
     painter.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
     painter.scale(factor, factor)
@@ -109,34 +113,124 @@ def _svg(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale:
     painter.end()
 
 
-def _pdf(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale: float) -> None:
-    """One page the size of the picture, a scene unit to a point (vector: ``scale`` does not apply)."""
+class PaperPages:
+    """A PDF's pages: the picture on :data:`~graphview.core.export.PAPER` (A4), portrait or
+    landscape, at one scale for every page. A picture that fits one page readably (at
+    :data:`~graphview.core.export.MIN_SCALE` or more) is one page; a taller one is cut between
+    rows of nodes into parts, a page each, every page with the caption (which says the part) and
+    the legend. (The bundled transformer was one page 712 x 6,545 pt: 2.3 m.)"""
+
+    def __init__(self, scene: GraphScene, source: QRectF, caption: str, legend: bool, colors: CanvasColors) -> None:
+        self.scene = scene
+        whole = ExportPage(source, caption, legend, colors)
+        self.landscape, self.scale = self._one_page(whole)
+        if self.scale >= MIN_SCALE:
+            self.pages = [whole]
+            return
+        # too tall for one page: cut in parts, as wide as the paper, the way up that needs the fewest pages
+        choices = [self._parts(scene, source, caption, legend, colors, whole, landscape) for landscape in (False, True)]
+        self.landscape, self.scale, self.pages = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
+
+    def _parts(self, scene, source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
+               landscape: bool) -> tuple[bool, float, list[ExportPage]]:
+        """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale, pages)."""
+        scale = self._fit_width(whole, landscape)
+        room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
+        probe = ExportPage(QRectF(source.left(), source.top(), source.width(), 1), caption + " · part 10 of 10",
+                           legend, colors, whole.width)
+        band = max(room - (probe.height - 1), 2 * GRAPH_MARGIN)
+        cuts = _cuts(scene, source, band)
+        count = len(cuts) - 1
+        pages = [ExportPage(QRectF(source.left(), top, source.width(), bottom - top),
+                            f"{caption} · part {k + 1} of {count}" if caption else "", legend, colors, whole.width)
+                 for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
+        return landscape, scale, pages
+
+    def paper(self, landscape: bool | None = None) -> tuple[float, float]:
+        landscape = self.landscape if landscape is None else landscape
+        return (PAPER[1], PAPER[0]) if landscape else PAPER
+
+    def _one_page(self, page: ExportPage) -> tuple[bool, float]:
+        """The orientation that prints the whole picture largest on one page, and that scale (at most 1)."""
+        def scale(landscape: bool) -> float:
+            width, height = self.paper(landscape)
+            return min(1.0, (width - 2 * PAPER_MARGIN) / page.width, (height - 2 * PAPER_MARGIN) / page.height)
+        return max(((False, scale(False)), (True, scale(True))), key=lambda choice: (round(choice[1], 3), not choice[0]))
+
+    def _fit_width(self, page: ExportPage, landscape: bool) -> float:
+        width, _ = self.paper(landscape)
+        return min(1.0, (width - 2 * PAPER_MARGIN) / page.width)
+
+    def paint(self, writer: QPdfWriter, painter: QPainter, dpi: int) -> None:
+        paper_w, paper_h = self.paper()
+        for k, page in enumerate(self.pages):
+            if k:
+                writer.newPage()
+            painter.save()
+            painter.scale(dpi / 72, dpi / 72)  # points
+            painter.fillRect(QRectF(0, 0, paper_w, paper_h), page.colors.q("background"))
+            left = (paper_w - page.width * self.scale) / 2
+            painter.translate(left, PAPER_MARGIN)
+            painter.scale(self.scale, self.scale)
+            page.paint(painter, self.scene)
+            painter.restore()
+
+
+def _cuts(scene: GraphScene, source: QRectF, band: float) -> list[float]:
+    """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
+    the gap between two rows of nodes, never through a node or a shut box."""
+    spans = sorted((item.sceneBoundingRect().top(), item.sceneBoundingRect().bottom()) for item in scene.items()
+                   if item.isVisible() and (isinstance(item, NodeItem) or isinstance(item, GroupItem) and item.collapsed))
+    gaps = []  # the middles of the gaps between rows
+    reach = None
+    for top, bottom in spans:
+        if reach is not None and top > reach:
+            gaps.append((reach + top) / 2)
+        reach = bottom if reach is None else max(reach, bottom)
+    cuts = [source.top()]
+    while source.bottom() - cuts[-1] > band:
+        limit = cuts[-1] + band
+        fitting = [y for y in gaps if cuts[-1] + LAYER_HEIGHT / 2 < y <= limit]
+        cuts.append(fitting[-1] if fitting else limit)
+    cuts.append(source.bottom())
+    return cuts
+
+
+def _pdf(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale: float) -> int:
+    """A4 pages (:class:`PaperPages`), a scene unit to a point at most (vector: ``scale`` does not
+    apply). Returns the number of pages."""
     dpi = round(font_dpi())
+    pages = PaperPages(scene, page.source, page.caption, bool(page.cells), page.colors)
     writer = QPdfWriter(buffer)
     writer.setTitle(TITLE)
     writer.setCreator("graphview")
     writer.setResolution(dpi)
-    writer.setPageSize(QPageSize(QSizeF(page.width, page.height), QPageSize.Point))
+    paper_w, paper_h = pages.paper()
+    writer.setPageSize(QPageSize(QSizeF(min(paper_w, paper_h), max(paper_w, paper_h)), QPageSize.Point, PAPER_NAME))
+    writer.setPageOrientation(QPageLayout.Landscape if pages.landscape else QPageLayout.Portrait)
     writer.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout.Point)
     painter = QPainter(writer)
     _begin(painter, path)
-    painter.scale(dpi / 72, dpi / 72)
-    page.paint(painter, scene)
+    pages.paint(writer, painter, dpi)
     painter.end()
     del painter, writer  # the PDF is complete once its writer is gone
+    return len(pages.pages)
 
 
 #: each format's painter: (page, scene, buffer, path, scale) -> the scale a PNG was drawn at, or None
 _WRITERS = {".png": _png, ".svg": _svg, ".pdf": _pdf}
 
 
-def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str = "", legend: bool = True
-                 ) -> float | None:
+def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str = "", legend: bool = True,
+                 theme: str | None = None) -> float | int | None:
     """Write every visible element of ``scene`` to ``path`` (format from the suffix), with
-    ``caption`` above it (none when empty) and the legend below it (when ``legend``).
+    ``caption`` above it (none when empty) and the legend below it (when ``legend``), all in one
+    theme: the canvas's (``theme`` None), or ``"light"`` whatever the canvas's is.
 
     Returns the scale a PNG was drawn at (``scale``, or less where the image would have been
-    larger than ``MAX_PIXELS`` on a side); None for SVG and PDF."""
+    larger than ``MAX_PIXELS`` on a side), the number of pages of a PDF; None for SVG."""
+    if theme not in THEMES:
+        raise ExportError(f"an export is drawn in the window's theme or in 'light', not {theme!r}")
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in IMAGE_FORMATS:
         raise ExportError(f"cannot tell the image format from {path!r}: use .png, .svg or .pdf")
@@ -148,16 +242,34 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
     if region is not None:
         scene.set_region(None)  # a big scene makes items near its view only: the picture has them all
     try:
-        return _render(scene, path, suffix, scale, caption, legend)
+        with _canvas_colors(scene, style.LIGHT if theme == "light" else None) as colors:
+            return _render(scene, path, suffix, scale, caption, legend, colors)
     finally:
         if region is not None:
             scene.set_region(region)
 
 
-def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: str, legend: bool) -> float | None:
+@contextmanager
+def _canvas_colors(scene: GraphScene, colors: CanvasColors | None):
+    """The canvas drawn in ``colors`` for the duration of an export (None: in those it has)."""
+    shown = style.colors()
+    if colors is None or colors is shown:
+        yield shown
+        return
+    style.use(colors)
+    scene.apply_theme()
+    try:
+        yield colors
+    finally:
+        style.use(shown)
+        scene.apply_theme()
+
+
+def _render(scene: GraphScene, path: str, suffix: str, scale: float, caption: str, legend: bool,
+            colors: CanvasColors) -> float | int | None:
     selected = scene.selectedItems()
     scene.clearSelection()
-    page = ExportPage(content_rect(scene), caption, legend)
+    page = ExportPage(content_rect(scene), caption, legend, colors)
     # drawn into memory, then written by graphview: a full disk is reported with the OS's reason,
     # and the file appears complete or not at all
     data = QByteArray()
@@ -190,15 +302,17 @@ def svg_text(data: bytes) -> str:
 
 
 def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, caption: bool = True,
-               legend: bool = True, depth: int | str | None = None, notes: list[str] | None = None) -> float | None:
+               legend: bool = True, depth: int | str | None = None, notes: list[str] | None = None,
+               theme: str | None = None) -> float | int | None:
     """Headless: draw ``run`` as of event ``at`` and write it to ``path``.
 
     By default the state just before the last backward: the last graph complete, with its saved
     tensors (at the very end of a run autograd has freed most of what it built). ``depth``: module
     boxes open down to that level, deeper ones shut; :data:`ALL_OPEN`: every box open; None: open
-    down to the deepest level whose graph takes at most :data:`PAGE_ROWS` rows. ``notes`` gets what
-    a user should know of the picture (which boxes were shut to fit). Returns what
-    :func:`render_scene` returns."""
+    down to the deepest level at which the graph fits two paper pages readably
+    (:func:`~graphview.core.export.default_fits`). A PDF too tall for one page gets a page per part.
+    ``notes`` gets what a user should know of the picture (which boxes were shut to fit, the pages
+    of a PDF). Returns what :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
     index = timeline.overview(run) if at is None else at
@@ -206,18 +320,23 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
     if depth is None:
-        level, rows = scene.boxes.shut_to_fit(PAGE_ROWS)
+        level, rows = scene.boxes.shut_to_fit(default_fits)
         if level is not None and notes is not None:
-            tall = rows * LAYER_HEIGHT
-            shut = scene.boxes.layout.size()[0] if scene.boxes.layout is not None else rows
-            fits = (f"so the graph takes at most {PAGE_ROWS} rows" if shut <= PAGE_ROWS else
-                    f"the fewest rows it can take ({shut}: even with every module shut it takes more than {PAGE_ROWS})")
+            layout = scene.boxes.layout
+            shut = layout.size() if layout is not None else (rows, 1)
+            fits = (f"so the graph fits {DEFAULT_PAGES} {PAPER_NAME} pages at most" if default_fits(*shut) else
+                    f"the fewest rows it can take ({shut[0]}: even with every module shut it does not fit "
+                    f"{DEFAULT_PAGES} {PAPER_NAME} pages)")
             notes.append(f"drawn as --depth {level}: modules at level {level} and deeper are shut, one box each, "
-                         f"{fits} (every box open: {rows} rows, {tall:,.0f} pt, {tall / 72 * 0.0254:.1f} m as a PDF "
-                         "page); --depth all opens every box")
+                         f"{fits} (every box open: {rows} rows, {rows * LAYER_HEIGHT:,.0f} pt tall); "
+                         "--depth all opens every box")
     elif depth != ALL_OPEN:
         scene.boxes.show_down_to(depth)
-    return render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend)
+    used = render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend, theme)
+    if path.lower().endswith(".pdf") and notes is not None and used and used > 1:
+        notes.append(f"the graph does not fit one {PAPER_NAME} page readably: the PDF has {used} pages, "
+                     "a part of the graph each")
+    return used
 
 
 def save_png(pixmap, path: str) -> None:

@@ -53,13 +53,14 @@ class ExportDialogs(QObject):
         """Write the graph's picture to ``path`` with the options last chosen; without a path, ask
         in an :class:`ImageExportDialog` (opened, not run: the window stays live behind it)."""
         if path:
-            self._write_image(path, self._option("legend", True), self._option("caption", True))
+            self._write_image(path, self._option("legend", True), self._option("caption", True),
+                              "light" if self._option("light", False) else None)
             return
         suffix = self.window.settings.value("export/format", ".png")
         suffix = suffix if suffix in FORMATS else ".png"
         start = self.window.folders.start(SAVE, self.suggested_name(suffix))
         dialog = ImageExportDialog(self.window, start, self._caption(), self._option("legend", True),
-                                   self._option("caption", True))
+                                   self._option("caption", True), self._option("light", False))
         dialog.finished.connect(lambda _: self._on_image_finished(dialog))
         dialog.accepted.connect(lambda: self._on_image_accepted(dialog))  # after finished
         self.image_dialog = dialog
@@ -75,15 +76,19 @@ class ExportDialogs(QObject):
         settings.setValue("export/legend", dialog.with_legend())
         settings.setValue("export/caption", dialog.with_caption())
         settings.setValue("export/format", os.path.splitext(path)[1].lower())
-        self._write_image(path, dialog.with_legend(), dialog.with_caption())
+        settings.setValue("export/light", dialog.theme() == "light")
+        self._write_image(path, dialog.with_legend(), dialog.with_caption(), dialog.theme())
 
     def _caption(self) -> str:
         run, cursor = self.window.run, self.window.cursor
         return caption(run, cursor) if run is not None and cursor >= 0 else ""
 
-    def _write_image(self, path: str, legend: bool, with_caption: bool) -> None:
+    def _write_image(self, path: str, legend: bool, with_caption: bool, theme: str | None = None) -> None:
+        """The graph as the window shows it, in one theme (the window's, or ``"light"``); a PDF
+        on A4 pages, a page per part when it does not fit one."""
         text = self._caption() if with_caption else ""
-        self._guard(lambda: render_scene(self.window.scene, path, PNG_SCALE, caption=text, legend=legend), path)
+        self._guard(lambda: render_scene(self.window.scene, path, PNG_SCALE, caption=text, legend=legend,
+                                         theme=theme), path)
 
     # ------------------------------------------------------------------ the rest
     def _ask(self, title: str, name: str, pattern: str) -> str | None:

@@ -19,11 +19,11 @@ class ImageExportDialog(QDialog):
 
     ``path`` comes in with the suggested name in the folder last saved to; the format follows its
     suffix, and choosing another format changes the suffix. Accepted, :meth:`path`,
-    :meth:`with_legend` and :meth:`with_caption` say what to write.
+    :meth:`with_legend`, :meth:`with_caption` and :meth:`theme` say what to write.
     """
 
     def __init__(self, parent: QWidget | None, path: str, caption: str, legend: bool = True,
-                 with_caption: bool = True) -> None:
+                 with_caption: bool = True, light: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export graph image")
         self.setMinimumWidth(560)
@@ -48,6 +48,9 @@ class ImageExportDialog(QDialog):
         self.caption_text.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.caption_text.setStyleSheet("color:#4b5563; margin-left:22px")
         self.caption.setEnabled(bool(caption))
+        # one theme per picture, caption and legend included: the window's, or light for paper
+        self.light = QCheckBox("Light theme (for print), whatever the window's theme")
+        self.light.setChecked(light)
         form = QFormLayout()
         form.addRow("File", file_row)
         form.addRow("Format", self.format)
@@ -58,7 +61,7 @@ class ImageExportDialog(QDialog):
         self.export_button = buttons.button(QDialogButtonBox.Save)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        for widget in (self.legend, self.caption, self.caption_text):
+        for widget in (self.legend, self.caption, self.caption_text, self.light):
             layout.addWidget(widget)
         layout.addWidget(buttons)
 
@@ -74,6 +77,10 @@ class ImageExportDialog(QDialog):
 
     def with_caption(self) -> bool:
         return self.caption.isChecked() and self.caption.isEnabled()
+
+    def theme(self) -> str | None:
+        """The theme the picture is drawn in: None (the window's) or ``"light"``."""
+        return "light" if self.light.isChecked() else None
 
     def browse(self) -> None:
         """Choose the file in a file dialog that starts at the one in the field."""

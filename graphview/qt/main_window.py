@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
-                               QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
+                               QScrollArea, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
 from graphview.core import timeline
 from graphview.core.options import RunOptions
@@ -42,6 +42,17 @@ from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
 from graphview.qt.window_layout import DockArrangement, fit_to_screen
+
+
+def scrolled(panel: QWidget) -> QScrollArea:
+    """``panel`` in a scroll area: a tall form (the run options) scrolls in a short window instead
+    of holding the window taller than the screen (800x550 grew to 800x686)."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    area.setWidget(panel)
+    return area
 
 
 class MainWindow(QMainWindow):
@@ -111,7 +122,8 @@ class MainWindow(QMainWindow):
         self.search.setMinimumWidth(180)
         self.search.setMaximumWidth(320)
         center_layout.addWidget(self.view, 1)
-        center_layout.addWidget(Legend())
+        self.legend = Legend()  # folds what does not fit its share of the column behind "+N more"
+        center_layout.addWidget(self.legend)
         self.start_page = StartPage(samples, self.recent_files())
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
@@ -125,8 +137,13 @@ class MainWindow(QMainWindow):
         self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
         self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
         self.bottom_tabs = QTabWidget()
+        # a narrow column (1366x768) shows every tab, its title elided, rather than scroll arrows
+        # hiding the last ones ("Grad ledger" was cut off)
+        self.bottom_tabs.setElideMode(Qt.ElideRight)
+        self.bottom_tabs.setUsesScrollButtons(False)
         self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
         self.bottom_tabs.addTab(self.memory_tab, "Memory")
+        self.memory_tab.sigShort.connect(self._grow_timeline)
         self.session.attach(self.memory)
         # the findings second: at 1366x768 the tab bar shows about two and a half titles, and what
         # a pitfall's run found is the first thing to read after the graph
@@ -135,11 +152,28 @@ class MainWindow(QMainWindow):
             self.add_timeline_tab(panel, title)
         self.code_dock = self._dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
         self.inspector_dock = self._dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
-        self.toggles_dock = self._dock("Run options", "toggles", self.toggles, Qt.RightDockWidgetArea)
+        self.toggles_dock = self._dock("Run options", "toggles", scrolled(self.toggles), Qt.RightDockWidgetArea)
         self.bottom_dock = self._dock("Timeline views", "bottom", self.bottom_tabs, Qt.BottomDockWidgetArea)
         self.bottom_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
         self.dock_arrangement = DockArrangement(self, self.code_dock, self.inspector_dock, self.toggles_dock,
                                                 self.bottom_dock)
+
+    def _grow_timeline(self, pixels: int) -> None:
+        """The memory tab is ``pixels`` short of showing its chart and the what-if summary below it:
+        the timeline views take that much from the panels beside them (the code pane, at 1366x768),
+        leaving those at least a third of the column."""
+        dock = self.bottom_dock
+        if dock.isFloating() or not dock.isVisible():
+            return
+        neighbours = [d for d in (self.code_dock, self.inspector_dock, self.toggles_dock)
+                      if d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == self.dockWidgetArea(dock)]
+        if not neighbours:
+            return
+        above = max(neighbours, key=lambda d: d.height())
+        column = dock.height() + above.height()
+        height = min(dock.height() + pixels, column * 2 // 3)
+        if height > dock.height():
+            self.resizeDocks([above, dock], [column - height, height], Qt.Vertical)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
         """A panel in the tabs below the canvas that follows the session (a SessionView): the one

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pypdf
 import pytest
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage
 
 from graphview.core.captions import caption
@@ -74,11 +75,17 @@ def test_a_shut_module_box_is_exported_as_its_card(window, transformer, tmp_path
 
 
 def test_pdf_labels_are_text_at_the_canvas_size_inside_their_boxes(window, transformer, tmp_path):
+    """Every box open the graph takes several A4 pages (one scale for all): each label is text,
+    at the canvas's size times that scale, where the canvas draws it."""
+    from graphview.core.export import PAPER_MARGIN
+    from graphview.qt.export import PaperPages
+
     show(window, transformer)
     window.view.change_level(None)  # every module box open: every node drawn
     path = tmp_path / "graph.pdf"
     window.export_image(str(path))
-    text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+    reader = pypdf.PdfReader(str(path))
+    text = words(" ".join(page.extract_text() for page in reader.pages))
     nodes = visible_nodes(window)
     assert len(nodes) > 40
     for item in nodes:
@@ -88,13 +95,18 @@ def test_pdf_labels_are_text_at_the_canvas_size_inside_their_boxes(window, trans
         else:  # elided at the start (dotted names) or the middle (op names): the end is kept
             assert title[-8:] in text, title
     assert "100×32 float32" in text  # a subtitle, and no ligature in "float32"
-    # the text is drawn at the canvas's size, where the canvas draws it: inside its node's box
-    page = ExportPage(content_rect(window.scene), caption(transformer, window.cursor))
+    # the text is drawn at the canvas's size (times the pages' scale), inside its node's box
+    pages = PaperPages(window.scene, content_rect(window.scene), caption(transformer, window.cursor), True,
+                       ExportPage(QRectF()).colors)
+    assert len(pages.pages) == len(reader.pages) > 1
+    part, s = pages.pages[0], pages.scale
     item = next(i for i in nodes if i.node.title == "embed.weight")
-    centre = item.scenePos() - page.source.topLeft() + page.graph_rect.topLeft()
-    size, x, y = next((s, x, y) for t, s, x, y in pdf_runs(path) if t.strip() == "embed.weight")
-    assert 6 < size < NODE_H / 3
-    assert abs(x - centre.x()) < NODE_W / 2 and abs(y - centre.y()) < NODE_H / 2
+    centre = item.scenePos() - part.source.topLeft() + part.graph_rect.topLeft()
+    paper_w = pages.paper()[0]
+    expected = ((paper_w - part.width * s) / 2 + centre.x() * s, PAPER_MARGIN + centre.y() * s)
+    size, x, y = next((size, x, y) for t, size, x, y in pdf_runs(path) if t.strip() == "embed.weight")
+    assert 6 * s < size < NODE_H / 3 * s
+    assert abs(x - expected[0]) < NODE_W / 2 * s and abs(y - expected[1]) < NODE_H / 2 * s
 
 
 def test_pdf_holds_the_caption_and_the_legend(window, transformer, tmp_path):
@@ -166,9 +178,10 @@ def test_a_picture_exported_with_a_depth_draws_deeper_modules_shut(qapp, transfo
     def text_of(depth):
         path = tmp_path / f"depth{depth}.pdf"
         render_run(transformer, str(path), depth=depth)
-        return words(pypdf.PdfReader(str(path)).pages[0].extract_text())
+        return words(" ".join(page.extract_text() for page in pypdf.PdfReader(str(path)).pages))
 
-    everything, top, inner = text_of(None), text_of(0), text_of(1)
+    everything, top, inner = text_of("all"), text_of(0), text_of(1)
+    assert "AddmmBackward0" not in text_of(None)  # by default: shut to fit one A4 page
     # the head's addmm and the attention's inside are drawn when open; shut, their modules are one box each
     assert "AddmmBackward0" in everything and "AddmmBackward0" not in top
     assert "NllLossBackward0" in top  # the loss is outside every module
@@ -180,44 +193,47 @@ def test_a_picture_exported_with_a_depth_draws_deeper_modules_shut(qapp, transfo
 
 def test_a_real_models_picture_is_drawn_shut_to_fit_and_says_so(qapp, record, tmp_path):
     """GPT-2's PDF with every box open was one page 6.6 m tall (197 rows): by default its deeper
-    modules are drawn shut until the graph takes at most PAGE_ROWS rows, and a note says how to
-    open them; ``all`` opens every box, a depth draws to it, and neither needs a note."""
+    modules are drawn shut down to the deepest level at which it fits two A4 pages (or, if none
+    does, every module shut), and a note says how to open them; ``all`` opens every box on more
+    A4 pages, a depth draws to it, and neither needs a note on the depth."""
     pytest.importorskip("transformers")
-    from graphview.core.export import PAGE_ROWS
+    from graphview.core.export import default_fits
     from graphview.qt.export import render_run
     from tests.conftest import zoo
 
     gpt2 = record(zoo("gpt2_lm"))
 
-    def page(depth, notes):
+    def pdf(depth, notes):
         path = tmp_path / f"{depth}.pdf"
         render_run(gpt2, str(path), depth=depth, notes=notes)
-        return pypdf.PdfReader(str(path)).pages[0]
+        return pypdf.PdfReader(str(path)).pages
 
     notes: list[str] = []
-    fitted = page(None, notes)
-    [note] = notes
+    fitted = pdf(None, notes)
+    note = notes[0]
     level = int(note.removeprefix("drawn as --depth ").split(":")[0])
     assert "--depth all opens every box" in note
     everything: list[str] = []
-    opened = page("all", everything)
-    assert everything == []
-    assert opened.mediabox.height > 3 * fitted.mediabox.height
+    opened = pdf("all", everything)
+    assert not any(n.startswith("drawn as") for n in everything)
+    assert len(opened) > len(fitted)
+    for page in list(fitted) + list(opened):  # A4, either way up
+        assert sorted((round(float(page.mediabox.width)), round(float(page.mediabox.height)))) == [595, 842]
     same: list[str] = []
-    assert page(level, same).mediabox.height == fitted.mediabox.height and same == []
+    assert len(pdf(level, same)) == len(fitted) and not any(n.startswith("drawn as") for n in same)
     # the deepest level that fits: one level deeper would not
     drawing = Drawing(gpt2)
     drawing.update(final=True)
     boxes = module_boxes(drawing)
-    assert Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()[0] <= PAGE_ROWS
-    assert Layout(drawing, boxes, collapsed_at_level(boxes, level + 1)).size()[0] > PAGE_ROWS
+    shut = Layout(drawing, boxes, collapsed_at_level(boxes, level)).size()
+    assert default_fits(*shut) or level == 0
+    assert not default_fits(*Layout(drawing, boxes, collapsed_at_level(boxes, level + 1)).size())
     assert f"every box open: {Layout(drawing, boxes, set()).size()[0]} rows" in note
 
 
 def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path):
     """Forty layers with a tanh between them, outside every module: shut to level 0 the graph
-    still takes more than PAGE_ROWS rows, and the note does not claim it fits."""
-    from graphview.core.export import PAGE_ROWS
+    still does not fit a page; the note does not claim it fits, and the PDF has a page per part."""
     from graphview.qt.export import render_run
 
     run = record(write_script(
@@ -228,6 +244,7 @@ def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path
         "    h = torch.tanh(layer(h))\n"
         "h.sum().backward()\n"))
     notes: list[str] = []
-    render_run(run, str(tmp_path / "tall.pdf"), notes=notes)
-    [note] = notes
-    assert note.startswith("drawn as --depth 0") and f"more than {PAGE_ROWS}" in note and "at most" not in note
+    pages = render_run(run, str(tmp_path / "tall.pdf"), notes=notes)
+    note = notes[0]
+    assert note.startswith("drawn as --depth 0") and "does not fit 2 A4 pages" in note and "so the graph fits" not in note
+    assert pages > 1 and f"the PDF has {pages} pages" in notes[1]

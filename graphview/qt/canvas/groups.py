@@ -143,7 +143,7 @@ class GroupItem(QGraphicsObject):
                 cut = QPainterPath()
                 cut.addRect(label)
                 keep = keep.subtracted(cut)
-            painter.setClipPath(keep)
+            painter.setClipPath(keep, Qt.IntersectClip)  # within any clip already set (a page of a PDF)
         painter.drawRoundedRect(self.rect, 10, 10)
         painter.restore()
         if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from typing import Callable
 
 from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVariantAnimation, Signal
 
@@ -80,6 +81,8 @@ class ModuleBoxes(QObject):
         self.compared = dict(compared)
         for group in self.groups.values():
             group.set_compared(self.compared.get(group.path))
+        # the names grew (or shrank) by their bytes: placed again, so that none runs into another
+        self._place_labels([g for g in self.groups.values() if g.isVisible()])
 
     def reset(self) -> None:
         """A new run: no boxes yet, none shut (the scene removed the old items)."""
@@ -274,17 +277,18 @@ class ModuleBoxes(QObject):
         self._take(module_boxes(drawing))
         self.set_all(collapsed_at_level(self.boxes, level))
 
-    def shut_to_fit(self, rows: int) -> tuple[int | None, int]:
+    def shut_to_fit(self, rows: int | Callable[[int, int], bool]) -> tuple[int | None, int]:
         """Headless, at once: shut the boxes at the deepest level at which the graph takes at most
-        ``rows`` rows. Returns that level (None: every box stays open) and the rows the graph takes
-        with every box open."""
+        ``rows`` rows (or, ``rows`` a function of rows and columns, at which it says the graph fits).
+        Returns that level (None: every box stays open) and the rows the graph takes with every box open."""
         drawing = self.scene.drawing
         if drawing is None:
             return None, 0
         self._placed = len(drawing.order)
         self._take(module_boxes(drawing))
         every = Layout(drawing, self.boxes, set()).size()
-        level = level_that_fits(drawing, self.boxes, lambda r, _columns: r <= rows, every)
+        fits = rows if callable(rows) else (lambda r, _columns: r <= rows)
+        level = level_that_fits(drawing, self.boxes, fits, every)
         if level is not None:
             self.set_all(collapsed_at_level(self.boxes, level))
         return level, every[0]
@@ -577,9 +581,20 @@ class ModuleBoxes(QObject):
         group.set_box(rect.adjusted(-pad_x, -pad_y, pad_x, pad_y), count, 0, None, running)
 
     def _place_labels(self, groups: list[GroupItem]) -> None:
-        """A nested box often starts on the same row as its parent: move its name right of the parent's."""
+        """A nested box often starts on the same row as its parent: move its name right of the
+        parent's. A name moved past its own box's edge, or made longer by a comparison, must not
+        run into another box's name either: each name goes right of every name already placed
+        that it would cross (Whisper's ``model``, ``model.encoder`` and ``model.encoder.conv1``
+        start on one row)."""
         placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # key -> its label
-        for group in sorted(groups, key=lambda g: g.box.level):
+        bands: dict[int, list[QRectF]] = {}  # every open box's label placed so far, by height
+        band_h = 2 * GroupItem.LABEL_H
+
+        def near(rect: QRectF) -> list[QRectF]:
+            first, last = int(rect.top() // band_h), int(rect.bottom() // band_h)
+            return [r for b in range(first, last + 1) for r in bands.get(b, ())]
+
+        for group in sorted(groups, key=lambda g: (g.box.level, g.rect.left())):
             shift = 0.0
             others = []
             parent = group.box.parent
@@ -587,9 +602,9 @@ class ModuleBoxes(QObject):
                 others += [label for outer, label in placed.get(parent, ()) if outer.rect.intersects(group.rect)]
                 parent = self.keyed[parent].parent if parent in self.keyed else None
             if not group.collapsed:
-                for _ in range(len(others) + 1):
+                for _ in range(64):
                     label = group.label_rect(shift)
-                    blocking = [r for r in others if r.intersects(label)]
+                    blocking = [r for r in others + near(label) if r.intersects(label)]
                     if not blocking:
                         break
                     shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
@@ -599,4 +614,8 @@ class ModuleBoxes(QObject):
                 group.label_shift = shift
                 group.spared = spared
                 group.update()
-            placed.setdefault(group.key, []).append((group, group.label_rect()))
+            label = group.label_rect()
+            placed.setdefault(group.key, []).append((group, label))
+            if not group.collapsed:
+                for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
+                    bands.setdefault(b, []).append(label)

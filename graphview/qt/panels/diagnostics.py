@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QPushButton, QSplitter, QTextBrowser, QTreeWidget,
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.plain import button_text, esc, text_tip
+from graphview.qt.widgets.wrapping import wrap_lines
 
 
 class DiagnosticsPanel(QSplitter):
@@ -25,8 +26,11 @@ class DiagnosticsPanel(QSplitter):
         self.list = QTreeWidget()
         self.list.setHeaderLabels(["pitfall", "line"])
         self.list.setRootIsDecorated(False)
-        self.list.setColumnWidth(0, 360)
+        wrap_lines(self.list, {1: (0.0, 44, 44)})  # a finding's title wraps; the line number keeps its column
         self.detail = QTextBrowser()
+        # one above the other in a short tab (640x400): the two scroll rather than hold the window tall
+        self.list.setMinimumHeight(44)
+        self.detail.setMinimumHeight(44)
         self.detail.setOpenLinks(False)
         self.try_button = QPushButton()
         self.try_button.hide()
@@ -57,7 +61,6 @@ class DiagnosticsPanel(QSplitter):
         orientation = Qt.Horizontal if self.width() >= self.SIDE_BY_SIDE_MIN else Qt.Vertical
         if orientation != self.orientation():
             self.setOrientation(orientation)
-            self.list.header().setStretchLastSection(orientation == Qt.Vertical)
 
     def apply_theme(self, theme=None) -> None:
         """The theme changed: the findings' words in its colours."""

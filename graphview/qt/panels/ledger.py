@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped
+from graphview.qt.widgets.wrapping import wrap_lines
 
 #: changes listed per tensor: the latest ones up to the cursor and the next few after it (a long
 #: run's older changes are counted in one row, not listed: each row reads its values from the run)
@@ -23,7 +24,8 @@ class GradLedger(QTreeWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setHeaderLabels(["tensor / change", ".grad after"])
-        self.setColumnWidth(0, 420)
+        # a change and its value wrap within the tab's width (a 310 px column at 1366x768), never sideways
+        wrap_lines(self, {1: (0.42, 90, 420)})
         self.setRootIsDecorated(True)
         self._run: Run | None = None
         self._pending: tuple | None = None  # (run, index) to show once this tab is in front

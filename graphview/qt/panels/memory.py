@@ -61,6 +61,9 @@ class MemoryChart(pg.PlotWidget):
     """Live saved-tensor bytes over the timeline, stacked by kind; a cursor; click to jump."""
 
     sigJump = Signal(int)
+    sigReadableHeight = Signal()  # the title's height changed: so did readable_height()
+    #: the plot's height below which the chart is a strip (its byte axis's labels run into each other)
+    READABLE_PLOT = 110
     MAX_POINTS = 1500  # filled curves cost paint time per point: long runs are drawn binned (peaks kept)
     POINTS_PER_PIXEL = 2  # ... and no more points than the plot's pixels can show (a dock: ~600)
     #: while a big trace is still being read, the chart is drawn often and roughly: each picture
@@ -219,8 +222,20 @@ class MemoryChart(pg.PlotWidget):
         height = int(label.item.boundingRect().height()) + 2
         label.setMaximumHeight(height)
         self.plotItem.layout.setRowFixedHeight(0, height)
+        if height != getattr(self, "_title_height", None):
+            self._title_height = height
+            self.sigReadableHeight.emit()
         if self.centralWidget is not None:  # laid out again now that the title no longer holds it wide
             self.centralWidget.setGeometry(self.range)
+
+    def readable_height(self) -> int:
+        """The chart's height at which its plot is :data:`READABLE_PLOT` tall: the title (wrapped for
+        the chart's width), the plot and the event axis below it."""
+        label = getattr(getattr(self, "plotItem", None), "titleLabel", None)
+        title = getattr(self, "_title_height", 0) if label is not None and label.isVisible() else 0
+        axis = self.getAxis("bottom")
+        below = int(max(axis.height(), axis.minimumHeight())) if axis.isVisible() else 0
+        return title + self.READABLE_PLOT + max(below, 40) + 12
 
     def _points(self) -> int:
         """How many points a curve gets: what the plot's width can show, at most MAX_POINTS."""

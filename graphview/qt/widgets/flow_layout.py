@@ -50,11 +50,24 @@ class FlowLayout(QLayout):
         margins = self.contentsMargins()
         return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
 
+    def rows(self, widths: list[int], width: int) -> int:
+        """How many rows items ``widths`` wide take in a layout ``width`` wide (margins included)."""
+        margins = self.contentsMargins()
+        room = width - margins.left() - margins.right()
+        x, rows = 0, 1 if widths else 0
+        for w in widths:
+            if x > 0 and x + w > room:
+                x, rows = 0, rows + 1
+            x += w + self._spacing
+        return rows
+
     def _arrange(self, rect: QRect, apply: bool) -> int:
         margins = self.contentsMargins()
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
         x, y, row_height = area.x(), area.y(), 0
         for item in self._items:
+            if item.isEmpty():  # a hidden widget takes no room (the legend's entries that did not fit)
+                continue
             hint = item.sizeHint()
             if x + hint.width() > area.right() + 1 and row_height > 0:
                 x, y = area.x(), y + row_height + self._row_spacing

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
 from graphview.core.drawing import NODE_KINDS
 from graphview.qt import theme as themes
@@ -122,15 +122,27 @@ class Swatch(QWidget):
 
 
 class Legend(QWidget):
-    """Every legend entry in a line that wraps with the window's width, in the theme's colours."""
+    """Every legend entry in a line that wraps with the window's width, in the theme's colours.
+
+    The legend takes at most :data:`SHARE` of the height of the widget it sits in (the canvas's
+    column), and never less than one row: the entries that do not fit hide behind a "+N more"
+    button that shows them all (and a "less" button folds them again). At 800x550 all of them
+    took six rows, at 640x400 thirteen: half the canvas."""
+
+    #: the share of its parent's height the folded legend may take
+    SHARE = 0.15
+    #: ... and the unfolded one (what still does not fit is named in the button's tooltip)
+    EXPANDED_SHARE = 0.4
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("legend")  # the theme's stylesheet colours its words (#legend QLabel)
-        layout = FlowLayout(self, spacing=12)
+        self.flow = layout = FlowLayout(self, spacing=12)
         layout.setContentsMargins(6, 2, 6, 2)
         self.swatches: list[Swatch] = []
         self.words: list[QLabel] = []
+        self.cells: list[QWidget] = []
+        self.expanded = False  # the user asked for every entry
         for entry in legend_entries():  # a swatch and its words stay together when the legend wraps
             cell = QWidget()
             pair = QHBoxLayout(cell)
@@ -145,7 +157,17 @@ class Legend(QWidget):
             self.words.append(label)
             pair.addWidget(label)
             layout.addWidget(cell)
+            self.cells.append(cell)
+        self.more = QToolButton()
+        self.more.setObjectName("legendMore")
+        self.more.setAutoRaise(True)
+        self.more.clicked.connect(self.toggle)
+        self.more.hide()
+        layout.addWidget(self.more)
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self._watched: QWidget | None = None
+        self._fitting = False
+        self._height = self.flow.heightForWidth(640)  # until fit() measures it at the legend's width
         themes.changes().changed.connect(self.apply_theme)
 
     def apply_theme(self, theme: themes.Theme | None = None) -> None:
@@ -154,3 +176,96 @@ class Legend(QWidget):
         for swatch, entry in zip(self.swatches, entries):
             swatch.entry = entry
             swatch.update()
+
+    def hidden_entries(self) -> int:
+        """How many entries are folded away behind the "more" button."""
+        return sum(1 for cell in self.cells if cell.isHidden())
+
+    def toggle(self) -> None:
+        """Every entry, or only those that fit the legend's share of the column."""
+        self.expanded = not self.expanded
+        self.fit()
+
+    def allowed_rows(self, expanded: bool | None = None) -> int:
+        """The rows the legend may take: :data:`SHARE` of its parent's height folded,
+        :data:`EXPANDED_SHARE` unfolded; at least one."""
+        parent = self.parentWidget()
+        if parent is None or parent.height() <= 0:
+            return 1 << 20
+        share = self.EXPANDED_SHARE if (self.expanded if expanded is None else expanded) else self.SHARE
+        margins = self.flow.contentsMargins()
+        room = parent.height() * share - margins.top() - margins.bottom()
+        return max(1, int(room // self._row()))
+
+    def _row(self) -> int:
+        return max(cell.sizeHint().height() for cell in self.cells) + 1
+
+    def fit(self) -> None:
+        """Show the entries that fit in :meth:`allowed_rows` rows of the legend's width (all when expanded)."""
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            width = self.width() if self.width() > 0 else self.sizeHint().width()
+            widths = [cell.sizeHint().width() for cell in self.cells]
+            rows = self.allowed_rows()
+            shown = len(widths)
+            if self.flow.rows(widths, width) <= self.allowed_rows(False):
+                button = None  # all fit folded: nothing to unfold
+            else:
+                self.more.setText(f"+{len(widths)} more ▾")  # the widest it gets: measured with it
+                extra = self.more.sizeHint().width()
+                while shown > 0 and self.flow.rows(widths[:shown] + [extra], width) > rows:
+                    shown -= 1
+                button = "less ▴" if self.expanded else f"+{len(widths) - shown} more ▾"
+            for k, cell in enumerate(self.cells):
+                if cell.isHidden() != (k >= shown):
+                    cell.setVisible(k < shown)
+            if button is None:
+                self.more.hide()
+            else:
+                self.more.setText(button)
+                rest = [entry.text for entry, cell in zip(legend_entries(), self.cells) if cell.isHidden()]
+                tip = "show only the entries that fit a line or two" if self.expanded else "show every entry"
+                self.more.setToolTip(tip + ("; not shown: " + "; ".join(rest) if rest else ""))
+                self.more.show()
+            height = self.flow.heightForWidth(width)
+            if height != self._height:
+                self._height = height
+                self.updateGeometry()
+        finally:
+            self._fitting = False
+
+    # the legend's height is the rows it shows, set by fit() for its width: a height for width
+    # worked out by the layout (every entry, before the fold) held a shrinking window taller than asked
+    def hasHeightForWidth(self) -> bool:
+        return False
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.flow.minimumSize().width(), self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        # one row: the legend never holds the window taller than asked (it folds to fit)
+        margins = self.flow.contentsMargins()
+        return QSize(self.flow.minimumSize().width(), min(self._height, self._row() + margins.top() + margins.bottom()))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.fit()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        parent = self.parentWidget()
+        if parent is not self._watched:
+            if self._watched is not None:
+                self._watched.removeEventFilter(self)
+            self._watched = parent
+            if parent is not None:
+                parent.installEventFilter(self)
+        self.fit()
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self._watched and event.type() == QEvent.Resize:
+            self.fit()  # the column grew or shrank: so does the legend's share of it
+        return super().eventFilter(watched, event)
