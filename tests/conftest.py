@@ -106,3 +106,25 @@ def app(qtbot, tmp_path):
     yield application
     application.stop()
     application.timer.stop()
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def windows_deleted_after_each_module():
+    """Every window a test module opened is deleted at its end, as a user's closed window is: a
+    window that crashes when it is destroyed crashes here, in the module that made it, rather than
+    whenever the garbage collector happens to collect it in a later test."""
+    yield
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+    from shiboken6 import isValid
+
+    app = QApplication.instance()
+    if app is None:
+        return
+    for widget in app.topLevelWidgets():
+        if isValid(widget):
+            widget.close()
+            widget.deleteLater()
+    app.sendPostedEvents(None, QEvent.DeferredDelete)
+    app.processEvents()

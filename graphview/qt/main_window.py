@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
                                QScrollArea, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
 
@@ -65,6 +65,9 @@ class MainWindow(QMainWindow):
 
     def __init__(self, samples: list[str] | None = None) -> None:
         super().__init__()
+        # Qt destroys a window's children in the order they became its children: this one goes
+        # first, and takes the memory chart's plot apart while the chart is whole (see take_apart)
+        self._first_to_go = QObject(self)
         self.setWindowTitle("graphview")
         self.setAcceptDrops(True)
         self.script_path: str | None = None
@@ -85,6 +88,7 @@ class MainWindow(QMainWindow):
         self.ledger = GradLedger()
         self.diagnostics = DiagnosticsPanel()
         self.memory = MemoryChart()
+        self._first_to_go.destroyed.connect(self.memory.take_apart)
         self.whatif = WhatIfSummary()  # beside the chart: what a re-run's options changed
         self.toggles = TogglesPanel()
         self.timeline_bar = TimelineBar()

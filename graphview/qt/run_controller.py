@@ -267,14 +267,14 @@ class RunController(QObject):
         (Partials, not closures that schedule themselves: such a closure is a reference cycle,
         and one the collector froze while it waited would keep its run alive for good.)"""
         self.slices_pending += 1
-        QTimer.singleShot(4, partial(self._when_there_is_room, work, seconds))
+        QTimer.singleShot(4, self, partial(self._when_there_is_room, work, seconds))  # (dropped with the window)
 
     def _when_there_is_room(self, work, seconds: float) -> None:
         if self.turn.room_for(work, seconds):
             self.slices_pending -= 1
             work()
         else:
-            QTimer.singleShot(4, partial(self._when_there_is_room, work, seconds))
+            QTimer.singleShot(4, self, partial(self._when_there_is_room, work, seconds))  # (dropped with the window)
 
     def _finish_slice(self, run: Run) -> None:
         if self.window.run is run:  # (not a run opened since)

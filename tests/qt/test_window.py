@@ -678,3 +678,32 @@ def test_the_inspector_says_which_other_node_saves_the_same_memory(window, recor
     assert f"the same memory {relu.name} saves" in said[pool.name]
     assert f"the same memory {pool.name} saves" in said[relu.name]
     assert "the same memory" not in said[mul.name]
+
+
+def test_a_window_that_showed_runs_is_destroyed_cleanly(qtbot, record):
+    """Deleting a window whose memory chart had drawn runs crashed the process one time in two
+    (pyqtgraph's items destroyed with their scene): the chart is taken apart first."""
+    import gc
+
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from graphview.core.options import RunOptions
+    from graphview.qt.main_window import MainWindow
+
+    run = record(lesson("chain_rule"))
+    for _ in range(4):
+        window = MainWindow(samples=[])
+        window.show()
+        for _ in range(3):
+            window.begin_run(run.start["script"], RunOptions(), run)
+            window.set_cursor(len(run.events) - 1)
+        QApplication.processEvents()
+        assert window.memory.scene().items()
+        destroyed = []
+        window.memory.destroyed.connect(lambda *_: destroyed.append(True))
+        window.close()
+        window.deleteLater()
+        QApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        gc.collect()
+        assert destroyed == [True]  # with its window, not left behind

@@ -51,7 +51,7 @@ class ModuleBoxes(QObject):
     sigShutToFit = Signal()
 
     def __init__(self, scene) -> None:
-        super().__init__()
+        super().__init__(scene)  # (its timers and thread's results are dropped with the scene)
         self.scene = scene
         self.boxes: list[ModuleBox] = []
         self.keyed: dict[str, ModuleBox] = {}
@@ -359,7 +359,7 @@ class ModuleBoxes(QObject):
             # Python slows the GUI thread's paint: it waits for the interpreter lock at every Qt call)
             self.opened_to_fit = True
             self._finding = True
-            QTimer.singleShot(THREAD_AFTER_PAINT_MS, partial(self._open_to_fit_soon, scene.drawing, fits))
+            QTimer.singleShot(THREAD_AFTER_PAINT_MS, self, partial(self._open_to_fit_soon, scene.drawing, fits))
             return False
         self.refresh()
         self.opened_to_fit = True

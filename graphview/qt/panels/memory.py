@@ -69,6 +69,7 @@ class MemoryChart(pg.PlotWidget):
     #: while a big trace is still being read, the chart is drawn often and roughly: each picture
     #: (curves set, fill paths built, painted) then costs a few ms, not 50 in the event loop
     ROUGH_POINTS = 300
+    _taken_apart = False  # (see take_apart)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent=parent, axisItems={"left": BytesAxis("left"), "bottom": EventAxis("bottom")})
@@ -241,7 +242,25 @@ class MemoryChart(pg.PlotWidget):
         """How many points a curve gets: what the plot's width can show, at most MAX_POINTS."""
         return max(self.ROUGH_POINTS, min(self.MAX_POINTS, self.POINTS_PER_PIXEL * self.width()))
 
+    def take_apart(self, *_) -> None:
+        """Delete the plot's items before Qt destroys the chart with its window. Destroyed whole,
+        by the scene's destructor, pyqtgraph's items crashed the process now and then (SIGSEGV in
+        ``~QGraphicsWidget`` when a window that had shown a few runs was deleted); cleared from
+        here first, they never did. The chart shows nothing afterwards."""
+        if self._taken_apart:
+            return
+        self._taken_apart = True
+        try:
+            themes.changes().changed.disconnect(self.apply_theme)
+        except (RuntimeError, TypeError):  # (already gone)
+            pass
+        scene = self.scene()
+        if scene is not None:
+            scene.clear()
+
     def resizeEvent(self, event) -> None:
+        if self._taken_apart:
+            return
         self._wrap_title()  # first: the plot is then laid out within the new width
         super().resizeEvent(event)
         self._wrap_title()

@@ -106,7 +106,7 @@ class MemoryTab(QScrollArea):
         self.summary_scroll.setFixedHeight(height)
         if not self._asked and not self._asking:
             self._asking = True
-            QTimer.singleShot(0, self._ask_room)
+            QTimer.singleShot(0, self, self._ask_room)
 
     def _ask_room(self) -> None:
         """The summary has just appeared below the chart: ask for the room of the chart's readable
