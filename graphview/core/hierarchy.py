@@ -17,6 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+from graphview.core.held import Held, held_by_nodes
 from graphview.core.whatif import RECOMPUTE_MODULE
 
 
@@ -32,15 +33,57 @@ class ModuleBox:
     bottom: int = 0
     level: int = 0  # boxes around it (0: outermost)
     parent: str | None = None  # key of the box just around it
+    repeats: Repeats | None = None  # its inside is one block repeated (GPT-2's 12 GPT2Blocks)
+
+    @property
+    def title(self) -> str:
+        """Where it is: the path, or for a list of repeated blocks the range of their paths
+        (``transformer.h.0-11``); inside a checkpoint's recompute, ``... (recomputed)``."""
+        path = self.path
+        if self.repeats is not None and self.repeats.stem == path:
+            path = self.repeats.span
+        if path.startswith(RECOMPUTE_MODULE + "."):
+            path = f"{path[len(RECOMPUTE_MODULE) + 1:]} (recomputed)"
+        return path
+
+    @property
+    def kind(self) -> str | None:
+        """What it is: the module's class name; for repeated blocks, theirs and how many
+        (``GPT2Block ×12``, ``BertEncoder · BertLayer ×12``)."""
+        repeats = self.repeats
+        if repeats is None:
+            return self.type
+        blocks = f"{repeats.type} ×{len(repeats.keys)}"
+        return blocks if self.type in CONTAINERS or repeats.stem == self.path else f"{self.type} · {blocks}"
 
     @property
     def label(self) -> str:
         """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is; inside a
-        checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``."""
-        path = self.path
-        if path.startswith(RECOMPUTE_MODULE + "."):
-            path = f"{path[len(RECOMPUTE_MODULE) + 1:]} (recomputed)"
-        return f"{path} · {self.type}" if self.type else path
+        checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``;
+        repeated blocks, ``transformer.h.0-11 · GPT2Block ×12``."""
+        kind = self.kind
+        return f"{self.title} · {kind}" if kind else self.title
+
+
+#: module classes that only hold others: a box of repeated blocks is named by the blocks alone
+CONTAINERS = (None, "Sequential", "ModuleList")
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    """The children of a box that are one block repeated: ``stem.first`` to ``stem.last``, each a
+    call of the same class (GPT-2's ``transformer.h.0`` to ``transformer.h.11``, ResNet's
+    ``layer1.0`` to ``layer1.2``). ``keys``: their boxes, in order."""
+
+    stem: str
+    first: int
+    last: int
+    type: str
+    keys: tuple[str, ...]
+
+    @property
+    def span(self) -> str:
+        return f"{self.stem}.{self.first}-{self.last}"
 
 
 def module_boxes(drawing: Drawing) -> list[ModuleBox]:
@@ -93,7 +136,59 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
     kept = [max(same, key=lambda b: (b.type is not None, b.path.count("."))) for same in found]
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
+    _find_repeats(kept)
     return kept
+
+
+def _find_repeats(boxes: list[ModuleBox]) -> None:
+    """Mark each box whose children are all calls of one class at consecutive indices of one
+    list (``stem.0``, ``stem.1``, ...), two or more, as :class:`Repeats`: it reads as a stack of
+    that block (``transformer.h.0-11 · GPT2Block ×12``) rather than as a module."""
+    children: dict[str, list[ModuleBox]] = {}
+    for box in boxes:  # (sorted by row: the children come in the order they ran)
+        if box.parent is not None:
+            children.setdefault(box.parent, []).append(box)
+    keyed = {box.key: box for box in boxes}
+    for key, inside in children.items():
+        if len(inside) < 2 or inside[0].type is None or any(b.type != inside[0].type for b in inside):
+            continue
+        stem, _, first = inside[0].path.rpartition(".")
+        if not stem or not first.isdigit():
+            continue
+        indices = []
+        for b in inside:
+            head, _, index = b.path.rpartition(".")
+            if head != stem or not index.isdigit():
+                break
+            indices.append(int(index))
+        else:
+            if indices == list(range(indices[0], indices[0] + len(indices))):
+                keyed[key].repeats = Repeats(stem, indices[0], indices[-1], inside[0].type,
+                                             tuple(b.key for b in inside))
+
+
+#: the kinds of drawn node that are autograd nodes (their saved tensors are what a box holds)
+AUTOGRAD_KINDS = ("op", "accumulate")
+
+
+def blocks_held(drawing: Drawing, box: ModuleBox, keyed: dict[str, ModuleBox], index: int,
+                shown=None) -> list[tuple[ModuleBox, int, Held]]:
+    """Each repeated block of ``box`` (see :class:`Repeats`): the block, how many autograd nodes it
+    has and what their saved tensors hold after event ``index``. ``shown``: only these node ids
+    count (what the canvas shows at the cursor); all of them when None."""
+    if box.repeats is None:
+        return []
+    nodes, run = drawing.nodes, drawing.run
+    blocks = []
+    for key in box.repeats.keys:
+        block = keyed.get(key)
+        if block is None:
+            continue
+        ops = [nodes[m] for m in block.members
+               if nodes[m].kind in AUTOGRAD_KINDS and (shown is None or m in shown)]
+        held = held_by_nodes(run, {n.ref for n in ops}, index) if ops else Held()
+        blocks.append((block, sum(1 for n in ops if n.kind == "op"), held))
+    return blocks
 
 
 def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int | None]]:

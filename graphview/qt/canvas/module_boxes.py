@@ -17,7 +17,7 @@ from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVari
 
 from graphview.core.held import Held, held_by_nodes
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
+from graphview.core.hierarchy import (Layout, ModuleBox, blocks_held, box_lifetimes, collapsed_at_level, level_that_fits,
                                       levels_that_fit, module_boxes, module_boxes_of)
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
@@ -550,6 +550,15 @@ class ModuleBoxes(QObject):
         now = self._now[1] if self._now is not None and self._now[0] in members else None
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), held, running, freed, now)
+        if box.repeats is not None:
+            group.set_blocks(self._blocks(box, members, index))
+
+    def _blocks(self, box: ModuleBox, members: list[str], index: int) -> tuple[tuple[str, int, int], ...]:
+        """Each repeated block of ``box``: its title, its autograd nodes among ``members`` (those
+        shown at ``index``) and the bytes of activations they hold there."""
+        shown = set(members)
+        return tuple((block.title, ops, held.activations)
+                     for block, ops, held in blocks_held(self.scene.drawing, box, self.keyed, index, shown))
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
         scene = self.scene
