@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing, unnamed_title
 from graphview.core.held import Held, held_by_nodes
 from graphview.core.whatif import RECOMPUTE_MODULE
 
@@ -34,11 +34,18 @@ class ModuleBox:
     level: int = 0  # boxes around it (0: outermost)
     parent: str | None = None  # key of the box just around it
     repeats: Repeats | None = None  # its inside is one block repeated (GPT-2's 12 GPT2Blocks)
+    setup: bool = False  # not a module: a chain of no-grad tensors made before the first step
+
+    @property
+    def tensors(self) -> int:
+        return len(self.members)
 
     @property
     def title(self) -> str:
         """Where it is: the path, or for a list of repeated blocks the range of their paths
         (``transformer.h.0-11``); inside a checkpoint's recompute, ``... (recomputed)``."""
+        if self.setup:
+            return "made before the step"
         path = self.path
         if self.repeats is not None and self.repeats.stem == path:
             path = self.repeats.span
@@ -50,6 +57,8 @@ class ModuleBox:
     def kind(self) -> str | None:
         """What it is: the module's class name; for repeated blocks, theirs and how many
         (``GPT2Block ×12``, ``BertEncoder · BertLayer ×12``)."""
+        if self.setup:
+            return "buffers, without grad"
         repeats = self.repeats
         if repeats is None:
             return self.type
@@ -92,13 +101,24 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     A module's nodes split into calls where a row between them holds none of them (the layout
     stacks each call in rows of its own). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the deepest that ran stands for it."""
-    return module_boxes_of(drawing.nodes.values(), drawing.run.module_types)
+    return module_boxes_of(drawing.nodes.values(), drawing.run.module_types, setup_end(drawing.run))
 
 
-def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
+def setup_end(run) -> int | None:
+    """The event a step script's first step starts at, or a plain script's first call of a
+    module: what came before built the model (None: neither happened yet)."""
+    if run.steps:
+        return run.steps[0]["start"]
+    entered = run.module_entered  # (in the order of the calls: the first call is its first value)
+    return next(iter(entered.values())) if entered else None
+
+
+def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = None) -> list[ModuleBox]:
     """:func:`module_boxes` of ``nodes`` (DrawNodes), with ``types`` (module path -> class name,
     from the run's module_enter events). It reads only what placing a node fixed (its row, its
-    module), so it may work on a copy of the node list while the drawing grows on."""
+    module), so it may work on a copy of the node list while the drawing grows on.
+    ``setup_before``: see :func:`setup_boxes`."""
+    nodes = list(nodes)
     rows: dict[str, dict[int, list[str]]] = {}
     for node in nodes:
         if not node.placed or not node.module:
@@ -134,10 +154,54 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
     # the deepest of them that ran (a ModuleList never does: BERT's encoder.layer stood for
     # BertEncoder as "encoder.layer · module")
     kept = [max(same, key=lambda b: (b.type is not None, b.path.count("."))) for same in found]
+    if setup_before is not None:
+        kept += setup_boxes(nodes, setup_before)
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     _find_repeats(kept)
     return kept
+
+
+#: a chain of fewer no-grad tensors made before the step is drawn as it is
+SETUP_AT_LEAST = 3
+
+
+def setup_boxes(nodes, before: int) -> list[ModuleBox]:
+    """Boxes for what a model's constructor computed without grad, before the first step
+    (``before``): Whisper's sinusoidal positions (arange, mul, exp, sin, cos, cat), BERT's
+    ``arange(...).expand``. Each connected chain of unnamed tensors made then outside any module,
+    with the named tensor each builds (the buffer), is a box: shut, it is one card where a
+    dozen nodes stood above the model."""
+    early = {n.id: n for n in nodes if n.placed and n.module is None and n.born < before
+             and n.kind in ("input", "detached")}
+    members = {node_id for node_id, n in early.items() if unnamed_title(n.title)}
+    for node_id, n in early.items():  # the buffer a chain builds: named, made from the chain alone
+        if node_id not in members and n.preds and all(p in members for p in n.preds):
+            members.add(node_id)
+    # connected chains (union-find over the edges between members)
+    root = {m: m for m in members}
+
+    def find(m: str) -> str:
+        while root[m] != m:
+            root[m] = root[root[m]]
+            m = root[m]
+        return m
+
+    for m in members:
+        for p in early[m].preds:
+            if p in members:
+                root[find(p)] = find(m)
+    chains: dict[str, set[str]] = {}
+    for m in members:
+        chains.setdefault(find(m), set()).add(m)
+    boxes = []
+    for chain in sorted(chains.values(), key=lambda c: min((early[m].layer, early[m].slot) for m in c)):
+        if len(chain) < SETUP_AT_LEAST:
+            continue
+        rows = [early[m].layer for m in chain]
+        key = "(setup)" if not boxes else f"(setup)#{len(boxes) + 1}"
+        boxes.append(ModuleBox(key, "", None, set(chain), top=min(rows), bottom=max(rows), setup=True))
+    return boxes
 
 
 def _find_repeats(boxes: list[ModuleBox]) -> None:
@@ -319,8 +383,9 @@ class Layout:
 
 def collapsed_at_level(boxes: list[ModuleBox], level: int) -> set[str]:
     """The boxes to shut so the hierarchy shows down to ``level`` (boxes at ``level`` shut, and
-    every box deeper, so opening one shows its children shut)."""
-    return {box.key for box in boxes if box.level >= level}
+    every box deeper, so opening one shows its children shut). A setup chain is shut at every
+    level (double-click opens it)."""
+    return {box.key for box in boxes if box.level >= level or box.setup}
 
 
 def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
@@ -328,7 +393,7 @@ def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
     columns)`` (the caller knows the screen), else the outermost boxes shut. Nothing is shut
     when the whole drawing fits."""
     level = level_that_fits(drawing, boxes, fits)
-    return set() if level is None else collapsed_at_level(boxes, level)
+    return {box.key for box in boxes if box.setup} if level is None else collapsed_at_level(boxes, level)
 
 
 def level_that_fits(drawing: Drawing, boxes: list[ModuleBox], fits,

@@ -106,6 +106,8 @@ class GroupItem(QGraphicsObject):
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
+        if self.box.setup:  # no autograd node inside: what it made
+            return f"{self.members} tensors" if self.members != 1 else "1 tensor"
         if self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
             text = "no graph now"
         else:

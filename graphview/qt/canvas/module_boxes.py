@@ -18,7 +18,7 @@ from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVari
 from graphview.core.held import Held, held_by_nodes
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.hierarchy import (Layout, ModuleBox, blocks_held, box_lifetimes, collapsed_at_level, level_that_fits,
-                                      levels_that_fit, module_boxes, module_boxes_of)
+                                      levels_that_fit, module_boxes, module_boxes_of, setup_end)
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -122,6 +122,7 @@ class ModuleBoxes(QObject):
         placed = len(drawing.order)
         nodes = list(drawing.nodes.values())
         types = dict(drawing.run.module_types)
+        setup_before = setup_end(drawing.run)
 
         def then(result) -> None:
             self._finding = False
@@ -141,7 +142,7 @@ class ModuleBoxes(QObject):
 
         def work():
             start = time.perf_counter()
-            boxes = module_boxes_of(nodes, types)
+            boxes = module_boxes_of(nodes, types, setup_before)
             return boxes, box_lifetimes(drawing, boxes), time.perf_counter() - start
 
         self._background.run(work, then)
@@ -254,7 +255,7 @@ class ModuleBoxes(QObject):
     def level(self) -> int:
         """How deep the hierarchy is open: the level of the outermost shut boxes (one past the
         deepest box when none is shut)."""
-        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed]
+        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed and not self.keyed[k].setup]
         return min(shut) if shut else max((b.level for b in self.boxes), default=-1) + 1
 
     def change_level(self, delta: int | None) -> None:
