@@ -290,8 +290,10 @@ class ModuleBoxes(QObject):
         every = Layout(drawing, self.boxes, set()).size()
         fits = rows if callable(rows) else (lambda r, _columns: r <= rows)
         level = level_that_fits(drawing, self.boxes, fits, every)
-        if level is not None:
-            self.set_all(collapsed_at_level(self.boxes, level))
+        # (everything fits: a setup chain is shut all the same)
+        collapsed = collapsed_at_level(self.boxes, level) if level is not None else {b.key for b in self.boxes if b.setup}
+        if collapsed:
+            self.set_all(collapsed)
         return level, every[0]
 
     def set_all(self, collapsed: set[str]) -> None:
