@@ -16,7 +16,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing, unnamed_title
+from graphview.core.held import Held, held_by_nodes
 from graphview.core.whatif import RECOMPUTE_MODULE
 
 
@@ -32,15 +33,66 @@ class ModuleBox:
     bottom: int = 0
     level: int = 0  # boxes around it (0: outermost)
     parent: str | None = None  # key of the box just around it
+    repeats: Repeats | None = None  # its inside is one block repeated (GPT-2's 12 GPT2Blocks)
+    setup: bool = False  # not a module: a chain of no-grad tensors made before the first step
+
+    @property
+    def tensors(self) -> int:
+        return len(self.members)
+
+    @property
+    def title(self) -> str:
+        """Where it is: the path, or for a list of repeated blocks the range of their paths
+        (``transformer.h.0-11``); inside a checkpoint's recompute, ``... (recomputed)``."""
+        if self.setup:
+            return "made before the step"
+        path = self.path
+        if self.repeats is not None and self.repeats.stem == path:
+            path = self.repeats.span
+        if path.startswith(RECOMPUTE_MODULE + "."):
+            path = f"{path[len(RECOMPUTE_MODULE) + 1:]} (recomputed)"
+        return path
+
+    @property
+    def kind(self) -> str | None:
+        """What it is: the module's class name; for repeated blocks, theirs and how many
+        (``GPT2Block ×12``, ``BertEncoder · BertLayer ×12``)."""
+        if self.setup:
+            return "buffers, without grad"
+        repeats = self.repeats
+        if repeats is None:
+            return self.type
+        blocks = f"{repeats.type} ×{len(repeats.keys)}"
+        return blocks if self.type in CONTAINERS or repeats.stem == self.path else f"{self.type} · {blocks}"
 
     @property
     def label(self) -> str:
         """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is; inside a
-        checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``."""
-        path = self.path
-        if path.startswith(RECOMPUTE_MODULE + "."):
-            path = f"{path[len(RECOMPUTE_MODULE) + 1:]} (recomputed)"
-        return f"{path} · {self.type}" if self.type else path
+        checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``;
+        repeated blocks, ``transformer.h.0-11 · GPT2Block ×12``."""
+        kind = self.kind
+        return f"{self.title} · {kind}" if kind else self.title
+
+
+#: module classes that only hold others: a box of repeated blocks is named by the blocks alone
+CONTAINERS = (None, "Sequential", "ModuleList")
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    """The children of a box that are one block repeated: ``stem.first`` to ``stem.last``, each a
+    call of the same class (GPT-2's ``transformer.h.0`` to ``transformer.h.11``, ResNet's
+    ``layer1.0`` to ``layer1.2``). ``keys``: their boxes, in order."""
+
+    stem: str
+    first: int
+    last: int
+    type: str
+    keys: tuple[str, ...]
+
+    @property
+    def span(self) -> str:
+        return f"{self.stem}.{self.first}-{self.last}"
 
 
 def module_boxes(drawing: Drawing) -> list[ModuleBox]:
@@ -49,13 +101,24 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     A module's nodes split into calls where a row between them holds none of them (the layout
     stacks each call in rows of its own). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the deepest that ran stands for it."""
-    return module_boxes_of(drawing.nodes.values(), drawing.run.module_types)
+    return module_boxes_of(drawing.nodes.values(), drawing.run.module_types, setup_end(drawing.run))
 
 
-def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
+def setup_end(run) -> int | None:
+    """The event a step script's first step starts at, or a plain script's first call of a
+    module: what came before built the model (None: neither happened yet)."""
+    if run.steps:
+        return run.steps[0]["start"]
+    entered = run.module_entered  # (in the order of the calls: the first call is its first value)
+    return next(iter(entered.values())) if entered else None
+
+
+def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = None) -> list[ModuleBox]:
     """:func:`module_boxes` of ``nodes`` (DrawNodes), with ``types`` (module path -> class name,
     from the run's module_enter events). It reads only what placing a node fixed (its row, its
-    module), so it may work on a copy of the node list while the drawing grows on."""
+    module), so it may work on a copy of the node list while the drawing grows on.
+    ``setup_before``: see :func:`setup_boxes`."""
+    nodes = list(nodes)
     rows: dict[str, dict[int, list[str]]] = {}
     for node in nodes:
         if not node.placed or not node.module:
@@ -91,9 +154,105 @@ def module_boxes_of(nodes, types: dict[str, str]) -> list[ModuleBox]:
     # the deepest of them that ran (a ModuleList never does: BERT's encoder.layer stood for
     # BertEncoder as "encoder.layer · module")
     kept = [max(same, key=lambda b: (b.type is not None, b.path.count("."))) for same in found]
+    if setup_before is not None:
+        kept += setup_boxes(nodes, setup_before)
     _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
+    _find_repeats(kept)
     return kept
+
+
+#: a chain of fewer no-grad tensors made before the step is drawn as it is
+SETUP_AT_LEAST = 3
+
+
+def setup_boxes(nodes, before: int) -> list[ModuleBox]:
+    """Boxes for what a model's constructor computed without grad, before the first step
+    (``before``): Whisper's sinusoidal positions (arange, mul, exp, sin, cos, cat), BERT's
+    ``arange(...).expand``. Each connected chain of unnamed tensors made then outside any module,
+    with the named tensor each builds (the buffer), is a box: shut, it is one card where a
+    dozen nodes stood above the model."""
+    early = {n.id: n for n in nodes if n.placed and n.module is None and n.born < before
+             and n.kind in ("input", "detached")}
+    members = {node_id for node_id, n in early.items() if unnamed_title(n.title)}
+    for node_id, n in early.items():  # the buffer a chain builds: named, made from the chain alone
+        if node_id not in members and n.preds and all(p in members for p in n.preds):
+            members.add(node_id)
+    # connected chains (union-find over the edges between members)
+    root = {m: m for m in members}
+
+    def find(m: str) -> str:
+        while root[m] != m:
+            root[m] = root[root[m]]
+            m = root[m]
+        return m
+
+    for m in members:
+        for p in early[m].preds:
+            if p in members:
+                root[find(p)] = find(m)
+    chains: dict[str, set[str]] = {}
+    for m in members:
+        chains.setdefault(find(m), set()).add(m)
+    boxes = []
+    for chain in sorted(chains.values(), key=lambda c: min((early[m].layer, early[m].slot) for m in c)):
+        if len(chain) < SETUP_AT_LEAST:
+            continue
+        rows = [early[m].layer for m in chain]
+        key = "(setup)" if not boxes else f"(setup)#{len(boxes) + 1}"
+        boxes.append(ModuleBox(key, "", None, set(chain), top=min(rows), bottom=max(rows), setup=True))
+    return boxes
+
+
+def _find_repeats(boxes: list[ModuleBox]) -> None:
+    """Mark each box whose children are all calls of one class at consecutive indices of one
+    list (``stem.0``, ``stem.1``, ...), two or more, as :class:`Repeats`: it reads as a stack of
+    that block (``transformer.h.0-11 · GPT2Block ×12``) rather than as a module."""
+    children: dict[str, list[ModuleBox]] = {}
+    for box in boxes:  # (sorted by row: the children come in the order they ran)
+        if box.parent is not None:
+            children.setdefault(box.parent, []).append(box)
+    keyed = {box.key: box for box in boxes}
+    for key, inside in children.items():
+        if len(inside) < 2 or inside[0].type is None or any(b.type != inside[0].type for b in inside):
+            continue
+        stem, _, first = inside[0].path.rpartition(".")
+        if not stem or not first.isdigit():
+            continue
+        indices = []
+        for b in inside:
+            head, _, index = b.path.rpartition(".")
+            if head != stem or not index.isdigit():
+                break
+            indices.append(int(index))
+        else:
+            if indices == list(range(indices[0], indices[0] + len(indices))):
+                keyed[key].repeats = Repeats(stem, indices[0], indices[-1], inside[0].type,
+                                             tuple(b.key for b in inside))
+
+
+#: the kinds of drawn node that are autograd nodes (their saved tensors are what a box holds)
+AUTOGRAD_KINDS = ("op", "accumulate")
+
+
+def blocks_held(drawing: Drawing, box: ModuleBox, keyed: dict[str, ModuleBox], index: int,
+                shown=None) -> list[tuple[ModuleBox, int, Held]]:
+    """Each repeated block of ``box`` (see :class:`Repeats`): the block, how many autograd nodes it
+    has and what their saved tensors hold after event ``index``. ``shown``: only these node ids
+    count (what the canvas shows at the cursor); all of them when None."""
+    if box.repeats is None:
+        return []
+    nodes, run = drawing.nodes, drawing.run
+    blocks = []
+    for key in box.repeats.keys:
+        block = keyed.get(key)
+        if block is None:
+            continue
+        ops = [nodes[m] for m in block.members
+               if nodes[m].kind in AUTOGRAD_KINDS and (shown is None or m in shown)]
+        held = held_by_nodes(run, {n.ref for n in ops}, index) if ops else Held()
+        blocks.append((block, sum(1 for n in ops if n.kind == "op"), held))
+    return blocks
 
 
 def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int | None]]:
@@ -224,8 +383,9 @@ class Layout:
 
 def collapsed_at_level(boxes: list[ModuleBox], level: int) -> set[str]:
     """The boxes to shut so the hierarchy shows down to ``level`` (boxes at ``level`` shut, and
-    every box deeper, so opening one shows its children shut)."""
-    return {box.key for box in boxes if box.level >= level}
+    every box deeper, so opening one shows its children shut). A setup chain is shut at every
+    level (double-click opens it)."""
+    return {box.key for box in boxes if box.level >= level or box.setup}
 
 
 def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
@@ -233,7 +393,7 @@ def levels_that_fit(drawing: Drawing, boxes: list[ModuleBox], fits) -> set[str]:
     columns)`` (the caller knows the screen), else the outermost boxes shut. Nothing is shut
     when the whole drawing fits."""
     level = level_that_fits(drawing, boxes, fits)
-    return set() if level is None else collapsed_at_level(boxes, level)
+    return {box.key for box in boxes if box.setup} if level is None else collapsed_at_level(boxes, level)
 
 
 def level_that_fits(drawing: Drawing, boxes: list[ModuleBox], fits,

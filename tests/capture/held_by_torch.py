@@ -13,6 +13,7 @@ This owes nothing to graphview's capture: it is what the process holds.
 from __future__ import annotations
 
 import gc
+from functools import partial
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
@@ -45,8 +46,12 @@ class ForwardStorages(TorchDispatchMode):
                     known = self.live.get(key)
                     if known is None or known[0].expired():
                         self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+                        self._made(key)
         self.peak = max(self.peak, self._alive())
         return out
+
+    def _made(self, key: int) -> None:
+        """A storage the forward made is known by ``key`` (its address: a freed storage's may be reused)."""
 
     def _alive(self) -> int:
         gone = [key for key, (ref, _) in self.live.items() if ref.expired()]
@@ -70,3 +75,53 @@ def held_by_torch(step) -> dict:
         end_of_forward = mode.held()
         loss.backward()
     return {"end_of_forward": end_of_forward, "peak": mode.peak}
+
+
+class StoragesByModule(ForwardStorages):
+    """:class:`ForwardStorages` that also notes, for each storage, the innermost of the watched
+    modules whose forward was running when an op made it."""
+
+    def __init__(self, modules: dict[str, torch.nn.Module]) -> None:
+        super().__init__()
+        self.running: list[str] = []
+        self.owner: dict[int, str] = {}
+        self.hooks = []
+        for name, module in modules.items():
+            self.hooks.append(module.register_forward_pre_hook(partial(self._enter, name)))
+            self.hooks.append(module.register_forward_hook(self._leave))
+
+    def _enter(self, name: str, *_) -> None:
+        self.running.append(name)
+
+    def _leave(self, *_) -> None:  # (returns None: the module's output stays its own)
+        self.running.pop()
+
+    def _made(self, key: int) -> None:
+        if self.running:
+            self.owner[key] = self.running[-1]
+        else:  # made outside them all (the address may be a freed storage's that one made)
+            self.owner.pop(key, None)
+
+    def held_by(self) -> dict[str, int]:
+        """Module name -> bytes of the storages made inside it that are alive now."""
+        self.held()
+        totals: dict[str, int] = {}
+        for key, (_, nbytes) in self.live.items():
+            if key in self.owner:
+                totals[self.owner[key]] = totals.get(self.owner[key], 0) + nbytes
+        return totals
+
+
+def held_by_torch_in_modules(step, modules: dict[str, torch.nn.Module]) -> dict[str, int]:
+    """Run ``step()`` (a forward) under the mode: module name -> the bytes of the storages its
+    forward made (inside no other of ``modules`` nested in it) still alive when the forward returned."""
+    mode = StoragesByModule(modules)
+    try:
+        with mode:
+            loss = step()
+            held = mode.held_by()
+    finally:
+        for hook in mode.hooks:
+            hook.remove()
+    del loss
+    return held

@@ -181,3 +181,32 @@ def test_a_module_box_encloses_no_op_or_result_of_another_module(record, script)
     drawing.update(final=True)
     assert module_boxes(drawing)
     assert _covered(drawing) == []
+
+
+def test_what_a_constructor_computes_without_grad_is_one_shut_box(record):
+    """Whisper's sinusoidal positions (arange, mul, exp, sin, cos, cat, copied into the encoder's
+    position weight) are made before the step: one box, shut even when everything else fits."""
+    from graphview.core.hierarchy import setup_end
+
+    run = record(zoo("whisper_asr"), steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    setup = [box for box in boxes if box.setup]
+    assert len(setup) == 1
+    box = setup[0]
+    titles = {drawing.nodes[m].title for m in box.members}
+    assert {"output of sin", "output of cos", "output of cat", "model.encoder.embed_positions.weight"} <= titles
+    assert all(drawing.nodes[m].born < setup_end(run) for m in box.members)
+    assert box.label == "made before the step · buffers, without grad" and box.parent is None
+    assert levels_that_fit(drawing, boxes, lambda rows, columns: True) == {box.key}
+    shut = Layout(drawing, boxes, {box.key})
+    assert len(shut.cells) == len(Layout(drawing, boxes, set()).cells) - len(box.members) + 1  # one card
+    assert all(member in shut.hidden_by for member in box.members)
+    # ... and [ / ] still count levels from the model's boxes
+    assert box.key in collapsed_at_level(boxes, 3) and box.key in collapsed_at_level(boxes, 0)
+
+
+def test_a_model_without_such_a_chain_has_no_setup_box(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    assert not any(box.setup for box in module_boxes(drawing))

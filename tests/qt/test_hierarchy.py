@@ -9,7 +9,7 @@ from PySide6.QtGui import QFont, QFontMetricsF
 
 from graphview.core.hierarchy import Layout, collapsed_at_level
 from graphview.qt.canvas import GraphScene, GraphView
-from tests.conftest import model
+from tests.conftest import model, zoo
 
 
 @pytest.fixture
@@ -223,3 +223,38 @@ def test_a_tied_lm_head_shows_one_box_at_every_point_of_a_two_step_run(canvas, r
         assert heads[0].summary().startswith("4 ops")
     scene.set_cursor(len(run.events) - 1)  # the run's end: the second step's graph freed
     assert len([g for g in scene.groups.values() if g.path == "lm_head" and g.isVisible()]) <= 1
+
+
+def test_repeated_blocks_shut_read_as_one_stack_with_a_bar_per_block(canvas, record):
+    """GPT-2's blocks under ``transformer.h`` (a ModuleList, which never runs) read as one card,
+    ``transformer.h.0-2 · GPT2Block ×3``, with a bar per block: its activations at the cursor."""
+    from graphview.core.hierarchy import blocks_held
+    from graphview.qt.canvas.groups import BARS_H, SHUT_H
+
+    run = record(zoo("gpt2_lm"), steps=1)
+    at = _before_backward(run)
+    scene, view = _open(canvas, run, at)
+    stack = scene.boxes.keyed["transformer.h"]
+    scene.boxes.set_all({"transformer.h"})
+    scene.set_cursor(at)
+    group = scene.groups["transformer.h"]
+    assert group.collapsed and group.isVisible()
+    assert stack.label == "transformer.h.0-1 · GPT2Block ×2"
+    assert group.rect.height() == SHUT_H + BARS_H
+    expected = tuple((block.title, ops, held.activations)
+                     for block, ops, held in blocks_held(scene.drawing, stack, scene.boxes.keyed, at))
+    assert group.blocks == expected and [title for title, _, _ in expected] == ["transformer.h.0", "transformer.h.1"]
+    assert all(activations > 0 for _, _, activations in group.blocks)
+    assert "transformer.h.1: " in group.toolTip() and "GPT2Block ×2" in group.toolTip()
+    # once backward has freed what they saved, the bars say so
+    scene.set_cursor(len(run.events) - 1)
+    assert all(activations == 0 for _, _, activations in scene.groups["transformer.h"].blocks)
+
+
+def test_children_of_different_kinds_are_not_a_stack(record):
+    from graphview.core.drawing import Drawing
+    from graphview.core.hierarchy import module_boxes
+
+    drawing = Drawing(record(model("transformer_block"), steps=1))
+    drawing.update(final=True)
+    assert all(box.repeats is None for box in module_boxes(drawing))  # one layer; attention beside linears

@@ -15,6 +15,8 @@ from graphview.qt.plain import esc
 
 #: the size of a shut box: a node's cell, a little wider
 SHUT_W, SHUT_H = NODE_W + 20, NODE_H + 16
+#: a shut box of repeated blocks is this much taller: a bar per block, its activations
+BARS_H = 16.0
 
 
 class GroupItem(QGraphicsObject):
@@ -40,6 +42,8 @@ class GroupItem(QGraphicsObject):
         self.freed = False  # backward freed every autograd node inside
         self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
         self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
+        # repeated blocks, shut: each block's (title, autograd nodes, bytes of activations) at the cursor
+        self.blocks: tuple[tuple[str, int, int], ...] = ()
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
         self._bounds: QRectF | None = None  # boundingRect, until the geometry changes
@@ -49,7 +53,8 @@ class GroupItem(QGraphicsObject):
 
     def set_box(self, rect: QRectF, members: int, ops: int = 0, held: Held | None = None, running: bool = False,
                 freed: bool = False, now: str | None = None) -> None:
-        box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - SHUT_H / 2, SHUT_W, SHUT_H) \
+        height = SHUT_H + (BARS_H if self.box.repeats is not None else 0.0)
+        box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - height / 2, SHUT_W, height) \
             if self.collapsed else rect
         state = (box, members, ops, held or Held(), running, freed, now)
         if state != (self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now):
@@ -57,6 +62,14 @@ class GroupItem(QGraphicsObject):
             self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now = state
             self.saved = self.held.total
             self.setZValue(3 if self.collapsed else -10 + self.box.level)
+            self._tooltip()
+            self.update()
+
+    def set_blocks(self, blocks: tuple[tuple[str, int, int], ...]) -> None:
+        """A shut box of repeated blocks: each block's (title, autograd nodes, bytes of activations)
+        at the cursor, drawn as a bar per block (the tooltip lists them)."""
+        if blocks != self.blocks:
+            self.blocks = blocks
             self._tooltip()
             self.update()
 
@@ -84,11 +97,17 @@ class GroupItem(QGraphicsObject):
         held = f"<br>{esc(self.held.text())}" if self.saved else ""
         if self.compared is not None:
             held += f"<br>held when backward started: {esc(self.compared_text())} (earlier run → this run)"
-        self.setToolTip(f"<qt><b>{esc(self.box.path)}</b> · {esc(self.box.type or 'module')}<br>"
+        if self.collapsed and self.blocks:
+            rows = "".join(f"<br>{esc(title)}: {ops} ops · {esc(human_bytes(activations))} activations"
+                           for title, ops, activations in self.blocks)
+            held += f"<br>each block, the bar of its activations:{rows}"
+        self.setToolTip(f"<qt><b>{esc(self.box.title)}</b> · {esc(self.box.kind or 'module')}<br>"
                         f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})</qt>")
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
+        if self.box.setup:  # no autograd node inside: what it made
+            return f"{self.members} tensors" if self.members != 1 else "1 tensor"
         if self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
             text = "no graph now"
         else:
@@ -176,10 +195,14 @@ class GroupItem(QGraphicsObject):
         painter.drawRoundedRect(self.rect, 8, 8)
         if option.levelOfDetailFromTransform(painter.worldTransform()) < 0.3:
             return
-        # three lines: where it is, what it is, what it holds
+        # three lines: where it is, what it is, what it holds (and repeated blocks: a bar each)
         inner = self.rect.adjusted(6, 3, -6, -3)
+        if self.box.repeats is not None:
+            bars = QRectF(inner.left() + 4, inner.bottom() - BARS_H + 3, inner.width() - 8, BARS_H - 5)
+            self._paint_bars(painter, bars)
+            inner.setBottom(inner.bottom() - BARS_H)
         third = inner.height() / 3
-        title = f"▸ {self.box.path}"
+        title = f"▸ {self.box.title}"
         font = self.title_font()
         painter.setPen(c.q("freed_text") if self.freed else c.q("collapsed_text"))
         painter.setFont(font)
@@ -189,16 +212,35 @@ class GroupItem(QGraphicsObject):
         painter.setFont(small)
         painter.setPen(c.q("freed_text") if self.freed else c.q("subtitle"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
-                         elided(self.box.type or "module", small, inner.width()))
+                         elided(self.box.kind or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
                          elided(self.summary(), small, inner.width()))
+
+    def _paint_bars(self, painter, area: QRectF) -> None:
+        """A bar per repeated block, as tall as its activations against the largest block's, on a
+        baseline (a block that holds none shows the baseline alone)."""
+        c = colors()
+        painter.setPen(QPen(c.q("freed_text") if self.freed else c.q("subtitle"), 0.8))
+        painter.drawLine(QPointF(area.left(), area.bottom()), QPointF(area.right(), area.bottom()))
+        blocks = self.blocks
+        most = max((activations for _, _, activations in blocks), default=0)
+        if not blocks or most <= 0:
+            return
+        step = area.width() / len(blocks)
+        gap = 1.0 if step > 3 else 0.0
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(c.q("freed_border") if self.freed else c.q("saved_border"))
+        for k, (_, _, activations) in enumerate(blocks):
+            height = area.height() * activations / most
+            if height > 0:
+                painter.drawRect(QRectF(area.left() + k * step, area.bottom() - height, step - gap, height))
 
     def title_font(self) -> QFont:
         """The font of a shut box's first line (its path): bold, smaller for a long path (which is
         elided beyond that), never under :data:`SMALLEST_TEXT_PT`."""
         font = QFont("DejaVu Sans", NAME_PT)
         font.setBold(True)
-        if QFontMetricsF(font).horizontalAdvance(f"▸ {self.box.path}") > self.rect.width() - 12:
+        if QFontMetricsF(font).horizontalAdvance(f"▸ {self.box.title}") > self.rect.width() - 12:
             font.setPointSizeF(SMALLEST_TEXT_PT)
         return font
 

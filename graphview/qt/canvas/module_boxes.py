@@ -17,8 +17,8 @@ from PySide6.QtCore import QEasingCurve, QObject, QPointF, QRectF, QTimer, QVari
 
 from graphview.core.held import Held, held_by_nodes
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
-                                      levels_that_fit, module_boxes, module_boxes_of)
+from graphview.core.hierarchy import (Layout, ModuleBox, blocks_held, box_lifetimes, collapsed_at_level, level_that_fits,
+                                      levels_that_fit, module_boxes, module_boxes_of, setup_end)
 from graphview.qt.background import Background
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
@@ -122,6 +122,7 @@ class ModuleBoxes(QObject):
         placed = len(drawing.order)
         nodes = list(drawing.nodes.values())
         types = dict(drawing.run.module_types)
+        setup_before = setup_end(drawing.run)
 
         def then(result) -> None:
             self._finding = False
@@ -141,7 +142,7 @@ class ModuleBoxes(QObject):
 
         def work():
             start = time.perf_counter()
-            boxes = module_boxes_of(nodes, types)
+            boxes = module_boxes_of(nodes, types, setup_before)
             return boxes, box_lifetimes(drawing, boxes), time.perf_counter() - start
 
         self._background.run(work, then)
@@ -254,7 +255,7 @@ class ModuleBoxes(QObject):
     def level(self) -> int:
         """How deep the hierarchy is open: the level of the outermost shut boxes (one past the
         deepest box when none is shut)."""
-        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed]
+        shut = [self.keyed[k].level for k in self.collapsed if k in self.keyed and not self.keyed[k].setup]
         return min(shut) if shut else max((b.level for b in self.boxes), default=-1) + 1
 
     def change_level(self, delta: int | None) -> None:
@@ -289,8 +290,10 @@ class ModuleBoxes(QObject):
         every = Layout(drawing, self.boxes, set()).size()
         fits = rows if callable(rows) else (lambda r, _columns: r <= rows)
         level = level_that_fits(drawing, self.boxes, fits, every)
-        if level is not None:
-            self.set_all(collapsed_at_level(self.boxes, level))
+        # (everything fits: a setup chain is shut all the same)
+        collapsed = collapsed_at_level(self.boxes, level) if level is not None else {b.key for b in self.boxes if b.setup}
+        if collapsed:
+            self.set_all(collapsed)
         return level, every[0]
 
     def set_all(self, collapsed: set[str]) -> None:
@@ -550,6 +553,15 @@ class ModuleBoxes(QObject):
         now = self._now[1] if self._now is not None and self._now[0] in members else None
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), held, running, freed, now)
+        if box.repeats is not None:
+            group.set_blocks(self._blocks(box, members, index))
+
+    def _blocks(self, box: ModuleBox, members: list[str], index: int) -> tuple[tuple[str, int, int], ...]:
+        """Each repeated block of ``box``: its title, its autograd nodes among ``members`` (those
+        shown at ``index``) and the bytes of activations they hold there."""
+        shown = set(members)
+        return tuple((block.title, ops, held.activations)
+                     for block, ops, held in blocks_held(self.scene.drawing, box, self.keyed, index, shown))
 
     def _show_open(self, group: GroupItem, box: ModuleBox, members: list[str]) -> None:
         scene = self.scene

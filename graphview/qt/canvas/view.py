@@ -476,6 +476,8 @@ class GraphView(QGraphicsView):
     def contextMenuEvent(self, event) -> None:
         item = self.itemAt(event.pos())
         if isinstance(item, GroupItem):
+            if item.box.setup:
+                return  # not a module: nothing to checkpoint
             menu = QMenu(self)
             self._add_checkpoint_actions(menu, item.box.path)
             if not menu.isEmpty():
