@@ -42,6 +42,7 @@ from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError, TraceWriter,
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
+ANIMATION_SUFFIXES = (".gif", ".apng", ".mp4", ".webm")  # drawn by graphview.qt.animation
 DEFAULT_SCALE = 2.0
 
 
@@ -90,7 +91,15 @@ def writable(text: str, stream) -> str:
 
 def export_suffixes() -> list[str]:
     """Every suffix ``graphview export -o`` accepts."""
-    return sorted(set(FORMATS) | set(IMAGE_SUFFIXES))
+    return sorted(set(FORMATS) | set(IMAGE_SUFFIXES) | set(ANIMATION_SUFFIXES))
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    """``960x600`` -> (960, 600)."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT in pixels (960x600)")
+    return int(width), int(height)
 
 
 def positive_scale(text: str) -> float:
@@ -156,6 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
                           f"each (0: each top-level module as one box; {ALL_OPEN}: every box open; default: the "
                           f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
                           "for one page gets a page per part)")
+    anim = exp.add_argument_group("animations (GIF, APNG; MP4, WebM with imageio-ffmpeg)",
+                                  "the canvas as it changes, one frame per moment Step forward stops at")
+    anim.add_argument("--from", dest="start", default=None, metavar="MOMENT",
+                      help="the first event: its index, or backward:N / step:N for the start of the Nth "
+                           "backward call or step (default: the run's first event)")
+    anim.add_argument("--to", dest="end", default=None, metavar="MOMENT",
+                      help="the last event: its index, or backward:N / step:N for the end of the Nth backward "
+                           "call or step (default: the end of the first backward)")
+    anim.add_argument("--fps", type=positive_scale, default=None, help="frames a second (default 4)")
+    anim.add_argument("--max-frames", type=int, default=None, metavar="N",
+                      help="at most this many frames, the moments sampled evenly beyond it (default 200)")
+    anim.add_argument("--size", type=frame_size, default=None, metavar="WxH",
+                      help="the frame's size in pixels (default 960x600)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
@@ -333,7 +355,7 @@ def print_script_traceback(run: Run | RunTally) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     suffix = os.path.splitext(args.output)[1].lower()
-    if suffix not in FORMATS and suffix not in IMAGE_SUFFIXES:
+    if suffix not in FORMATS and suffix not in IMAGE_SUFFIXES and suffix not in ANIMATION_SUFFIXES:
         raise UserError(f"cannot tell the export format from {args.output!r}: "
                         f"use one of {', '.join(export_suffixes())}")
     check_writable(args.output)
@@ -344,7 +366,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         say(f"graphview: {shown(run.failure_headline())} before anything was recorded; nothing written to {args.output}",
             file=sys.stderr)
         return EXIT_SCRIPT_FAILED
-    if suffix in IMAGE_SUFFIXES:
+    animated = (args.start, args.end, args.fps, args.max_frames, args.size) != (None,) * 5
+    if animated and suffix not in ANIMATION_SUFFIXES:
+        say(f"graphview: note: --from, --to, --fps, --max-frames and --size apply to animations only "
+            f"({', '.join(s[1:].upper() for s in ANIMATION_SUFFIXES)})", file=sys.stderr)
+    if suffix in ANIMATION_SUFFIXES:
+        fmt = _export_animation(run, args)
+    elif suffix in IMAGE_SUFFIXES:
         from graphview.app.gui import qt_app
         from graphview.qt.export import MAX_PIXELS, render_run
 
@@ -367,13 +395,25 @@ def cmd_export(args: argparse.Namespace) -> int:
             say("graphview: note: --no-legend, --no-caption and --depth apply to pictures only (PNG, SVG, PDF)",
                 file=sys.stderr)
         fmt = export_graph(run, args.output, at=args.at)
-    what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
+    what = fmt if suffix in ANIMATION_SUFFIXES else (
+        f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else ""))
     if run.failed:
         say(f"graphview: {shown(run.failure_headline())}; wrote {what} recorded {_up_to(run)} to {args.output}",
             file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     say(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
     return EXIT_OK
+
+
+def _export_animation(run, args: argparse.Namespace) -> str:
+    from graphview.app.gui import qt_app
+    from graphview.qt.animation import DEFAULT_FPS, DEFAULT_MAX_FRAMES, DEFAULT_SIZE, AnimationOptions, render_animation
+
+    qt_app()
+    options = AnimationOptions(start=args.start, end=args.end, fps=args.fps or DEFAULT_FPS,
+                               max_frames=args.max_frames or DEFAULT_MAX_FRAMES, size=args.size or DEFAULT_SIZE)
+    frames, first, last = render_animation(run, args.output, options)
+    return f"a {os.path.splitext(args.output)[1][1:].upper()} animation of {frames} frames, events {first} to {last},"
 
 
 def _bytes(n: int) -> str:
