@@ -29,6 +29,16 @@ if [ ${#tools[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tools[@]}" >/dev/null; } ||
     echo "setup.sh: could not install ${tools[*]}; the app still runs on a real display" >&2
 fi
+# --tests: also Chromium and its driver, in which the tests open the exported web page (a real
+# browser, headless); the app itself never needs them
+if [ "${1:-}" = "--tests" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } ||
+      echo "setup.sh: could not install chromium and chromium-driver; the web page's browser test is skipped" >&2
+  else
+    echo "setup.sh: the web page's browser test needs chromium and chromedriver (install them to run it)" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -3,6 +3,8 @@
     graphview [SCRIPT_OR_TRACE] [-- ARGS]              open the desktop app (ARGS: the script's own)
     graphview record SCRIPT -o run.gvtrace [options] [-- ARGS]   record a script headless
     graphview export SCRIPT_OR_TRACE -o graph.json|dot|graphml|png|svg|pdf [--at EVENT] [--no-legend] [--no-caption]
+    graphview export SCRIPT_OR_TRACE -o run.gif|apng|mp4|webm [--from MOMENT] [--to MOMENT]   an animation
+    graphview export SCRIPT_OR_TRACE -o lesson.html   one web page that steps through the run, offline
     graphview info TRACE [--json]                      what a trace holds
     graphview check SCRIPT_OR_TRACE [--json]           autograd pitfalls found (exit 1 if any)
     graphview diff A [B] [--step-a N] [--step-b M]     autograd nodes added/removed between graphs
@@ -42,6 +44,8 @@ from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError, TraceWriter,
 
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
+ANIMATION_SUFFIXES = (".gif", ".apng", ".mp4", ".webm")  # drawn by graphview.qt.animation
+WEB_SUFFIXES = (".html", ".htm")  # the web page player, graphview.app.web_page
 DEFAULT_SCALE = 2.0
 
 
@@ -90,7 +94,15 @@ def writable(text: str, stream) -> str:
 
 def export_suffixes() -> list[str]:
     """Every suffix ``graphview export -o`` accepts."""
-    return sorted(set(FORMATS) | set(IMAGE_SUFFIXES))
+    return sorted(set(FORMATS) | set(IMAGE_SUFFIXES) | set(ANIMATION_SUFFIXES) | set(WEB_SUFFIXES))
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    """``960x600`` -> (960, 600)."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT in pixels (960x600)")
+    return int(width), int(height)
 
 
 def positive_scale(text: str) -> float:
@@ -135,13 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("-o", "--output", required=True, help=f"trace file to write ({SUFFIX})")
     rec.add_argument("-q", "--quiet", action="store_true", help="do not echo the script's output")
     _add_run_options(rec)
-    exp = sub.add_parser("export", help="export the graph as a picture (PNG, SVG, PDF) or as data (JSON, DOT, GraphML)",
-                         description="Export the recorded graph as a picture (PNG, SVG, PDF; no display needed) "
-                                     "or as data (JSON, DOT, GraphML). The format comes from the output's suffix.")
+    exp = sub.add_parser("export", help="export the graph as a picture (PNG, SVG, PDF), an animation (GIF, APNG, MP4, "
+                                        "WebM), a web page to step through (HTML) or data (JSON, DOT, GraphML)",
+                         description="Export the recorded graph as a picture (PNG, SVG, PDF; no display needed), an "
+                                     "animation of the run (GIF, APNG; MP4, WebM with imageio-ffmpeg), one HTML file "
+                                     "anyone can step through offline, or as data (JSON, DOT, GraphML). The format "
+                                     "comes from the output's suffix.")
     exp.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     exp.add_argument("-o", "--output", required=True,
-                     help="graph.png, graph.svg or graph.pdf (picture); graph.json, graph.dot (or .gv) or "
-                          "graph.graphml (data)")
+                     help="graph.png, graph.svg or graph.pdf (picture); run.gif, run.apng, run.mp4 or run.webm "
+                          "(animation); lesson.html (web page); graph.json, graph.dot (or .gv) or graph.graphml (data)")
     exp.add_argument("--scale", type=positive_scale, default=None,
                      help=f"PNG: pixels per scene unit, greater than 0 (default {DEFAULT_SCALE:g}; "
                           "lowered if the image would be too large)")
@@ -156,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
                           f"each (0: each top-level module as one box; {ALL_OPEN}: every box open; default: the "
                           f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
                           "for one page gets a page per part)")
+    anim = exp.add_argument_group("animations (GIF, APNG; MP4, WebM with imageio-ffmpeg)",
+                                  "the canvas as it changes, one frame per moment Step forward stops at")
+    anim.add_argument("--from", dest="start", default=None, metavar="MOMENT",
+                      help="the first event: its index, or backward:N / step:N for the start of the Nth "
+                           "backward call or step (default: the run's first event)")
+    anim.add_argument("--to", dest="end", default=None, metavar="MOMENT",
+                      help="the last event: its index, or backward:N / step:N for the end of the Nth backward "
+                           "call or step (default: the end of the first backward)")
+    anim.add_argument("--fps", type=positive_scale, default=None, help="frames a second (default 4)")
+    anim.add_argument("--max-frames", type=int, default=None, metavar="N",
+                      help="at most this many frames, the moments sampled evenly beyond it (default 200)")
+    anim.add_argument("--size", type=frame_size, default=None, metavar="WxH",
+                      help="the frame's size in pixels (default 960x600)")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
@@ -333,7 +361,7 @@ def print_script_traceback(run: Run | RunTally) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     suffix = os.path.splitext(args.output)[1].lower()
-    if suffix not in FORMATS and suffix not in IMAGE_SUFFIXES:
+    if suffix not in (*FORMATS, *IMAGE_SUFFIXES, *ANIMATION_SUFFIXES, *WEB_SUFFIXES):
         raise UserError(f"cannot tell the export format from {args.output!r}: "
                         f"use one of {', '.join(export_suffixes())}")
     check_writable(args.output)
@@ -344,7 +372,18 @@ def cmd_export(args: argparse.Namespace) -> int:
         say(f"graphview: {shown(run.failure_headline())} before anything was recorded; nothing written to {args.output}",
             file=sys.stderr)
         return EXIT_SCRIPT_FAILED
-    if suffix in IMAGE_SUFFIXES:
+    animated = (args.start, args.end, args.fps, args.max_frames, args.size) != (None,) * 5
+    if animated and suffix not in ANIMATION_SUFFIXES:
+        say(f"graphview: note: --from, --to, --fps, --max-frames and --size apply to animations only "
+            f"({', '.join(s[1:].upper() for s in ANIMATION_SUFFIXES)})", file=sys.stderr)
+    if suffix in ANIMATION_SUFFIXES:
+        fmt = _export_animation(run, args)
+    elif suffix in WEB_SUFFIXES:
+        from graphview.app.web_page import write_web_page
+
+        moments = write_web_page(run, args.output)
+        fmt = f"a web page that steps through {moments} moments"
+    elif suffix in IMAGE_SUFFIXES:
         from graphview.app.gui import qt_app
         from graphview.qt.export import MAX_PIXELS, render_run
 
@@ -367,13 +406,25 @@ def cmd_export(args: argparse.Namespace) -> int:
             say("graphview: note: --no-legend, --no-caption and --depth apply to pictures only (PNG, SVG, PDF)",
                 file=sys.stderr)
         fmt = export_graph(run, args.output, at=args.at)
-    what = f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else "")
+    what = fmt if suffix in ANIMATION_SUFFIXES or suffix in WEB_SUFFIXES else (
+        f"the {fmt.upper()} graph" + (f" at event {args.at}" if args.at is not None else ""))
     if run.failed:
         say(f"graphview: {shown(run.failure_headline())}; wrote {what} recorded {_up_to(run)} to {args.output}",
             file=sys.stderr)
         return EXIT_SCRIPT_FAILED
     say(f"graphview: wrote {what} to {args.output}", file=sys.stderr)
     return EXIT_OK
+
+
+def _export_animation(run, args: argparse.Namespace) -> str:
+    from graphview.app.gui import qt_app
+    from graphview.qt.animation import DEFAULT_FPS, DEFAULT_MAX_FRAMES, DEFAULT_SIZE, AnimationOptions, render_animation
+
+    qt_app()
+    options = AnimationOptions(start=args.start, end=args.end, fps=args.fps or DEFAULT_FPS,
+                               max_frames=args.max_frames or DEFAULT_MAX_FRAMES, size=args.size or DEFAULT_SIZE)
+    frames, first, last = render_animation(run, args.output, options)
+    return f"a {os.path.splitext(args.output)[1][1:].upper()} animation of {frames} frames, events {first} to {last},"
 
 
 def _bytes(n: int) -> str:

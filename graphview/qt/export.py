@@ -242,7 +242,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
     if region is not None:
         scene.set_region(None)  # a big scene makes items near its view only: the picture has them all
     try:
-        with _canvas_colors(scene, style.LIGHT if theme == "light" else None) as colors:
+        with canvas_colors(scene, style.LIGHT if theme == "light" else None) as colors:
             return _render(scene, path, suffix, scale, caption, legend, colors)
     finally:
         if region is not None:
@@ -250,7 +250,7 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
 
 
 @contextmanager
-def _canvas_colors(scene: GraphScene, colors: CanvasColors | None):
+def canvas_colors(scene: GraphScene, colors: CanvasColors | None):
     """The canvas drawn in ``colors`` for the duration of an export (None: in those it has)."""
     shown = style.colors()
     if colors is None or colors is shown:

@@ -1,0 +1,243 @@
+"""Animation export: the canvas as it changes between two moments of a run, one frame per moment
+at which Step ▶ stops (an op, a backward node, ``.grad`` reset, an optimizer step ...).
+
+Each frame is the graph at that moment, at a zoom where its labels read at the output's size, the
+view following the action as the window's does (it centres the node the moment is about, or the
+shut box that holds it, and keeps its place when a moment is about no node), under a caption band
+(script, step, event, what happened, what backward holds). GIF and APNG are written with Pillow;
+MP4 and WebM with imageio-ffmpeg (optional: a clear message says how to get it when it is absent).
+
+Frames are drawn one at a time and kept as palette images (a 960x600 frame is 0.6 MB, not 2.3 MB),
+and ``progress(done, total)`` may return False to cancel.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
+
+from graphview.core import timeline
+from graphview.core.captions import caption as caption_of
+from graphview.core.export import default_fits
+from graphview.core.files import write_file
+from graphview.core.run import Run
+from graphview.qt.canvas import GraphScene, style
+from graphview.qt.export import ExportError, canvas_colors, content_rect
+
+ANIMATION_SUFFIXES = (".gif", ".apng", ".mp4", ".webm")
+#: the frame's size in pixels, unless asked for another
+DEFAULT_SIZE = (960, 600)
+SMALLEST_SIZE, LARGEST_SIZE = (320, 200), (3840, 2160)
+DEFAULT_FPS = 4.0
+#: frames drawn by default at most (moments between --from and --to beyond that are sampled evenly)
+DEFAULT_MAX_FRAMES = 200
+#: ... and at most, whatever is asked (a frame is kept in memory until the file is written)
+MAX_FRAMES = 2000
+#: pixels per scene unit: nodes drawn as the window draws them at 100%
+ZOOM = 1.0
+CAPTION_H = 46
+CAPTION_PT = 10.0
+
+
+class ExportCancelled(ExportError):
+    """The user cancelled an animation export: nothing was written."""
+
+
+def moment(run: Run, spec: str | int | None, closing: bool) -> int | None:
+    """The event ``spec`` names: an event index, ``backward:N`` (the Nth backward call, counted from
+    1: its start, or its end when ``closing``) or ``step:N`` (likewise, the Nth step)."""
+    if spec is None or isinstance(spec, int):
+        return spec
+    text = spec.strip().lower()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    kind, _, number = text.partition(":")
+    spans = {"backward": [(call.start, call.end) for call in sorted(run.backwards.values(), key=lambda c: c.start)],
+             "step": [(step["start"], step["end"]) for step in run.steps]}
+    if kind not in spans or not number.isdigit():
+        raise ExportError(f"{spec!r} names no moment: give an event index, backward:N or step:N")
+    known = spans[kind]
+    n = int(number)
+    if not 1 <= n <= len(known):
+        raise ExportError(f"{spec!r}: the run has {len(known)} {kind} {'call' if kind == 'backward' else 'step'}"
+                          f"{'s' if len(known) != 1 else ''}")
+    start, end = known[n - 1]
+    if not closing:
+        return start
+    return end if end is not None else len(run.events) - 1
+
+
+@dataclass(frozen=True)
+class AnimationOptions:
+    start: int | str | None = None  # first event, or backward:N / step:N (default: the run's first)
+    end: int | str | None = None  # last event, or backward:N / step:N (default: the end of the first backward)
+    fps: float = DEFAULT_FPS
+    max_frames: int = DEFAULT_MAX_FRAMES
+    size: tuple[int, int] = DEFAULT_SIZE
+    theme: str | None = None  # None: the canvas's; "light"
+
+
+def moments(run: Run, start: int | None = None, end: int | None = None,
+            max_frames: int = DEFAULT_MAX_FRAMES) -> list[int]:
+    """The event indices that get a frame: ``start``, every moment Step ▶ stops at after it up to
+    ``end``, and ``end``; evenly sampled (first and last kept) when there are more than ``max_frames``."""
+    last = len(run.events) - 1
+    if last < 0:
+        raise ExportError("the run has no events: nothing to animate")
+    first = 0 if start is None else start
+    if end is None:
+        end = next((i for i in range(first, last + 1) if run.events[i].get("ev") == "backward_end"), last)
+    for name, value in (("--from", first), ("--to", end)):
+        if not 0 <= value <= last:
+            raise ExportError(f"{name} {value} is outside the run (it has events 0 to {last})")
+    if end < first:
+        raise ExportError(f"--to {end} comes before --from {first}")
+    if not 2 <= max_frames <= MAX_FRAMES:
+        raise ExportError(f"the number of frames must be between 2 and {MAX_FRAMES}, not {max_frames}")
+    chosen = [first] + [i for i in range(first + 1, end) if run.events[i].get("ev") in timeline.STOP_EVENTS]
+    if end != first:
+        chosen.append(end)
+    if len(chosen) > max_frames:
+        step = (len(chosen) - 1) / (max_frames - 1)
+        chosen = [chosen[round(k * step)] for k in range(max_frames)]
+    return chosen
+
+
+class FramePainter:
+    """Draws ``run`` at one moment after another into images ``size`` big, following the action."""
+
+    def __init__(self, run: Run, size: tuple[int, int], first: int) -> None:
+        self.run = run
+        self.width, self.height = size
+        self.scene = GraphScene()
+        self.scene.set_run(run)
+        self.scene.set_cursor(first)
+        self.scene.boxes.shut_to_fit(default_fits)  # module boxes as a picture export opens them
+        self.center: QPointF | None = None
+
+    def _follow(self, index: int) -> QPointF:
+        item = self.scene.item_at_event(index)
+        if item is not None:
+            self.center = item.sceneBoundingRect().center()
+        elif self.center is None:  # nothing happened yet: the top of the graph
+            shown = content_rect(self.scene)
+            view_h = (self.height - CAPTION_H) / ZOOM
+            self.center = QPointF(shown.center().x(), shown.top() + min(shown.height(), view_h) / 2)
+        return self.center
+
+    def frame(self, index: int) -> QImage:
+        scene = self.scene
+        scene.set_cursor(index)
+        scene.boxes.settle()
+        colors = style.colors()
+        image = QImage(self.width, self.height, QImage.Format_RGB32)
+        image.fill(colors.q("background"))
+        painter = QPainter(image)
+        try:
+            painter.setRenderHint(QPainter.Antialiasing)
+            painter.setRenderHint(QPainter.TextAntialiasing)
+            center = self._follow(index)
+            w, h = self.width / ZOOM, (self.height - CAPTION_H) / ZOOM
+            source = QRectF(center.x() - w / 2, center.y() - h / 2, w, h)
+            target = QRectF(0, CAPTION_H, self.width, self.height - CAPTION_H)
+            scene.render(painter, target, source, Qt.IgnoreAspectRatio)
+            self._caption(painter, index, colors)
+        finally:
+            painter.end()
+        return image
+
+    def _caption(self, painter: QPainter, index: int, colors) -> None:
+        band = QRectF(0, 0, self.width, CAPTION_H)
+        painter.fillRect(band, colors.q("background"))
+        painter.setPen(colors.q("group_border"))
+        painter.drawLine(QPointF(0, CAPTION_H - 0.5), QPointF(self.width, CAPTION_H - 0.5))
+        painter.setPen(colors.q("title"))
+        font = QFont("DejaVu Sans")
+        font.setPointSizeF(CAPTION_PT)
+        painter.setFont(font)
+        text = caption_of(self.run, index)
+        painter.drawText(band.adjusted(10, 4, -10, -4), Qt.AlignLeft | Qt.AlignVCenter | Qt.TextWordWrap, text)
+
+
+def render_animation(run: Run, path: str, options: AnimationOptions = AnimationOptions(),
+                     progress: Callable[[int, int], bool] | None = None) -> tuple[int, int, int]:
+    """Write the run between ``options.start`` and ``options.end`` to ``path`` as an animation
+    (format from the suffix). Returns the number of frames, the first and the last event. Raises :class:`ExportError` (and
+    :class:`ExportCancelled` when ``progress`` returns False); nothing is written then."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in ANIMATION_SUFFIXES:
+        raise ExportError(f"cannot tell the animation format from {path!r}: use {', '.join(ANIMATION_SUFFIXES)}")
+    width, height = options.size
+    if not (SMALLEST_SIZE[0] <= width <= LARGEST_SIZE[0] and SMALLEST_SIZE[1] <= height <= LARGEST_SIZE[1]):
+        raise ExportError(f"the frame size must be between {SMALLEST_SIZE[0]}x{SMALLEST_SIZE[1]} and "
+                          f"{LARGEST_SIZE[0]}x{LARGEST_SIZE[1]} pixels, not {width}x{height}")
+    if not 0.1 <= options.fps <= 60:
+        raise ExportError(f"the frame rate must be between 0.1 and 60 frames a second, not {options.fps:g}")
+    encode = _ENCODERS[suffix]
+    indices = moments(run, moment(run, options.start, False), moment(run, options.end, True), options.max_frames)
+    painter = FramePainter(run, (width, height), indices[0])
+    frames = []
+    with canvas_colors(painter.scene, style.LIGHT if options.theme == "light" else None):
+        for done, index in enumerate(indices):
+            if progress is not None and progress(done, len(indices)) is False:
+                raise ExportCancelled(f"cancelled: nothing written to {path}")
+            frames.append(_pillow(painter.frame(index)))
+    write_file(path, encode(frames, options.fps))
+    if progress is not None:
+        progress(len(indices), len(indices))
+    return len(frames), indices[0], indices[-1]
+
+
+def _pillow(image: QImage):
+    """A QImage as a Pillow image in a 256-colour palette (kept small until the file is written)."""
+    from PIL import Image
+
+    rgb = image.convertToFormat(QImage.Format_RGB888)
+    width, height = rgb.width(), rgb.height()
+    data = bytes(rgb.constBits())[: rgb.bytesPerLine() * height]
+    frame = Image.frombuffer("RGB", (width, height), data, "raw", "RGB", rgb.bytesPerLine(), 1)
+    return frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=256)
+
+
+def _gif(frames, fps: float) -> bytes:
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=round(1000 / fps),
+                   loop=0, disposal=1)
+    return buffer.getvalue()
+
+
+def _apng(frames, fps: float) -> bytes:
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="PNG", save_all=True, append_images=frames[1:], duration=round(1000 / fps),
+                   loop=0)
+    return buffer.getvalue()
+
+
+def _video(codec: str, suffix: str):
+    def encode(frames, fps: float) -> bytes:
+        try:
+            import imageio_ffmpeg
+        except ImportError:
+            raise ExportError(f"{suffix[1:].upper()} needs the imageio-ffmpeg package (it brings its own "
+                              "ffmpeg): pip install imageio-ffmpeg; or export .gif or .apng") from None
+        width, height = frames[0].size
+        with tempfile.TemporaryDirectory(prefix="graphview-video-") as folder:
+            out = os.path.join(folder, "video" + suffix)
+            writer = imageio_ffmpeg.write_frames(out, (width, height), fps=fps, codec=codec, macro_block_size=2,
+                                                 output_params=["-loglevel", "error"])
+            writer.send(None)
+            for frame in frames:
+                writer.send(frame.convert("RGB").tobytes())
+            writer.close()
+            with open(out, "rb") as file:
+                return file.read()
+    return encode
+
+
+_ENCODERS = {".gif": _gif, ".apng": _apng, ".mp4": _video("libx264", ".mp4"), ".webm": _video("libvpx-vp9", ".webm")}

@@ -1,0 +1,156 @@
+"""The web page player: one HTML file, nothing fetched, nothing from the trace ever markup; it
+steps through the run as the window does (checked in a real headless browser where Chromium and
+its driver are installed, as the test set-up installs them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from graphview.app.web_page import page_data, page_html, write_web_page
+from graphview.core.export import ExportError
+from tests.conftest import LESSONS, lesson
+
+
+def _data(html: str) -> dict:
+    block = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
+    return json.loads(block.group(1))
+
+
+def test_the_page_holds_the_runs_grads_and_moments(record, tmp_path):
+    run = record(lesson("accumulate_without_clearing"))
+    path = tmp_path / "lesson.html"
+    moments = write_web_page(run, str(path))
+    html = path.read_text()
+    data = _data(html)
+    assert len(data["moments"]) == moments and data["moments"][0]["at"] == 0
+    assert data["moments"][-1]["at"] == len(run.events) - 1
+    w = next(n for n in data["nodes"] if n["title"] == "w")
+    tid = run.tensor_by_name("w")
+    assert [value for _, value in w["grads"]] == ["-8", "-16"]  # the lesson's numbers, from torch
+    assert [index for index, _ in w["grads"]] == [entry.index for entry in run.grads[tid]]
+    # the running node of every backward moment is the node the engine ran
+    ids = [n["id"] for n in data["nodes"]]
+    for m in data["moments"]:
+        if m["kind"] == "bw_node":
+            assert ids[m["focus"]] == f"op{run.events[m['at']]['vid']}" and m["running"]
+    assert len(html) < 1 << 20
+
+
+def test_nothing_from_the_run_is_markup_and_nothing_is_fetched(record, write_script):
+    hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
+    script = write_script("import torch\n"
+                          "model = torch.nn.Sequential()\n"
+                          f"model.add_module({hostile!r}, torch.nn.Linear(2, 1))\n"
+                          "model(torch.ones(1, 2)).sum().backward()\n")
+    html = page_html(page_data(record(script)))
+    assert html.count("<script") == 2 and "<img" not in html and "onerror=alert(2)>" not in html
+    assert any(hostile in n["title"] or hostile in n["subtitle"] for n in _data(html)["nodes"]) or \
+        hostile in json.dumps(_data(html))
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", html)  # no address to fetch from
+    assert "default-src 'none'" in html
+
+
+def test_an_html_name_is_asked_for(record, tmp_path):
+    with pytest.raises(ExportError, match=".html"):
+        write_web_page(record(lesson("chain_rule")), str(tmp_path / "x.txt"))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in LESSONS.glob("*.py")))
+def test_every_lesson_exports_as_a_page_under_a_megabyte(record, tmp_path, name):
+    path = tmp_path / "x.html"
+    assert write_web_page(record(lesson(name)), str(path)) >= 1
+    assert path.stat().st_size < 1 << 20
+
+
+# ------------------------------------------------------------------ in a real browser
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+browser = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium and chromedriver are not installed")
+
+
+class Browser:
+    """A headless Chromium driven over the WebDriver protocol (plain HTTP: no client library)."""
+
+    def __init__(self, tmp_path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.driver = subprocess.Popen([DRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                self._call("GET", "/status")
+                break
+            except OSError:
+                time.sleep(0.1)
+        caps = {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": CHROMIUM, "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1366,768",
+                                         f"--user-data-dir={tmp_path / 'profile'}"]}}
+        self.session = self._call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())["value"]
+
+    def do(self, method: str, path: str, body: dict | None = None):
+        return self._call(method, f"/session/{self.session}{path}", body)
+
+    def js(self, script: str):
+        return self.do("POST", "/execute/sync", {"script": script, "args": []})
+
+    def key(self, key: str) -> None:
+        key = {"Home": "\ue011", "End": "\ue010", "ArrowLeft": "\ue012", "ArrowRight": "\ue014"}.get(key, key)
+        self.do("POST", "/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]})
+
+    def close(self) -> None:
+        try:
+            self.do("DELETE", "")
+        finally:
+            self.driver.terminate()
+            self.driver.wait(10)
+
+
+@browser
+def test_a_student_steps_through_the_second_backward_offline(record, tmp_path):
+    run = record(lesson("accumulate_without_clearing"))
+    path = tmp_path / "lesson.html"
+    write_web_page(run, str(path))
+    data = _data(path.read_text())
+    chrome = Browser(tmp_path)
+    try:
+        chrome.do("POST", "/url", {"url": path.as_uri()})
+        assert chrome.js("return document.getElementById('caption').textContent").startswith("event 0 of")
+        chrome.key("b")
+        chrome.key("b")  # the second backward
+        second = sorted(run.backwards.values(), key=lambda call: call.start)[1]
+        assert chrome.js("return document.getElementById('caption').textContent").startswith(f"event {second.start} of")
+        chrome.key("n")
+        running = chrome.js("return [...document.querySelectorAll('.node.running .title')].map(e => e.textContent)")
+        first_node = next(i for i in range(second.start, len(run.events)) if run.events[i]["ev"] == "bw_node")
+        name = run.op_nodes[run.events[first_node]["vid"]].name
+        assert running == [name]
+        chrome.key("e")
+        grads = chrome.js("return [...document.querySelectorAll('.badge.grad text')]"
+                          ".filter(e => e.closest('.badge').style.display !== 'none').map(e => e.textContent)")
+        assert grads == ["grad -16"]
+        chrome.key("Home")
+        assert chrome.js("return document.getElementById('slider').value") == "0"
+        shot = chrome.do("GET", "/screenshot")
+        assert len(shot) > 1000
+        (tmp_path / "page.png").write_bytes(__import__("base64").b64decode(shot))
+        chrome.key("ArrowRight")
+        assert chrome.js("return document.getElementById('slider').value") == "1"
+        assert chrome.js("return document.getElementById('where').textContent") == f"moment 2 of {len(data['moments'])}"
+    finally:
+        chrome.close()
