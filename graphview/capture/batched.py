@@ -21,8 +21,8 @@ import torch
 from graphview.capture.summaries import HIST_BINS, HIST_SAMPLE_MAX, _clean, _FLOAT_MAX, summarize
 from graphview.core.events import FULL_VALUES_MAX
 
-#: the values joined for one pass at most (8 MiB of float64 squares)
-BATCH_VALUES = 1 << 20
+#: the values joined for one pass at most (their float64 squares stay in a core's cache: joining more was slower)
+BATCH_VALUES = 1 << 15
 _BATCHED_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 
