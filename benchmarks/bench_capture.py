@@ -173,10 +173,16 @@ def _profiled(step):
     return run
 
 
+#: what a repetition's time is: wall-clock time (the default), or this thread's CPU time
+#: (``--clock cpu``: on a machine other processes load, the time the step waited for a core is left out)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+_clock = CLOCKS["wall"]
+
+
 def _timed(fn) -> float:
-    start = time.perf_counter()
+    start = _clock()
     fn()
-    return time.perf_counter() - start
+    return _clock() - start
 
 
 def measure(name: str, make_step, reps: int, profiler: bool = False) -> dict:
@@ -253,9 +259,13 @@ def main() -> None:
     parser.add_argument("--models", default="encoder,mlp", help=f"of {', '.join(MODELS)}")
     parser.add_argument("--profiler", action="store_true", help="also torch.profiler (shapes, memory, stack)")
     parser.add_argument("--kinds", action="store_true", help="events per step by kind")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall-clock time, or the recording thread's CPU time (a loaded machine)")
     args = parser.parse_args()
+    global _clock
+    _clock = CLOCKS[args.clock]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {args.reps} interleaved "
-          "repetitions (each ratio formed per repetition)")
+          f"repetitions (each ratio formed per repetition), {args.clock} clock; load {os.getloadavg()[0]:.1f}")
     rows = []
     for key in args.models.split(","):
         name, make = MODELS[key]
