@@ -32,7 +32,7 @@ import time
 from typing import Callable
 
 from graphview.core.options import RunOptions
-from graphview.core.trace import event_encoder  # noqa: F401 - (where it was)
+from graphview.core.trace import event_encoder
 
 
 class EventPipe:
