@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 from torch import nn
+from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
 
 import graphview
 from graphview.capture.fidelity import compare, recorded_graphs
@@ -48,8 +49,7 @@ def _hooks_gone() -> bool:
     return (not mm._global_forward_hooks and not mm._global_forward_pre_hooks
             and torch.autograd.graph._engine_run_backward.__module__ == "torch.autograd.graph"
             and not torch.overrides._get_current_function_mode_stack()
-            and not torch.optim.optimizer._global_optimizer_post_hooks
-            and not torch.optim.optimizer._global_optimizer_pre_hooks)
+            and not _global_optimizer_post_hooks and not _global_optimizer_pre_hooks)
 
 
 def test_start_step_records_only_those_steps_and_changes_nothing(tmp_path):
