@@ -1,13 +1,15 @@
 """Recording overhead: a recorded training step vs a plain one, measured in the same run.
 
-    python benchmarks/bench_capture.py [--reps 15] [--profiler] [--models mlp,encoder64,gpt2tiny]
+    python benchmarks/bench_capture.py [--reps 15] [--profiler] [--unwritten] [--clock cpu]
+                                       [--models encoder,mlp,encoder64,gpt2tiny,gpt2small] [--kinds]
 
 For each model, steps alternate (interleaved, so machine noise hits every kind alike): a plain
 step; the floor, a step under a ``TorchFunctionMode`` and ``saved_tensors_hooks`` that only log
 (what intercepting every call and saved tensor costs by itself, with no bookkeeping); a step
 recorded by graphview; and with ``--profiler`` a step under ``torch.profiler.profile(
 record_shapes=True, profile_memory=True, with_stack=True)`` (its exit, which builds its results,
-included). Each ratio is formed per repetition (a recorded step over the plain step next to it)
+included); with ``--unwritten`` a step recorded into nowhere (the recorder's own work, no JSON and
+no pipe). Each ratio is formed per repetition (a recorded step over the plain step next to it)
 and the median is printed. A recorded step does everything the runner does: the recorder's
 hooks, value summaries, and every event serialized to JSON and written to a pipe that another
 process drains (in the runner's writes: see EventPipe). Also printed: events per op (``op``
@@ -185,7 +187,26 @@ def _timed(fn) -> float:
     return _clock() - start
 
 
-def measure(name: str, make_step, reps: int, profiler: bool = False) -> dict:
+def _median_ratio(times: list, plain: list) -> float:
+    """The median of the ratios of each repetition (a step over the plain step of the same round)."""
+    return statistics.median(t / p for t, p in zip(times, plain))
+
+
+def _interleaved(variants: dict, reps: int, before_timing=None) -> dict[str, list]:
+    """Each variant's times: after two warm-up runs of each, ``reps`` rounds of one run of each."""
+    for _ in range(2):
+        for fn in variants.values():
+            fn()
+    if before_timing is not None:
+        before_timing()
+    times: dict[str, list] = {key: [] for key in variants}
+    for _ in range(reps):
+        for key, fn in variants.items():
+            times[key].append(_timed(fn))
+    return times
+
+
+def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: bool = False) -> dict:
     # the parent's side reads as graphview's does (runner_client: a short read, then a pause), and
     # says at the end how many bytes it read
     drain = (f"import os, sys, time\nn = 0\nwhile chunk := os.read(0, 1 << 16):\n    n += len(chunk)\n"
@@ -213,26 +234,31 @@ def measure(name: str, make_step, reps: int, profiler: bool = False) -> dict:
             step()
 
     variants = {"plain": step, "floor": floored, "recorded": recorded}
+    if unwritten:  # the recorder's own work alone: its events go nowhere (no JSON, no pipe)
+        silent = Recorder(lambda event: None, __file__)
+
+        def unwritten_step():
+            with silent:
+                step()
+
+        variants["unwritten"] = unwritten_step
+    times = _interleaved(variants, reps, before_timing=kinds.clear)
+    ratio = {key: _median_ratio(times[key], times["plain"]) for key in variants}
     if profiler:
-        variants["profiler"] = _profiled(step)
-    for _ in range(2):  # warm up every path
-        for fn in variants.values():
-            fn()
-    times: dict[str, list] = {key: [] for key in variants}
-    kinds.clear()
-    for _ in range(reps):
-        for key, fn in variants.items():
-            times[key].append(_timed(fn))
+        # a pass of its own, after the others: once torch.profiler has run, a TorchFunctionMode
+        # alone (the floor) took twice as long for the rest of the process
+        profiled = _interleaved({"plain": step, "profiler": _profiled(step)}, reps)
+        ratio["profiler"] = _median_ratio(profiled["profiler"], profiled["plain"])
     pipe.close()
     sink.stdin.close()
     total_bytes = int(sink.stdout.read() or 0)
     sink.wait()
     recorded_steps = reps + 2
-    ratio = {key: statistics.median(t / p for t, p in zip(times[key], times["plain"])) for key in variants}
     events = sum(kinds.values()) / reps
     return {"model": name, "plain_ms": statistics.median(times["plain"]) * 1e3,
             "recorded_ms": statistics.median(times["recorded"]) * 1e3, "ratio": ratio["recorded"],
             "floor_ratio": ratio["floor"], "profiler_ratio": ratio.get("profiler"),
+            "unwritten_ratio": ratio.get("unwritten"),
             "events_per_step": events, "ops_per_step": kinds["op"] / reps,
             "bytes_per_step": total_bytes / recorded_steps, "kinds": {k: v / reps for k, v in kinds.most_common()}}
 
@@ -240,6 +266,8 @@ def measure(name: str, make_step, reps: int, profiler: bool = False) -> dict:
 def report(row: dict, kinds: bool = False) -> str:
     text = (f"{row['model']}\n    plain {row['plain_ms']:8.2f} ms   recorded {row['recorded_ms']:8.2f} ms   "
             f"graphview/plain {row['ratio']:.2f}x   floor/plain {row['floor_ratio']:.2f}x")
+    if row["unwritten_ratio"] is not None:
+        text += f"   nothing written/plain {row['unwritten_ratio']:.2f}x"
     if row["profiler_ratio"] is not None:
         text += (f"   torch.profiler/plain {row['profiler_ratio']:.2f}x   graphview/profiler "
                  f"{row['ratio'] / row['profiler_ratio']:.2f}x")
@@ -259,6 +287,7 @@ def main() -> None:
     parser.add_argument("--models", default="encoder,mlp", help=f"of {', '.join(MODELS)}")
     parser.add_argument("--profiler", action="store_true", help="also torch.profiler (shapes, memory, stack)")
     parser.add_argument("--kinds", action="store_true", help="events per step by kind")
+    parser.add_argument("--unwritten", action="store_true", help="also a recorded step whose events go nowhere")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall-clock time, or the recording thread's CPU time (a loaded machine)")
     args = parser.parse_args()
@@ -269,7 +298,7 @@ def main() -> None:
     rows = []
     for key in args.models.split(","):
         name, make = MODELS[key]
-        rows.append((key, measure(name, make, args.reps, args.profiler)))
+        rows.append((key, measure(name, make, args.reps, args.profiler, args.unwritten)))
         print(report(rows[-1][1], args.kinds), flush=True)
     targets = dict(zip(("encoder", "mlp"), TARGETS))
     for key, row in rows:
