@@ -152,6 +152,7 @@ class Recording:
         self._step_open = False
         self._explicit_steps = False
         self._hook = None
+        self._in_hook = False  # inside torch's loop over the optimizer-step hooks (see _optimizer_stepped)
         self._streams: tuple | None = None
         self._svg: str | None = None
         self.write_error: str | None = None
@@ -179,7 +180,9 @@ class Recording:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._in_hook = False
         if self.status in ("done", "outer"):
+            self._remove_hook()
             return False
         if exc is None:
             self._finish("ok", 0, "")
@@ -225,6 +228,7 @@ class Recording:
     # ------------------------------------------------------------------ the recording window
     def _begin_window(self) -> None:
         self._recorder = Recorder(self._emit, self.script, self.options)
+        self._recorder.own_optimizer_hooks = False  # this recording's one hook calls it (_optimizer_stepped)
         self._recorder.script = self.script  # as Python names it (a notebook cell has no real path)
         self._recorder.extra_scopes.append(self._scope)
         self._resume_hooks()
@@ -256,9 +260,8 @@ class Recording:
             if self.status == "recording":
                 self._pause_hooks()
             self._recorder._active = False
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
+        if not self._in_hook:
+            self._remove_hook()
         self.status = "done"
         self._emit({"ev": "run_end", "status": status, "exit_code": exit_code, "message": message})
         with self._lock:
@@ -277,11 +280,28 @@ class Recording:
         self._next_step()
 
     def _optimizer_stepped(self, optimizer, args, kwargs) -> None:
-        if self._explicit_steps or self.status in ("done", "new", "outer"):
+        """The recording's one global optimizer-step hook, registered when the block begins and
+        removed when it ends. torch loops over these hooks while it runs, and a dict of hooks must
+        not change size in that loop: the recorder of a window registers none of its own (its post
+        hook is called from here), so a window opens and closes here, in the hook, with no hook
+        added or removed. No profile function is set either: cProfile, py-spy and torch.profiler
+        see the program as they would without graphview."""
+        if self.status in ("done", "new", "outer"):
             return
-        # torch is looping over its optimizer hooks (the recorder's among them) in the frame that
-        # called this one: installing or removing hooks must wait until that frame has returned
-        _after_return(sys._getframe(1), self._next_step)
+        if self.status == "recording":
+            self._recorder._optimizer_post(optimizer, args, kwargs, depth=4)
+        if self._explicit_steps:
+            return
+        self._in_hook = True
+        try:
+            self._next_step()
+        finally:
+            self._in_hook = False
+
+    def _remove_hook(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
 
     def _next_step(self) -> None:
         if self.status in ("done", "new", "outer"):
@@ -356,21 +376,6 @@ def _caller_line(script: str) -> int | None:
             return frame.f_lineno
         frame = frame.f_back
     return None
-
-
-def _after_return(target, callback: Callable[[], None]) -> None:
-    """Call ``callback`` once frame ``target`` has returned (a one-shot profile function, handed
-    back to whatever profiler was there before)."""
-    previous = sys.getprofile()
-
-    def profile(frame, event, arg):
-        if previous is not None:
-            previous(frame, event, arg)
-        if frame is target and event in ("return", "c_exception", "exception"):
-            sys.setprofile(previous)
-            callback()
-
-    sys.setprofile(profile)
 
 
 def record(path: str | os.PathLike = "run" + SUFFIX, *, start_step: int = 1, steps: int | None = None,

@@ -24,7 +24,6 @@ import errno
 import faulthandler
 import gc
 import json
-from json.encoder import c_make_encoder, encode_basestring_ascii
 import os
 import signal
 import sys
@@ -33,6 +32,7 @@ import time
 from typing import Callable
 
 from graphview.core.options import RunOptions
+from graphview.core.trace import event_encoder
 
 
 class EventPipe:
@@ -195,19 +195,6 @@ def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
     except (ImportError, OSError, ValueError):  # not a pipe, not Linux, or above pipe-max-size
         pass
-
-
-def event_encoder():
-    """``event -> one line of JSON`` (compact, ASCII, anything unknown as its ``str``).
-
-    json's C encoder made once and called directly: ``JSONEncoder.encode`` builds it anew for
-    every call and tracks containers against cycles (events are trees), which cost more than
-    encoding a small event."""
-    if c_make_encoder is None:  # a Python without json's C speedups
-        return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
-    chunks = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
-    join = "".join
-    return lambda event: join(chunks(event, 0))
 
 
 #: the longest a line waits in the pipe's buffer while the recorder keeps working

@@ -101,6 +101,12 @@ class RecorderState:
     """What the recording mechanisms share: ids, the tensors and nodes seen, the module stack,
     the backward calls running, and the plumbing (``emit``, ``quiet``, ``user_frame``)."""
 
+    #: whether installing the recorder registers its global optimizer-step hooks; ``False`` where
+    #: the caller registered one of its own that calls ``_optimizer_post`` (graphview.record():
+    #: a recording window opens and closes inside torch's loop over those hooks, which must not
+    #: change size while it runs)
+    own_optimizer_hooks = True
+
     def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
                  sample_cuda: bool | None = None) -> None:
         self._emit_fn = emit

@@ -354,10 +354,20 @@ _FLOAT_MAX = {np.dtype(np.float32): float(np.finfo(np.float32).max),
               np.dtype(np.float64): float(np.finfo(np.float64).max)}
 
 
+try:  # what np.einsum calls (its default optimize=False), without its Python wrapper: a third of a small norm
+    from numpy._core.multiarray import c_einsum as _c_einsum
+except ImportError:  # (NumPy 1)
+    try:
+        from numpy.core.multiarray import c_einsum as _c_einsum
+    except ImportError:
+        _c_einsum = np.einsum
+_AXES = [list(range(n)) for n in range(33)]
+
+
 def _einsum_square(a: np.ndarray):
     """The sum of squares over any strides (a sample's runs are not copied together first)."""
-    axes = list(range(a.ndim))
-    return np.einsum(a, axes, a, axes, [])
+    axes = _AXES[a.ndim] if a.ndim < len(_AXES) else list(range(a.ndim))
+    return _c_einsum(a, axes, a, axes, [])
 
 
 def _square_norm(a: np.ndarray):

@@ -16,6 +16,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import IO, Iterable
 
 from graphview.core.events import (MAX_COUNT, SCHEMA_VERSION, STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError,
@@ -59,6 +60,19 @@ def make_header(**extra: object) -> dict:
     return header
 
 
+def event_encoder():
+    """``event -> one line of JSON`` (compact, ASCII, anything unknown as its ``str``).
+
+    json's C encoder made once and called directly: ``JSONEncoder.encode`` builds it anew for
+    every call and tracks containers against cycles (events are trees), which cost more than
+    encoding a small event."""
+    if c_make_encoder is None:  # a Python without json's C speedups
+        return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
+    chunks = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda event: join(chunks(event, 0))
+
+
 class TraceWriteError(TraceError, WriteError):
     """The trace could not be written completely (a full disk, an I/O error)."""
 
@@ -88,6 +102,7 @@ class TraceWriter:
         except OutputError as exc:
             raise TraceError(str(exc)) from None
         self.count = 0
+        self._dumps = event_encoder()
         self.failed: TraceWriteError | None = None
         self._dirty = False
         self._write_line(json.dumps(header or make_header(), separators=(",", ":")))
@@ -118,7 +133,7 @@ class TraceWriter:
         self.tick()
 
     def write(self, event: dict) -> None:
-        self.write_raw(json.dumps(event, separators=(",", ":")))
+        self.write_raw(self._dumps(event))
         if event.get("ev") in self.FLUSH_AT:
             self.flush()
 

@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 from torch import nn
+from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
 
 import graphview
 from graphview.capture.fidelity import compare, recorded_graphs
@@ -47,7 +48,8 @@ def _hooks_gone() -> bool:
     mm = torch.nn.modules.module
     return (not mm._global_forward_hooks and not mm._global_forward_pre_hooks
             and torch.autograd.graph._engine_run_backward.__module__ == "torch.autograd.graph"
-            and not torch.overrides._get_current_function_mode_stack())
+            and not torch.overrides._get_current_function_mode_stack()
+            and not _global_optimizer_post_hooks and not _global_optimizer_pre_hooks)
 
 
 def test_start_step_records_only_those_steps_and_changes_nothing(tmp_path):
@@ -208,3 +210,62 @@ def test_a_scripts_own_saved_tensor_hooks_count_when_entered_not_made(tmp_path):
     assert not [ev for ev in between if ev["ev"] == "saved"]
     peak = Run(read_trace(plain.path).events).peak_saved_bytes()
     assert Run(events).peak_saved_bytes() == peak and peak["cpu"] > 0
+
+
+_PROFILED = '''
+import sys
+import torch
+import graphview
+
+def train_step(model, optimizer, x):
+    optimizer.zero_grad()
+    loss = model(x).square().mean()
+    loss.backward()
+    optimizer.step()
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 3)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(5, 4)
+with graphview.record(sys.argv[1], start_step=2, steps=2):
+    for _ in range(4):
+        train_step(model, optimizer, x)
+'''
+
+
+def test_cprofile_runs_alongside_and_its_results_stay_right(tmp_path):
+    """Under ``python -m cProfile`` the recording still opens and closes its window at the
+    optimizer's steps, and the profiler sees every call of the program (it was replaced by a
+    profile function of graphview's: TypeError at the first optimizer.step())."""
+    script = tmp_path / "train.py"
+    script.write_text(_PROFILED)
+    stats = tmp_path / "out.prof"
+    trace = tmp_path / "run.gvtrace"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), str(script), str(trace)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    run = Run(read_trace(trace).events)
+    assert [s["step"] for s in run.steps] == [2, 3] and len(run.optimizer_steps) == 2 and run.status == "ok"
+    import pstats
+
+    calls = {func[2]: counts[1] for func, counts in pstats.Stats(str(stats)).stats.items()
+             if func[0] == str(script)}
+    assert calls["train_step"] == 4  # each call, the ones after the recording's window too
+
+
+def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphview(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    def counts(record: bool) -> dict:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            if record:
+                with graphview.record(tmp_path / "run.gvtrace"):
+                    _loop(2)
+            else:
+                _loop(2)
+        return {e.key: e.count for e in prof.key_averages() if e.key in ("aten::addmm", "aten::tanh", "aten::mse_loss")}
+
+    plain = counts(False)
+    assert plain == counts(True) and plain["aten::addmm"] == 4
+    run = Run(read_trace(tmp_path / "run.gvtrace").events)
+    assert len(run.optimizer_steps) == 2 and len(run.backwards) == 2

@@ -31,10 +31,11 @@ class ModuleHooks(TensorIdentity):
             self.module_hooks_compile_safe()
         else:
             self._module_hooks = self._register_module_hooks(self._module_pre, self._module_post)
-        optimizer_hooks: list = []
-        stack.callback(lambda: [handle.remove() for handle in optimizer_hooks])
-        optimizer_hooks += [register_optimizer_step_pre_hook(self._optimizer_pre),
-                            register_optimizer_step_post_hook(self._optimizer_post)]
+        if self.own_optimizer_hooks:
+            optimizer_hooks: list = []
+            stack.callback(lambda: [handle.remove() for handle in optimizer_hooks])
+            optimizer_hooks += [register_optimizer_step_pre_hook(self._optimizer_pre),
+                                register_optimizer_step_post_hook(self._optimizer_post)]
         self.patch(stack, torch.optim.Optimizer, "zero_grad",
                    self._wrap_zero_grad(torch.optim.Optimizer.zero_grad, "optimizer"))
         self.patch(stack, torch.nn.Module, "zero_grad", self._wrap_zero_grad(torch.nn.Module.zero_grad, "module"))
@@ -155,12 +156,13 @@ class ModuleHooks(TensorIdentity):
     def _optimizer_pre(self, optimizer, args, kwargs):
         return None  # ops inside step() are skipped by user_frame (torch/optim frames)
 
-    def _optimizer_post(self, optimizer, args, kwargs):
+    def _optimizer_post(self, optimizer, args, kwargs, depth: int = 3):
+        """``depth``: the frame that called ``optimizer.step()``, counted from ``user_frame``'s."""
         self.optimizer_step_count += 1
         if self._suspend or not self._active:
             return
         with self.at_work():
-            frame, _ = self.user_frame(3)
+            frame, _ = self.user_frame(depth)
             line = frame.f_lineno if frame else None
             tids = []
             for group in optimizer.param_groups:
