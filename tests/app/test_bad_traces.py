@@ -24,7 +24,7 @@ from graphview.core.events import SCHEMA
 from graphview.core.export import graph_data, to_dot, to_graphml
 from graphview.core.run import Run
 from graphview.core.trace import TraceError, make_header, parse_trace, read_trace
-from tests.conftest import lesson, model
+from tests.conftest import keep_for_the_session, lesson, model
 
 JSON_LEAVES = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
@@ -178,6 +178,7 @@ def live_app(qapp, tmp_path_factory):
     application.stop()
     application.timer.stop()
     application.window.close()
+    keep_for_the_session(application.window)  # (it showed mutated traces: never destroyed)
 
 
 def test_a_refused_trace_leaves_a_running_script_running(live_app, tmp_path, qtbot):
