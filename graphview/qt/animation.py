@@ -241,3 +241,20 @@ def _video(codec: str, suffix: str):
 
 
 _ENCODERS = {".gif": _gif, ".apng": _apng, ".mp4": _video("libx264", ".mp4"), ".webm": _video("libvpx-vp9", ".webm")}
+
+
+def span_at(run: Run, cursor: int) -> tuple[int, int]:
+    """What File > Export > Animation draws from the cursor: the backward call it is in, else its
+    step, else from the cursor to the end of the next backward call (or of the run)."""
+    last = len(run.events) - 1
+    calls = sorted(run.backwards.values(), key=lambda call: call.start)
+    for call in calls:
+        end = call.end if call.end is not None else last
+        if call.start <= cursor <= end:
+            return call.start, end
+    for step in run.steps:
+        end = step["end"] if step["end"] is not None else last
+        if step["start"] <= cursor <= end:
+            return step["start"], end
+    after = next((call for call in calls if call.start >= cursor), None)
+    return cursor, (after.end if after is not None and after.end is not None else last)
