@@ -178,7 +178,7 @@ def test_a_shut_box_shows_once_its_module_has_run(canvas, record):
     first = min(nodes[m].born for m in head.members if nodes[m].kind == "op")
     params = [m for m in head.members if nodes[m].kind == "param"]
     scene.set_cursor(first - 1)
-    assert params and all(m in scene._visible for m in params)  # the weights exist ...
+    assert params and all(m in scene.at_cursor.visible for m in params)  # the weights exist ...
     assert not scene.groups["head"].isVisible()  # ... but the module has not run: nothing of it shows
     assert not any(scene.node_items[m].isVisible() for m in params if m in scene.node_items)
     assert not any(e.isVisible() for e in scene.edge_items if e.source.node.id in head.members
