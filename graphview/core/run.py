@@ -24,7 +24,6 @@ from functools import partial
 from typing import Callable, Iterable, Iterator, Mapping
 
 from graphview.core.event_log import EventLog
-from graphview.core.held import held_by_nodes
 from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.events import FAILED_STATUSES
 from graphview.core.memory_arrays import MemoryArrays
@@ -765,13 +764,8 @@ class Run:
         return (f"not on any path from the roots of the next backward{where}: backward will not run it; "
                 "it stays alive because something still references its graph")
 
-    def saved_bytes_held_by(self, vids: set[int], index: int) -> int:
-        """Bytes of the saved tensors live after event ``index`` whose owner is in ``vids``,
-        each storage counted once (:func:`graphview.core.held.held_by_nodes`, all kinds together)."""
-        return held_by_nodes(self, vids, index).total
-
     def checkpoint_would_free(self, vids: set[int], index: int, owners: dict | None = None) -> int:
-        """Of :meth:`saved_bytes_held_by`, the bytes a checkpoint of the nodes ``vids`` (one module's)
+        """Of what :func:`graphview.core.held.held_by_nodes` says they hold, the bytes a checkpoint of the nodes ``vids`` (one module's)
         takes from the forward after event ``index``: what they saved of their own results and of
         the parameters, where no node outside them saves it too. A checkpoint keeps its module's
         inputs for the recompute (a BatchNorm saves its input: the conv before it made that; a conv
@@ -817,7 +811,8 @@ class Run:
         """Live saved bytes on ``device`` after every event, as numpy arrays (grown as the run grows)."""
         arrays = self._series.get(device)
         if arrays is None:
-            arrays = self._series[device] = MemoryArrays(self, device)
+            arrays = self._series[device] = MemoryArrays(self.events, self._points_by_device, self._allocs_by_device,
+                                                         device)
         return arrays.update()
 
     def memory_series(self, device: str) -> dict[str, list]:

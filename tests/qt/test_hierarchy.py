@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QFont, QFontMetricsF
 
+from graphview.core.held import held_by_nodes
 from graphview.core.hierarchy import Layout, collapsed_at_level
 from graphview.qt.canvas import GraphScene, GraphView
 from tests.conftest import model
@@ -65,7 +66,7 @@ def test_a_big_model_opens_shut_to_the_deepest_level_that_reads(canvas, record):
     if layer is not None and layer.collapsed:
         vids = {scene.drawing.nodes[m].ref for m in layer.box.members
                 if scene.drawing.nodes[m].kind in ("op", "accumulate")}
-        assert layer.saved == run.saved_bytes_held_by(vids, scene.cursor) > 0
+        assert layer.saved == held_by_nodes(run, vids, scene.cursor).total > 0
 
 
 def test_a_small_graph_opens_with_every_box_open(canvas, record):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
+from graphview.core.held import held_by_nodes
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 
@@ -204,7 +205,7 @@ class Lifetimes:
     def saved_bytes(self, vid: int, index: int) -> int:
         """Bytes node ``vid`` holds in saved tensors after event ``index`` (each storage once, as
         the memory chart counts them: ``x * x`` saves x twice, one storage)."""
-        return self.run.saved_bytes_held_by((vid,), index)
+        return held_by_nodes(self.run, (vid,), index).total
 
     def is_output(self, tid: int, index: int) -> bool:
         """Whether tensor ``tid`` is the root of a backward call started by event ``index``."""

@@ -10,25 +10,21 @@ collapsed, checks them all. What each node looks like comes from the drawing's l
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from graphview.core.run import ACCUMULATE_GRAD
 from graphview.qt.canvas.nodes import ITEM_BOUNDS, NodeItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
 from graphview.qt.formatting import short_value
 
-if TYPE_CHECKING:
-    from graphview.qt.canvas.scene import GraphScene
-
 
 class CursorState:
     """The nodes of a :class:`~graphview.qt.canvas.scene.GraphScene` shown at its cursor, and
     the look of their items there."""
 
-    def __init__(self, scene: GraphScene) -> None:
+    def __init__(self, scene: QGraphicsScene) -> None:
         self.scene = scene
         self.groups_at = 0.0  # when the module boxes were last brought to the cursor
         self.gone_at: tuple = (None, None)  # (cursor, run size) -> graph_gone_at()

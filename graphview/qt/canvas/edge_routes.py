@@ -7,23 +7,19 @@ to the edge of the shut module box that hides one of its ends.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QGraphicsScene
 
 from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.pulse import PulseItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
-
-if TYPE_CHECKING:
-    from graphview.qt.canvas.scene import GraphScene
 
 
 class EdgeRouting:
     """The edges of a :class:`~graphview.qt.canvas.scene.GraphScene`: which have an item, which
     wait for a node, and where each runs."""
 
-    def __init__(self, scene: GraphScene) -> None:
+    def __init__(self, scene: QGraphicsScene) -> None:
         self.scene = scene
         self.reset()
 

@@ -9,16 +9,12 @@ be used again; a selected node keeps its item. An index of places (a grid of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QRectF
+from PySide6.QtWidgets import QGraphicsScene
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.pool import ItemPool
-
-if TYPE_CHECKING:
-    from graphview.qt.canvas.scene import GraphScene
 
 #: drawings with more placed nodes than this make items only near the view
 VIRTUAL_ABOVE = 3000
@@ -30,7 +26,7 @@ class ItemRegion:
     """Which nodes of a :class:`~graphview.qt.canvas.scene.GraphScene` have an item, and where
     the view asks for them."""
 
-    def __init__(self, scene: GraphScene) -> None:
+    def __init__(self, scene: QGraphicsScene) -> None:
         self.scene = scene
         self.node_items: dict[str, NodeItem] = {}  # the nodes that have an item now
         self.pool = ItemPool()  # items taken away near a view that moved on, to be used again

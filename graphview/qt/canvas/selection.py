@@ -6,19 +6,16 @@ unselected: the inspector keeps showing it, and it is selected again where it is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from PySide6.QtWidgets import QGraphicsScene
 
 from graphview.qt.canvas.nodes import NodeItem
-
-if TYPE_CHECKING:
-    from graphview.qt.canvas.scene import GraphScene
 
 
 class Selection:
     """The selection of a :class:`~graphview.qt.canvas.scene.GraphScene`; it says what is
     selected through the scene's ``sigNodeSelected``."""
 
-    def __init__(self, scene: GraphScene) -> None:
+    def __init__(self, scene: QGraphicsScene) -> None:
         self.scene = scene
         self.kept: str | None = None  # the node the user selected, while it is hidden
 
