@@ -21,6 +21,7 @@ unwritable output. Failures print one line starting with ``graphview:``, never a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -569,6 +570,21 @@ def _run_from(args: argparse.Namespace) -> tuple[Run, list[str]]:
     return run, []
 
 
+def measure_checkpointed(run: Run, args: argparse.Namespace, pattern: str) -> Run | None:
+    """The run re-recorded with ``pattern`` checkpointed as well. Only the script the user named
+    (``args.source``) is re-recorded, with the options and arguments the user gave: never the
+    script a trace names (``graphview check`` refuses ``--measure`` of a trace)."""
+    if not is_script(args.source):
+        raise ValueError(f"--measure re-records a script, not the trace {args.source}")
+    base = options_from_args(args)
+    options = dataclasses.replace(base, checkpoint=[*base.checkpoint, pattern])
+    with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
+        trace = os.path.join(tmp, "run" + SUFFIX)
+        record_to(args.source, trace, options, args.timeout, echo=False, script_args=options.args)
+        after, _ = load_run(trace)
+    return after
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from graphview.core.diagnostics import diagnose
 
@@ -581,7 +597,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         say(f"graphview: warning: {shown(w)}", file=sys.stderr)
     findings = diagnose(run)
     if args.json:
-        say(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args)},
+        say(json.dumps({"findings": [f.to_dict() for f in findings], "suggestions": suggestions_data(run, args, measure_checkpointed)},
                          indent=2))
     else:
         script = (run.start or {}).get("script") or args.source
@@ -590,7 +606,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             say(f"{where}{shown(f.title)} [{shown(f.code)}]")
             say(f"    {shown(f.explanation)}")
             say(f"    fix: {shown(f.fix)}")
-        print_suggestions(run, args)
+        print_suggestions(run, args, measure_checkpointed)
         say(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
             file=sys.stderr)
     if run.failed:

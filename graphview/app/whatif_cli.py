@@ -4,16 +4,18 @@ with ``--measure``) and ``graphview diff``'s memory comparison of two runs."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
-import tempfile
+from typing import Callable
 
 from graphview.app.inputs import say, shown
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
-from graphview.core.trace import SUFFIX, is_script
+from graphview.core.trace import SUFFIX
 from graphview.core.whatif import (checkpoint_suggestions, compare_runs, comparison_lines, measured_text,
                                    recomputed_ops)
+
+#: re-records the run with one more pattern checkpointed (``remeasure(run, args, pattern)``), the
+#: command line's (:func:`graphview.app.cli.measure_checkpointed`): None when it could not
+Measure = Callable[[Run, argparse.Namespace, str], "Run | None"]
 
 
 def run_label(run: Run) -> str:
@@ -31,7 +33,7 @@ def print_comparison(before: Run, after: Run) -> None:
         say(f"  {shown(line)}")
 
 
-def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
+def suggestions_data(run: Run, args: argparse.Namespace, remeasure: Measure) -> list[dict]:
     """``check --json``'s suggestions: each with its pattern, module type, the activations its nodes
     hold at the peak (``held``; the weights they save apart, ``weights_held``), how far the peak of
     activations falls (``saving``) and what the forward no longer holds at its end (``freed``), the
@@ -45,7 +47,7 @@ def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
                  "saving": s.saving, "freed": s.freed, "peak": s.peak.activations, "peak_total": s.peak.total,
                  "recomputes": s.recomputed, "device": s.device, "at": s.at}
         if getattr(args, "measure", False):
-            after = _measure(run, args, s.pattern)
+            after = remeasure(run, args, s.pattern)
             if after is not None and after.failed:
                 entry["measured_failed"] = after.failure_headline()
             elif after is not None:
@@ -56,24 +58,7 @@ def suggestions_data(run: Run, args: argparse.Namespace) -> list[dict]:
     return data
 
 
-def _measure(run: Run, args: argparse.Namespace, pattern: str) -> Run | None:
-    """The run re-recorded with ``pattern`` checkpointed as well. Only the script the user named
-    (``args.source``) is re-recorded, with the options and arguments the user gave: never the
-    script a trace names (``graphview check`` refuses ``--measure`` of a trace)."""
-    from graphview.app.cli import load_run, options_from_args, record_to
-
-    if not is_script(args.source):
-        raise ValueError(f"--measure re-records a script, not the trace {args.source}")
-    base = options_from_args(args)
-    options = dataclasses.replace(base, checkpoint=[*base.checkpoint, pattern])
-    with tempfile.TemporaryDirectory(prefix="graphview-") as tmp:
-        trace = os.path.join(tmp, "run" + SUFFIX)
-        record_to(args.source, trace, options, args.timeout, echo=False, script_args=options.args)
-        after, _ = load_run(trace)
-    return after
-
-
-def print_suggestions(run: Run, args: argparse.Namespace) -> None:
+def print_suggestions(run: Run, args: argparse.Namespace, remeasure: Measure) -> None:
     """What checkpointing would cut, from the recorded run; with ``--measure`` (a script), each
     suggestion re-recorded with ``--checkpoint`` and its peak measured."""
     suggestions = checkpoint_suggestions(run)
@@ -92,6 +77,6 @@ def print_suggestions(run: Run, args: argparse.Namespace) -> None:
                 hint += f" --steps {steps}"
             say(f"    try it: graphview record {shown(script or args.source)} {hint} -o checkpointed{SUFFIX}")
             continue
-        after = _measure(run, args, s.pattern)
+        after = remeasure(run, args, s.pattern)
         if after is not None:
             say(f"    {shown(measured_text(s.pattern, run, after))}")

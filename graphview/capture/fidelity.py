@@ -38,6 +38,7 @@ from typing import Iterable
 import torch
 
 from graphview.capture.steps import watching_backward
+from graphview.core.held import held_by_nodes
 from graphview.core.isolated import graphview_command
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
@@ -142,7 +143,7 @@ def recorded_graphs(run: Run) -> list[dict]:
                     edges[(node.name, child.name, edge.attrs["input_nr"])] += 1
         result.append({
             "api": call.api, "nodes": dict(nodes), "edges": {"|".join(map(str, k)): v for k, v in edges.items()},
-            "saved_bytes": run.saved_bytes_held_by(vids, call.start),
+            "saved_bytes": held_by_nodes(run, vids, call.start).total,
             "total_saved_bytes": run.live_saved_bytes(call.start)["total"], "line": call.line,
         })
     return result

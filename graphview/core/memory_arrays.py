@@ -10,12 +10,9 @@ and keeps the peaks of the bins already complete, so a refresh costs about the s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from graphview.core.run import Run
 
 #: the arrays: bytes by kind, the stack tops the chart fills (inputs, + parameters, + activations
 #: = total) and the CUDA allocator's figure (NaN where none was recorded yet)
@@ -25,12 +22,15 @@ _KEPT = ("input", "input_param", "total")
 
 
 class MemoryArrays(Mapping):
-    """The saved bytes on ``device`` after each event of ``run`` (call :meth:`update` as it grows):
-    a mapping of :data:`KEYS` to arrays of one value per event."""
+    """The saved bytes on ``device`` after each event of a run (call :meth:`update` as it grows):
+    a mapping of :data:`KEYS` to arrays of one value per event.
 
-    def __init__(self, run: Run, device: str) -> None:
-        # what it reads of the run, not the run (which keeps its arrays: no reference cycle)
-        self._events, self._points_of, self._allocs_of = run.events, run._points_by_device, run._allocs_by_device
+    It is given what it reads of the run, not the run (which keeps its arrays: no reference cycle):
+    the run's ``events``, and per device its change points ``(index, device, activation, param,
+    input)`` (``points_of``) and the CUDA allocator's figures (``allocs_of``), all growing in place."""
+
+    def __init__(self, events: list, points_of: dict[str, list], allocs_of: dict[str, list], device: str) -> None:
+        self._events, self._points_of, self._allocs_of = events, points_of, allocs_of
         self.device = device
         self.n = 0
         self.has_alloc = False

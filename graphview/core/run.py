@@ -24,10 +24,14 @@ from functools import partial
 from typing import Callable, Iterable, Iterator, Mapping
 
 from graphview.core.event_log import EventLog
-from graphview.core.held import held_by_nodes
 from graphview.core.event_refs import EventRefs, GradsIn
-from graphview.core.events import FAILED_STATUSES
 from graphview.core.memory_arrays import MemoryArrays
+from graphview.core.queries.gradients import GradientLedger
+from graphview.core.queries.info import run_info
+from graphview.core.queries.memory import MemoryQueries
+from graphview.core.queries.names import NameQueries
+from graphview.core.queries.outcome import Outcome
+from graphview.core.queries.reachability import Reachability
 from graphview.core.saved_bytes import SavedBytes
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
@@ -101,11 +105,6 @@ class SavedNode:
     def held_at(self, index: int) -> bool:
         """Whether autograd holds it after event ``index``: saved by then, not released yet."""
         return self.born <= index and (self.released is None or self.released > index)
-
-
-def _first_line(text: str) -> str:
-    lines = str(text).strip().splitlines()
-    return lines[0] if lines else ""
 
 
 class GradEntry:
@@ -198,8 +197,14 @@ class Edge:
     attrs: dict = field(default_factory=dict)
 
 
-class Run:
-    """All that is known about one run, built from its events."""
+class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
+    """All that is known about one run, built from its events.
+
+    The class takes the events in (:meth:`add`, :meth:`extend`: each goes to the handler of its
+    kind, ``_on_<kind>``, found in :data:`_HANDLERS`) and keeps the tables; the questions asked of
+    them are its parts in :mod:`graphview.core.queries`, one module per kind of question (how the
+    run went, names, the gradient ledger, reachability, memory), and :meth:`info` is built from
+    those."""
 
     def __init__(self, events: Iterable[dict] = ()) -> None:
         self.events = EventLog()  # reads like a list of the event dicts; compact for a big run
@@ -621,264 +626,9 @@ class Run:
         self.errors.append((index, ev))
 
     # ------------------------------------------------------------------ queries
-    @property
-    def mode(self) -> str:
-        return (self.start or {}).get("mode", "plain")
-
-    @property
-    def status(self) -> str:
-        if self.end is None:
-            return "incomplete"
-        return self.end.get("status", "ok")
-
-    @property
-    def failed(self) -> bool:
-        return self.status in FAILED_STATUSES
-
-    def failure_headline(self) -> str:
-        """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
-        end = self.end or {}
-        message = _first_line(end.get("message") or "")
-        if self.status == "error":
-            if self.errors:
-                _, err = self.errors[-1]
-                if err.get("type") == "MemoryError" and err.get("limit"):  # graphview's records ran out of memory
-                    return _first_line(err.get("message") or "")
-                where = f" at line {err['line']}" if err.get("line") else ""
-                return f"the script failed ({err.get('type')}{where}: {_first_line(err.get('message') or '')})"
-            return f"the script failed ({message or 'error'})"
-        if self.status == "timeout":
-            return "the script was stopped at its time limit"
-        if self.status == "stopped":
-            return f"the script was stopped ({message or 'by the user'})"
-        return message or f"the script failed ({self.status})"
-
-    def tensor_name(self, tid: int | None) -> str | None:
-        info = self.tensors.get(tid) if tid is not None else None
-        return info.get("name") if info else None
-
-    def tensor_title(self, tid: int, grad_fn: int | None = None) -> str:
-        """What to call a tensor: its name in the script; else, made by an op (``grad_fn``, its
-        autograd node, or an op without grad), "output of linear"; else "tensor"."""
-        name = self.tensor_name(tid)
-        if name:
-            return name
-        op = self.op_nodes.get(grad_fn) if grad_fn is not None else None
-        if op is not None and op.op:
-            return f"output of {op.op}"
-        made = self.producers.get(tid)  # an op without grad (under no_grad, or of no-grad inputs)
-        return f"output of {made['op']}" if made is not None and made.get("op") else "tensor"
-
-    def non_finite_out(self, vid: int, index: int) -> str | None:
-        """Whether autograd node ``vid`` sent a gradient holding NaN or Inf by event ``index``, in
-        its latest backward call: ``"first"`` where that call's NaN or Inf began (the first node
-        in execution order to send one, as the Diagnostics finding says), ``"passed"`` downstream
-        of it, else None."""
-        op = self.op_nodes.get(vid)
-        if op is None:
-            return None
-        for bid, ran in reversed(op.executed):
-            if ran > index:
-                continue
-            call = self.backwards.get(bid)
-            sent = call.non_finite.get(vid) if call is not None else None
-            if sent is None or sent > index:
-                return None
-            return "first" if sent == min(call.non_finite.values()) else "passed"
-        return None
-
-    def grad_at(self, tid: int, index: int | None = None) -> GradEntry | None:
-        """The latest change of ``.grad`` of tensor ``tid`` at or before ``index``."""
-        entries = self.grads.get(tid)
-        if not entries:
-            return None
-        if index is None:
-            return entries[-1]
-        at = bisect_right(entries, index, key=lambda entry: entry.index)
-        return entries[at - 1] if at else None
-
-    def grad_values(self, tid: int) -> list:
-        """Every value ``.grad`` of ``tid`` took, in order (``None`` after a reset to None)."""
-        return [entry.value for entry in self.grads.get(tid, ())]
-
-    def tensor_by_name(self, name: str) -> int | None:
-        for tid, info in self.tensors.items():
-            if info.get("name") == name:
-                return tid
-        return None
-
-    def reachable(self, roots: Iterable[int | None]) -> set[int]:
-        """Vids of the nodes a backward from ``roots`` can run: a walk of the recorded ``next`` edges."""
-        found: set[int] = set()
-        stack = [vid for vid in roots if vid is not None]
-        while stack:
-            vid = stack.pop()
-            if vid in found:
-                continue
-            found.add(vid)
-            node = self.op_nodes.get(vid)
-            if node is not None:
-                stack.extend(child for child, _ in node.next if child is not None and child not in found)
-        return found
-
-    def backward_around(self, index: int) -> BackwardCall | None:
-        """The backward call running at event ``index``, else the next one to start (None: no more)."""
-        for call in self.backwards.values():  # in the order they started
-            if call.end is None or call.end >= index:
-                return call
-        return None
-
-    def reachable_by_call(self, call: BackwardCall) -> set[int]:
-        key = (call.bid, len(self.op_nodes))
-        cached = self._reachable_cache.get(call.bid)
-        if cached is None or cached[0] != key:
-            cached = (key, self.reachable(call.roots))
-            self._reachable_cache[call.bid] = cached
-        return cached[1]
-
-    def unreachable_reason(self, vid: int, index: int) -> str | None:
-        """Why live node ``vid`` will not run in the backward at or after event ``index``, or None.
-
-        torch can keep a node alive that no walk from the loss reaches: the node a view had
-        before an in-place op (the op's CopySlices holds it inside), another graph that a
-        variable still references. Backward never runs such a node.
-        """
-        node = self.op_nodes.get(vid)
-        if node is None or node.born > index or (node.dead is not None and node.dead <= index):
-            return None
-        if node.freed is not None and node.freed <= index:
-            return None
-        call = self.backward_around(index)
-        if call is None or node.born >= call.start or vid in self.reachable_by_call(call):
-            return None
-        where = f" (line {call.line})" if call.line else ""
-        for tnode in self._tensor_nodes_with_grad_fn.get(vid, ()):
-            later = [n for n in self._tensor_nodes_of.get(tnode.tid, ()) if n.born > tnode.born and n.born <= index]
-            if later:
-                made = next((ev for _, ev in self.ops if any(t == tnode.tid for t, _ in ev.get("outputs") or ())), None)
-                name = self.tensor_name(tnode.tid)
-                what = f"the view {name}" if name else "the view" + (
-                    f" made by {made['op']} at line {made.get('line')}" if made else "")
-                return (f"held by CopySlices: this was the node of {what} until the in-place op at line "
-                        f"{later[0].info.get('line')} replaced it. torch keeps it inside that op's node, but no "
-                        f"path from the roots of the next backward{where} reaches it: backward never runs it")
-        return (f"not on any path from the roots of the next backward{where}: backward will not run it; "
-                "it stays alive because something still references its graph")
-
-    def saved_bytes_held_by(self, vids: set[int], index: int) -> int:
-        """Bytes of the saved tensors live after event ``index`` whose owner is in ``vids``,
-        each storage counted once (:func:`graphview.core.held.held_by_nodes`, all kinds together)."""
-        return held_by_nodes(self, vids, index).total
-
-    def checkpoint_would_free(self, vids: set[int], index: int, owners: dict | None = None) -> int:
-        """Of :meth:`saved_bytes_held_by`, the bytes a checkpoint of the nodes ``vids`` (one module's)
-        takes from the forward after event ``index``: what they saved of their own results and of
-        the parameters, where no node outside them saves it too. A checkpoint keeps its module's
-        inputs for the recompute (a BatchNorm saves its input: the conv before it made that; a conv
-        saves the images it is given): they stay. ``owners``: :meth:`saved_owners` at ``index``,
-        when asked for many sets of nodes."""
-        if owners is None:
-            owners = self.saved_owners(index)
-        storages: dict[tuple, int] = {}
-        for vid in vids:
-            for saved in self.saved_by_owner.get(vid, ()):
-                if saved.kind == "activation" and (saved.src is None or saved.src in vids) and saved.held_at(index):
-                    key = (saved.device, saved.storage)
-                    if owners.get(key, set()) <= vids:
-                        storages[key] = saved.bytes
-        return sum(storages.values())
-
-    def saved_owners(self, index: int) -> dict[tuple, set[int]]:
-        """(device, storage) -> the nodes holding a saved tensor of it live after event ``index``."""
-        owners: dict[tuple, set[int]] = {}
-        for vid, saved_list in self.saved_by_owner.items():
-            for saved in saved_list:
-                if saved.held_at(index):
-                    owners.setdefault((saved.device, saved.storage), set()).add(vid)
-        return owners
-
-    def live_saved_bytes(self, index: int | None = None, device: str | None = None) -> dict:
-        """Live saved bytes by kind (deduplicated by storage) after event ``index``."""
-        result = {"activation": 0, "param": 0, "input": 0}
-        latest: dict[str, tuple] = {}
-        for point in self.memory_points:
-            if index is not None and point[0] > index:
-                break
-            latest[point[1]] = point
-        for dev, point in latest.items():
-            if device is None or dev == device:
-                result["activation"] += point[2]
-                result["param"] += point[3]
-                result["input"] += point[4]
-        result["total"] = result["activation"] + result["param"] + result["input"]
-        return result
-
-    def memory_arrays(self, device: str) -> MemoryArrays:
-        """Live saved bytes on ``device`` after every event, as numpy arrays (grown as the run grows)."""
-        arrays = self._series.get(device)
-        if arrays is None:
-            arrays = self._series[device] = MemoryArrays(self, device)
-        return arrays.update()
-
-    def memory_series(self, device: str) -> dict[str, list]:
-        """Live saved bytes on ``device`` after every event: lists of length ``len(run)`` (the CUDA
-        allocator's figure None until one was recorded)."""
-        arrays = self.memory_arrays(device)
-        series = {key: arrays.array(key).tolist() for key in ("activation", "param", "input", "total")}
-        series["allocated"] = [None if v != v else int(v) for v in arrays.array("allocated").tolist()]
-        return series
-
-    def peak_saved_bytes(self) -> dict[str, int]:
-        """Peak of live saved bytes (all kinds) per device over the whole run."""
-        peaks: dict[str, int] = {}
-        for _, device, a, p, i in self.memory_points:
-            peaks[device] = max(peaks.get(device, 0), a + p + i)
-        return peaks
-
-    def peak_per_step(self) -> list[dict]:
-        """For each step: its number and the peak live saved bytes per device within it."""
-        result = []
-        for step in self.steps:
-            end = step["end"] if step["end"] is not None else len(self.events)
-            peaks: dict[str, int] = {}
-            last: dict[str, int] = {}
-            for index, device, a, p, i in self.memory_points:
-                if index < step["start"]:
-                    last[device] = a + p + i
-                    continue
-                if index > end:
-                    break
-                peaks[device] = max(peaks.get(device, last.get(device, 0)), a + p + i)
-            for device, value in last.items():
-                peaks.setdefault(device, value)
-            result.append({"step": step["step"], "peak": peaks})
-        return result
-
     def info(self) -> dict:
-        """The summary ``graphview info`` prints."""
-        errors = []
-        for index, ev in self.errors:
-            errors.append({"index": index, "type": ev.get("type"), "message": ev.get("message"), "line": ev.get("line")})
-        start = self.start or {}
-        return {
-            "script": start.get("script"),
-            "mode": self.mode,
-            "torch": start.get("torch"),
-            "options": start.get("options", {}),
-            "status": self.status,
-            "exit_code": (self.end or {}).get("exit_code"),
-            "events": len(self.events),
-            "steps": len(self.steps),
-            "ops": len(self.ops),
-            "nodes": len(self.op_nodes),
-            "tensors": len(self.tensors),
-            "saved_tensors": len(self.saved),
-            "backward_calls": len(self.backwards),
-            "optimizer_steps": len(self.optimizer_steps),
-            "peak_saved_bytes": self.peak_saved_bytes(),
-            "peak_per_step": self.peak_per_step(),
-            "errors": errors,
-        }
+        """The summary ``graphview info`` prints (:func:`graphview.core.queries.info.run_info`)."""
+        return run_info(self)
 
 
 #: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)

@@ -71,7 +71,7 @@ def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
     """Module path -> bytes its autograd nodes (nested modules' included, a checkpoint's recompute
     not) hold when the step's first backward starts."""
     at = backward_start_in(run, start, end)
-    return {path: run.saved_bytes_held_by(vids, at) for path, vids in nodes_by_module(run, start, at).items()}
+    return {path: held_by_nodes(run, vids, at).total for path, vids in nodes_by_module(run, start, at).items()}
 
 
 def nodes_by_module(run: Run, start: int, end: int) -> dict[str, set[int]]:

@@ -6,7 +6,10 @@ Where things are:
 - ``session``: Session, what every view shows (run, cursor, selection, follow-live), and the
   SessionView protocol (``set_run``, ``set_cursor``) the views implement;
 - ``actions``: the table of commands; menus, the toolbar and the shortcut sheet are built from it;
-- ``run_controller``: RunController, a run's lifecycle (begin, grow while live, finish, summarise);
+- ``run_controller``: RunController, a run's lifecycle (begin, grow while live, finish, summarise),
+  which reaches the window through ``run_window.RunWindow``; the other helpers (``player``,
+  ``run_placement``, ``pending_step``, ``export_dialogs``, ``actions``) are given the session, the
+  canvas and the callables they use, and import nothing of the main window;
 - ``player``: play / pause and the gradient pulses; ``timeline_bar``: the slider and the event's words;
 - ``canvas/``: the graph (items, scene, view, minimap); ``panels/``: one module per panel;
 - ``widgets/``: small widgets not tied to a run; ``start_page``; ``export_dialogs``: File > Export;

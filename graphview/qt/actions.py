@@ -6,25 +6,56 @@ first time a spec names it), onto the stepping toolbar when it has toolbar text,
 window itself so its shortcut works wherever the focus is. :func:`shortcut_sheet` writes the
 Help menu's list of keys from the same table, so it cannot drift from what the keys do.
 
-Adding a command is one row here, with a handler that takes the window.
+Adding a command is one row here, with a handler that takes the window's :class:`Commands`
+(what the handlers call: the window is one, and this module imports nothing of it).
 """
 
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import Callable, Protocol, Union
 
+from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QToolBar
+from PySide6.QtWidgets import QLineEdit, QMainWindow, QMenu, QToolBar
 
 from graphview.core import timeline
+from graphview.core.run import Run
 from graphview.qt import theme as themes
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.canvas import GraphView
+from graphview.qt.player import Player
 
 Shortcut = Union[str, QKeySequence.StandardKey]
+
+
+class RunState(Protocol):
+    going: bool  # a runner is running, or a trace is being read
+
+
+class Commands(Protocol):
+    """What the handlers and ``enabled_when`` s of :data:`ACTIONS` use of the window."""
+
+    run: Run | None
+    runs: RunState
+    script_path: str | None
+    player: Player
+    view: GraphView
+    search: QLineEdit
+    sigStopRequested: SignalInstance
+
+    def open_dialog(self) -> None: ...
+    def export_image(self) -> None: ...
+    def export_data(self) -> None: ...
+    def export_chart_png(self) -> None: ...
+    def export_chart_csv(self) -> None: ...
+    def export_trace(self) -> None: ...
+    def close(self) -> bool: ...
+    def move(self, step: Callable) -> None: ...
+    def restart(self) -> None: ...
+    def set_follow(self, on: bool) -> None: ...
+    def show_shortcuts(self) -> object: ...
+    def show_about(self) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +65,7 @@ class ActionSpec:
     Attributes
     ----------
     id : str
-        The key of the action in ``MainWindow.actions`` (``"step"``, ``"export_image"``).
+        The key of the action in the window's ``actions`` (``"step"``, ``"export_image"``).
     text : str
         The menu text (``&`` marks the mnemonic).
     menu : str
@@ -60,26 +91,26 @@ class ActionSpec:
     handler: Callable
     shortcuts: tuple[Shortcut, ...] = ()
     toolbar: str = ""
-    enabled_when: Callable[[MainWindow], bool] | None = None
+    enabled_when: Callable[[Commands], bool] | None = None
     checkable: bool = False
     checked: bool = False
     separator_before: bool = False
 
 
-def _has_run(window: MainWindow) -> bool:
+def _has_run(window: Commands) -> bool:
     return window.run is not None
 
 
-def _going(window: MainWindow) -> bool:
+def _going(window: Commands) -> bool:
     """A runner is running, or a trace is being read: something Stop stops."""
     return window.run is not None and window.runs.going
 
 
-def _has_script(window: MainWindow) -> bool:
+def _has_script(window: Commands) -> bool:
     return bool(window.script_path)
 
 
-def _move(step: Callable) -> Callable[[MainWindow], None]:
+def _move(step: Callable) -> Callable[[Commands], None]:
     return lambda window: window.move(step)
 
 
@@ -139,9 +170,10 @@ def key_text(shortcut: Shortcut) -> str:
     return QKeySequence(shortcut).toString(QKeySequence.NativeText)
 
 
-def build_actions(window: MainWindow, toolbar: QToolBar, specs: tuple[ActionSpec, ...] = ACTIONS
+def build_actions(window: QMainWindow, toolbar: QToolBar, specs: tuple[ActionSpec, ...] = ACTIONS
                   ) -> tuple[dict[str, QAction], dict[str, QMenu]]:
-    """The window's ``QAction`` s by id, and its menus by path (``"&File/&Export"``)."""
+    """The window's ``QAction`` s by id, and its menus by path (``"&File/&Export"``). The handlers
+    are called with ``window``, which is also the :class:`Commands` they use."""
     actions: dict[str, QAction] = {}
     menus: dict[str, QMenu] = {}
     for spec in specs:
@@ -166,14 +198,14 @@ def build_actions(window: MainWindow, toolbar: QToolBar, specs: tuple[ActionSpec
     return actions, menus
 
 
-def _menu(window: MainWindow, menus: dict[str, QMenu], path: str) -> QMenu:
+def _menu(window: QMainWindow, menus: dict[str, QMenu], path: str) -> QMenu:
     if path not in menus:
         parent, _, name = path.rpartition("/")
         menus[path] = (_menu(window, menus, parent) if parent else window.menuBar()).addMenu(name)
     return menus[path]
 
 
-def update_enabled(window: MainWindow, actions: dict[str, QAction], specs: tuple[ActionSpec, ...] = ACTIONS) -> None:
+def update_enabled(window: Commands, actions: dict[str, QAction], specs: tuple[ActionSpec, ...] = ACTIONS) -> None:
     """Grey the actions whose ``enabled_when`` is false for the window as it is now."""
     for spec in specs:
         if spec.enabled_when is not None:

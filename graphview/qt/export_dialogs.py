@@ -8,19 +8,20 @@ Drawing and writing are :mod:`graphview.qt.export` (the graph's image) and
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QSettings
+from PySide6.QtWidgets import QMainWindow
 
 from graphview.core.captions import caption, file_stem
 from graphview.core.export import ExportError, export_graph, save
 from graphview.core.trace import SUFFIX, TraceError, write_trace
+from graphview.qt.canvas import GraphScene
 from graphview.qt.export import render_scene, save_png
-from graphview.qt.file_dialogs import SAVE, ask_save
+from graphview.qt.file_dialogs import SAVE, Folders, ask_save
 from graphview.qt.image_export_dialog import FORMATS, ImageExportDialog
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.panels import MemoryChart
+from graphview.qt.session import Session
 
 PNG_SCALE = 2.0
 
@@ -28,24 +29,34 @@ PNG_SCALE = 2.0
 class ExportDialogs(QObject):
     """The window's exports; each takes a path, or asks for one when given none.
 
-    The picture's options (format, legend, caption) are remembered in the window's settings,
-    under ``export/``; the folder under ``folders/save`` (:class:`~graphview.qt.file_dialogs.Folders`).
+    What is exported: the ``session``'s run at its cursor, drawn by ``scene``, and the memory
+    chart (``memory``: ``grab()`` its picture, ``to_csv()`` its series). The picture's options
+    (format, legend, caption) are remembered in ``settings``, under ``export/``; the folder under
+    ``folders/save`` (:class:`~graphview.qt.file_dialogs.Folders`). The dialogs open over
+    ``window``, whose status bar says what was written; ``show_error(title, message)`` says why not.
     """
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, session: Session, scene: GraphScene, memory: MemoryChart, settings: QSettings, folders: Folders,
+                 window: QMainWindow, show_error: Callable[[str, str], None]) -> None:
         super().__init__(window)
+        self.session = session
+        self.scene = scene
+        self.memory = memory
+        self.settings = settings
+        self.folders = folders
         self.window = window
+        self.show_error = show_error
         self.image_dialog: ImageExportDialog | None = None  # the one open, if any
 
     # ------------------------------------------------------------------ names
     def suggested_name(self, suffix: str, at_cursor: bool = True, tail: str = "") -> str:
         """``transformer_block-step1-event120.svg`` (``at_cursor``) or ``transformer_block.gvtrace``."""
-        window = self.window
-        index = window.cursor if at_cursor and window.cursor >= 0 else None
-        return file_stem(window.run, index) + tail + suffix
+        session = self.session
+        index = session.cursor if at_cursor and session.cursor >= 0 else None
+        return file_stem(session.run, index) + tail + suffix
 
     def _option(self, key: str, default: bool) -> bool:
-        value = self.window.settings.value(f"export/{key}", default)
+        value = self.settings.value(f"export/{key}", default)
         return value if isinstance(value, bool) else str(value).lower() == "true"
 
     # ------------------------------------------------------------------ the picture
@@ -56,9 +67,9 @@ class ExportDialogs(QObject):
             self._write_image(path, self._option("legend", True), self._option("caption", True),
                               "light" if self._option("light", False) else None)
             return
-        suffix = self.window.settings.value("export/format", ".png")
+        suffix = self.settings.value("export/format", ".png")
         suffix = suffix if suffix in FORMATS else ".png"
-        start = self.window.folders.start(SAVE, self.suggested_name(suffix))
+        start = self.folders.start(SAVE, self.suggested_name(suffix))
         dialog = ImageExportDialog(self.window, start, self._caption(), self._option("legend", True),
                                    self._option("caption", True), self._option("light", False))
         dialog.finished.connect(lambda _: self._on_image_finished(dialog))
@@ -71,7 +82,7 @@ class ExportDialogs(QObject):
         dialog.deleteLater()
 
     def _on_image_accepted(self, dialog: ImageExportDialog) -> None:
-        settings = self.window.settings
+        settings = self.settings
         path = dialog.path()
         settings.setValue("export/legend", dialog.with_legend())
         settings.setValue("export/caption", dialog.with_caption())
@@ -80,40 +91,39 @@ class ExportDialogs(QObject):
         self._write_image(path, dialog.with_legend(), dialog.with_caption(), dialog.theme())
 
     def _caption(self) -> str:
-        run, cursor = self.window.run, self.window.cursor
+        run, cursor = self.session.run, self.session.cursor
         return caption(run, cursor) if run is not None and cursor >= 0 else ""
 
     def _write_image(self, path: str, legend: bool, with_caption: bool, theme: str | None = None) -> None:
         """The graph as the window shows it, in one theme (the window's, or ``"light"``); a PDF
         on A4 pages, a page per part when it does not fit one."""
         text = self._caption() if with_caption else ""
-        self._guard(lambda: render_scene(self.window.scene, path, PNG_SCALE, caption=text, legend=legend,
-                                         theme=theme), path)
+        self._guard(lambda: render_scene(self.scene, path, PNG_SCALE, caption=text, legend=legend, theme=theme), path)
 
     # ------------------------------------------------------------------ the rest
     def _ask(self, title: str, name: str, pattern: str) -> str | None:
-        return ask_save(self.window, self.window.folders, title, name, pattern)
+        return ask_save(self.window, self.folders, title, name, pattern)
 
     def data(self, path: str | None = None) -> None:
         path = path or self._ask("Export graph data", self.suggested_name(".json"),
                                  "JSON (*.json);;DOT (*.dot);;GraphML (*.graphml)")
-        if path and self.window.run is not None:
-            self._guard(lambda: export_graph(self.window.run, path, at=self.window.cursor), path)
+        if path and self.session.run is not None:
+            self._guard(lambda: export_graph(self.session.run, path, at=self.session.cursor), path)
 
     def chart_png(self, path: str | None = None) -> None:
         path = path or self._ask("Export memory chart", self.suggested_name(".png", False, "-memory"), "PNG (*.png)")
         if path:
-            self._guard(lambda: save_png(self.window.memory.grab(), path), path)
+            self._guard(lambda: save_png(self.memory.grab(), path), path)
 
     def chart_csv(self, path: str | None = None) -> None:
         path = path or self._ask("Export memory series", self.suggested_name(".csv", False, "-memory"), "CSV (*.csv)")
         if path:
-            self._guard(lambda: save(path, self.window.memory.to_csv()), path)
+            self._guard(lambda: save(path, self.memory.to_csv()), path)
 
     def trace(self, path: str | None = None) -> None:
         path = path or self._ask("Save run as trace", self.suggested_name(SUFFIX, False), f"graphview trace (*{SUFFIX})")
-        if path and self.window.run is not None:
-            self._guard(lambda: write_trace(path, self.window.run.events), path)
+        if path and self.session.run is not None:
+            self._guard(lambda: write_trace(path, self.session.run.events), path)
 
     def _guard(self, action, path: str) -> bool:
         """Run ``action``; say what was written, or why not. The folder of a file written is
@@ -121,8 +131,8 @@ class ExportDialogs(QObject):
         try:
             action()
         except (ExportError, TraceError, OSError) as exc:
-            self.window.show_error("Export failed", str(exc))
+            self.show_error("Export failed", str(exc))
             return False
-        self.window.folders.remember(SAVE, path)
+        self.folders.remember(SAVE, path)
         self.window.statusBar().showMessage(f"wrote {path}", 8000)
         return True

@@ -75,13 +75,14 @@ class MainWindow(QMainWindow):
         self.settings = QSettings("graphview", "graphview")
         self.folders = Folders(self.settings)
         self.session = Session(self)
-        self.runs = RunController(self)
-        self.pending_step = PendingStep(self)  # a step asked for before its moment was recorded
-        self.player = Player(self)
-        self.exports = ExportDialogs(self)
-
         self.scene = GraphScene(self)
         self.view = GraphView(self.scene)
+        self.runs = RunController(self)
+        # a step asked for before its moment was recorded
+        self.pending_step = PendingStep(self.session, self.statusBar, self.keep_in_view,
+                                        lambda: self.runs.placement.cancel(), self)
+        self.player = Player(self.session, self.scene, self.keep_in_view, self)
+
         self.code = CodeView()
         self.inspector = Inspector()
         self.console = Console()
@@ -95,6 +96,8 @@ class MainWindow(QMainWindow):
         self.status_label = plain_label()  # the run's status: text, never HTML (graphview.qt.plain)
         self.rank_switcher = RankSwitcher()
         self.progress = RunProgress()
+        self.exports = ExportDialogs(self.session, self.scene, self.memory, self.settings, self.folders, self,
+                                     self.show_error)
         self._build_workspace(samples or [])
         self._build_docks()
         self._build_menus_and_toolbars()
@@ -411,10 +414,10 @@ class MainWindow(QMainWindow):
         self.settings.setValue(self.FOLLOW_KEY, on)
 
     def set_cursor(self, index: int, animate: bool = False) -> None:
-        previous = self.cursor
-        self.session.set_cursor(index)
-        if animate and previous < self.cursor:
-            self.player.animate(previous, self.cursor)
+        if animate:  # with the gradients' pulses
+            self.player.step_to(index)
+        else:
+            self.session.set_cursor(index)
 
     def _error_line(self, index: int | None = None) -> int | None:
         return self.session.error_line(index)

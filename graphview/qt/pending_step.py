@@ -12,15 +12,14 @@ its end, as the same step on a finished run does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QStatusBar
 
 from graphview.core import timeline
 from graphview.core.run import Run
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.session import Session
 
 #: how long the note that the run ended without the awaited moment stays in the status bar (ms)
 ENDED_NOTE_MS = 20000
@@ -28,6 +27,10 @@ ENDED_NOTE_MS = 20000
 
 class PendingStep(QObject):
     """The one step forward the window waits to take, if any.
+
+    It moves the ``session``'s cursor, says what it waits for in the window's status bar
+    (``status_bar()``), scrolls the canvas to the cursor's node (``keep_in_view()``), and, when it
+    starts waiting, stops the run's opening from placing the cursor (``taken()``).
 
     Attributes
     ----------
@@ -39,15 +42,19 @@ class PendingStep(QObject):
         What the status bar says while waiting.
     """
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session: Session, status_bar: Callable[[], QStatusBar], keep_in_view: Callable[[], None],
+                 taken: Callable[[], None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.status_bar = status_bar
+        self.keep_in_view = keep_in_view
+        self.taken = taken
         self.unit: timeline.Unit | None = None
         self.origin = -1
         self.message = ""
         self._run: Run | None = None
-        window.session.cursor_changed.connect(self._on_cursor_changed)
-        window.session.run_changed.connect(lambda run: self.cancel())
+        session.cursor_changed.connect(self._on_cursor_changed)
+        session.run_changed.connect(lambda run: self.cancel())
 
     @property
     def waiting(self) -> bool:
@@ -55,21 +62,20 @@ class PendingStep(QObject):
 
     def start(self, unit: timeline.Unit, origin: int) -> None:
         """Wait for ``unit``'s moment after event ``origin`` of the window's run."""
-        w = self.window
         self.cancel()
-        w.runs.placement.cancel()  # the user has taken the cursor: the run's opening place no longer moves it
-        self.unit, self.origin, self._run = unit, origin, w.run
+        self.taken()  # the user has taken the cursor: the run's opening place no longer moves it
+        self.unit, self.origin, self._run = unit, origin, self.session.run
         self.message = f"waiting for {unit.what} to be recorded… (moving the cursor cancels)"
-        w.statusBar().showMessage(self.message)
+        self.status_bar().showMessage(self.message)
 
     def check(self, ended: bool) -> bool:
         """The run grew, or ``ended`` (no more events will come): take the step if its moment is
         recorded now; at the end without one, go to the run's last event and say so. True when
         the cursor moved."""
-        unit, run, w = self.unit, self._run, self.window
+        unit, run = self.unit, self._run
         if unit is None:
             return False
-        if run is not w.run or not run.events:
+        if run is not self.session.run or not run.events:
             self.cancel()
             return False
         found = unit.find(run, self.origin)
@@ -78,9 +84,10 @@ class PendingStep(QObject):
         self.cancel()  # (first: the move below is the step itself, not a move that cancels it)
         if found is None:
             found = timeline.last(run)
-            w.statusBar().showMessage(f"the run ended without {unit.what}: the cursor is at its end", ENDED_NOTE_MS)
-        w.set_cursor(found)
-        w.keep_in_view()
+            self.status_bar().showMessage(f"the run ended without {unit.what}: the cursor is at its end",
+                                          ENDED_NOTE_MS)
+        self.session.set_cursor(found)
+        self.keep_in_view()
         return True
 
     def cancel(self) -> None:
@@ -89,7 +96,7 @@ class PendingStep(QObject):
             return
         self.unit = None
         self._run = None
-        bar = self.window.statusBar()
+        bar = self.status_bar()
         if bar.message() == self.message:  # (whole: what shows may end in "…" on a narrow window)
             bar.clearMessage()
 

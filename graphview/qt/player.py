@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QSlider
 
 from graphview.core import timeline
+from graphview.qt.canvas import GraphScene
 from graphview.qt.formatting import short_value
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.session import Session
 
 
 class Player(QObject):
-    """Steps the window's cursor forward on a timer, ``speed`` steps a second.
+    """Steps the session's cursor forward on a timer, ``speed`` steps a second; ``scene`` shows
+    the pulses, ``keep_in_view`` scrolls the canvas to the cursor's node after each step.
 
     Attributes
     ----------
@@ -23,9 +23,12 @@ class Player(QObject):
         Steps per second (1 to 60); the window puts it on the stepping toolbar.
     """
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session: Session, scene: GraphScene, keep_in_view: Callable[[], None],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.scene = scene
+        self.keep_in_view = keep_in_view
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._tick)
         self.speed = QSlider(Qt.Horizontal)
@@ -43,9 +46,9 @@ class Player(QObject):
         if self.timer.isActive():
             self.timer.stop()
             return
-        run, cursor = self.window.run, self.window.cursor
+        run, cursor = self.session.run, self.session.cursor
         if run is not None and cursor >= len(run.events) - 1:
-            self.window.set_cursor(0)  # at the end: play from the start
+            self.session.set_cursor(0)  # at the end: play from the start
         self.timer.start(int(1000 / self.speed.value()))
 
     def stop(self) -> None:
@@ -56,18 +59,25 @@ class Player(QObject):
             self.timer.start(int(1000 / value))
 
     def _tick(self) -> None:
-        window = self.window
-        run = window.run
-        if run is None or window.cursor >= len(run.events) - 1:
+        session = self.session
+        run = session.run
+        if run is None or session.cursor >= len(run.events) - 1:
             self.timer.stop()
             return
-        window.session.follow_live = False
-        window.set_cursor(timeline.step_forward(run, window.cursor), animate=True)
-        window.keep_in_view()
+        session.follow_live = False
+        self.step_to(timeline.step_forward(run, session.cursor))
+        self.keep_in_view()
+
+    def step_to(self, index: int) -> None:
+        """Move the cursor to event ``index``, with pulses for the gradients sent on the way forward."""
+        previous = self.session.cursor
+        self.session.set_cursor(index)
+        if previous < self.session.cursor:
+            self.animate(previous, self.session.cursor)
 
     def animate(self, start: int, end: int) -> None:
         """Pulses for the gradients sent by nodes that finished between two cursor positions."""
-        run = self.window.run
+        run = self.session.run
         duration = int(900 / max(1, self.speed.value()))
         for i in range(start + 1, end + 1):
             ev = run.events[i]
@@ -77,4 +87,4 @@ class Player(QObject):
             if op is None:
                 continue
             texts = [short_value(g) if g is not None else "" for g in ev.get("grads_out") or []]
-            self.window.scene.pulse(op.id, [t for t in texts if t][:1], duration)
+            self.scene.pulse(op.id, [t for t in texts if t][:1], duration)

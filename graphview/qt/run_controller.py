@@ -15,7 +15,6 @@ import os
 from bisect import bisect_right
 from contextlib import nullcontext
 from functools import partial
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -29,9 +28,7 @@ from graphview.qt.event_loop_turn import BUDGET_S, event_loop_turn
 from graphview.qt.formatting import human_bytes
 from graphview.qt.plain import esc
 from graphview.qt.run_placement import RunPlacement
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.run_window import RunWindow
 
 OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
 #: the least of the event loop's turn worth a round of growing the canvas (less: a later turn)
@@ -65,7 +62,8 @@ def forced_detaches(run: Run) -> list[dict]:
 
 
 class RunController(QObject):
-    """Begins, grows, finishes and summarises the window's run.
+    """Begins, grows, finishes and summarises the window's run; ``window`` gives the parts of the
+    window it uses (:class:`~graphview.qt.run_window.RunWindow`).
 
     Attributes
     ----------
@@ -79,15 +77,15 @@ class RunController(QObject):
         Event-loop slices of a live round scheduled and not yet run.
     """
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, window: RunWindow) -> None:
+        super().__init__(window)  # (the window is a QObject too: the controller's parent)
         self.window = window
         self.earlier_runs: list[tuple[str, Run]] = []
         self._afresh = False  # the next run begun is of a file opened anew, not a re-run
         self.measured: dict[str, str] = {}  # checkpoint pattern tried -> what its re-run measured
         self.comparison = ""
         self.slices_pending = 0
-        self.placement = RunPlacement(window)
+        self.placement = RunPlacement(window.session, window.view, window.keep_in_view)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
         self._events_over = False  # no more events will come (a trace read to its end, or cancelled)

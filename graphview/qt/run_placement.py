@@ -10,7 +10,7 @@ is theirs and nothing here moves it again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF
 
@@ -18,10 +18,8 @@ from graphview.core import timeline
 from graphview.core.landmarks import Landmarks, place
 from graphview.core.run import Run
 from graphview.qt.canvas.style import NODE_H, NODE_W
-from graphview.qt.canvas.view import START_HINT
-
-if TYPE_CHECKING:
-    from graphview.qt.main_window import MainWindow
+from graphview.qt.canvas.view import START_HINT, GraphView
+from graphview.qt.session import Session
 
 #: the largest zoom of the opening view: a tiny graph is not blown up (the smallest is the
 #: view's readable zoom: every text on the canvas 9 px high or more)
@@ -29,7 +27,8 @@ LARGEST_ZOOM = 1.4
 
 
 class RunPlacement:
-    """Places the cursor (and the canvas) of the window's run while it opens.
+    """Places the session's cursor (and the canvas, ``view``) while the session's run opens;
+    ``keep_in_view(always=True)`` scrolls the canvas to the cursor's node.
 
     Attributes
     ----------
@@ -37,8 +36,10 @@ class RunPlacement:
         Still placing: the run has not finished opening and the user has not moved the cursor.
     """
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, session: Session, view: GraphView, keep_in_view: Callable[..., None]) -> None:
+        self.session = session
+        self.view = view
+        self.keep_in_view = keep_in_view
         self.active = False
         self._earlier: Landmarks | None = None  # the run a re-run continues from, and its cursor
         self._earlier_cursor = -1
@@ -48,9 +49,9 @@ class RunPlacement:
 
     def on_shut_to_fit(self) -> None:
         """A big run's boxes came late and were shut: show its top again, unless the user moved."""
-        w = self.window
-        if w.cursor == (self._placed if self._placed is not None else w.cursor) and w.cursor <= 0:
-            show_top(w)
+        cursor = self.session.cursor
+        if cursor == (self._placed if self._placed is not None else cursor) and cursor <= 0:
+            show_top(self.view)
 
     def begin(self, run: Run, earlier: Run | None = None, cursor: int = -1) -> None:
         """``run`` is shown now; ``earlier`` is the run it re-runs (with the cursor it had), or None."""
@@ -61,7 +62,7 @@ class RunPlacement:
         self._earlier = Landmarks(earlier) if keep else None
         self._earlier_cursor = cursor
         self._later = Landmarks(run) if keep else None
-        self.window.view.set_message(START_HINT)
+        self.view.set_message(START_HINT)
 
     @property
     def keeps_place(self) -> bool:
@@ -71,11 +72,11 @@ class RunPlacement:
     def place(self, final: bool = False) -> None:
         """Move the cursor where the run opens, as far as the run has come; ``final`` once it has
         ended and is drawn (the nearest earlier moment is taken then, if the same one never came)."""
-        w = self.window
-        run = w.run
+        session = self.session
+        run = session.run
         if not self.active or run is None or not run.events:
             return
-        if self._placed is not None and w.cursor != self._placed:
+        if self._placed is not None and session.cursor != self._placed:
             self.active = False  # the user moved: the cursor is theirs
             return
         if self._earlier is not None:
@@ -85,29 +86,28 @@ class RunPlacement:
         else:
             index = timeline.opening(run) if final else 0
             done = final
-        w.set_cursor(index)
-        self._placed = w.cursor
+        session.set_cursor(index)
+        self._placed = session.cursor
         self._show(final)
         if done:
             self.active = False
 
     def _show(self, final: bool) -> None:
-        w = self.window
-        if self._earlier is not None or w.cursor > 0:
+        if self._earlier is not None or self.session.cursor > 0:
             if self._earlier is None and not self._top_shown:
-                w.view.fit_readable()
-            w.keep_in_view(always=True)  # the same node as before, or the error
+                self.view.fit_readable()
+            self.keep_in_view(always=True)  # the same node as before, or the error
         elif final or not self._top_shown:
-            self._top_shown = show_top(w) or self._top_shown
+            self._top_shown = show_top(self.view) or self._top_shown
 
     def cancel(self) -> None:
         self.active = False
 
 
-def show_top(window: MainWindow) -> bool:
+def show_top(view: GraphView) -> bool:
     """Zoom and scroll the canvas to the top of the run's whole graph (what the first steps
     show), at a zoom where names can be read; False while there is no node to show."""
-    view, scene = window.view, window.scene
+    scene = view.scene()
     if scene.boxes.open_to_fit(view.readable_fit()):  # a finished run too big to read: boxes shut first
         view.overview.schedule()
     groups = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]

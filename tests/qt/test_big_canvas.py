@@ -58,14 +58,14 @@ def test_a_big_graph_has_items_only_near_the_view(big):
     assert 0 < len(scene.node_items) < len(placed) / 4
     for node_id, item in scene.node_items.items():
         assert scene.region.contains(item.pos()) or item.isSelected()
-    assert scene._visible == shown_at(scene, big.cursor)  # every node's state is known, item or not
+    assert scene.at_cursor.visible == shown_at(scene, big.cursor)  # every node's state is known, item or not
     # pan to the bottom of the graph: items come there, the ones at the top go
     top = set(scene.node_items)
     bottom = scene.sceneRect().bottom() - 300
     view.centerOn(QPointF(scene.sceneRect().center().x(), bottom))
     seen = view.mapToScene(view.viewport().rect()).boundingRect()
     hidden = scene.boxes._hidden_by  # inside a shut module box: the box is drawn, not the node
-    here = [n for n in scene.ids_in(seen) if n in scene._visible and n not in hidden
+    here = [n for n in scene.ids_in(seen) if n in scene.at_cursor.visible and n not in hidden
             and seen.contains(QPointF(*scene.place_of(n)))]
     assert here and all(n in scene.node_items and scene.node_items[n].isVisible() for n in here)
     assert not top & set(scene.node_items)
@@ -78,7 +78,7 @@ def test_zoomed_out_the_sketch_draws_every_shown_node(big):
     view.resetTransform()
     view.scale(0.05, 0.05)
     assert not scene.node_items  # nothing selected: no item at all
-    node_id = next(n for n in scene.placed_ids() if n in scene._visible and scene.drawing.nodes[n].kind == "op"
+    node_id = next(n for n in scene.placed_ids() if n in scene.at_cursor.visible and scene.drawing.nodes[n].kind == "op"
                    and n not in scene.boxes._hidden_by)
     view.centerOn(QPointF(*scene.place_of(node_id)))
     image = view.viewport().grab().toImage()
@@ -99,7 +99,7 @@ def test_search_finds_a_node_far_from_the_view_and_shows_it(big):
     scene, view = big.scene, big.view
     view.centerOn(QPointF(scene.sceneRect().center().x(), scene.sceneRect().top()))
     scene.boxes.set_all(set())  # every box open: the nodes themselves are drawn
-    last = max((n for n in scene.placed_ids() if n in scene._visible), key=lambda n: scene.drawing.nodes[n].born)
+    last = max((n for n in scene.placed_ids() if n in scene.at_cursor.visible), key=lambda n: scene.drawing.nodes[n].born)
     title = scene.drawing.nodes[last].title
     assert last not in scene.node_items
     big.search.setText(title)
@@ -119,9 +119,9 @@ def test_long_jumps_show_what_the_drawing_says_is_there(big):
     run = big.run
     for index in (0, run.ops[len(run.ops) // 2][0], big.overview_index(), len(run.events) - 1, 5):
         big.set_cursor(index)
-        assert scene._visible == shown_at(scene, index)
+        assert scene.at_cursor.visible == shown_at(scene, index)
         for node_id, item in scene.node_items.items():
-            assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+            assert item.isVisible() == (node_id in scene.at_cursor.visible and node_id not in scene.boxes._hidden_by)
 
 
 def test_items_taken_away_are_used_again_for_the_nodes_the_view_comes_to(big, qtbot):
@@ -137,7 +137,7 @@ def test_items_taken_away_are_used_again_for_the_nodes_the_view_comes_to(big, qt
         node = scene.drawing.nodes[node_id]
         assert item.node is node and item.kind in (node.kind, "output")
         assert (item.pos().x(), item.pos().y()) == scene.place_of(node_id)
-        assert item.isVisible() == (node_id in scene._visible and node_id not in scene.boxes._hidden_by)
+        assert item.isVisible() == (node_id in scene.at_cursor.visible and node_id not in scene.boxes._hidden_by)
     for edge in scene.edge_items:  # each edge item runs between its own edge's nodes
         assert (edge.source.node.id, edge.target.node.id) == (edge.edge.source, edge.edge.target)
         assert edge.source is after[edge.edge.source] and edge.target is after[edge.edge.target]
@@ -200,7 +200,7 @@ def test_what_is_shown_stays_true_while_a_big_run_grows_in_slices(qtbot, tmp_pat
             continue
         for index in (len(run.events) - 1, len(run.events) // 3, 0):
             scene.set_cursor(index)
-            assert scene._visible == shown_at(scene, index)
+            assert scene.at_cursor.visible == shown_at(scene, index)
             checked += 1
     assert checked >= 6
 
@@ -224,8 +224,8 @@ def test_a_picture_too_small_for_nodes_shows_the_cells_that_hold_shown_nodes(big
     scene.render(painter, QRectF(0, 0, source.width() * scale, source.height() * scale), source, Qt.IgnoreAspectRatio)
     painter.end()
     background = colors().q("background")
-    shown = [n for n in scene.placed_ids() if n in scene._visible]
-    hidden = [n for n in scene.placed_ids() if n not in scene._visible]
+    shown = [n for n in scene.placed_ids() if n in scene.at_cursor.visible]
+    hidden = [n for n in scene.placed_ids() if n not in scene.at_cursor.visible]
     assert shown and hidden
     step = scene.GRID
     for node_id in shown[:: max(1, len(shown) // 40)]:
@@ -288,22 +288,22 @@ def test_a_fit_makes_the_items_near_the_view_once(big, monkeypatch):
     """A fit zooms and scrolls several times; the items near the view are made for where it ends."""
     scene, view = big.scene, big.view
     syncs = []
-    original = scene._sync_region
-    monkeypatch.setattr(scene, "_sync_region", lambda: (syncs.append(1), original())[1])
+    original = scene.region_items.sync_region
+    monkeypatch.setattr(scene.region_items, "sync_region", lambda: (syncs.append(1), original())[1])
     view.fit_readable()
     assert len(syncs) <= 1
     seen = view.mapToScene(view.viewport().rect()).boundingRect()
-    here = [n for n in scene.ids_in(seen) if n in scene._visible and n not in scene.boxes._hidden_by
+    here = [n for n in scene.ids_in(seen) if n in scene.at_cursor.visible and n not in scene.boxes._hidden_by
             and seen.contains(QPointF(*scene.place_of(n)))]
     assert all(n in scene.node_items and scene.node_items[n].isVisible() for n in here)
 
 
 def test_the_index_of_places_made_at_once_is_the_one_made_node_by_node(big):
     scene = big.scene
-    scene._grid = None
-    at_once = scene._built_grid()
+    scene.region_items.grid = None
+    at_once = scene.region_items.built_grid()
     one_by_one: dict = {}
-    scene._grid = one_by_one
+    scene.region_items.grid = one_by_one
     for node_id in scene.placed_ids():
-        scene._index(node_id)
+        scene.region_items.index(node_id)
     assert at_once == one_by_one and len(at_once) > 10

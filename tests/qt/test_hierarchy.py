@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QFont, QFontMetricsF
 
+from graphview.core.held import held_by_nodes
 from graphview.core.hierarchy import Layout, collapsed_at_level
 from graphview.qt.canvas import GraphScene, GraphView
 from tests.conftest import model, zoo
@@ -65,7 +66,7 @@ def test_a_big_model_opens_shut_to_the_deepest_level_that_reads(canvas, record):
     if layer is not None and layer.collapsed:
         vids = {scene.drawing.nodes[m].ref for m in layer.box.members
                 if scene.drawing.nodes[m].kind in ("op", "accumulate")}
-        assert layer.saved == run.saved_bytes_held_by(vids, scene.cursor) > 0
+        assert layer.saved == held_by_nodes(run, vids, scene.cursor).total > 0
 
 
 def test_a_small_graph_opens_with_every_box_open(canvas, record):
@@ -178,7 +179,7 @@ def test_a_shut_box_shows_once_its_module_has_run(canvas, record):
     first = min(nodes[m].born for m in head.members if nodes[m].kind == "op")
     params = [m for m in head.members if nodes[m].kind == "param"]
     scene.set_cursor(first - 1)
-    assert params and all(m in scene._visible for m in params)  # the weights exist ...
+    assert params and all(m in scene.at_cursor.visible for m in params)  # the weights exist ...
     assert not scene.groups["head"].isVisible()  # ... but the module has not run: nothing of it shows
     assert not any(scene.node_items[m].isVisible() for m in params if m in scene.node_items)
     assert not any(e.isVisible() for e in scene.edge_items if e.source.node.id in head.members

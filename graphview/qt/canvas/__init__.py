@@ -6,7 +6,9 @@ saved-tensor badges with the bytes still held and each leaf's ``.grad``. Pulses 
 edges while backward is animated.
 
 One mechanism per module: ``style`` (sizes, and colours from the active theme), ``nodes``, ``edges`` (and their routing),
-``groups`` (module boxes), ``pulse``, ``scene``, ``overview`` (the minimap) and ``view``.
+``groups`` (module boxes), ``pulse``, ``scene`` (taking the drawing in) with its parts ``region`` (the items
+and where they are made), ``cursor`` (what is shown at the cursor), ``edge_routes`` and ``selection``,
+``overview`` (the minimap) and ``view``.
 """
 
 from __future__ import annotations

@@ -7,24 +7,23 @@ corner would cover one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsView, QWidget
 from shiboken6 import isValid
 
 from graphview.qt.canvas.style import colors
 
-if TYPE_CHECKING:
-    from graphview.qt.canvas.view import GraphView
-
 
 class Overview(QWidget):
     """A minimap of the whole graph (a picture redrawn when the graph changes) with the main
-    view's visible area marked; click or drag to move there."""
+    view's visible area marked; click or drag to move there.
 
-    def __init__(self, view: "GraphView") -> None:
+    ``view`` is the canvas's :class:`~graphview.qt.canvas.view.GraphView`, which makes it: the
+    overview reads its scene, scroll bars and ``cursor_index`` (the node it keeps clear of), and
+    imports nothing of it."""
+
+    def __init__(self, view: QGraphicsView) -> None:
         super().__init__(view)
         self.view = view
         self.setFixedSize(170, 120)

@@ -80,7 +80,7 @@ class SketchItem(QGraphicsItem):
             self._paint_cells(painter, area)
             return
         nodes = scene.drawing.nodes
-        shown = scene._visible
+        shown = scene.at_cursor.visible
         hidden = scene.boxes._hidden_by
         items = scene.node_items
         c = colors()
@@ -103,9 +103,9 @@ class SketchItem(QGraphicsItem):
             state = self._state(node)
             boxes.setdefault((node.kind, state), []).append(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H))
         edges = scene.drawing.edges
-        drawn = scene._edge_item_of
+        drawn = scene.edge_routes.item_of
         for node_id in places:
-            for number in scene._edge_ids_of.get(node_id, ()):
+            for number in scene.edge_routes.ids_of.get(node_id, ()):
                 edge = edges[number]
                 if edge.source != node_id or edge.born > scene.cursor or edge.target not in places:
                     continue
@@ -139,7 +139,7 @@ class SketchItem(QGraphicsItem):
         graph of 10^5 nodes costs its cells, not its nodes."""
         scene = self._scene
         grid = scene.cells_in(area)
-        shown = scene._visible
+        shown = scene.at_cursor.visible
         hidden = scene.boxes._hidden_by
         nodes = scene.drawing.nodes
         step = scene.GRID

@@ -1,0 +1,205 @@
+"""The grid a drawing is placed on: which cell each node holds, and which module each row holds.
+
+A cell is a (layer, slot) pair: ``layer`` a row (:data:`~graphview.core.drawing.nodes.LAYER_HEIGHT`
+apart), ``slot`` a column (:data:`~graphview.core.drawing.nodes.SLOT_WIDTH` apart). A cell whose
+node autograd destroyed is free again for nodes born after that: the next training step's graph
+is drawn where the last one was. :class:`~graphview.core.drawing.placement.Placement` decides where
+a node goes and asks the grid what is free; the grid answers and records.
+
+Pure Python, no Qt, no torch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH, DrawNode
+
+#: leaves that outlive a step's graph: the next step's graph is drawn around them again
+_LASTING = frozenset({"param", "input", "input_grad"})
+#: how many rows above its own :meth:`Grid.beside_models` looks at for the models' columns
+_BESIDE_ROWS = 40
+#: nodes a row of the layout counts as its module's (see Grid.put), and a module's weights
+_ROW_KINDS = frozenset({"op", "intermediate"})
+_WEIGHT_KINDS = frozenset({"param", "accumulate"})
+
+
+class Grid:
+    """The cells of a drawing's placed nodes, the modules of its rows, and their extent.
+
+    ``dead_index``: when a node stopped being drawn (``None``: not yet), as
+    :meth:`~graphview.core.drawing.lifetimes.Lifetimes.dead_index` says."""
+
+    def __init__(self, nodes: dict[str, DrawNode], dead_index: Callable[[DrawNode], int | None]) -> None:
+        self.nodes = nodes
+        self.dead_index = dead_index
+        self.order: list[str] = []  # node ids in placement order
+        self._occupied: dict[int, dict[int, str]] = {}  # layer -> slot -> node id
+        self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
+        self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
+        self._model_weights: dict[str, list[str]] = {}  # a model's name (``teacher``) -> its weights' node ids
+
+    def _free(self, taken: dict[int, str], slot: int, born: int) -> bool:
+        """A slot is free if nobody had it, or its node was destroyed before ``born``."""
+        occupant = taken.get(slot)
+        if occupant is None:
+            return True
+        dead = self.dead_index(self.nodes[occupant])
+        return dead is not None and dead <= born
+
+    def put(self, node: DrawNode, layer: int, want: int) -> None:
+        taken = self._occupied.get(layer)
+        if taken is None:
+            taken = self._occupied[layer] = {}
+        slot = want
+        if want in taken:
+            for distance in range(0, 100000):
+                if self._free(taken, want + distance, node.born):
+                    slot = want + distance
+                    break
+                if distance and self._free(taken, want - distance, node.born):
+                    slot = want - distance
+                    break
+        taken[slot] = node.id
+        node.layer, node.slot, node.placed = layer, slot, True
+        extent = self._extent
+        if extent is None:
+            self._extent = [slot, layer, slot, layer]
+        else:
+            if slot < extent[0]:
+                extent[0] = slot
+            elif slot > extent[2]:
+                extent[2] = slot
+            if layer < extent[1]:
+                extent[1] = layer
+            elif layer > extent[3]:
+                extent[3] = layer
+        # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
+        # tensors without grad that only sit above their users: the script's inputs and what a module
+        # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
+        # the first iteration's graph, and the second went below it). A tensor without grad is an
+        # input until an edge made later says it was detached: counting those would make the
+        # layout depend on how the run was read
+        if node.kind in _ROW_KINDS or node.module is not None and node.kind in _WEIGHT_KINDS:
+            self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
+            if node.kind == "param":
+                self._model_weights.setdefault(node.module.partition(".")[0], []).append(node.id)
+        self.order.append(node.id)
+
+    def free_column(self, layer: int, born: int) -> int:
+        """The leftmost slot (from 0) with no live node in ``layer`` or any row below it: where
+        the next training step's graph goes once the last one is destroyed, so repeated steps
+        draw in the same place instead of drifting right."""
+        rows = [(k, taken) for k, taken in self._occupied.items() if k >= layer]
+        nodes = self.nodes
+        for slot in range(0, 100000):
+            # a leaf (a parameter, an input) lives on from step to step just above where its user
+            # was and will be again: below this row it keeps no column from the next step's graph
+            # (which went two columns right at each step, past the second layer's weights)
+            if all(self._free(taken, slot, born) or (k > layer and nodes[taken[slot]].kind in _LASTING)
+                   for k, taken in rows):
+                return slot
+        return 0
+
+    def foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
+        """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
+
+        A box is drawn around its nodes: a node of any other module in one of its rows would look
+        inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
+        norm's weights went in the add's row), so each row holds one module's nodes (or nodes
+        outside every module). Which nodes a row counts is in :meth:`put`. Live means not
+        destroyed before ``born``; a row of a model whose weights live stays its own after its
+        graph is freed: its next call comes back there (a distillation's student, drawn in the
+        rows of the teacher's freed graph, sat inside the teacher's box at the next step)."""
+        for layer in range(top, bottom + 1):
+            row = self._row_modules.get(layer)
+            if not row:
+                continue
+            for path, ids in list(row.items()):
+                if module == path:
+                    continue
+                live = [i for i in ids if not self.gone(i, born)]
+                if live:
+                    if len(live) != len(ids):
+                        row[path] = live
+                    return True
+                if self._model_lives(path, module, born):
+                    return True
+                del row[path]
+        return False
+
+    def _model_lives(self, path: str | None, module: str | None, born: int) -> bool:
+        """Whether ``path`` belongs to another model than ``module`` (its first name) whose weights
+        are alive at ``born`` (the modules of one model take each other's freed rows, as a
+        mixture of experts' routed experts do)."""
+        if not path:
+            return False
+        root = path.partition(".")[0]
+        if module is not None and module.partition(".")[0] == root:
+            return False
+        return any(not self.gone(i, born) for i in self._model_weights.get(root, ()))
+
+    def gone(self, node_id: str, born: int) -> bool:
+        dead = self.dead_index(self.nodes[node_id])
+        return dead is not None and dead <= born
+
+    def beside_models(self, row: int, slot: int, born: int, module: str | None = None) -> int:
+        """The column for a tensor without grad from outside every module box (``module``: None, or
+        ``""``, a model's own forward), in ``row`` above an op outside every box (a distillation's
+        detached target above its loss, GPT-2's padded labels above its loss): right of the models
+        whose nodes share the row (and the rows just above), whose boxes would hold it."""
+        roots = {path.partition(".")[0] for path, ids in self._row_modules.get(row, {}).items()
+                 if path is not None and path != module and any(not self.gone(i, born) for i in ids)}
+        if not roots:
+            return slot
+        right = slot - 1
+        for r in range(row - _BESIDE_ROWS, row + 1):
+            for path, ids in self._row_modules.get(r, {}).items():
+                if path is not None and path != module and path.partition(".")[0] in roots:
+                    right = max([right] + [self.nodes[i].slot for i in ids if not self.gone(i, born)])
+        return max(slot, right + 1)
+
+    def above_weights(self, user: DrawNode, born: int) -> int:
+        """The row for a tensor without grad from outside every module that ``user`` reads: above
+        the rows just above it that hold only weights of ``user``'s model (the batch a model's first
+        conv reads, BERT's ids into the word embeddings), where the model's boxes, drawn around
+        those weights, do not hold it. Just above ``user`` where the model has ops there."""
+        root = user.module.partition(".")[0]
+        row = user.layer - 1
+        for _ in range(4):
+            live = [i for path, ids in self._row_modules.get(row, {}).items()
+                    if path is not None and (path == root or path.startswith(root + ".")) for i in ids
+                    if not self.gone(i, born)]
+            if not live:
+                return row
+            if any(self.nodes[i].kind not in _WEIGHT_KINDS for i in live):
+                break
+            row -= 1
+        return user.layer - 1
+
+    def path_clear(self, source: DrawNode, target: DrawNode, half_width: float) -> bool:
+        """Whether a straight line between two placed nodes keeps ``half_width`` (in scene units)
+        away from every cell any node ever took in the rows between them; when it does not, the
+        canvas routes the edge down a lane between columns instead."""
+        top, bottom = (source, target) if source.layer < target.layer else (target, source)
+        span = bottom.layer - top.layer
+        for step in range(1, span):
+            taken = self._occupied.get(top.layer + step)
+            if not taken:
+                continue
+            x = top.x + (bottom.x - top.x) * step / span
+            reach = int(half_width // SLOT_WIDTH) + 1
+            centre = round(x / SLOT_WIDTH)
+            for slot in range(centre - reach, centre + reach + 1):
+                if slot in taken:
+                    occupant = self.nodes[taken[slot]]
+                    if abs(occupant.x - x) < half_width:
+                        return False
+        return True
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """Left, top, right, bottom of every placed node's centre (kept up to date as nodes are placed)."""
+        extent = self._extent
+        if extent is None:
+            return 0.0, 0.0, 0.0, 0.0
+        return extent[0] * SLOT_WIDTH, extent[1] * LAYER_HEIGHT, extent[2] * SLOT_WIDTH, extent[3] * LAYER_HEIGHT

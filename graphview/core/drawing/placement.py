@@ -1,0 +1,370 @@
+"""Placement: where each node of a drawing goes, decided once, when it appears.
+
+The entry point is :class:`Placement`; a :class:`~graphview.core.drawing.builder.Drawing` makes a
+node for each element of the run and hands it over (:meth:`Placement.arrive`), tells it of each
+edge drawn (:meth:`Placement.meet`), and at the end of each update lets the leaves nobody used
+yet find their place (:meth:`Placement.settle`). The cells themselves are kept by a
+:class:`~graphview.core.drawing.grid.Grid`.
+
+The rules, in the order they apply:
+
+* **Stable.** A node is placed once and never moves when later nodes arrive, so a run that
+  streams in grows downwards and rightwards without the picture jumping.
+* **Rows follow the data.** A node's layer is one below its lowest placed predecessor; its slot
+  is the free slot nearest to its predecessors' mean (:meth:`Placement._place`). A node with no
+  placed predecessor (a new, independent computation) takes the leftmost column free in its row
+  and every row below (:meth:`Grid.free_column`), so each training step's graph is drawn where
+  the last one was once that one is destroyed.
+* **Leaves wait for their user.** Parameters, inputs, their AccumulateGrad and ops fed only by
+  those (``weight.t()``) are not placed when they appear (:meth:`Placement._waits`) but just above
+  their first user (:meth:`Placement._place_above`), so a parameter sits next to the op that reads
+  it instead of in a row at the top of a deep model. What nobody uses is placed late, or never
+  (:meth:`Placement.settle`: scratch tensors of a model's constructor are not drawn).
+* **Module boxes never overlap.** A row holds one module's nodes (or nodes outside every module),
+  so a node goes no higher than the rows where another module's live nodes sit, together with
+  the leaves that wait above it (:meth:`Grid.foreign_rows`). So ``norm1`` ends before ``linear1``
+  begins, and the boxes drawn around each module's nodes are stacked, not interleaved. A tensor
+  from outside every module goes above its model's weights (:meth:`Grid.above_weights`) or right
+  of the models sharing its row (:meth:`Grid.beside_models`).
+
+Pure Python, no Qt, no torch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from graphview.core.drawing.grid import Grid
+from graphview.core.drawing.nodes import DrawEdge, DrawNode, unnamed_title
+from graphview.core.run import Run
+
+#: what is drawn above its first user, in its module's box by its name
+_LEAF_KINDS = frozenset({"param", "accumulate", "input"})
+#: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
+_NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
+#: how far (in events) a streaming run's leaf nobody uses waits before it is drawn anyway
+_WAIT_EVENTS = 200
+
+
+def buffer_module(run: Run, tid: int) -> str | None:
+    """The module whose buffer tensor ``tid`` is (``layer1.0.bn1.running_mean`` -> ``layer1.0.bn1``)."""
+    info = run.tensors.get(tid) or {}
+    if info.get("kind") != "buffer" or not info.get("name"):
+        return None
+    return info["name"].rpartition(".")[0] or None
+
+
+class Placement:
+    """Places the nodes of one drawing on its :class:`Grid`.
+
+    ``nodes`` and ``out`` (node id -> edges leaving it) are the drawing's own tables, shared, not
+    copied; ``dead_index`` says when a node stopped being drawn (its cell is free after that)."""
+
+    def __init__(self, run: Run, nodes: dict[str, DrawNode], out: dict[str, list[DrawEdge]],
+                 dead_index: Callable[[DrawNode], int | None]) -> None:
+        self.run = run
+        self.nodes = nodes
+        self.out = out
+        self.grid = Grid(nodes, dead_index)
+        self.order = self.grid.order  # node ids in placement order
+        self._deferred: list[str] = []  # leaves (and the like) waiting for their first user
+
+    # ------------------------------------------------------------------ entry points
+    def arrive(self, node: DrawNode) -> None:
+        """A node just drawn, with its edges from what was drawn before it: placed now, or, for
+        leaves, their AccumulateGrad and ops fed only by those (``weight.t()``), once its first user is."""
+        if self._waits(node):
+            self._deferred.append(node.id)
+        else:
+            self._place(node)
+
+    def meet(self, source: DrawNode, target: DrawNode | None) -> None:
+        """An edge from ``source``, not placed yet, to ``target`` is drawn: a leaf seen first as
+        a placed op's input goes just above it."""
+        if target is not None and target.placed and not self._history(source, target):
+            self._place_above(source, target)
+
+    def settle(self, final: bool, patient: bool, now: int) -> None:
+        """Place the waiting nodes whose wait is over, at event ``now`` of the run (how far the
+        drawing has read it): all of them once the run is ``final``; while it streams, a tensor the
+        script named that nobody used for a while (where the script is then). ``patient`` (a trace
+        being read, whose end is sure to come): nothing is placed before the end. Unnamed tensors
+        nobody uses are not placed (unless something uses them later: then above their user)."""
+        horizon = now - _WAIT_EVENTS if not patient else -1
+        still = []
+        for node_id in self._deferred:
+            node = self.nodes[node_id]
+            if node.placed:
+                continue
+            if final or node.born < horizon and self._shown_unused(node):
+                if self._unused_constant(node) or final and self._scratch(node):
+                    continue  # not drawn unless something uses it later (then it goes above its user)
+                self._place_chain(node)
+            else:
+                still.append(node_id)
+        self._deferred = still
+
+    # ------------------------------------------------------------------ which nodes wait
+    def _shown_unused(self, node: DrawNode) -> bool:
+        """Whether a leaf nobody has used for a while is drawn anyway while the run streams (where the
+        script is then): a tensor the script made and named (``x = torch.randn(...)``) is news. A model's weights
+        and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
+        (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
+        they would sit in the encoder's rows and split every module box around them."""
+        if node.kind not in ("input", "input_grad", "detached") or not self.run.tensor_name(node.ref):
+            return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
+        info = self.run.tensors.get(node.ref)
+        return info is None or info.get("kind") != "buffer"
+
+    def _unused_constant(self, node: DrawNode) -> bool:
+        """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
+        makes (``torch.empty`` before it becomes a Parameter, a Parameter that weight tying
+        replaced). A real model makes dozens; drawn, they would be a row of noise as wide as
+        the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
+        return (node.kind in ("input", "param") and unnamed_title(node.title) and not node.preds
+                and not self.out.get(node.id))
+
+    def _scratch(self, node: DrawNode) -> bool:
+        """An unnamed tensor (or a model's buffer) nothing drawn has used, whose no-grad offspring
+        (``.data``, ``pad`` of it) reach no op and no tensor the script named: what a model's
+        constructor made and threw away (BERT's bias before weight tying replaced it, a view of a
+        weight it zeroed, Llama's ``original_inv_freq``; how it made a buffer that is drawn, see
+        :meth:`_history`), and graphview's own read of a step's loss (made outside the script: no
+        line). Asked at the run's end, when nothing can use it any more."""
+        todo, seen = [node], {node.id}
+        while todo:
+            current = todo.pop()
+            if current.kind in ("op", "accumulate") or len(seen) > 64:
+                return False
+            if self.run.tensor_name(current.ref) and (self.run.tensors.get(current.ref) or {}).get("kind") != "buffer":
+                return False  # named by the script (a buffer nothing reads is the model's, not news)
+            if current.line is not None and not self._before_first_step(current.born) and \
+                    any(self.nodes[p].placed for p in current.preds if p in self.nodes):
+                return False  # made in the script from something drawn: a backward's seed, w.detach() for numpy
+            for edge in self.out.get(current.id, ()):
+                target = self.nodes.get(edge.target)
+                if target is not None and target.id not in seen:
+                    if target.placed:
+                        if self._history(current, target):
+                            continue  # how the constructor made a buffer drawn: not a use
+                        return False
+                    seen.add(target.id)
+                    todo.append(target)
+        return True
+
+    def _before_first_step(self, index: int) -> bool:
+        """Whether event ``index`` comes before a step script's first step, or a plain script's
+        first call of a module: its model being built."""
+        steps = self.run.steps
+        if steps:
+            return index < steps[0]["start"]
+        entered = self.run.module_entered  # (in the order of the calls: the first call is its first value)
+        return bool(entered) and index < next(iter(entered.values()))
+
+    def _deferrable(self, node: DrawNode) -> bool:
+        return node.kind in ("param", "input_grad", "input", "accumulate")
+
+    def _waits(self, node: DrawNode) -> bool:
+        """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user;
+        so does an unnamed tensor a model's constructor makes (BERT's view of its zeroed padding row):
+        drawn only if something uses it (see :meth:`_scratch`)."""
+        if node.kind == "accumulate":
+            return True
+        if node.kind in ("input", "input_grad", "detached") and unnamed_title(node.title) \
+                and self._before_first_step(node.born):
+            return True
+        nodes = self.nodes
+        preds = [nodes[p] for p in node.preds if p in nodes]
+        for p in preds:
+            if p.placed:
+                return False
+        if not preds:
+            return self._deferrable(node)
+        return node.kind == "op" and all(p.kind == "accumulate" for p in preds)
+
+    # ------------------------------------------------------------------ where a node goes
+    def _name_late(self, node: DrawNode) -> None:
+        """A parameter or buffer drawn before it had a name (a model's parameters exist from its constructor,
+        and a model that initialises them there is recorded doing it; they are named at the model's
+        first call) takes its name, and with it its module, when it is placed: the module box of
+        ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
+        if node.module is not None or node.kind not in ("param", "input"):
+            return
+        name = self.run.tensor_name(node.ref)
+        if name:
+            # unnamed when made: "tensor", "output of uniform_", or "... (v2)" (the canvas may have
+            # shown the name already)
+            if unnamed_title(node.title):
+                node.title = name + (node.title[node.title.index(" (v"):] if " (v" in node.title else "")
+            node.module = ((name.rpartition(".")[0] or None) if node.kind == "param"
+                           else buffer_module(self.run, node.ref))
+
+
+    def _module_that_ran(self, node: DrawNode, at: int | None) -> None:
+        """A leaf's box is the module its name says (``...out_proj.weight`` is ``...out_proj``'s)
+        only if that module has run by ``at``, where the leaf is first used (``None``: by now):
+        MultiheadAttention reads ``out_proj.weight`` in its own code and never calls ``out_proj``,
+        whose box then held the weight and, drawn around it, the attention ops beside it. The
+        leaf goes to the innermost enclosing module that ran (``self_attn``)."""
+        path = node.module
+        entered = self.run.module_entered
+        if path is None or not entered:
+            return  # (a run that records no module calls: boxes by name alone)
+        late = len(self.run.events) if at is None else at
+        while path and entered.get(path, late + 1) > late:
+            path = path.rpartition(".")[0]
+        node.module = path or None
+
+    def _place(self, node: DrawNode) -> None:
+        self._name_late(node)  # its module decides which rows it may take
+        if node.kind in _LEAF_KINDS:
+            self._module_that_ran(node, None)  # not used yet: where its module is, if it ran
+        nodes = self.nodes
+        placed, waiting = [], []
+        for p in node.preds:
+            pred = nodes.get(p)
+            if pred is not None:
+                (placed if pred.placed else waiting).append(pred)
+        if len(placed) == 1:  # (most nodes: one input drawn)
+            layer, want = placed[0].layer + 1, placed[0].slot
+        elif placed:
+            layer = max(p.layer for p in placed) + 1
+            want = round(sum(p.slot for p in placed) / len(placed))
+        else:
+            layer = 2 if waiting else 0
+            want = None  # a new, independent computation: the leftmost column free below
+        if waiting:
+            layer = max(layer, self._chain_floor(node))  # (a node with no waiting pred has no chain)
+        reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
+        # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
+        # node that reads a tensor from a thousand rows up inside another module's box)
+        while self.grid.foreign_rows(layer - reach + 1, layer, node.module, node.born):
+            layer += 1
+        if want is None:
+            want = self.grid.free_column(layer, node.born)
+        self.grid.put(node, layer, want)
+        for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
+            self._place_above(pred, node)
+
+    def _chain_floor(self, node: DrawNode) -> int:
+        """The highest row ``node`` may take so that every leaf chain waiting above it still sits
+        below what is already placed above the chain (the next step's AccumulateGrad goes under
+        the parameter drawn in step 1, not beside it).
+
+        A walk up the waiting chains with a stack of its own (a trace decides how long a chain is),
+        each node at each distance walked once; a node already on the path (a cycle, which autograd
+        never makes and the trace reader refuses) is not walked again."""
+        nodes = self.nodes
+        floor = 0
+        stack = [(node, 0, iter(node.preds))]
+        path = {node.id}
+        walked = set()
+        while stack:
+            current, depth, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is None:
+                    continue
+                if pred.placed:
+                    if depth:
+                        floor = max(floor, pred.layer + depth + 1)
+                elif pred_id not in path and (pred_id, depth + 1) not in walked and not self._history(pred, current):
+                    walked.add((pred_id, depth + 1))
+                    path.add(pred_id)
+                    stack.append((pred, depth + 1, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+                path.discard(current.id)
+        return floor
+
+    def _chain_depth(self, node: DrawNode) -> int:
+        """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``):
+        1 and the most of its waiting predecessors'. Walked with a stack of its own, each node once; a
+        predecessor already on the path (a cycle) counts nothing."""
+        nodes = self.nodes
+
+        def waiting(n: DrawNode) -> list:
+            return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed and not self._history(nodes[p], n)]
+
+        depth: dict[str, int] = {}
+        most = {node.id: 0}  # node -> the most rows of its waiting predecessors' chains found so far
+        stack = [(node, iter(waiting(node)))]
+        while stack:
+            current, preds = stack[-1]
+            for pred in preds:
+                if pred.id in most and pred.id not in depth:
+                    continue  # on the path: a cycle
+                if pred.id in depth:
+                    most[current.id] = max(most[current.id], depth[pred.id])
+                    continue
+                most[pred.id] = 0
+                stack.append((pred, iter(waiting(pred))))
+                break
+            else:
+                stack.pop()
+                depth[current.id] = 1 + most[current.id]
+                if stack:
+                    parent = stack[-1][0].id
+                    most[parent] = max(most[parent], depth[current.id])
+        return depth[node.id]
+
+    def _place_chain(self, node: DrawNode) -> None:
+        """``node``, after its predecessors not placed yet (and theirs, first): a walk with a stack of
+        its own (a trace decides how long a chain is); a predecessor already on the path (a cycle)
+        is not walked again."""
+        nodes = self.nodes
+        stack = [(node, iter(node.preds))]
+        seen = {node.id}
+        while stack:
+            current, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is not None and not pred.placed and pred_id not in seen:
+                    seen.add(pred_id)
+                    stack.append((pred, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+                if not current.placed:
+                    self._place(current)
+
+    def _place_above(self, node: DrawNode, user: DrawNode) -> None:
+        """``node`` just above ``user``, then its predecessors not placed yet above it, and theirs
+        above them, depth first: a walk with a stack of its own (a trace decides how long a chain is)."""
+        if node.placed:
+            return
+        self._put_above(node, user)
+        nodes = self.nodes
+        stack = [(node, iter(node.preds))]
+        while stack:
+            current, preds = stack[-1]
+            for pred_id in preds:
+                pred = nodes.get(pred_id)
+                if pred is not None and not pred.placed and not self._history(pred, current):
+                    self._put_above(pred, current)
+                    stack.append((pred, iter(pred.preds)))
+                    break
+            else:
+                stack.pop()
+
+    def _put_above(self, node: DrawNode, user: DrawNode) -> None:
+        self._name_late(node)
+        if node.kind in _LEAF_KINDS:
+            self._module_that_ran(node, user.born)
+        row, slot = user.layer - 1, user.slot
+        if node.kind in _NO_GRAD_TENSORS and not node.module:  # outside every module box
+            if node.module is None and user.module is not None:
+                row = self.grid.above_weights(user, node.born)
+            elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
+                slot = self.grid.beside_models(row, slot, node.born, node.module)
+        self.grid.put(node, row, slot)
+
+    def _history(self, pred: DrawNode, node: DrawNode) -> bool:
+        """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
+        without grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
+        ``1 / base ** (arange(...) / dim)``, BERT's ``position_ids`` an ``arange(...).expand``): not
+        drawn above the buffer it made, unless something else uses it."""
+        return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and unnamed_title(pred.title)
+                and self._before_first_step(node.born)
+                and (self.run.tensors.get(node.ref) or {}).get("kind") == "buffer")

@@ -1,0 +1,48 @@
+"""What a run's tensors are called, and which autograd nodes sent NaN or Inf."""
+
+from __future__ import annotations
+
+
+class NameQueries:
+    """Names from the run's tensors (``tensors``), the ops that made them (``op_nodes``,
+    ``producers``) and its backward calls (``backwards``)."""
+
+    def tensor_name(self, tid: int | None) -> str | None:
+        info = self.tensors.get(tid) if tid is not None else None
+        return info.get("name") if info else None
+
+    def tensor_title(self, tid: int, grad_fn: int | None = None) -> str:
+        """What to call a tensor: its name in the script; else, made by an op (``grad_fn``, its
+        autograd node, or an op without grad), "output of linear"; else "tensor"."""
+        name = self.tensor_name(tid)
+        if name:
+            return name
+        op = self.op_nodes.get(grad_fn) if grad_fn is not None else None
+        if op is not None and op.op:
+            return f"output of {op.op}"
+        made = self.producers.get(tid)  # an op without grad (under no_grad, or of no-grad inputs)
+        return f"output of {made['op']}" if made is not None and made.get("op") else "tensor"
+
+    def tensor_by_name(self, name: str) -> int | None:
+        for tid, info in self.tensors.items():
+            if info.get("name") == name:
+                return tid
+        return None
+
+    def non_finite_out(self, vid: int, index: int) -> str | None:
+        """Whether autograd node ``vid`` sent a gradient holding NaN or Inf by event ``index``, in
+        its latest backward call: ``"first"`` where that call's NaN or Inf began (the first node
+        in execution order to send one, as the Diagnostics finding says), ``"passed"`` downstream
+        of it, else None."""
+        op = self.op_nodes.get(vid)
+        if op is None:
+            return None
+        for bid, ran in reversed(op.executed):
+            if ran > index:
+                continue
+            call = self.backwards.get(bid)
+            sent = call.non_finite.get(vid) if call is not None else None
+            if sent is None or sent > index:
+                return None
+            return "first" if sent == min(call.non_finite.values()) else "passed"
+        return None
