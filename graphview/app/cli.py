@@ -46,7 +46,7 @@ from graphview.core.trace import SCRIPT_SUFFIX, SUFFIX, TraceError, TraceWriter,
 EXIT_OK, EXIT_SCRIPT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")  # drawn by graphview.qt.export (not imported here: no Qt for --help)
 ANIMATION_SUFFIXES = (".gif", ".apng", ".mp4", ".webm")  # drawn by graphview.qt.animation
-WEB_SUFFIXES = (".html", ".htm")  # the web page player, graphview.app.web_page
+WEB_SUFFIXES = (".html", ".htm")  # the web page player, graphview.qt.web_page
 DEFAULT_SCALE = 2.0
 
 
@@ -380,7 +380,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if suffix in ANIMATION_SUFFIXES:
         fmt = _export_animation(run, args)
     elif suffix in WEB_SUFFIXES:
-        from graphview.app.web_page import write_web_page
+        from graphview.qt.web_page import write_web_page
 
         moments = write_web_page(run, args.output)
         fmt = f"a web page that steps through {moments} moments"

@@ -24,6 +24,7 @@ from graphview.core.trace import SUFFIX
 from graphview.qt.actions import build_actions, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
+from graphview.qt.share_exports import ShareExports
 from graphview.qt.file_dialogs import Folders, ask_open
 from graphview.qt.help_dialogs import AboutDialog, ShortcutSheet
 from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger, Inspector, MemoryChart, TogglesPanel
@@ -98,6 +99,7 @@ class MainWindow(QMainWindow):
         self.progress = RunProgress()
         self.exports = ExportDialogs(self.session, self.scene, self.memory, self.settings, self.folders, self,
                                      self.show_error)
+        self.shares = ShareExports(self.session, self.folders, self, self.show_error)  # animation, web page
         self._build_workspace(samples or [])
         self._build_docks()
         self._build_menus_and_toolbars()
@@ -515,6 +517,12 @@ class MainWindow(QMainWindow):
 
     def export_trace(self, path: str | None = None) -> None:
         self.exports.trace(path)
+
+    def export_animation(self, path: str | None = None) -> None:
+        self.shares.animation(path)
+
+    def export_web_page(self, path: str | None = None) -> None:
+        self.shares.web_page(path)
 
     def node_item(self, node_id: str) -> NodeItem | None:
         return self.scene.item_for(node_id)

@@ -12,9 +12,10 @@ from typing import Callable
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QApplication, QMainWindow, QProgressDialog
 
-from graphview.app.web_page import write_web_page
+from graphview.qt.web_page import write_web_page
 from graphview.core.captions import file_stem
 from graphview.core.export import ExportError
+from graphview.core.files import OutputError
 from graphview.qt.animation import AnimationOptions, ExportCancelled, render_animation, span_at
 from graphview.qt.file_dialogs import SAVE, Folders, ask_save
 from graphview.qt.session import Session
@@ -59,7 +60,7 @@ class ShareExports(QObject):
         except ExportCancelled:
             self.window.statusBar().showMessage("animation cancelled: nothing written", 8000)
             return
-        except (ExportError, OSError) as exc:
+        except (ExportError, OutputError, OSError) as exc:
             self.show_error("Export failed", str(exc))
             return
         finally:
@@ -77,7 +78,7 @@ class ShareExports(QObject):
             return
         try:
             moments = write_web_page(run, path)
-        except (ExportError, OSError) as exc:
+        except (ExportError, OutputError, OSError) as exc:
             self.show_error("Export failed", str(exc))
             return
         self.folders.remember(SAVE, path)

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from graphview.app.web_page import page_data, page_html, write_web_page
+from graphview.qt.web_page import page_data, page_html, write_web_page
 from graphview.core.export import ExportError
 from tests.conftest import LESSONS, lesson
 

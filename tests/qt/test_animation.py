@@ -161,3 +161,26 @@ def test_the_command_line_exports_a_gif_and_refuses_a_moment_that_is_not_there(t
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "graphview: 'backward:5': the run has 1 backward call"]
     assert not (tmp_path / "c.gif").exists()
+
+
+def test_the_window_exports_the_backward_at_its_cursor_and_a_web_page(window, record, tmp_path):
+    from graphview.core.options import RunOptions
+    from graphview.qt.animation import span_at
+
+    run = record(lesson("accumulate_without_clearing"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    second = sorted(run.backwards.values(), key=lambda call: call.start)[1]
+    window.set_cursor(second.start + 3)
+    assert span_at(run, window.cursor) == (second.start, second.end)
+    assert window.actions["export_animation"].isEnabled() and window.actions["export_web_page"].isEnabled()
+    window.export_animation(str(tmp_path / "second.gif"))
+    assert Image.open(tmp_path / "second.gif").n_frames == len(moments(run, second.start, second.end))
+    assert "events" in window.statusBar().currentMessage()
+    window.export_web_page(str(tmp_path / "run.html"))
+    assert (tmp_path / "run.html").read_text().startswith("<!DOCTYPE html>")
+    # an unwritable place: a message, the window goes on
+    errors = []
+    window.show_error = lambda title, message: errors.append(message)
+    window.shares.show_error = window.show_error
+    window.export_animation(str(tmp_path / "missing" / "x.gif"))
+    assert errors and "x.gif" in errors[0]

@@ -1,4 +1,4 @@
-"""The web page's template: its markup, style and player script (see :mod:`graphview.app.web_page`).
+"""The web page's template: its markup, style and player script (see :mod:`graphview.qt.web_page`).
 
 The run's data replaces ``/*DATA*/`` inside a ``<script type="application/json">`` block; the
 script reads it with ``JSON.parse`` and puts every string on the page with ``textContent``. The

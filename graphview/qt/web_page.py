@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from graphview.app.web_page_assets import PAGE
+from graphview.qt.web_page_assets import PAGE
 from graphview.core import timeline
 from graphview.core.captions import script_name
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
