@@ -113,10 +113,19 @@ class GraphScene(QGraphicsScene):
 
     def set_run(self, run: Run) -> None:
         self.boxes.reset()
-        # forgotten before the items go: clearing them unselects the selected one, and the selection's
-        # handler must not look for the kept node among items already deleted
+        # forgotten before the items go: clearing them unselects the selected one, and what listens
+        # to the selection (the selection's handler, the overview looking for the cursor's node,
+        # which makes an item for it and routes its edges) must find no node, item or edge of the
+        # last run among items already deleted
         self._kept_selection = None
+        self.run = None
+        self.drawing = None
+        self.cursor = -1
         self.node_items.clear()
+        self._edges_into.clear()
+        self._edges_from = {}
+        self._taken = set()
+        self._visible = set()
         self.clear()
         self.sketch = SketchItem(self)
         self._edge_item_of = {}
@@ -124,19 +133,14 @@ class GraphScene(QGraphicsScene):
         self._edge_ids_of = {}
         self._edges_blocked = {}
         self._placed = []
-        self._taken = set()
         self._grid = None
         self._lifetimes = Lifetimes(self)
-        self._edges_into.clear()
         self._waiting = []
         self._complete = False
         self._fresh = set()
-        self._visible = set()
-        self._edges_from = {}
         self._tensors_of_op = {}
         self.run = run
         self.drawing = Drawing(run)
-        self.cursor = -1
         self._kept_selection = None
         self.grow()
 

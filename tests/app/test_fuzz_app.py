@@ -1,0 +1,238 @@
+"""The fuzz suite: mutated real recordings against the whole app, not only the reader.
+
+Each example is a recording of a bundled sample model with a few mutations, most of them within
+the schema (tests/fuzz_traces.py), so that the trace reaches every view. The window (offscreen)
+opens it and is driven as a user drives it: the cursor moved with every stepping command, every
+node selected and its tooltip read, every module box level, every panel, every finding clicked,
+a search, the About box, and every export (PNG, SVG, PDF, JSON, DOT, GraphML, the memory chart,
+the trace itself). The command line gets the same traces: ``info``, ``check``, ``diff`` and
+``export`` to each format. What must hold (docs/safety.md):
+
+- no exception escapes (the window's handlers included) and no signal kills the process;
+- a command exits 0, 1 (the recorded run failed, or ``check`` found pitfalls) or 2 with one line
+  ``graphview: ...``, never a traceback; ``info`` and the window accept and refuse alike;
+- what the window accepted, it exports: SVG and GraphML that parse as XML, a trace that reads back.
+
+The examples are derandomized (the same ones on every run) and few, to keep the suite fast; the
+reader alone gets many more in tests/app/test_bad_traces.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphview.app import cli
+from graphview.core.trace import parse_trace, read_trace
+from tests.fuzz_traces import mutated_trace, record_samples
+
+FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large])
+#: how many nodes of one trace are selected (a mutated list can make thousands)
+NODES_CAP = 40
+DATA_FORMATS = (".json", ".dot", ".graphml")
+PICTURES = (".png", ".svg", ".pdf")
+#: every stepping command of the Run menu, in an order that goes forward, back and to both ends
+MOVES = ("to_end", "back", "back", "to_start", "step", "over", "to_backward", "bw_node", "end_step", "next_step",
+         "step", "to_end")
+
+
+@functools.cache
+def real_traces() -> list[tuple[dict, list[dict]]]:
+    """The sample recordings, made once per session (a function, not a fixture: hypothesis would
+    print a fixture's whole value with each failing example)."""
+    return record_samples()
+
+
+@pytest.fixture(scope="module")
+def fuzz_app(qapp, tmp_path_factory):
+    """One window for every example (opening a trace replaces the run it shows), closed and
+    deleted at the end of the module."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QSettings
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path_factory.mktemp("settings")))
+    from graphview.app.gui import App
+
+    application = App()
+    application.window.show()
+    yield application
+    application.stop()
+    application.timer.stop()
+    application.window.close()
+    application.window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    qapp.processEvents()
+
+
+def fresh_folder(tmp_path) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(dir=tmp_path)
+
+
+def run_command(capsys, *args) -> tuple[int, str, list[str]]:
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, [line for line in captured.err.splitlines() if line.strip()]
+
+
+def assert_answered(code: int, out: str, err: list[str], args) -> None:
+    """Exit 0, 1 or 2; every line on stderr graphview's; a refusal (2) is one line."""
+    assert code in (0, 1, 2), (args, code, err)
+    assert "Traceback" not in out + "\n".join(err), (args, err)
+    assert all(line.startswith("graphview: ") for line in err), (args, err)
+    if code == 2:
+        assert len(err) == 1, (args, err)
+
+
+# ------------------------------------------------------------------ the command line
+@settings(FUZZ, max_examples=45)
+@given(data=st.data())
+def test_commands_on_mutated_traces_answer_in_one_line(fuzz_app, tmp_path, capsys, data):
+    folder = fresh_folder(tmp_path)
+    trace = os.path.join(folder, "t.gvtrace")
+    with open(trace, "wb") as f:
+        f.write(data.draw(mutated_trace(real_traces())))
+    suffix = data.draw(st.sampled_from(DATA_FORMATS + PICTURES))
+    out = os.path.join(folder, "out" + suffix)
+    codes = {}
+    for args in (("info", trace), ("check", trace), ("diff", trace, trace), ("export", trace, "-o", out)):
+        code, stdout, err = run_command(capsys, *args)
+        assert_answered(code, stdout, err, args)
+        codes[args[0]] = code
+    if codes["info"] == 2:  # refused: by every command, and nothing written
+        assert set(codes.values()) == {2}, codes
+        assert sorted(os.listdir(folder)) == ["t.gvtrace"]
+    else:
+        assert codes["export"] in (0, 1) and os.path.getsize(out) > 0, codes
+        assert sorted(os.listdir(folder)) == ["out" + suffix, "t.gvtrace"]  # no partial file left
+        if suffix in (".svg", ".graphml"):
+            ElementTree.parse(out)
+
+
+# ------------------------------------------------------------------ the window
+@settings(FUZZ, max_examples=30)
+@given(data=st.data())
+def test_the_window_shows_and_exports_every_mutated_trace_it_opens(fuzz_app, tmp_path, qtbot, capsys, data):
+    folder = fresh_folder(tmp_path)
+    trace = os.path.join(folder, "t.gvtrace")
+    with open(trace, "wb") as f:
+        f.write(data.draw(mutated_trace(real_traces())))
+    refused = cli.main(["info", trace]) == 2
+    capsys.readouterr()
+    window = fuzz_app.window
+    before = window.run
+    with qtbot.captureExceptions() as exceptions:
+        opened = fuzz_app.open(trace)
+        if opened:
+            assert fuzz_app.wait_idle()
+            drive(window)
+            export_everything(window, folder)
+        qtbot.wait(50)  # what the window does on its timers after (the overview, the drawing's slices)
+    assert not exceptions, format_exceptions(exceptions)
+    assert opened != refused, window.statusBar().message()
+    if not opened:  # refused: what the window showed stays, the reason is one line naming the file
+        message = window.statusBar().message()
+        assert window.run is before and trace in message and "\n" not in message, message
+
+
+def format_exceptions(exceptions) -> str:
+    import traceback
+
+    return "\n".join("".join(traceback.format_exception(*info)) for info in exceptions)
+
+
+def drive(window) -> None:
+    """Everything a user does with an open trace, short of re-running it."""
+    for move in MOVES:
+        window.actions[move].trigger()
+    for level in (1, 1, -1, None):
+        window.actions[{1: "open_level", -1: "shut_level", None: "open_all"}[level]].trigger()
+    select_every_node(window)
+    for i in range(window.bottom_tabs.count()):
+        window.bottom_tabs.setCurrentIndex(i)
+        window.bottom_tabs.currentWidget().grab()  # painted: the chart's axes, the ledger's rows
+    for dock in (window.code_dock, window.inspector_dock, window.toggles_dock, window.bottom_dock):
+        dock.raise_()
+    findings = window.diagnostics.list
+    for i in range(findings.topLevelItemCount()):
+        findings.setCurrentItem(findings.topLevelItem(i))
+        window.diagnostics._chosen(findings.topLevelItem(i))
+    for text in ("a", "<img", "\x1b"):
+        window.search.setText(text)
+        window.find()
+    for action in ("fit", "zoom_selection", "zoom_in", "zoom_out"):
+        window.actions[action].trigger()
+    about = window.show_about()
+    about.close()
+    window.view.grab()
+
+
+def select_every_node(window) -> None:
+    """At the end of the run and at its middle: each node (up to :data:`NODES_CAP`) revealed,
+    selected (the inspector fills), its tooltip made; every module box's tooltip."""
+    scene = window.scene
+    for at in (len(window.run.events) - 1, len(window.run.events) // 2):
+        window.set_cursor(at)
+        for node_id in list(scene.drawing.nodes)[:NODES_CAP] if scene.drawing is not None else []:
+            scene.reveal([node_id])
+            scene.select_node(node_id)
+            item = scene.item_for(node_id)
+            if item is not None:
+                item.toolTip()
+            window.inspector.toPlainText()
+        for group in list(scene.groups.values())[:NODES_CAP]:
+            group.toolTip()
+
+
+def export_everything(window, folder: str) -> None:
+    """Every format of File > Export, each written whole (no failure message, no partial file);
+    the SVG and the GraphML parse as XML; the saved trace reads back."""
+    written = []
+    for suffix in PICTURES + DATA_FORMATS + ("-memory.png", "-memory.csv", ".gvtrace"):
+        path = os.path.join(folder, "export" + suffix)
+        {".json": window.export_data, ".dot": window.export_data, ".graphml": window.export_data,
+         "-memory.png": window.export_chart_png, "-memory.csv": window.export_chart_csv,
+         ".gvtrace": window.export_trace}.get(suffix, window.export_image)(path)
+        assert window.statusBar().message() == f"wrote {path}", window.statusBar().message()
+        assert os.path.getsize(path) > 0
+        written.append(os.path.basename(path))
+    assert not [name for name in os.listdir(folder) if name.endswith(".partial")]
+    for suffix in (".svg", ".graphml"):
+        ElementTree.parse(os.path.join(folder, "export" + suffix))
+    saved = os.path.join(folder, "export.gvtrace")
+    assert len(read_trace(saved).events) == len(window.run.events)
+    parse_trace(open(saved, "rb").read(), saved)
+
+
+# ------------------------------------------------------------------ what the fuzzing found
+def write_sample(folder, index: int = 0) -> str:
+    from graphview.core.trace import write_trace
+
+    header, events = real_traces()[index]
+    path = os.path.join(folder, f"sample{index}.gvtrace")
+    write_trace(path, events, header)
+    return path
+
+
+def test_a_trace_opened_while_a_node_is_selected_at_any_cursor(fuzz_app, tmp_path, qtbot):
+    """Opening a trace clears the scene; the selected item's going announces a selection change,
+    on which the overview looks for the cursor's node: it found the last run's node, made an item
+    for it and routed its edges to items already deleted (RuntimeError from the selection handler)."""
+    trace = write_sample(str(tmp_path))
+    window = fuzz_app.window
+    with qtbot.captureExceptions() as exceptions:
+        assert fuzz_app.open(trace) and fuzz_app.wait_idle()
+        for at in range(len(window.run.events)):
+            window.set_cursor(at)
+            for node_id in list(window.scene.drawing.nodes)[:5]:
+                window.scene.select_node(node_id)
+            fuzz_app.qt.processEvents()
+            assert fuzz_app.open(trace) and fuzz_app.wait_idle()
+    assert not exceptions, format_exceptions(exceptions)
