@@ -118,21 +118,50 @@ def _hostile_strings(value):
     return value
 
 
-MUTATIONS = ("value", "value", "value", "value", "id", "drop", "double", "move", "strings", "retype", "header")
+def _paths(value, prefix: tuple = (), limit: int = 64) -> list[tuple]:
+    """Where in ``value`` a mutation may change something: every field and element, nested (the
+    first ``limit`` elements of a long list)."""
+    children = (value.items() if isinstance(value, dict) else enumerate(value[:limit]) if isinstance(value, list)
+                else ())
+    paths = []
+    for key, child in children:
+        if key != "ev":
+            paths.append(prefix + (key,))
+            paths.extend(_paths(child, prefix + (key,), limit))
+    return paths
+
+
+def _replace(value, path: tuple, new):
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replace(value[head], rest, new)}
+    return value[:head] + [_replace(value[head], rest, new)] + value[head + 1:]
+
+
+def _at(value, path: tuple):
+    for key in path:
+        value = value[key]
+    return value
+
+
+MUTATIONS = ("value", "value", "value", "nested", "nested", "nested", "id", "drop", "double", "move", "strings",
+             "retype", "header")
 
 
 @st.composite
-def mutated_trace(draw, traces: list[tuple[dict, list[dict]]]) -> bytes:
-    """A recording from ``traces`` with one to four mutations (mostly within the schema), as the
+def mutated_trace(draw, traces: list[tuple[dict, list[dict]]], most: int = 4) -> bytes:
+    """A recording from ``traces`` with one to ``most`` mutations (mostly within the schema), as the
     bytes of a trace file; sometimes cut short."""
     header, events = draw(st.sampled_from(traces))
     header = json.loads(json.dumps(header))
     events = json.loads(json.dumps(events))
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(draw(st.integers(1, most))):
         how = draw(st.sampled_from(MUTATIONS))
         if how == "header":
-            header = draw(like(header))
-            header["format"], header["version"] = "graphview-trace", 1
+            path = draw(st.sampled_from([p for p in _paths(header) if p[0] not in ("format", "version")]))
+            header = _replace(header, path, draw(like(_at(header, path))))
             continue
         i = draw(st.integers(0, len(events) - 1))
         event = events[i]
@@ -146,6 +175,11 @@ def mutated_trace(draw, traces: list[tuple[dict, list[dict]]]) -> bytes:
             events[i] = _hostile_strings(event)
         elif how == "id":
             events[i] = draw(_renumbered(event, events))
+        elif how == "nested":  # a value anywhere in the event: an option, a statistic, a frame's line
+            paths = _paths(event)
+            if paths:
+                path = draw(st.sampled_from(paths))
+                events[i] = _replace(event, path, draw(like(_at(event, path))))
         else:
             fields = sorted(k for k in event if k != "ev")
             if fields:

@@ -20,7 +20,7 @@ _SHOWN = frozenset({"stdout", "stderr", "step_end", "output_capped", "error", "r
 class Console(QTextBrowser):
     """The script's output and errors; traceback lines are links into the code pane."""
 
-    sigLineLink = Signal(int)
+    sigLineLink = Signal(object)  # a line of the script: a trace's number, past what a C int holds
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)

@@ -16,7 +16,7 @@ from graphview.qt.plain import esc
 class Inspector(QTextBrowser):
     """Everything recorded about the selected node, at the cursor."""
 
-    sigLineLink = Signal(int)
+    sigLineLink = Signal(object)  # a line of the script: a trace's number, past what a C int holds
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
