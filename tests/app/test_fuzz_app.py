@@ -307,3 +307,28 @@ def test_a_traceback_line_past_a_c_int_links_to_no_line(fuzz_app, tmp_path, qtbo
     assert window.code.current_line == 2**32 + 3
     assert not window.code.extraSelections() or all(
         sel.cursor.blockNumber() != 2 for sel in window.code.extraSelections())
+
+
+def test_the_console_shows_the_last_mebibyte_of_endless_errors(fuzz_app, tmp_path):
+    """Errors have no count a recording keeps to: the console, built again at each step that adds
+    output, showed all of them (20,000 errors: 0.4 s a step). It shows the last MiB before the
+    cursor, in whole pieces, and says how many earlier pieces it leaves out."""
+    from graphview.qt.panels.console import SHOWN_CAP
+
+    def change(header, events):
+        error = next(e for e in events if e["ev"] == "error")
+        at = events.index(error)
+        for n in range(20000):
+            events.insert(at + n, {**error, "message": f"error number {n}"})
+
+    trace = changed_sample(str(tmp_path), 6, change)  # (error_backward_twice)
+    window = fuzz_app.window
+    assert fuzz_app.open(trace) and fuzz_app.wait_idle()
+    window.set_cursor(len(window.run.events) - 1)
+    text = window.console.toPlainText()
+    assert len(text) < SHOWN_CAP
+    assert text.startswith("── ") and "earlier pieces of output are not shown" in text.splitlines()[0]
+    assert "error number 19999" in text and "error number 0\n" not in text and text.rstrip().endswith("──")
+    window.set_cursor(len(window.run.events) // 2)  # the last MiB before the cursor
+    middle = window.console.toPlainText()
+    assert "error number 19999" not in middle and "error number 9" in middle
