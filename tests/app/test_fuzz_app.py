@@ -332,3 +332,24 @@ def test_the_console_shows_the_last_mebibyte_of_endless_errors(fuzz_app, tmp_pat
     window.set_cursor(len(window.run.events) // 2)  # the last MiB before the cursor
     middle = window.console.toPlainText()
     assert "error number 19999" not in middle and "error number 9" in middle
+
+
+def test_the_inspector_lists_the_first_hundred_of_a_nodes_next_functions(fuzz_app, tmp_path):
+    """A node with 50,000 next functions (a trace decides how many): the inspector listed every one,
+    half a second at each click. It lists the first hundred and says how many more there are."""
+    from graphview.qt.panels.inspector import LIST_SHOWN
+
+    def change(header, events):
+        node = next(e for e in events if e["ev"] == "node" and e["name"] == "MulBackward0")
+        node["next"] = node["next"] * 25000
+        next(e for e in events if e["ev"] == "op" and e["op"] == "mul")["inputs"] *= 25000
+
+    trace = changed_sample(str(tmp_path), 0, change)  # (chain_rule: x * 2)
+    window = fuzz_app.window
+    assert fuzz_app.open(trace) and fuzz_app.wait_idle()
+    window.set_cursor(len(window.run.events) - 1)
+    vid = next(op.vid for op in window.run.op_nodes.values() if op.name == "MulBackward0")
+    window.scene.select_node(f"op{vid}")
+    text = window.inspector.toPlainText()
+    assert f"… and {50000 - LIST_SHOWN:,} more" in text
+    assert text.count("AccumulateGrad") <= LIST_SHOWN + 5 and len(text) < 100 * LIST_SHOWN, len(text)
