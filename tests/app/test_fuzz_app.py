@@ -2,11 +2,13 @@
 
 Each example is a recording of a bundled sample model with a few mutations, most of them within
 the schema (tests/fuzz_traces.py), so that the trace reaches every view. The window (offscreen)
-opens it and is driven as a user drives it: the cursor moved with every stepping command, every
-node selected and its tooltip read, every module box level, every panel, every finding clicked,
-a search, the About box, and every export (PNG, SVG, PDF, JSON, DOT, GraphML, the memory chart,
-the trace itself). The command line gets the same traces: ``info``, ``check``, ``diff`` and
-``export`` to each format. What must hold (docs/safety.md):
+opens it, whole or a piece at a time as it reads a big trace (stepping while it reads), and is
+driven as a user drives it: the cursor moved with every stepping command and played from the start,
+every node selected and its tooltip made, every link of the inspector and the console clicked, every
+module box level, every panel, every finding, a search, the About box, and every export (PNG, SVG,
+PDF, JSON, DOT, GraphML, the memory chart, the trace itself). The command line gets the same
+traces: ``info``, ``check``, ``diff`` (with itself and with an unchanged recording) and ``export``
+to each format. What must hold (docs/safety.md):
 
 - no exception escapes (the window's handlers included) and no signal kills the process;
 - a command exits 0, 1 (the recorded run failed, or ``check`` found pitfalls) or 2 with one line
@@ -94,32 +96,40 @@ def assert_answered(code: int, out: str, err: list[str], args) -> None:
 
 
 # ------------------------------------------------------------------ the command line
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=150)
 @given(data=st.data())
 def test_commands_on_mutated_traces_answer_in_one_line(fuzz_app, tmp_path, capsys, data):
     folder = fresh_folder(tmp_path)
     trace = os.path.join(folder, "t.gvtrace")
     with open(trace, "wb") as f:
         f.write(data.draw(mutated_trace(real_traces())))
+    original = str(tmp_path / "sample0.gvtrace")  # an unchanged recording to compare with
+    if not os.path.exists(original):
+        write_sample(str(tmp_path))
+        os.rename(os.path.join(str(tmp_path), "sample0.gvtrace"), original)
     suffix = data.draw(st.sampled_from(DATA_FORMATS + PICTURES))
     out = os.path.join(folder, "out" + suffix)
+    at = data.draw(st.sampled_from([(), ("--at", "0"), ("--at", "7"), ("--at", "-1"), ("--at", "1000000")]))
     codes = {}
-    for args in (("info", trace), ("check", trace), ("diff", trace, trace), ("export", trace, "-o", out)):
+    for args in (("info", trace), ("check", trace), ("diff", trace, trace), ("diff", original, trace),
+                 ("info", "--json", trace), ("export", trace, *at, "-o", out)):
         code, stdout, err = run_command(capsys, *args)
         assert_answered(code, stdout, err, args)
-        codes[args[0]] = code
-    if codes["info"] == 2:  # refused: by every command, and nothing written
+        codes[args[:2]] = code
+    if codes["info", trace] == 2:  # refused: by every command, and nothing written
         assert set(codes.values()) == {2}, codes
         assert sorted(os.listdir(folder)) == ["t.gvtrace"]
-    else:
-        assert codes["export"] in (0, 1) and os.path.getsize(out) > 0, codes
+    elif codes["export", trace] != 2:  # (2: an --at outside the run)
+        assert os.path.getsize(out) > 0, codes
         assert sorted(os.listdir(folder)) == ["out" + suffix, "t.gvtrace"]  # no partial file left
         if suffix in (".svg", ".graphml"):
             ElementTree.parse(out)
+    else:
+        assert at and sorted(os.listdir(folder)) == ["t.gvtrace"], codes
 
 
 # ------------------------------------------------------------------ the window
-@settings(FUZZ, max_examples=80)
+@settings(FUZZ, max_examples=180)
 @given(data=st.data())
 def test_the_window_shows_and_exports_every_mutated_trace_it_opens(fuzz_app, tmp_path, qtbot, capsys, monkeypatch,
                                                                    data):
@@ -142,6 +152,10 @@ def test_the_window_shows_and_exports_every_mutated_trace_it_opens(fuzz_app, tmp
     with qtbot.captureExceptions() as exceptions:
         opened = fuzz_app.open(trace)
         if opened:
+            if streamed:  # stepping while it is read: a step not read yet is waited for
+                for move in ("step", "to_end", "bw_node", "back"):
+                    fuzz_app.qt.processEvents()
+                    window.actions[move].trigger()
             assert fuzz_app.wait_idle()
             message = window.statusBar().message()
             drive(window)
@@ -165,6 +179,7 @@ def drive(window) -> None:
     """Everything a user does with an open trace, short of re-running it."""
     for move in MOVES:
         window.actions[move].trigger()
+    play(window)
     for level in (1, 1, -1, None):
         window.actions[{1: "open_level", -1: "shut_level", None: "open_all"}[level]].trigger()
     select_every_node(window)
@@ -186,6 +201,20 @@ def drive(window) -> None:
     about = window.show_about()
     about.close()
     window.view.grab()
+
+
+def play(window, steps: int = 60) -> None:
+    """Play from the start: the cursor steps forward, animated (a finished backward node sends its
+    gradient along its edges as a pulse), for up to ``steps`` steps."""
+    from graphview.core import timeline
+
+    window.set_cursor(0)
+    for _ in range(steps):
+        at = timeline.step_forward(window.run, window.cursor)
+        if at == window.cursor:
+            break
+        window.set_cursor(at, animate=True)
+        window.keep_in_view()
 
 
 def click_links(browser) -> None:
