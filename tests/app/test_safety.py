@@ -281,3 +281,63 @@ def test_a_trace_is_never_written_under_a_script_name(tmp_path, capsys):
     line = refused(capsys, "record", script, "-o", tmp_path / "other.py")
     assert "would be taken for a script" in line
     assert not (tmp_path / "other.py").exists()
+
+
+@pytest.fixture
+def device(tmp_path):
+    """A character device to write to: a node of /dev/null's kind made here where this user may
+    (root), else a link to /dev/null itself. Nothing is written through either when graphview refuses."""
+    import stat
+
+    node = tmp_path / "null.json"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError):
+        os.symlink(os.devnull, node)
+    return node
+
+
+def test_an_output_that_is_a_device_is_refused_and_stays_a_device(tmp_path, capsys, trace, device):
+    """``-o /dev/null`` (as root) replaced the device with a regular file: every command that writes
+    refuses a device, or a link to one, in one line."""
+    import stat
+
+    assert "device" in refused(capsys, "export", trace, "-o", device)
+    trace_out = tmp_path / "null.gvtrace"
+    os.symlink(os.devnull, trace_out)
+    assert "a symbolic link to a device" in refused(capsys, "record", lesson("chain_rule"), "-o", trace_out)
+    assert stat.S_ISCHR(os.stat(device).st_mode) and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert os.path.islink(trace_out) and not os.path.exists(str(device) + PARTIAL_SUFFIX)
+
+
+def test_the_windows_exports_go_only_where_they_should(app, tmp_path, trace, device):
+    """File > Export and Save run as trace go through the same checks as the command line: a planted
+    link at the partial name, a link to nothing, a FIFO, a device and a file another writer is writing
+    are refused with a message, and nothing outside the named output changes."""
+    assert app.open(str(trace)) and app.wait_idle(60)
+    window = app.window
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    planted = tmp_path / "planted.json"
+    os.symlink(victim, str(planted) + PARTIAL_SUFFIX)
+    dangling = tmp_path / "dangling.json"
+    os.symlink(tmp_path / "elsewhere" / "g.json", dangling)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    busy = tmp_path / "busy.gvtrace"
+    writer = TraceWriter(busy)  # a recording in progress
+    exports = [(window.export_data, planted, "in the way"), (window.export_image, planted.with_suffix(".svg"), None),
+               (window.export_data, dangling, "does not exist"), (window.export_data, fifo, "FIFO"),
+               (window.export_data, device, "device"), (window.export_chart_csv, device, "device"),
+               (window.export_trace, busy, "another graphview process is writing it")]
+    os.symlink(victim, str(planted.with_suffix(".svg")) + PARTIAL_SUFFIX)
+    before = sorted(os.listdir(tmp_path))
+    for export, path, words in exports:
+        export(str(path))
+        message = window.statusBar().message()
+        assert message.startswith(f"cannot write {path}") and (words or "in the way") in message, message
+    assert victim.read_text(encoding="utf-8") == "precious" and sorted(os.listdir(tmp_path)) == before
+    assert not (tmp_path / "elsewhere").exists() and os.path.islink(dangling)
+    writer.write_all(read_trace(trace).events)
+    writer.close()  # the recording in progress ends whole, its own
+    assert read_trace(busy).events == read_trace(trace).events

@@ -140,10 +140,18 @@ class GraphScene(QGraphicsScene):
     # ------------------------------------------------------------------ taking the drawing in
     def set_run(self, run: Run) -> None:
         self.boxes.reset()
-        # forgotten before the items go: clearing them unselects the selected one, and the selection's
-        # handler must not look for the kept node among items already deleted
+        # forgotten before the items go: clearing them unselects the selected one, and what listens
+        # to the selection (the selection's handler, the overview looking for the cursor's node,
+        # which makes an item for it and routes its edges) must find no node, item or edge of the
+        # last run among items already deleted
         self.selection.kept = None
+        self.run = None
+        self.drawing = None
+        self.cursor = -1
         self.region_items.reset()
+        self.edge_routes.reset()
+        self._taken = set()
+        self.at_cursor.reset()
         self.clear()
         self.sketch = SketchItem(self)
         self.edge_routes.reset()

@@ -13,10 +13,17 @@ from graphview.qt.formatting import capped, human_bytes
 from graphview.qt.plain import esc
 
 
+#: the most entries of one list (next functions, saved tensors, gradients) and of backward calls the
+#: inspector shows: a trace decides how long they are, and a node with 50,000 next functions took
+#: half a second to show at each click
+LIST_SHOWN = 100
+BACKWARDS_SHOWN = 20
+
+
 class Inspector(QTextBrowser):
     """Everything recorded about the selected node, at the cursor."""
 
-    sigLineLink = Signal(int)
+    sigLineLink = Signal(object)  # a line of the script: a trace's number, past what a C int holds
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -179,10 +186,10 @@ class Inspector(QTextBrowser):
         if op.seq is not None:
             rows.append(("sequence nr", esc(op.seq)))
         nexts = []
-        for child, nr in op.next:
+        for child, nr in op.next[:LIST_SHOWN + 1]:
             name = run.op_nodes[child].name if child in run.op_nodes else "None (no grad needed)"
             nexts.append(esc(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
-        rows.append(("next_functions", "<br>".join(nexts) or "none"))
+        rows.append(("next_functions", listed(nexts, len(op.next)) or "none"))
         state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
         runs = [(bid, i) for bid, i in op.executed if i <= index]
         if runs and not _done_by(run, op.vid, *runs[-1], index):
@@ -208,26 +215,30 @@ class Inspector(QTextBrowser):
             lines.append(f"{esc(s.attr)}: {esc(shape)} {esc(s.dtype)}, {esc(human_bytes(s.bytes))} "
                          f"({esc(kind)}{esc(also)})"
                          + (" <i>released</i>" if released else ""))
-        rows.append(("saved tensors", "<br>".join(lines) or "none"))
+        rows.append(("saved tensors", listed(lines) or "none"))
         return rows
 
     def _backward_rows(self, run: Run, op: OpNode, index: int) -> list[tuple[str, str]]:
         """The gradients into and out of ``op`` in each backward call that reached it by ``index``."""
         rows: list[tuple[str, str]] = []
         started = {bid: i for bid, i in op.executed}
-        for call in run.backwards.values():
-            if started.get(call.bid, index + 1) <= index:  # only what has happened by the cursor
-                rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
-                if _done_by(run, op.vid, call.bid, started[call.bid], index) and op.vid in call.grads_out:
-                    outs = call.grads_out.get(op.vid) or []
-                    labels = []
-                    for (child, _), g in zip(op.next, outs):
-                        if child not in run.op_nodes:  # an input that needs no gradient
-                            labels.append("→ <span class='muted'>(no grad needed)</span>")
-                            continue
-                        target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
-                        labels.append(f"→ {esc(target)}: {esc(capped(g, 6))}")
-                    rows.append((f"grad out (backward {call.bid})", "<br>".join(labels) or "none"))
+        calls = [call for call in run.backwards.values() if started.get(call.bid, index + 1) <= index]
+        if len(calls) > BACKWARDS_SHOWN:  # (only what has happened by the cursor, the newest)
+            rows.append(("earlier backward calls", f"<span class='muted'>{len(calls) - BACKWARDS_SHOWN:,} not shown"
+                                                   "</span>"))
+        for call in calls[-BACKWARDS_SHOWN:]:
+            rows.append((f"grad in (backward {call.bid})", _grads(call.grads_in.get(op.vid))))
+            if _done_by(run, op.vid, call.bid, started[call.bid], index) and op.vid in call.grads_out:
+                outs = call.grads_out.get(op.vid) or []
+                labels = []
+                for (child, _), g in zip(op.next[:LIST_SHOWN + 1], outs):
+                    if child not in run.op_nodes:  # an input that needs no gradient
+                        labels.append("→ <span class='muted'>(no grad needed)</span>")
+                        continue
+                    target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
+                    labels.append(f"→ {esc(target)}: {esc(capped(g, 6))}")
+                shown = listed(labels, min(len(op.next), len(outs)))
+                rows.append((f"grad out (backward {call.bid})", shown or "none"))
         return rows
 
     def _tensor_rows(self, run: Run, tnode: TensorNode, index: int) -> list[tuple[str, str]]:
@@ -306,7 +317,15 @@ def _done_by(run: Run, vid: int, bid: int, started: int, index: int) -> bool:
     return done is not None and started <= done <= index
 
 
+def listed(items: list[str], total: int | None = None) -> str:
+    """HTML lines, the first :data:`LIST_SHOWN` of ``items`` (of ``total``, when only some were made)
+    and how many more there are."""
+    total = len(items) if total is None else total
+    more = f"<br><span class='muted'>… and {total - LIST_SHOWN:,} more</span>" if total > LIST_SHOWN else ""
+    return "<br>".join(items[:LIST_SHOWN]) + more
+
+
 def _grads(grads) -> str:
     if not grads:
         return "none"
-    return "<br>".join(esc(capped(g)) for g in grads)
+    return listed([esc(capped(g)) for g in grads[:LIST_SHOWN + 1]], len(grads))

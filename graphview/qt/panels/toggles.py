@@ -91,7 +91,9 @@ class TogglesPanel(QWidget):
         self.create.setChecked(options.create_graph)
         self.mode.setCurrentText(options.grad_mode)
         self.accumulate.setChecked(options.accumulate)
-        self.steps.setValue(options.steps)
+        # a trace's options are its own: a count past what the box holds is shown as the most it holds
+        # (QSpinBox takes a C int: 2**31 raised OverflowError and the trace did not open)
+        self.steps.setValue(min(max(options.steps, self.steps.minimum()), self.steps.maximum()))
         self.detach.setCurrentText(", ".join(options.detach_at))
         self.checkpoint.setText(", ".join(options.checkpoint))
         self.autocast.setCurrentIndex(max(0, self.autocast.findData(options.autocast)))
