@@ -155,6 +155,7 @@ class Recording:
         self._in_hook = False  # inside torch's loop over the optimizer-step hooks (see _optimizer_stepped)
         self._streams: tuple | None = None
         self._svg: str | None = None
+        self._page: str | None = None  # the web page player, made once asked for (player())
         self.write_error: str | None = None
 
     # ------------------------------------------------------------------ the block
@@ -348,6 +349,17 @@ class Recording:
 
             self._svg = export_svg(self._finished_path("draw"))
         return self._svg
+
+    def player(self):
+        """The run as the web page player, shown inline by a notebook (``rec.player()`` in a cell):
+        a slider and the window's keys to step through it, in a sandboxed frame."""
+        if self._page is None:
+            from graphview.capture.showing import export_web_page
+
+            self._page = export_web_page(self._finished_path("play"))
+        from graphview.capture.showing import Player
+
+        return Player(self._page)
 
     def _repr_svg_(self) -> str | None:
         if self.status != "done" or self.write_error:

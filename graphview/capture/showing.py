@@ -7,6 +7,7 @@ notebook's kernel, a training script) never loads Qt, and the picture is exactly
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import tempfile
@@ -36,6 +37,34 @@ def export_svg(trace: str, timeout: float = 120) -> str:
             # already well-formed (graphview.qt.export.svg_text); checked again, since a notebook
             # puts it inline into its page
             return xml_text(f.read())
+
+
+def export_web_page(trace: str, timeout: float = 120) -> str:
+    """The web page player of the trace (``graphview export TRACE -o run.html``), as text."""
+    with tempfile.TemporaryDirectory(prefix="graphview-") as folder:
+        out = os.path.join(folder, "run.html")
+        done = subprocess.run(_cli("export", trace, "-o", out), capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        if not os.path.exists(out):
+            reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise RuntimeError(f"graphview could not write the page of {trace}: {visible(reason)}")
+        with open(out, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+class Player:
+    """A notebook cell's inline player: the web page in a sandboxed frame of its own (its script
+    runs there, apart from the notebook's page and every other output; nothing is fetched)."""
+
+    HEIGHT = 640
+
+    def __init__(self, page: str) -> None:
+        self.html = page
+
+    def _repr_html_(self) -> str:
+        source = html.escape(self.html, quote=True)
+        return (f'<iframe sandbox="allow-scripts" srcdoc="{source}" style="width:100%;height:{self.HEIGHT}px;'
+                'border:1px solid #d0d4da" title="graphview player"></iframe>')
 
 
 def open_in_app(trace: str) -> subprocess.Popen:

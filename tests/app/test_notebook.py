@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 import torch
 
@@ -52,7 +54,7 @@ def test_a_notebook_records_itself_and_shows_the_graph_inline(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(code) for code in (SETUP, RECORD, SAVE)]
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in (SETUP, RECORD, SAVE, "rec.player()")]
     nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
 
@@ -77,3 +79,9 @@ def test_a_notebook_records_itself_and_shows_the_graph_inline(tmp_path):
     backward_line = RECORD.splitlines().index("        loss.backward()") + 1
     assert run.backwards[min(run.backwards)].line == backward_line  # the cell's line that ran it
     assert notebook.cells[2].outputs[0]["text"].strip() == str(tmp_path / "nb.gvtrace")
+
+    # the player inline: the web page in a sandboxed frame (its script runs apart from the notebook)
+    frame = notebook.cells[3].outputs[0]["data"]["text/html"]
+    assert frame.startswith('<iframe sandbox="allow-scripts" srcdoc="&lt;!DOCTYPE html&gt;')
+    page = html.unescape(frame.split('srcdoc="', 1)[1].split('" style=', 1)[0])
+    assert "AddmmBackward0" in page and "default-src 'none'" in page
