@@ -185,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="at most this many frames, the moments sampled evenly beyond it (default 200)")
     anim.add_argument("--size", type=frame_size, default=None, metavar="WxH",
                       help="the frame's size in pixels (default 960x600)")
+    anim.add_argument("--no-chart", dest="chart", action="store_false",
+                      help="leave out the strip under the graph that charts the activations held over the "
+                           "span, the frame's moment marked")
     _add_run_options(exp)
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
@@ -373,9 +376,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         say(f"graphview: {shown(run.failure_headline())} before anything was recorded; nothing written to {args.output}",
             file=sys.stderr)
         return EXIT_SCRIPT_FAILED
-    animated = (args.start, args.end, args.fps, args.max_frames, args.size) != (None,) * 5
+    animated = (args.start, args.end, args.fps, args.max_frames, args.size) != (None,) * 5 or not args.chart
     if animated and suffix not in ANIMATION_SUFFIXES:
-        say(f"graphview: note: --from, --to, --fps, --max-frames and --size apply to animations only "
+        say(f"graphview: note: --from, --to, --fps, --max-frames, --size and --no-chart apply to animations only "
             f"({', '.join(s[1:].upper() for s in ANIMATION_SUFFIXES)})", file=sys.stderr)
     if suffix in ANIMATION_SUFFIXES:
         fmt = _export_animation(run, args)
@@ -423,7 +426,8 @@ def _export_animation(run, args: argparse.Namespace) -> str:
 
     qt_app()
     options = AnimationOptions(start=args.start, end=args.end, fps=args.fps or DEFAULT_FPS,
-                               max_frames=args.max_frames or DEFAULT_MAX_FRAMES, size=args.size or DEFAULT_SIZE)
+                               max_frames=args.max_frames or DEFAULT_MAX_FRAMES, size=args.size or DEFAULT_SIZE,
+                               chart=args.chart)
     frames, first, last = render_animation(run, args.output, options)
     return f"a {os.path.splitext(args.output)[1][1:].upper()} animation of {frames} frames, events {first} to {last},"
 

@@ -144,3 +144,11 @@ def activation_peak(run: Run, start: int = 0, end: int | None = None) -> Peak | 
     """The highest activations held on any one device (the device holding the most)."""
     peaks = activation_peaks(run, start, end)
     return max(peaks.values(), key=lambda p: p.held.activations, default=None)
+
+
+def busiest_device(run: Run) -> str:
+    """The device whose activations peak highest (``cpu`` when no device held any): the one a
+    single memory figure or chart of the run shows."""
+    peaks = activation_peaks(run)
+    return max(peaks, key=lambda device: peaks[device].held.activations) if peaks else "cpu"
+

@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPainterPath, QPen
 
 from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
 from graphview.core.export import default_fits
 from graphview.core.files import write_file
+from graphview.core.held import busiest_device
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, style
 from graphview.qt.export import ExportError, canvas_colors, content_rect
+from graphview.qt.formatting import human_bytes
 
 ANIMATION_SUFFIXES = (".gif", ".apng", ".mp4", ".webm")
 #: the frame's size in pixels, unless asked for another
@@ -43,6 +45,9 @@ MAX_FRAMES = 2000
 ZOOM = 1.0
 CAPTION_H = 46
 CAPTION_PT = 10.0
+#: the memory strip below the graph: the activations held over the animated span, and a cursor
+STRIP_H = 64
+STRIP_PAD = 10
 
 
 class ExportCancelled(ExportError):
@@ -81,6 +86,7 @@ class AnimationOptions:
     max_frames: int = DEFAULT_MAX_FRAMES
     size: tuple[int, int] = DEFAULT_SIZE
     theme: str | None = None  # None: the canvas's; "light"
+    chart: bool = True  # a strip of the activations held over the span, with the frame's moment marked
 
 
 def moments(run: Run, start: int | None = None, end: int | None = None,
@@ -112,7 +118,8 @@ def moments(run: Run, start: int | None = None, end: int | None = None,
 class FramePainter:
     """Draws ``run`` at one moment after another into images ``size`` big, following the action."""
 
-    def __init__(self, run: Run, size: tuple[int, int], first: int) -> None:
+    def __init__(self, run: Run, size: tuple[int, int], first: int, strip: tuple[int, int] | None = None) -> None:
+        """``strip``: the span (first and last event) the memory strip shows; None: no strip."""
         self.run = run
         self.width, self.height = size
         self.scene = GraphScene()
@@ -120,6 +127,8 @@ class FramePainter:
         self.scene.set_cursor(first)
         self.scene.boxes.shut_to_fit(default_fits)  # module boxes as a picture export opens them
         self.center: QPointF | None = None
+        self.strip = MemoryStrip(run, strip, self.width) if strip is not None else None
+        self.graph_h = self.height - CAPTION_H - (STRIP_H if self.strip is not None else 0)
 
     def _follow(self, index: int) -> QPointF:
         item = self.scene.item_at_event(index)
@@ -127,7 +136,7 @@ class FramePainter:
             self.center = item.sceneBoundingRect().center()
         elif self.center is None:  # nothing happened yet: the top of the graph
             shown = content_rect(self.scene)
-            view_h = (self.height - CAPTION_H) / ZOOM
+            view_h = self.graph_h / ZOOM
             self.center = QPointF(shown.center().x(), shown.top() + min(shown.height(), view_h) / 2)
         return self.center
 
@@ -143,11 +152,13 @@ class FramePainter:
             painter.setRenderHint(QPainter.Antialiasing)
             painter.setRenderHint(QPainter.TextAntialiasing)
             center = self._follow(index)
-            w, h = self.width / ZOOM, (self.height - CAPTION_H) / ZOOM
+            w, h = self.width / ZOOM, self.graph_h / ZOOM
             source = QRectF(center.x() - w / 2, center.y() - h / 2, w, h)
-            target = QRectF(0, CAPTION_H, self.width, self.height - CAPTION_H)
+            target = QRectF(0, CAPTION_H, self.width, self.graph_h)
             scene.render(painter, target, source, Qt.IgnoreAspectRatio)
             self._caption(painter, index, colors)
+            if self.strip is not None:
+                self.strip.paint(painter, QRectF(0, self.height - STRIP_H, self.width, STRIP_H), index, colors)
         finally:
             painter.end()
         return image
@@ -163,6 +174,56 @@ class FramePainter:
         painter.setFont(font)
         text = caption_of(self.run, index)
         painter.drawText(band.adjusted(10, 4, -10, -4), Qt.AlignLeft | Qt.AlignVCenter | Qt.TextWordWrap, text)
+
+
+class MemoryStrip:
+    """The activations autograd holds after each event of a span (on the run's busiest device),
+    binned to the frame's width (each pixel column its highest), drawn under the graph."""
+
+    def __init__(self, run: Run, span: tuple[int, int], width: int) -> None:
+        self.first, self.last = span
+        self.device = busiest_device(run)
+        arrays = run.memory_arrays(self.device)
+        values = arrays.array("activation")[self.first:self.last + 1] if arrays.n else []
+        self.values = [int(v) for v in values]
+        columns = max(1, width - 2 * STRIP_PAD)
+        n = len(self.values)
+        self.columns = [max(self.values[k * n // columns:max(k * n // columns + 1, (k + 1) * n // columns)])
+                        for k in range(columns)] if n else []
+        self.most = max(self.values, default=0)
+
+    def at(self, index: int) -> int:
+        k = index - self.first
+        return self.values[k] if 0 <= k < len(self.values) else 0
+
+    def paint(self, painter: QPainter, band: QRectF, index: int, colors) -> None:
+        painter.fillRect(band, colors.q("background"))
+        painter.setPen(colors.q("group_border"))
+        painter.drawLine(QPointF(band.left(), band.top() + 0.5), QPointF(band.right(), band.top() + 0.5))
+        plot = band.adjusted(STRIP_PAD, 18, -STRIP_PAD, -6)
+        font = QFont("DejaVu Sans")
+        font.setPointSizeF(CAPTION_PT - 1)
+        painter.setFont(font)
+        painter.setPen(colors.q("subtitle"))
+        painter.drawText(QRectF(plot.left(), band.top() + 2, plot.width(), 16), Qt.AlignLeft | Qt.AlignVCenter,
+                         f"activations held for backward on {self.device}: {human_bytes(self.at(index))}"
+                         f" (highest here {human_bytes(self.most)})")
+        if self.columns and self.most > 0:
+            path = QPainterPath(QPointF(plot.left(), plot.bottom()))
+            step = plot.width() / len(self.columns)
+            for k, value in enumerate(self.columns):
+                y = plot.bottom() - plot.height() * value / self.most
+                path.lineTo(plot.left() + k * step, y)
+                path.lineTo(plot.left() + (k + 1) * step, y)
+            path.lineTo(plot.right(), plot.bottom())
+            path.closeSubpath()
+            painter.setPen(colors.border_of("op"))
+            painter.setBrush(colors.fill_of("op"))
+            painter.drawPath(path)
+        span = max(1, self.last - self.first)
+        x = plot.left() + plot.width() * (index - self.first) / span
+        painter.setPen(QPen(colors.q("error_border"), 2))
+        painter.drawLine(QPointF(x, plot.top() - 2), QPointF(x, plot.bottom()))
 
 
 def render_animation(run: Run, path: str, options: AnimationOptions = AnimationOptions(),
@@ -181,7 +242,7 @@ def render_animation(run: Run, path: str, options: AnimationOptions = AnimationO
         raise ExportError(f"the frame rate must be between 0.1 and 60 frames a second, not {options.fps:g}")
     encode = _ENCODERS[suffix]
     indices = moments(run, moment(run, options.start, False), moment(run, options.end, True), options.max_frames)
-    painter = FramePainter(run, (width, height), indices[0])
+    painter = FramePainter(run, (width, height), indices[0], (indices[0], indices[-1]) if options.chart else None)
     frames = []
     with canvas_colors(painter.scene, style.LIGHT if options.theme == "light" else None):
         for done, index in enumerate(indices):

@@ -20,7 +20,7 @@ from graphview.core.captions import script_name
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
 from graphview.core.export import ExportError
 from graphview.core.files import write_file
-from graphview.core.held import activation_peaks, held_at, held_by_nodes
+from graphview.core.held import busiest_device, held_at, held_by_nodes
 from graphview.core.run import Run
 from graphview.qt.formatting import human_bytes, short_value
 
@@ -98,8 +98,7 @@ def _moment(run: Run, index: int, number: dict[str, int]) -> dict:
 
 def _memory(run: Run) -> dict:
     """The activations autograd holds after each event on the device where they peak, binned."""
-    peaks = activation_peaks(run)
-    device = max(peaks, key=lambda d: peaks[d].held.activations) if peaks else "cpu"
+    device = busiest_device(run)
     arrays = run.memory_arrays(device)
     if arrays.n == 0:
         return {"device": device, "x": [], "y": []}

@@ -184,3 +184,21 @@ def test_the_window_exports_the_backward_at_its_cursor_and_a_web_page(window, re
     window.shares.show_error = window.show_error
     window.export_animation(str(tmp_path / "missing" / "x.gif"))
     assert errors and "x.gif" in errors[0]
+
+
+def test_the_memory_strip_charts_the_activations_torch_holds_over_the_span(qapp, record, tmp_path):
+    from graphview.core.held import held_at
+    from graphview.qt.animation import STRIP_H, MemoryStrip
+
+    run = record(lesson("retain_graph_twice"))
+    first, last = 0, len(run.events) - 1
+    strip = MemoryStrip(run, (first, last), 960)
+    for index in moments(run, first, last):
+        assert strip.at(index) == held_at(run, index).activations  # (what the memory answers' tests check against torch)
+    with_chart, without = tmp_path / "a.gif", tmp_path / "b.gif"
+    render_animation(run, str(with_chart), SMALL)
+    render_animation(run, str(without), AnimationOptions(size=(480, 300), max_frames=24, chart=False))
+    a, b = _frames(with_chart)[-1], _frames(without)[-1]
+    assert a.size == b.size
+    bottom = (0, 300 - STRIP_H + 2, 480, 300)
+    assert a.crop(bottom).tobytes() != b.crop(bottom).tobytes()
