@@ -439,15 +439,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     _report_os_exit(pipe, os.path.abspath(args.script))
     options = RunOptions.from_dict(json.loads(args.options))
-    if args.gradcheck:
-        end = _gradcheck(args, pipe)
-    else:
-        end = run_script(args.script, pipe, options, argv=json.loads(args.argv) if args.argv else None)
-    # the run is over: a Stop that comes now must not raise StopRun inside the interpreter's exit
-    # (the finalisers of torch and the script, run at exit, would print it as a traceback)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    end = None
+    try:
+        if args.gradcheck:
+            end = _gradcheck(args, pipe)
+        else:
+            end = run_script(args.script, pipe, options, argv=json.loads(args.argv) if args.argv else None)
+        # the run is over: a Stop that comes now must not raise StopRun inside the interpreter's exit
+        # (the finalisers of torch and the script, run at exit, would print it as a traceback)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except StopRun:  # a Stop that came as the run ended, after its end was recorded: it is over anyway
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     pipe.close()
-    return 0 if end["status"] == "ok" else 1
+    return 0 if end is not None and end["status"] == "ok" else 1
 
 
 def _gradcheck(args, pipe) -> dict:
