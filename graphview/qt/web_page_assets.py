@@ -150,8 +150,13 @@ const nodes = D.nodes.map((n, k) => {
   const tensor = n.kind !== "op" && n.kind !== "accumulate";
   make("rect", {class: "body", x: -W / 2, y: -H / 2, width: W, height: H, rx: tensor ? H / 2 : 6,
                 fill: fill, stroke: stroke}, g);
-  make("text", {class: "title", x: 0, y: -3}, g, n.title.length > 26 ? n.title.slice(0, 25) + "…" : n.title);
-  make("text", {class: "sub", x: 0, y: 13}, g, n.subtitle.length > 30 ? n.subtitle.slice(0, 29) + "…" : n.subtitle);
+  for (const text of [make("text", {class: "title", x: 0, y: -3}, g, n.title.length > 30 ? n.title.slice(0, 29) + "…" : n.title),
+                      make("text", {class: "sub", x: 0, y: 13}, g, n.subtitle.length > 34 ? n.subtitle.slice(0, 33) + "…" : n.subtitle)]) {
+    if (text.getComputedTextLength() > W - 12) {  // squeezed into the box rather than over its edges
+      text.setAttribute("textLength", W - 12);
+      text.setAttribute("lengthAdjust", "spacingAndGlyphs");
+    }
+  }
   const tip = make("title", {}, g);
   return {n: n, g: g, tip: tip, saved: n.saved ? badge(g, "saved", -H / 2 - 2) : null,
           grad: n.grads ? badge(g, "grad", H / 2 + 10) : null, k: k};
