@@ -16,11 +16,11 @@ def _scene(record):
     scene = GraphScene()
     scene.set_run(run)
     scene.set_cursor(len(run.events) - 1)
-    return scene, run
+    return scene
 
 
 def test_each_level_shuts_the_boxes_of_that_level_and_reveal_opens_down_to_a_node(qtbot, record):
-    scene, _ = _scene(record)
+    scene = _scene(record)
     boxes = scene.boxes
     deepest = max(b.level for b in boxes.boxes) + 1
     assert boxes.level() == deepest and not boxes.collapsed
@@ -39,7 +39,7 @@ def test_each_level_shuts_the_boxes_of_that_level_and_reveal_opens_down_to_a_nod
 
 
 def test_boxes_found_on_a_thread_after_the_scene_is_gone_are_dropped(qtbot, record, monkeypatch):
-    scene, run = _scene(record)
+    scene = _scene(record)
     monkeypatch.setattr(box_state, "BOXES_ON_A_THREAD_ABOVE", 0)
     monkeypatch.setattr(box_state, "SCROLLED_NOT_SHUT", 0)
     assert not scene.boxes.open_to_fit(lambda rows, columns: rows <= 3)  # shut later, on a thread
@@ -53,7 +53,7 @@ def test_boxes_found_on_a_thread_after_the_scene_is_gone_are_dropped(qtbot, reco
 
 
 def test_a_big_finished_drawing_is_shut_to_fit_on_a_thread(qtbot, record, monkeypatch):
-    scene, run = _scene(record)
+    scene = _scene(record)
     monkeypatch.setattr(box_state, "BOXES_ON_A_THREAD_ABOVE", 0)
     monkeypatch.setattr(box_state, "SCROLLED_NOT_SHUT", 0)
     with qtbot.waitSignal(scene.boxes.sigShutToFit, timeout=15000):
