@@ -14,17 +14,15 @@ Graph element ids (strings, stable within a run):
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import gc
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator
 
+# (ACCUMULATE_GRAD, BackwardCall and GradEntry are read from here too: they are the run's)
+from graphview.core.backward_intake import ACCUMULATE_GRAD, BackwardCall, BackwardIntake, GradEntry
 from graphview.core.event_log import EventLog
-from graphview.core.event_refs import EventRefs, GradsIn
 from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.queries.gradients import GradientLedger
 from graphview.core.queries.info import run_info
@@ -32,9 +30,9 @@ from graphview.core.queries.memory import MemoryQueries
 from graphview.core.queries.names import NameQueries
 from graphview.core.queries.outcome import Outcome
 from graphview.core.queries.reachability import Reachability
+from graphview.core.queries.values import ValueQueries
 from graphview.core.saved_bytes import SavedBytes
 
-ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
 
 
@@ -107,87 +105,6 @@ class SavedNode:
         return self.born <= index and (self.released is None or self.released > index)
 
 
-class GradEntry:
-    """One change of a tensor's ``.grad``: what the gradient ledger lists.
-
-    ``increment`` and ``value`` (the value of ``.grad`` after the change; None: ``.grad`` is None)
-    are given, or (:meth:`recorded`) read from the event that recorded them when asked for.
-    """
-
-    __slots__ = ("index", "step", "how", "bid", "_increment", "_value", "_log", "_resolve")
-
-    def __init__(self, index: int, step: int | None, how: str, increment: dict | None, value: dict | None,
-                 bid: int | None = None) -> None:
-        self.index = index
-        self.step = step
-        self.how = how  # "accumulate" | "retained" | "set_to_none" | "zero" | "assign_none" | "assign" | "in_place"
-        self.bid = bid
-        self._increment = increment
-        self._value = value
-        self._log = None
-        self._resolve = None
-
-    @classmethod
-    def recorded(cls, log: EventLog, index: int, step: int | None, how: str, bid: int | None,
-                 resolve: Callable[[dict], tuple[dict | None, dict | None]] | None = None) -> "GradEntry":
-        """An entry whose increment and value are the ``increment`` and ``grad`` of event ``index``
-        (or what ``resolve`` makes of the event: an ``accumulate`` may leave them to its bw_node)."""
-        entry = cls(index, step, how, None, None, bid)
-        entry._log = log
-        entry._resolve = resolve
-        return entry
-
-    @property
-    def increment(self) -> dict | None:
-        return self._increment if self._log is None else self._read()[0]
-
-    @property
-    def value(self) -> dict | None:
-        return self._value if self._log is None else self._read()[1]
-
-    def _read(self) -> tuple[dict | None, dict | None]:
-        """(increment, value) as the recording event gives them."""
-        ev = self._log[self.index]
-        return self._resolve(ev) if self._resolve is not None else (ev.get("increment"), ev.get("grad"))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, GradEntry):
-            return NotImplemented
-        return ((self.index, self.step, self.how, self.increment, self.value, self.bid)
-                == (other.index, other.step, other.how, other.increment, other.value, other.bid))
-
-    def __repr__(self) -> str:
-        return (f"GradEntry(index={self.index}, step={self.step}, how={self.how!r}, increment={self.increment!r}, "
-                f"value={self.value!r}, bid={self.bid})")
-
-
-@dataclass(slots=True)
-class BackwardCall:
-    bid: int
-    api: str
-    start: int
-    line: int | None
-    roots: list
-    roots_tensors: list
-    retain_graph: bool
-    create_graph: bool
-    seeds: list
-    inputs: list
-    forced: list
-    end: int | None = None
-    ok: bool | None = None
-    order: list = field(default_factory=list)  # vids in execution order
-    # vid -> [summary...] arriving at the node / sent along its next edges (read from the events)
-    grads_in: Mapping = field(default_factory=dict)
-    grads_out: Mapping = field(default_factory=dict)
-    results: dict = field(default_factory=dict)  # tid -> summary (autograd.grad results)
-    # seen as the events came, so that a finding need not read every gradient back: vid -> the
-    # index of its bw_node_done whose gradients hold NaN or Inf; the first bw_node_done with a
-    # gradient summarized from a sample of its values
-    non_finite: dict = field(default_factory=dict)
-    first_sampled: int | None = None
-
-
 @dataclass(slots=True)
 class Edge:
     source: str
@@ -197,14 +114,15 @@ class Edge:
     attrs: dict = field(default_factory=dict)
 
 
-class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
+class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Reachability, MemoryQueries):
     """All that is known about one run, built from its events.
 
     The class takes the events in (:meth:`add`, :meth:`extend`: each goes to the handler of its
-    kind, ``_on_<kind>``, found in :data:`_HANDLERS`) and keeps the tables; the questions asked of
-    them are its parts in :mod:`graphview.core.queries`, one module per kind of question (how the
-    run went, names, the gradient ledger, reachability, memory), and :meth:`info` is built from
-    those."""
+    kind, ``_on_<kind>``, found in :data:`_HANDLERS`; backward's handlers are its part
+    :class:`~graphview.core.backward_intake.BackwardIntake`) and keeps the tables; the questions
+    asked of them are its parts in :mod:`graphview.core.queries`, one module per kind of question
+    (how the run went, names, values and versions, the gradient ledger, reachability, memory), and
+    :meth:`info` is built from those."""
 
     def __init__(self, events: Iterable[dict] = ()) -> None:
         self.events = EventLog()  # reads like a list of the event dicts; compact for a big run
@@ -317,13 +235,6 @@ class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
         if ev.get("type"):
             self.module_types.setdefault(ev["path"], ev["type"])
 
-    def module_label(self, path: str | None) -> str | None:
-        """``encoder.layers.0.linear1 · Linear``: a module's path and, where recorded, its type."""
-        if not path:
-            return path
-        kind = self.module_types.get(path)
-        return f"{path} · {kind}" if kind else path
-
     def _on_step_start(self, index: int, ev: dict) -> None:
         self._step = ev["step"]
         self.steps.append({"step": ev["step"], "start": index, "end": None})
@@ -397,32 +308,12 @@ class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
         if not history or history[-1][1] != summary:
             history.append((index, summary))
 
-    def value_at(self, tid: int, index: int | None = None) -> dict | None:
-        """The tensor's value summary as recorded at or before event ``index``."""
-        history = self.values.get(tid)
-        if not history:
-            return None
-        if index is None:
-            return history[-1][1]
-        at = bisect_right(history, index, key=lambda item: item[0])
-        return history[at - 1][1] if at else None
-
     def _note_version(self, tid: int, index: int, ev: dict) -> None:
         version = ev.get("version")
         if version is not None:
             history = self._versions.setdefault(tid, [])
             if not history or history[-1][1] != version:
                 history.append((index, version))
-
-    def version_at(self, node: TensorNode, index: int) -> int:
-        """The version (``t._version``) the drawn tensor ``node`` had at event ``index``: a parameter
-        keeps its node while the optimizer changes it in place, step after step."""
-        later = any(node.born < n.born <= index for n in self._tensor_nodes_of.get(node.tid, ()))
-        history = self._versions.get(node.tid)
-        if later or not history:
-            return node.version  # (a later state of it has its own node)
-        at = bisect_right(history, index, key=lambda item: item[0])
-        return history[at - 1][1] if at else history[0][1]  # (before it was seen: as first seen)
 
     def _on_value(self, index: int, ev: dict) -> None:
         self._note_value(ev["tid"], index, ev)
@@ -539,86 +430,6 @@ class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
         self._allocs_by_device.setdefault(ev["device"], []).append(point)
         self.devices.add(ev["device"])
 
-    def _on_backward_start(self, index: int, ev: dict) -> None:
-        for tid in ev.get("root_tensors") or ():
-            self.first_root_at.setdefault(tid, index)
-        self.backwards[ev["bid"]] = BackwardCall(
-            bid=ev["bid"], api=ev.get("api", "backward"), start=index, line=ev.get("line"),
-            roots=ev.get("roots") or [], roots_tensors=ev.get("root_tensors") or [], retain_graph=bool(ev.get("retain_graph")),
-            create_graph=bool(ev.get("create_graph")), seeds=ev.get("seeds") or [],
-            inputs=ev.get("inputs") or [], forced=ev.get("forced") or [],
-        )
-        call = self.backwards[ev["bid"]]
-        call.grads_out = EventRefs(self.events, "grads_out", default=())
-        call.grads_in = GradsIn(self.events, call.grads_out)
-
-    def _on_bw_node(self, index: int, ev: dict) -> None:
-        call = self.backwards.get(ev["bid"])
-        node = self.op_nodes.get(ev["vid"])
-        if call is not None:
-            call.order.append(ev["vid"])
-            call.grads_in.note(ev["vid"], index)
-        if node is not None:
-            node.executed.append((ev["bid"], index))
-
-    def _on_bw_node_done(self, index: int, ev: dict) -> None:
-        call = self.backwards.get(ev["bid"])
-        node = self.op_nodes.get(ev["vid"])
-        if call is not None:
-            call.grads_out.note(ev["vid"], index)
-            for summary in ev.get("grads_out") or ():
-                if type(summary) is dict:
-                    if non_finite(summary):
-                        call.non_finite.setdefault(ev["vid"], index)
-                    if call.first_sampled is None and (summary.get("stats") or {}).get("sampled"):
-                        call.first_sampled = index
-        if (node is not None and call is not None and not call.retain_graph and node.freed is None
-                and node.name != ACCUMULATE_GRAD):  # AccumulateGrad holds nothing; later graphs reuse it
-            node.freed = index
-
-    def _on_accumulate(self, index: int, ev: dict) -> None:
-        # read back when shown: an event may leave out what its bw_node showed (see accumulation)
-        self.grads.setdefault(ev["tid"], []).append(
-            # (over the run's backward calls, not the run: a run holds no reference to itself, so
-            # refcounting frees it once it is replaced, even after the collector froze it)
-            GradEntry.recorded(self.events, index, self._step, "accumulate", ev.get("bid"),
-                               partial(_accumulation, self.backwards))
-        )
-
-    def accumulation(self, ev: dict) -> tuple[dict | None, dict | None]:
-        """(increment, new ``.grad``) of an ``accumulate`` event. A missing ``increment`` is the
-        gradient the node's ``bw_node`` showed arriving; a missing ``grad`` is the increment."""
-        return _accumulation(self.backwards, ev)
-
-    def _on_tensor_grad(self, index: int, ev: dict) -> None:
-        self.grads.setdefault(ev["tid"], []).append(
-            GradEntry.recorded(self.events, index, self._step, "retained", ev.get("bid"))
-        )
-
-    def _on_grad_result(self, index: int, ev: dict) -> None:
-        call = self.backwards.get(ev["bid"])
-        if call is not None:
-            call.results[ev["tid"]] = ev.get("grad")
-
-    def _on_grad_read(self, index: int, ev: dict) -> None:
-        if ev.get("none"):
-            self.none_grad_reads.setdefault(ev["tid"], index)
-
-    def _on_grad_reset(self, index: int, ev: dict) -> None:
-        how = ev.get("how", "set_to_none")
-        for tid in ev.get("tids") or ():
-            entries = self.grads.setdefault(tid, [])
-            value = None
-            if how in ("zero", "assign", "in_place"):
-                value = ev.get("value") or _zeros_like(entries[-1].value if entries else None)
-            entries.append(GradEntry(index, self._step, how, None, value))
-
-    def _on_backward_end(self, index: int, ev: dict) -> None:
-        call = self.backwards.get(ev["bid"])
-        if call is not None:
-            call.end = index
-            call.ok = bool(ev.get("ok"))
-
     def _on_optimizer_step(self, index: int, ev: dict) -> None:
         self.optimizer_steps.append((index, ev))
 
@@ -632,30 +443,7 @@ class Run(Outcome, NameQueries, GradientLedger, Reachability, MemoryQueries):
 
 
 #: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)
-_HANDLERS: dict[str, Callable] = {name[4:]: method for name, method in vars(Run).items() if name.startswith("_on_")}
-
-
-def _accumulation(backwards: dict, ev: dict) -> tuple[dict | None, dict | None]:
-    """:meth:`Run.accumulation`, given the run's backward calls."""
-    if "increment" in ev:
-        increment = ev["increment"]
-    else:
-        call = backwards.get(ev.get("bid"))
-        arrived = call.grads_in.get(ev.get("vid")) if call is not None else None
-        increment = arrived[0] if arrived else None
-    return increment, (ev["grad"] if "grad" in ev else increment)
-
-
-def non_finite(summary: object) -> bool:
-    """Whether a value summary says its tensor holds NaN or Inf (counted in its statistics, or
-    among its values, which JSON carries as the strings "nan", "inf", "-inf")."""
-    if not isinstance(summary, dict):
-        return False
-    stats = summary.get("stats") or {}
-    if stats.get("nan") or stats.get("inf"):
-        return True
-    values = summary.get("values") or ()
-    return any(isinstance(v, str) for v in values)
+_HANDLERS: dict[str, Callable] = {name[4:]: getattr(Run, name) for name in dir(Run) if name.startswith("_on_")}
 
 
 @contextmanager
@@ -671,15 +459,3 @@ def bulk_load() -> Iterator[None]:
         if enabled:
             gc.enable()
         gc.freeze()
-
-
-def _zeros_like(summary: dict | None) -> dict | None:
-    if not summary:
-        return None
-    shape = summary.get("shape", [])
-    numel = 1
-    for d in shape:
-        numel *= d
-    if "values" in summary:
-        return {"shape": shape, "values": [0.0] * numel}
-    return {"shape": shape, "stats": {"min": 0.0, "max": 0.0, "mean": 0.0, "norm": 0.0, "numel": numel, "nan": 0, "inf": 0}}

@@ -1,33 +1,31 @@
-"""RunController: the lifecycle of the run the window shows (begin, grow, finish, summarise).
+"""RunController: the lifecycle of the run the window shows (begin, grow, finish).
 
 A run begins empty (a live runner is starting) or whole (a trace, a test's recording). A live
-run grows in short event-loop slices while the runner streams, so the window keeps answering,
-and the status bar says what the runner is doing (:mod:`graphview.qt.run_progress`); when it
-ends, it is finished (chart, diagnostics) and summarised in words. Where its cursor and canvas
-open is :mod:`graphview.qt.run_placement`: at the start, or after "Run again" at the same op
-of the same step. Earlier runs of the same script are kept for the chart's overlays and for
-saying what a re-run with other options changed.
+run grows in short event-loop slices while the runner streams (:class:`~graphview.qt.event_slices.Slices`),
+so the window keeps answering, and the status bar says what the runner is doing
+(:mod:`graphview.qt.run_progress`); when it ends, it is finished (chart, diagnostics) and
+summarised in words (:class:`~graphview.qt.run_summary.RunSummary`, which keeps the earlier runs
+of the same script for the chart's overlays and for saying what a re-run with other options
+changed). Where its cursor and canvas open is :mod:`graphview.qt.run_placement`: at the start, or
+after "Run again" at the same op of the same step.
 """
 
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
 from contextlib import nullcontext
 from functools import partial
 
 from PySide6.QtCore import QObject, QTimer
 
 from graphview.core import timeline
-from graphview.core.diagnostics import diagnose, diagnosing
 from graphview.core.options import RunOptions
 from graphview.core.run import Run, bulk_load
-from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
 from graphview.qt.actions import update_enabled
-from graphview.qt.event_loop_turn import BUDGET_S, event_loop_turn
-from graphview.qt.formatting import human_bytes
+from graphview.qt.event_slices import Slices
 from graphview.qt.plain import esc
 from graphview.qt.run_placement import RunPlacement
+from graphview.qt.run_summary import RunSummary
 from graphview.qt.run_window import RunWindow
 
 OVERLAY_COLORS = ["#7c3aed", "#db2777", "#0891b2", "#65a30d", "#ea580c", "#475569"]
@@ -36,55 +34,28 @@ GROW_SLICE_MIN_S = 0.010
 #: what the slices after a round take, about, on a run of a million events: the cursor and its
 #: panels; the memory chart; the end of the run (its chart whole, its findings)
 CURSOR_SLICE_S, CHART_SLICE_S, FINISH_SLICE_S = 0.012, 0.020, 0.030
-#: runs with more events than this are diagnosed a few ms at a time, in the event loop's turns
-DIAGNOSE_IN_SLICES_ABOVE = 100_000
-#: the least of a turn worth a slice of diagnosis
-DIAGNOSE_SLICE_S = 0.008
-
-
-def nodes_per_step(run: Run) -> list[int]:
-    """How many autograd nodes each step made (the whole run, for a plain script)."""
-    if not run.steps:
-        return [len(run.op_nodes)]
-    starts = [step["start"] for step in run.steps]
-    counts = [0] * len(starts)
-    for op in run.op_nodes.values():  # one pass: each node to the step it was born in
-        at = bisect_right(starts, op.born) - 1
-        end = run.steps[at]["end"] if at >= 0 else None
-        if at >= 0 and (end is None or op.born <= end):
-            counts[at] += 1
-    return counts
-
-
-def forced_detaches(run: Run) -> list[dict]:
-    """The detach events the run options forced (``detach at``)."""
-    return [ev for _, ev in run.events.where({"detach"}) if ev.get("forced")]
 
 
 class RunController(QObject):
-    """Begins, grows, finishes and summarises the window's run; ``window`` gives the parts of the
-    window it uses (:class:`~graphview.qt.run_window.RunWindow`).
+    """Begins, grows and finishes the window's run; ``window`` gives the parts of the window it
+    uses (:class:`~graphview.qt.run_window.RunWindow`).
 
     Attributes
     ----------
-    earlier_runs : list of (label, Run)
-        Earlier runs of the current script, oldest first, drawn as overlays on the memory chart.
-    comparison : str
-        What the last finished run changed against the one before it, in words ("" if nothing).
+    summary : RunSummary
+        The finished run in words, and the earlier runs of the same script.
+    slices : Slices
+        The work of a live round (and of the summary) waiting for a turn of the event loop.
     live_refresh : QTimer
         The next round of catching up with a streaming run; idle when there is nothing to do.
-    slices_pending : int
-        Event-loop slices of a live round scheduled and not yet run.
     """
 
     def __init__(self, window: RunWindow) -> None:
         super().__init__(window)  # (the window is a QObject too: the controller's parent)
         self.window = window
-        self.earlier_runs: list[tuple[str, Run]] = []
         self._afresh = False  # the next run begun is of a file opened anew, not a re-run
-        self.measured: dict[str, str] = {}  # checkpoint pattern tried -> what its re-run measured
-        self.comparison = ""
-        self.slices_pending = 0
+        self.slices = Slices(self)
+        self.summary = RunSummary(window, self.slices)
         self.placement = RunPlacement(window.session, window.view, window.keep_in_view)
         self._rerun_from: tuple[Run, int] | None = None
         self._finished = False
@@ -96,13 +67,22 @@ class RunController(QObject):
         self.live_refresh.setSingleShot(True)
         self.live_refresh.setInterval(60)
         self.live_refresh.timeout.connect(self._refresh_live)
-        self.turn = event_loop_turn()  # the slices of one pass of the event loop share its time
+
+    @property
+    def earlier_runs(self) -> list[tuple[str, Run]]:
+        """Earlier runs of the current script, oldest first, drawn as overlays on the memory chart."""
+        return self.summary.earlier_runs
+
+    @property
+    def comparison(self) -> str:
+        """What the last finished run changed against the one before it, in words ("" if nothing)."""
+        return self.summary.comparison
 
     @property
     def settled(self) -> bool:
         """Nothing of the run is waiting to be drawn or summarised."""
         run = self.window.run
-        return not (self.live_refresh.isActive() or self.slices_pending > 0
+        return not (self.live_refresh.isActive() or self.slices.pending > 0
                     or self.window.scene.boxes.pending
                     or (run is not None and (run.end is not None or self._events_over) and not self._finished))
 
@@ -134,8 +114,7 @@ class RunController(QObject):
             rerun = None  # the place of a run of another script means nothing here
         afresh, self._afresh = self._afresh, False
         if afresh or script_path is None or script_path != w.script_path:
-            self.earlier_runs.clear()  # another script, or a file opened anew: nothing to compare with
-            self.measured.clear()
+            self.summary.forget_earlier_runs()  # another script, or a file opened anew: nothing to compare with
         elif w.run is not None and len(w.run.events) > 1:
             label = RunOptions.from_dict((w.run.start or {}).get("options", {})).label()
             self.earlier_runs.append((label, w.run))
@@ -212,13 +191,13 @@ class RunController(QObject):
         if run is None:
             return
         ended = run.end is not None or self._events_over
-        if not self.turn.room_for(self._refresh_live, GROW_SLICE_MIN_S):
-            self._later(self._retry_refresh)  # this pass of the event loop is full: a later one
+        if not self.slices.turn.room_for(self._refresh_live, GROW_SLICE_MIN_S):
+            self.slices.later(self._retry_refresh)  # this pass of the event loop is full: a later one
             return
         # while the runner streams, small rounds keep the window responsive; once it has ended,
         # nothing competes and the backlog is worked off in larger ones
         with bulk_load() if self.reading else nullcontext():  # (see bulk_load: what a trace makes lives on)
-            more = self.grow(budget=200 if ended else 40, chart=False, seconds=self.turn.left())
+            more = self.grow(budget=200 if ended else 40, chart=False, seconds=self.slices.turn.left())
         w.progress.update_run(run, w.options.steps)
         # the chart of a trace being read is drawn less often: its picture of a million events costs
         self._chart_turn = (self._chart_turn + 1) % (20 if self.reading and not ended else 5)
@@ -236,7 +215,7 @@ class RunController(QObject):
                     w.set_cursor(w.cursor)  # the run grew under the cursor: the views count it
             # while a trace is read, the chart waits its turn even when the canvas has caught up
             if self._chart_turn == 0 or (not more and (ended or not self.reading)):
-                self._later(chart_slice, CHART_SLICE_S)
+                self.slices.later(chart_slice, CHART_SLICE_S)
 
         def chart_slice() -> None:
             if w.run is run:
@@ -244,35 +223,17 @@ class RunController(QObject):
                 w.memory.show_run(run, self._device(), rough=self.reading and not self._events_over)
                 w.memory.set_cursor(w.cursor)
 
-        self._later(cursor_slice, CURSOR_SLICE_S)
+        self.slices.later(cursor_slice, CURSOR_SLICE_S)
         if more:
             if not self.live_refresh.isActive():
                 self.live_refresh.start()
         elif ended and not self._finished:
             self._finished = True
-            self._later(partial(self._finish_slice, run), FINISH_SLICE_S)
+            self.slices.later(partial(self._finish_slice, run), FINISH_SLICE_S)
 
     def _retry_refresh(self) -> None:
         if not self.live_refresh.isActive():  # (else the timer's round comes soon enough)
             self._refresh_live()
-
-    def _later(self, work, seconds: float = 0.0) -> None:
-        """Run ``work`` in a later pass of the event loop, after input and repaints (it counts in
-        ``slices_pending`` until then): a timer a few ms out, not a zero-delay call, which Qt runs
-        before anything else that is waiting; and in a pass with about ``seconds`` of its time left
-        (see :class:`EventLoopTurn`).
-
-        (Partials, not closures that schedule themselves: such a closure is a reference cycle,
-        and one the collector froze while it waited would keep its run alive for good.)"""
-        self.slices_pending += 1
-        QTimer.singleShot(4, self, partial(self._when_there_is_room, work, seconds))  # (dropped with the window)
-
-    def _when_there_is_room(self, work, seconds: float) -> None:
-        if self.turn.room_for(work, seconds):
-            self.slices_pending -= 1
-            work()
-        else:
-            QTimer.singleShot(4, self, partial(self._when_there_is_room, work, seconds))  # (dropped with the window)
 
     def _finish_slice(self, run: Run) -> None:
         if self.window.run is run:  # (not a run opened since)
@@ -291,7 +252,7 @@ class RunController(QObject):
         # moment (before the summary: a failure's report, said after, is the last word)
         w.pending_step.check(ended=True)
         if w.run.end is not None:
-            self.summarise()
+            self.summary.summarise()
         if self.placement.active:
             self.placement.place(final=True)
         else:
@@ -311,159 +272,8 @@ class RunController(QObject):
         if chart:
             w.memory.show_run(run, self._device())
         if budget is None and run.end is not None:
-            self.summarise()
+            self.summary.summarise()
         return more
-
-    def summarise(self) -> None:
-        """A finished run in words: diagnostics, the status line, what a re-run changed, a failure.
-        A big run is diagnosed in slices of the event loop's turns (see :func:`diagnosing`), so the
-        window keeps answering. (Not on a thread: a thread running Python holds the interpreter
-        lock the GUI thread needs back after every call into Qt; the window's repaints took 40 ms
-        and more while it ran.)"""
-        w = self.window
-        run = w.run
-        if len(run.events) <= DIAGNOSE_IN_SLICES_ABOVE:
-            for work in self._summary_works(run, diagnose(run)):
-                work()
-            return
-        w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
-        self._later(partial(self._diagnose_slice, run, diagnosing(run), []), DIAGNOSE_SLICE_S)
-
-    def _diagnose_slice(self, run: Run, checks, findings: list) -> None:
-        """A turn's worth of diagnosing ``run`` (``checks``: :func:`diagnosing`'s, going on)."""
-        if self.window.run is not run:
-            return
-        for finding in checks:
-            if finding is not None:
-                findings.append(finding)
-            elif self.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
-                self._later(partial(self._diagnose_slice, run, checks, findings), DIAGNOSE_SLICE_S)
-                return
-        findings.sort(key=lambda f: f.index)
-        self._in_turns(run, self._summary_works(run, findings))  # a turn each
-
-    def _summary_works(self, run: Run, findings: list) -> list:
-        """What summarising ``run`` does once its findings are known: what a re-run changed, what
-        checkpointing would cut, the findings and the status line."""
-        return [self._compare_with_earlier, partial(self._what_if, run),
-                partial(self._summarise, run, findings, forced_detaches(run))]
-
-    def _in_turns(self, run: Run, works: list) -> None:
-        """Each of ``works`` in a later turn of its own, in order, while ``run`` is the one shown."""
-        self._later(partial(self._in_turn, run, works), DIAGNOSE_SLICE_S)
-
-    def _in_turn(self, run: Run, works: list) -> None:
-        if self.window.run is run:
-            works[0]()
-            if len(works) > 1:
-                self._in_turns(run, works[1:])
-
-    def _summarise(self, run: Run, findings: list, forced: list) -> None:
-        """The run's findings and its status line (see :meth:`_summary_works`)."""
-        w = self.window
-        w.diagnostics.show_findings(findings)
-        w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
-                                 f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
-        cut = next((f for f in findings if f.code == "graph-cut"), None) if not run.failed else None
-        ended = f"run {run.status}" + (f", but the graph is cut at line {cut.line}" if cut is not None else "")
-        if findings and cut is None:
-            ended += f" · {len(findings)} finding{'s' if len(findings) != 1 else ''} in Diagnostics"
-        w.status_label.setText(f"{ended}: {len(run.events)} events, {len(run.ops)} ops, "
-                               f"{len(run.op_nodes)} autograd nodes, {len(run.backwards)} backward calls")
-        if run.status == "stopped":  # the user pressed Stop: not an error
-            w.statusBar().showMessage("stopped: everything recorded until then is kept", 20000)
-        elif run.failed:
-            self._report_failure(run)
-        else:
-            self._report_ineffective_options(run, cut, forced)
-
-    def _report_ineffective_options(self, run: Run, cut=None, forced: list = ()) -> None:
-        """Options that changed nothing, or that left nothing to differentiate, say so; a graph cut
-        off from every parameter (``cut``, the finding) brings the Diagnostics tab forward."""
-        w = self.window
-        notes = []
-        options = RunOptions.from_dict((run.start or {}).get("options") or {})
-        for spec in options.detach_at:
-            if not forced:
-                notes.append(f"detach at {spec!r} matched nothing in this run")
-        if cut is not None:
-            notes.append(f"{cut.title} (Diagnostics tab)")
-            w.bottom_tabs.setCurrentWidget(w.diagnostics)
-        elif run.mode == "step" and not run.backwards:
-            notes.append("no backward ran: step() returned a tensor without grad_fn "
-                         f"(grad mode {options.grad_mode}{', detach at ' + ', '.join(options.detach_at) if options.detach_at else ''})")
-        if notes:
-            text = "; ".join(notes)
-            # a cut graph is the news: first, before what the re-run changed
-            parts = [text, self.comparison] if cut is not None else [self.comparison, text]
-            self.comparison = "; ".join(part for part in parts if part)
-            w.statusBar().showMessage(self.comparison, 30000)
-
-    def _report_failure(self, run: Run) -> None:
-        """A failed run says so where a user looks: the console comes to the front, the status bar
-        names the error and its line, and an empty canvas explains itself."""
-        w = self.window
-        error = run.errors[0][1] if run.errors else {}
-        what = f"{error.get('type', '')}: {error.get('message', '')}".strip(": ") or (run.end or {}).get("message") \
-            or run.status
-        line = error.get("line")
-        where = f" at line {line}" if line else ""
-        ended = {"error": "failed", "exit": f"exited with code {(run.end or {}).get('exit_code')}",
-                 "timeout": "was stopped at its time limit"}.get(run.status, run.status)
-        w.statusBar().showMessage(f"the script {ended}{where}: "
-                                  f"{what.splitlines()[0] if what else ''} (traceback in the Console)", 60000)
-        w.bottom_tabs.setCurrentWidget(w.console)
-        if not w.scene.placed_ids():
-            w.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
-                               "The Console tab below has the traceback; fix the script and open it again.")
-
-    def _compare_with_earlier(self) -> None:
-        """After a re-run with other options: what the toggle removed from (or added to) the graph."""
-        w = self.window
-        if not self.earlier_runs:
-            self.comparison = ""
-            return
-        from graphview.core.diff import describe, diff
-
-        label, earlier = self.earlier_runs[-1]
-        result = diff(earlier, None, w.run, None)
-        removed = sorted(result.removed.items(), key=lambda kv: -kv[1])
-        added = sorted(result.added.items(), key=lambda kv: -kv[1])
-        parts = [f"compared with the earlier run ({label} options), last graph: {sum(result.removed.values())} nodes gone"]
-        if removed:
-            parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
-        parts.append(f"{sum(result.added.values())} new")
-        if added:
-            parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
-        # the whole run too: a toggle may change one step only (detach at a node of step 1)
-        before, now = nodes_per_step(earlier), nodes_per_step(w.run)
-        if before != now:
-            parts.append(f"autograd nodes per step {', '.join(map(str, before))} → {', '.join(map(str, now))}")
-        peak_before = max(earlier.peak_saved_bytes().values(), default=0)
-        peak_now = max(w.run.peak_saved_bytes().values(), default=0)
-        if peak_before != peak_now:
-            parts.append(f"peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}")
-        self.comparison = "; ".join(parts)
-        w.statusBar().showMessage(self.comparison, 30000)
-
-    def _what_if(self, run: Run) -> None:
-        """What the re-run's options did to the memory (the summary beside the chart, each module
-        box's bytes in both runs), what a checkpoint would cut (Diagnostics) and, for a checkpoint
-        tried, the peak measured."""
-        w = self.window
-        comparisons: list = []
-        if self.earlier_runs and not run.failed:
-            label, earlier = self.earlier_runs[-1]
-            comparisons = compare_runs(earlier, run)
-            options = RunOptions.from_dict((run.start or {}).get("options") or {})
-            before = RunOptions.from_dict((earlier.start or {}).get("options") or {})
-            tried = [p for p in options.checkpoint if p not in before.checkpoint]
-            if tried:
-                self.measured[", ".join(tried)] = measured_text(", ".join(tried), earlier, run)
-            w.whatif.show_comparison(comparisons, f"earlier run: {label}", f"this run: {options.label()}")
-            if comparisons:
-                w.scene.boxes.set_compared(module_bytes_in_both(earlier, run, comparisons[0].step))
-        w.diagnostics.set_suggestions(checkpoint_suggestions(run), list(self.measured.values()))
 
     def _device(self) -> str:
         w = self.window

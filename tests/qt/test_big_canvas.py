@@ -253,7 +253,7 @@ def test_a_big_box_is_measured_from_the_arrays_as_from_its_nodes(big, monkeypatc
     """A big finished run with nothing shut measures its open module boxes (how many nodes are
     shown, where) from the scene's arrays of births, deaths and places: the boxes come out as
     measured from their nodes one by one."""
-    from graphview.qt.canvas import module_boxes
+    from graphview.qt.canvas import box_items
 
     scene = big.scene
     lifetimes = scene._lifetimes
@@ -279,8 +279,8 @@ def test_a_big_box_is_measured_from_the_arrays_as_from_its_nodes(big, monkeypatc
         return {key: (QRectF(group.rect), group.members) for key, group in scene.groups.items() if group.isVisible()}
 
     one_by_one = boxes_drawn()  # boxes of 7 nodes: measured node by node
-    monkeypatch.setattr(module_boxes, "MEASURED_IN_ARRAYS_ABOVE", 0)
-    scene.boxes._rows_of.clear()
+    monkeypatch.setattr(box_items, "MEASURED_IN_ARRAYS_ABOVE", 0)
+    scene.boxes.items._rows_of.clear()
     assert one_by_one and boxes_drawn() == one_by_one
 
 

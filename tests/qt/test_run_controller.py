@@ -81,23 +81,6 @@ def test_a_new_live_run_does_not_show_the_last_runs_pitfalls(window, record):
     assert window.diagnostics.findings == [] and window.diagnostics.topLevelItemCount() == 0
 
 
-def test_a_big_run_is_diagnosed_in_slices_and_says_what_the_whole_diagnosis_says(window, record, qtbot, monkeypatch):
-    """A run of more than DIAGNOSE_IN_SLICES_ABOVE events is diagnosed a few checks per turn of the
-    event loop: the window says "looking for findings" meanwhile, then shows what diagnose finds."""
-    from graphview.core.diagnostics import diagnose
-    from graphview.qt import run_controller
-    from tests.conftest import SAMPLES
-
-    monkeypatch.setattr(run_controller, "DIAGNOSE_IN_SLICES_ABOVE", 10)
-    run = record(SAMPLES / "pitfalls" / "detach_is_not_copy.py")
-    window.begin_run(run.start["script"], RunOptions(), run)
-    assert "looking for findings" in window.status_label.text() and not window.runs.settled
-    qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
-    assert [f.to_dict() for f in window.diagnostics.findings] == [f.to_dict() for f in diagnose(run)]
-    assert "detach-is-not-copy" in [f.code for f in window.diagnostics.findings]
-    assert window.status_label.text().startswith("run ok · 1 finding in Diagnostics:")
-
-
 def test_a_replaced_run_is_freed_though_the_collector_froze_it_while_shown(window, record, qtbot):
     """What a trace makes is frozen out of the collector's passes (bulk_load): a run, its drawing
     and the window's pending slices hold no reference cycles, so the run shown before is freed
@@ -110,7 +93,7 @@ def test_a_replaced_run_is_freed_though_the_collector_froze_it_while_shown(windo
     first = record(model("mlp_optimizer"), steps=2)
     shown = Run(list(first.events))
     window.begin_run(None, RunOptions(steps=2), shown)
-    window.runs._later(lambda: None)  # a slice waiting while the collector freezes what lives
+    window.runs.slices.later(lambda: None)  # a slice waiting while the collector freezes what lives
     with bulk_load():
         pass
     gone = weakref.ref(shown)

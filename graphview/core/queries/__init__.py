@@ -5,12 +5,13 @@ each module here asks those tables one kind of question, as a part of the run (`
 is :class:`~graphview.core.queries.gradients.GradientLedger`'s):
 
 * :mod:`~graphview.core.queries.outcome`: how the run went (mode, status, why it failed);
-* :mod:`~graphview.core.queries.names`: what tensors are called, and where NaN or Inf was sent;
+* :mod:`~graphview.core.queries.names`: what tensors and modules are called, and where NaN or Inf was sent;
+* :mod:`~graphview.core.queries.values`: a tensor's value summary and version at an event;
 * :mod:`~graphview.core.queries.gradients`: the gradient ledger, every change of every ``.grad``;
 * :mod:`~graphview.core.queries.reachability`: which nodes a backward can run, and why not;
 * :mod:`~graphview.core.queries.memory`: saved bytes over the run, peaks, checkpoint estimates;
 * :mod:`~graphview.core.queries.info`: the summary ``graphview info`` prints, built from the others.
 
-They read the run's tables and never change them. Types the run defines (``GradEntry``,
-``BackwardCall``) are named for type checkers only.
+They read the run's tables and never change them. Types the run defines (``TensorNode``) are
+named for type checkers only.
 """

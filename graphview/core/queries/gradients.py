@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from graphview.core.run import GradEntry
+from graphview.core.backward_intake import GradEntry, accumulation_of
 
 
 class GradientLedger:
@@ -25,3 +23,8 @@ class GradientLedger:
     def grad_values(self, tid: int) -> list:
         """Every value ``.grad`` of ``tid`` took, in order (``None`` after a reset to None)."""
         return [entry.value for entry in self.grads.get(tid, ())]
+
+    def accumulation(self, ev: dict) -> tuple[dict | None, dict | None]:
+        """(increment, new ``.grad``) of an ``accumulate`` event. A missing ``increment`` is the
+        gradient the node's ``bw_node`` showed arriving; a missing ``grad`` is the increment."""
+        return accumulation_of(self.backwards, ev)

@@ -1,11 +1,11 @@
-"""What a run's tensors are called, and which autograd nodes sent NaN or Inf."""
+"""What a run's tensors and modules are called, and which autograd nodes sent NaN or Inf."""
 
 from __future__ import annotations
 
 
 class NameQueries:
     """Names from the run's tensors (``tensors``), the ops that made them (``op_nodes``,
-    ``producers``) and its backward calls (``backwards``)."""
+    ``producers``), its backward calls (``backwards``) and its modules (``module_types``)."""
 
     def tensor_name(self, tid: int | None) -> str | None:
         info = self.tensors.get(tid) if tid is not None else None
@@ -46,3 +46,10 @@ class NameQueries:
                 return None
             return "first" if sent == min(call.non_finite.values()) else "passed"
         return None
+
+    def module_label(self, path: str | None) -> str | None:
+        """``encoder.layers.0.linear1 · Linear``: a module's path and, where recorded, its type."""
+        if not path:
+            return path
+        kind = self.module_types.get(path)
+        return f"{path} · {kind}" if kind else path

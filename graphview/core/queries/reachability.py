@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from graphview.core.run import BackwardCall
+    from graphview.core.backward_intake import BackwardCall
 
 
 class Reachability:
