@@ -120,6 +120,23 @@ def keep_for_the_session(window) -> None:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(window))
 
 
+def app_for_mutated_traces(tmp_path_factory):
+    """A generator for a module's fixture: the app with its window shown (settings in a temporary
+    folder); afterwards stopped, closed and kept for the session (see :func:`keep_for_the_session`)."""
+    from PySide6.QtCore import QSettings
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path_factory.mktemp("settings")))
+    from graphview.app.gui import App
+
+    application = App()
+    application.window.show()
+    yield application
+    application.stop()
+    application.timer.stop()
+    application.window.close()
+    keep_for_the_session(application.window)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def windows_deleted_after_each_module():
     """Every main window a test module opened is deleted at its end, as a user's closed window is

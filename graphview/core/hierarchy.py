@@ -17,6 +17,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing, unnamed_title
+from graphview.core.drawing.placement import setup_end
 from graphview.core.held import Held, held_by_nodes
 from graphview.core.whatif import RECOMPUTE_MODULE
 
@@ -102,15 +103,6 @@ def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     stacks each call in rows of its own). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the deepest that ran stands for it."""
     return module_boxes_of(drawing.nodes.values(), drawing.run.module_types, setup_end(drawing.run))
-
-
-def setup_end(run) -> int | None:
-    """The event a step script's first step starts at, or a plain script's first call of a
-    module: what came before built the model (None: neither happened yet)."""
-    if run.steps:
-        return run.steps[0]["start"]
-    entered = run.module_entered  # (in the order of the calls: the first call is its first value)
-    return next(iter(entered.values())) if entered else None
 
 
 def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = None) -> list[ModuleBox]:

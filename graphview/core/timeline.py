@@ -60,6 +60,18 @@ def last(run: Run) -> int:
     return max(0, len(run.events) - 1)
 
 
+def stops_between(run: Run, first: int, last: int, limit: int) -> list[int]:
+    """``first``, every moment Step forward stops at after it before ``last``, and ``last``;
+    evenly sampled (first and last kept) when there are more than ``limit`` (at least 2)."""
+    chosen = [first] + [i for i in range(first + 1, last) if run.events[i].get("ev") in STOP_EVENTS]
+    if last != first:
+        chosen.append(last)
+    if len(chosen) > limit:
+        step = (len(chosen) - 1) / (limit - 1)
+        chosen = [chosen[round(k * step)] for k in range(limit)]
+    return chosen
+
+
 def step_forward(run: Run, cursor: int) -> int:
     found = _find(run, cursor, STOP_EVENTS)
     return found if found is not None else last(run)

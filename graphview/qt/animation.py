@@ -63,8 +63,7 @@ def moment(run: Run, spec: str | int | None, closing: bool) -> int | None:
     if text.lstrip("-").isdigit():
         return int(text)
     kind, _, number = text.partition(":")
-    spans = {"backward": [(call.start, call.end) for call in sorted(run.backwards.values(), key=lambda c: c.start)],
-             "step": [(step["start"], step["end"]) for step in run.steps]}
+    spans = {"backward": _spans(run, "backward"), "step": _spans(run, "step")}
     if kind not in spans or not number.isdigit():
         raise ExportError(f"{spec!r} names no moment: give an event index, backward:N or step:N")
     known = spans[kind]
@@ -73,9 +72,18 @@ def moment(run: Run, spec: str | int | None, closing: bool) -> int | None:
         raise ExportError(f"{spec!r}: the run has {len(known)} {kind} {'call' if kind == 'backward' else 'step'}"
                           f"{'s' if len(known) != 1 else ''}")
     start, end = known[n - 1]
-    if not closing:
-        return start
-    return end if end is not None else len(run.events) - 1
+    return end if closing else start
+
+
+def _spans(run: Run, kind: str) -> list[tuple[int, int]]:
+    """(first, last event) of each backward call (``kind`` "backward") or step, in order; one not
+    ended yet ends at the run's last event."""
+    last = len(run.events) - 1
+    if kind == "backward":
+        known = [(call.start, call.end) for call in sorted(run.backwards.values(), key=lambda c: c.start)]
+    else:
+        known = [(step["start"], step["end"]) for step in run.steps]
+    return [(start, last if end is None else end) for start, end in known]
 
 
 @dataclass(frozen=True)
@@ -106,13 +114,7 @@ def moments(run: Run, start: int | None = None, end: int | None = None,
         raise ExportError(f"--to {end} comes before --from {first}")
     if not 2 <= max_frames <= MAX_FRAMES:
         raise ExportError(f"the number of frames must be between 2 and {MAX_FRAMES}, not {max_frames}")
-    chosen = [first] + [i for i in range(first + 1, end) if run.events[i].get("ev") in timeline.STOP_EVENTS]
-    if end != first:
-        chosen.append(end)
-    if len(chosen) > max_frames:
-        step = (len(chosen) - 1) / (max_frames - 1)
-        chosen = [chosen[round(k * step)] for k in range(max_frames)]
-    return chosen
+    return timeline.stops_between(run, first, end, max_frames)
 
 
 class FramePainter:
@@ -307,15 +309,9 @@ _ENCODERS = {".gif": _gif, ".apng": _apng, ".mp4": _video("libx264", ".mp4"), ".
 def span_at(run: Run, cursor: int) -> tuple[int, int]:
     """What File > Export > Animation draws from the cursor: the backward call it is in, else its
     step, else from the cursor to the end of the next backward call (or of the run)."""
-    last = len(run.events) - 1
-    calls = sorted(run.backwards.values(), key=lambda call: call.start)
-    for call in calls:
-        end = call.end if call.end is not None else last
-        if call.start <= cursor <= end:
-            return call.start, end
-    for step in run.steps:
-        end = step["end"] if step["end"] is not None else last
-        if step["start"] <= cursor <= end:
-            return step["start"], end
-    after = next((call for call in calls if call.start >= cursor), None)
-    return cursor, (after.end if after is not None and after.end is not None else last)
+    calls = _spans(run, "backward")
+    for start, end in calls + _spans(run, "step"):
+        if start <= cursor <= end:
+            return start, end
+    after = next((end for start, end in calls if start >= cursor), len(run.events) - 1)
+    return cursor, after

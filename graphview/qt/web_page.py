@@ -58,7 +58,7 @@ def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
         nodes.append(entry)
     edges = [[number[e.source], number[e.target], e.kind, e.born, e.label] for e in drawing.edges
              if e.source in number and e.target in number]
-    moments = _moments(run, max_moments)
+    moments = timeline.stops_between(run, 0, len(run.events) - 1, max_moments)
     return {
         "script": script_name(run) or "graphview run",
         "events": len(run.events),
@@ -67,15 +67,6 @@ def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
         "moments": [_moment(run, index, number) for index in moments],
         "memory": _memory(run),
     }
-
-
-def _moments(run: Run, limit: int) -> list[int]:
-    last = len(run.events) - 1
-    chosen = [0] + [i for i in range(1, last) if run.events[i].get("ev") in timeline.STOP_EVENTS] + ([last] if last else [])
-    if len(chosen) > limit:
-        step = (len(chosen) - 1) / (limit - 1)
-        chosen = [chosen[round(k * step)] for k in range(limit)]
-    return chosen
 
 
 def _moment(run: Run, index: int, number: dict[str, int]) -> dict:
@@ -87,9 +78,7 @@ def _moment(run: Run, index: int, number: dict[str, int]) -> dict:
     if kind in ("bw_node", "bw_node_done", "accumulate") and ev.get("vid") is not None:
         focus = f"op{ev['vid']}"
     elif kind == "op":
-        outputs = ev.get("outputs") or ()
-        focus = f"op{ev['grad_fn']}" if ev.get("grad_fn") is not None else (
-            run._current_tensor_node.get(outputs[0][0]) if outputs else None)
+        focus = run.node_made_by(ev)
     held = held_at(run, index)
     return {"at": index, "kind": kind, "text": timeline.describe(run, index),
             "held": held.text() if held.total else "", "focus": number.get(focus, -1),

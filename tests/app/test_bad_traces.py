@@ -24,7 +24,7 @@ from graphview.core.events import SCHEMA
 from graphview.core.export import graph_data, to_dot, to_graphml
 from graphview.core.run import Run
 from graphview.core.trace import TraceError, make_header, parse_trace, read_trace
-from tests.conftest import keep_for_the_session, lesson, model
+from tests.conftest import app_for_mutated_traces, lesson, model
 
 JSON_LEAVES = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
@@ -167,18 +167,7 @@ def test_the_window_opens_or_refuses_a_mutated_trace(live_app, tmp_path, data):
 
 @pytest.fixture(scope="module")
 def live_app(qapp, tmp_path_factory):
-    from PySide6.QtCore import QSettings
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path_factory.mktemp("settings")))
-    from graphview.app.gui import App
-
-    application = App()
-    application.window.show()
-    yield application
-    application.stop()
-    application.timer.stop()
-    application.window.close()
-    keep_for_the_session(application.window)  # (it showed mutated traces: never destroyed)
+    yield from app_for_mutated_traces(tmp_path_factory)  # (kept, never destroyed, afterwards)
 
 
 def test_a_refused_trace_leaves_a_running_script_running(live_app, tmp_path, qtbot):

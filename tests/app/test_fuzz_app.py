@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from graphview.app import cli
 from graphview.core.trace import parse_trace, read_trace
-from tests.conftest import keep_for_the_session
+from tests.conftest import app_for_mutated_traces
 from tests.fuzz_traces import mutated_trace, record_samples
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=True,
@@ -59,18 +59,7 @@ def fuzz_app(qapp, tmp_path_factory):
     """One window for every example (opening a trace replaces the run it shows), closed at the end
     of the module and kept (see tests.conftest.keep_for_the_session: destroyed after mutated traces,
     its chart's plot can crash the process)."""
-    from PySide6.QtCore import QSettings
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path_factory.mktemp("settings")))
-    from graphview.app.gui import App
-
-    application = App()
-    application.window.show()
-    yield application
-    application.stop()
-    application.timer.stop()
-    application.window.close()
-    keep_for_the_session(application.window)
+    yield from app_for_mutated_traces(tmp_path_factory)
     qapp.processEvents()
 
 

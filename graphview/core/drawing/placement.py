@@ -46,6 +46,15 @@ _NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
 _WAIT_EVENTS = 200
 
 
+def setup_end(run: Run) -> int | None:
+    """The event a step script's first step starts at, or a plain script's first call of a
+    module: what came before built the model (None: neither happened yet)."""
+    if run.steps:
+        return run.steps[0]["start"]
+    entered = run.module_entered  # (in the order of the calls: the first call is its first value)
+    return next(iter(entered.values())) if entered else None
+
+
 def buffer_module(run: Run, tid: int) -> str | None:
     """The module whose buffer tensor ``tid`` is (``layer1.0.bn1.running_mean`` -> ``layer1.0.bn1``)."""
     info = run.tensors.get(tid) or {}
@@ -155,11 +164,8 @@ class Placement:
     def _before_first_step(self, index: int) -> bool:
         """Whether event ``index`` comes before a step script's first step, or a plain script's
         first call of a module: its model being built."""
-        steps = self.run.steps
-        if steps:
-            return index < steps[0]["start"]
-        entered = self.run.module_entered  # (in the order of the calls: the first call is its first value)
-        return bool(entered) and index < next(iter(entered.values()))
+        end = setup_end(self.run)
+        return end is not None and index < end
 
     def _deferrable(self, node: DrawNode) -> bool:
         return node.kind in ("param", "input_grad", "input", "accumulate")

@@ -23,6 +23,14 @@ class NameQueries:
         made = self.producers.get(tid)  # an op without grad (under no_grad, or of no-grad inputs)
         return f"output of {made['op']}" if made is not None and made.get("op") else "tensor"
 
+    def node_made_by(self, ev: dict) -> str | None:
+        """The drawn node an ``op`` event made: its autograd node (``op<vid>``), or for an op without
+        grad the node of its first output as it stands now."""
+        if ev.get("grad_fn") is not None:
+            return f"op{ev['grad_fn']}"
+        outputs = ev.get("outputs") or ()
+        return self._current_tensor_node.get(outputs[0][0]) if outputs else None
+
     def tensor_by_name(self, name: str) -> int | None:
         for tid, info in self.tensors.items():
             if info.get("name") == name:

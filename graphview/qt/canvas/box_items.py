@@ -104,10 +104,7 @@ class BoxItems:
         self._running = f"op{ev.get('vid')}" if ev.get("ev") in ("bw_node", "bw_node_done", "accumulate") else None
         self._now = None
         if ev.get("ev") == "op":
-            outputs = ev.get("outputs") or ()
-            made = f"op{ev['grad_fn']}" if ev.get("grad_fn") is not None else (
-                run._current_tensor_node.get(outputs[0][0]) if outputs and run is not None else None)
-            self._now = (made, ev.get("op"))
+            self._now = (run.node_made_by(ev), ev.get("op"))
 
     def _away(self, box: ModuleBox, index: int, region) -> bool:
         """None of ``box``'s nodes exists at ``index``, or it is far from ``region`` (top, bottom)."""
