@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -251,6 +252,46 @@ def test_cprofile_runs_alongside_and_its_results_stay_right(tmp_path):
     calls = {func[2]: counts[1] for func, counts in pstats.Stats(str(stats)).stats.items()
              if func[0] == str(script)}
     assert calls["train_step"] == 4  # each call, the ones after the recording's window too
+
+
+_SAMPLED = _PROFILED.replace("import torch\n", "import time\n\nimport torch\n").replace(
+    "def train_step", """def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def train_step""").replace("        train_step(model, optimizer, x)\n", "        train_step(model, optimizer, x)\n        spin(0.2)\n")
+
+
+def test_py_spy_samples_the_program_as_it_runs_while_it_records_itself(tmp_path):
+    """py-spy sampling a script that records itself: the recording is whole, and every sample
+    taken in the script's own loop is the script's stack as written (``<module>`` -> ``spin``),
+    with nothing of graphview's between; about as many as the loop's 0.8 s at 200 Hz give."""
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        pytest.skip("py-spy is not installed (pip install -e '.[test]')")
+    script = tmp_path / "train.py"
+    script.write_text(_SAMPLED)
+    samples, trace = tmp_path / "samples.txt", tmp_path / "run.gvtrace"
+    done = subprocess.run([str(spy), "record", "--format", "raw", "--rate", "200", "-o", str(samples), "--",
+                           sys.executable, str(script), str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    if done.returncode != 0 and "ermission" in done.stderr + done.stdout:
+        pytest.skip(f"py-spy may not trace processes here: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    run = Run(read_trace(trace).events)
+    assert [s["step"] for s in run.steps] == [2, 3] and len(run.optimizer_steps) == 2 and run.status == "ok"
+    lines = _SAMPLED.splitlines()
+    spin_call = next(i for i, line in enumerate(lines, 1) if line.strip() == "spin(0.2)")
+    in_spin = {}
+    for row in samples.read_text().splitlines():
+        stack, _, count = row.rpartition(" ")
+        frames = stack.split(";")
+        if any(frame.startswith("spin (") for frame in frames):
+            in_spin[tuple(frames)] = in_spin.get(tuple(frames), 0) + int(count)
+    assert in_spin and all(frames[0] == f"<module> ({script.name}:{spin_call})" and len(frames) == 2
+                           and frames[1].startswith(f"spin ({script.name}:") for frames in in_spin), in_spin
+    assert sum(in_spin.values()) >= 0.25 * 0.8 * 200
 
 
 def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphview(tmp_path):
