@@ -11,17 +11,15 @@ A new timeline panel is a module in ``qt/panels/`` and one entry in :meth:`MainW
 
 from __future__ import annotations
 
-import os
-
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox,
-                               QScrollArea, QStackedWidget, QTabWidget, QToolBar, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QLabel, QLineEdit, QMainWindow, QMessageBox, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from graphview.core import timeline
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
-from graphview.qt.actions import build_actions, update_enabled
+from graphview.qt.actions import update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.share_exports import ShareExports
@@ -31,29 +29,21 @@ from graphview.qt.panels import CodeView, Console, DiagnosticsPanel, GradLedger,
 from graphview.qt.panels.memory_tab import MemoryTab
 from graphview.qt.panels.whatif_summary import WhatIfSummary
 from graphview.qt.pending_step import PendingStep
-from graphview.qt.plain import button_text, message_box, plain_label
+from graphview.qt.node_search import NodeSearch
+from graphview.qt.plain import message_box, plain_label
 from graphview.qt.player import Player
 from graphview.qt.rank_switcher import RankSwitcher
+from graphview.qt.recent_files import recent_paths
 from graphview.qt.run_controller import RunController
 from graphview.qt.run_progress import RunProgress
 from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
-from graphview.qt.theme_menu import ThemeMenu
 from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
+from graphview.qt.window_docks import WindowDocks, scrolled
 from graphview.qt.window_layout import DockArrangement, fit_to_screen
-
-
-def scrolled(panel: QWidget) -> QScrollArea:
-    """``panel`` in a scroll area: a tall form (the run options) scrolls in a short window instead
-    of holding the window taller than the screen (800x550 grew to 800x686)."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    area.setWidget(panel)
-    return area
+from graphview.qt.window_menus import build_menus
 
 
 class MainWindow(QMainWindow):
@@ -83,6 +73,7 @@ class MainWindow(QMainWindow):
         self.pending_step = PendingStep(self.session, self.statusBar, self.keep_in_view,
                                         lambda: self.runs.placement.cancel(), self)
         self.player = Player(self.session, self.scene, self.keep_in_view, self)
+        self.node_search = NodeSearch(self.session, self.scene, self.view, self.statusBar)
 
         self.code = CodeView()
         self.inspector = Inspector()
@@ -133,92 +124,44 @@ class MainWindow(QMainWindow):
         center_layout.addWidget(self.view, 1)
         self.legend = Legend()  # folds what does not fit its share of the column behind "+N more"
         center_layout.addWidget(self.legend)
-        self.start_page = StartPage(samples, self.recent_files())
+        self.start_page = StartPage(samples, recent_paths(self.settings))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.start_page)
         self.stack.addWidget(self.workspace)
         self.setCentralWidget(self.stack)
 
     def _build_docks(self) -> None:
-        """The panels as docks, shown with the first run and arranged for the window's size
-        (:mod:`graphview.qt.window_layout`): the code pane, the inspector, the run options and the
-        timeline views in tabs."""
-        self.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
-        self.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
-        self.bottom_tabs = QTabWidget()
-        # a narrow column (1366x768) shows every tab, its title elided, rather than scroll arrows
-        # hiding the last ones ("Grad ledger" was cut off)
-        self.bottom_tabs.setElideMode(Qt.ElideRight)
-        self.bottom_tabs.setUsesScrollButtons(False)
+        """The panels as docks (:class:`~graphview.qt.window_docks.WindowDocks`), shown with the
+        first run and arranged for the window's size (:mod:`graphview.qt.window_layout`): the code
+        pane, the inspector, the run options and the timeline views in tabs."""
+        self.docks = WindowDocks(self, self.session)
+        self.bottom_tabs = self.docks.tabs
         self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
         self.bottom_tabs.addTab(self.memory_tab, "Memory")
-        self.memory_tab.sigShort.connect(self._grow_timeline)
+        self.memory_tab.sigShort.connect(self.docks.grow_timeline)
         self.session.attach(self.memory)
         # the findings second: at 1366x768 the tab bar shows about two and a half titles, and what
         # a pitfall's run found is the first thing to read after the graph
         for panel, title in ((self.diagnostics, "Diagnostics"), (self.console, "Console"),
                              (self.ledger, "Grad ledger")):
             self.add_timeline_tab(panel, title)
-        self.code_dock = self._dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
-        self.inspector_dock = self._dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
-        self.toggles_dock = self._dock("Run options", "toggles", scrolled(self.toggles), Qt.RightDockWidgetArea)
-        self.bottom_dock = self._dock("Timeline views", "bottom", self.bottom_tabs, Qt.BottomDockWidgetArea)
-        self.bottom_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+        self.code_dock = self.docks.dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
+        self.inspector_dock = self.docks.dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
+        self.toggles_dock = self.docks.dock("Run options", "toggles", scrolled(self.toggles), Qt.RightDockWidgetArea)
+        self.bottom_dock = self.docks.timeline_dock("Timeline views", "bottom", Qt.BottomDockWidgetArea)
         self.dock_arrangement = DockArrangement(self, self.code_dock, self.inspector_dock, self.toggles_dock,
                                                 self.bottom_dock)
-
-    def _grow_timeline(self, pixels: int) -> None:
-        """The memory tab is ``pixels`` short of showing its chart and the what-if summary below it:
-        the timeline views take that much from the panels beside them (the code pane, at 1366x768),
-        leaving those at least a third of the column."""
-        dock = self.bottom_dock
-        if dock.isFloating() or not dock.isVisible():
-            return
-        neighbours = [d for d in (self.code_dock, self.inspector_dock, self.toggles_dock)
-                      if d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == self.dockWidgetArea(dock)]
-        if not neighbours:
-            return
-        above = max(neighbours, key=lambda d: d.height())
-        column = dock.height() + above.height()
-        height = min(dock.height() + pixels, column * 2 // 3)
-        if height > dock.height():
-            self.resizeDocks([above, dock], [column - height, height], Qt.Vertical)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
         """A panel in the tabs below the canvas that follows the session (a SessionView): the one
         line of wiring a new timeline panel needs is its entry in :meth:`_build_docks`."""
-        self.bottom_tabs.addTab(panel, title)
-        self.session.attach(panel)
-
-    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        dock.hide()  # the start page needs no empty panels
-        return dock
+        self.docks.add_timeline_tab(panel, title)
 
     def _build_menus_and_toolbars(self) -> None:
-        stepping = QToolBar("Stepping")
-        stepping.setObjectName("stepping")
-        self.addToolBar(Qt.TopToolBarArea, stepping)
-        self.actions, self.menus = build_actions(self, stepping)
-        self.recent_menu = QMenu("Open &recent", self)
-        self.menus["&File"].insertMenu(self.menus["&File/&Export"].menuAction(), self.recent_menu)
-        self._fill_recent()
-        stepping.addSeparator()
-        stepping.addWidget(QLabel(" speed "))
-        stepping.addWidget(self.player.speed)
-        stepping.addSeparator()
-        stepping.addWidget(self.search)
-        self.addToolBarBreak(Qt.TopToolBarArea)
-        self.addToolBar(Qt.TopToolBarArea, self.timeline_bar)
+        bars = build_menus(self, self.settings, self.sigOpenRequested, self.player.speed, self.search,
+                           self.timeline_bar, (self.code_dock, self.inspector_dock, self.toggles_dock, self.bottom_dock))
+        self.actions, self.menus, self.recent, self.themes = bars.actions, bars.menus, bars.recent, bars.themes
         self.actions["follow"].setChecked(self.settings.value(self.FOLLOW_KEY, True, type=bool))
-        view_menu = self.menus["&View"]
-        self.themes = ThemeMenu(view_menu, self.settings)  # applies the remembered theme (System at first)
-        view_menu.addSeparator()  # panels closed with their × come back from here
-        for dock in (self.code_dock, self.inspector_dock, self.toggles_dock, self.bottom_dock):
-            view_menu.addAction(dock.toggleViewAction())
         update_enabled(self, self.actions)
 
     def show_workspace(self) -> None:
@@ -302,21 +245,9 @@ class MainWindow(QMainWindow):
         return self.timeline_bar.position_label
 
     # ------------------------------------------------------------------ files
-    def recent_files(self) -> list[str]:
-        value = self.settings.value("recent", [])
-        if isinstance(value, str):
-            value = [value]
-        return [p for p in (value or []) if os.path.exists(p)][:10]
-
     def remember(self, path: str) -> None:
-        recent = [p for p in self.recent_files() if p != path]
-        self.settings.setValue("recent", [path] + recent[:9])
-        self._fill_recent()
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        for path in self.recent_files():
-            self.recent_menu.addAction(button_text(path), lambda p=path: self.sigOpenRequested.emit(p))
+        """``path`` was opened: first in File > Open recent."""
+        self.recent.remember(path)
 
     def open_dialog(self) -> None:
         path = ask_open(self, self.folders, "Open a script or a trace",
@@ -470,37 +401,11 @@ class MainWindow(QMainWindow):
             self._show_line(node.line)
 
     def _on_line_clicked(self, line: int) -> None:
-        ids = [n for n in self.scene.placed_ids() if self.scene.drawing.nodes[n].line == line
-               and self.scene.shown_at_cursor(n)]
-        self.scene.reveal(ids)  # nodes inside shut module boxes: open them
-        items = [item for item in map(self.scene.item_for, ids) if item is not None]
-        self.scene.clearSelection()
-        for item in items:
-            item.setSelected(True)
-        if items:
-            self.view.centerOn(items[0])
+        self.node_search.select_line(line)
 
     def find(self) -> None:
-        text = self.search.text().strip().lower()
-        if not text:
-            return
-        nodes = self.scene.drawing.nodes if self.scene.drawing is not None else {}
-        aliases = self.run.aliases if self.run is not None else {}  # (a tied weight's other names)
-        hits = [n for n in self.scene.placed_ids() if self.scene.shown_at_cursor(n)
-                and (text in nodes[n].title.lower() or text in nodes[n].subtitle.lower()
-                     or text in (nodes[n].module or "").lower()
-                     or not n.startswith("op") and any(text in a.lower() for a in aliases.get(nodes[n].ref, ())))]
-        self.scene.reveal(hits)  # hits inside shut module boxes: open them
-        matches = [item for item in map(self.scene.item_for, hits) if item is not None]
-        self.scene.clearSelection()
-        for item in matches:
-            item.setSelected(True)
-        if matches:
-            self.view.center_on_node(matches[0].node.id)
-            count = "1 node matches" if len(matches) == 1 else f"{len(matches)} nodes match"
-            self.statusBar().showMessage(f"{count} '{text}'", 5000)
-        else:
-            self.statusBar().showMessage(f"no node matches '{text}'", 5000)
+        """Search (the toolbar's field, Enter): :meth:`NodeSearch.find`."""
+        self.node_search.find(self.search.text())
 
     # ------------------------------------------------------------------ export (File > Export)
     def export_image(self, path: str | None = None) -> None:

@@ -17,8 +17,9 @@ from PySide6.QtCore import QPointF, QRectF
 from graphview.core import timeline
 from graphview.core.landmarks import Landmarks, place
 from graphview.core.run import Run
+from graphview.qt.canvas import GraphView
+from graphview.qt.canvas.canvas_notes import START_HINT
 from graphview.qt.canvas.style import NODE_H, NODE_W
-from graphview.qt.canvas.view import START_HINT, GraphView
 from graphview.qt.session import Session
 
 #: the largest zoom of the opening view: a tiny graph is not blown up (the smallest is the

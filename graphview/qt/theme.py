@@ -6,7 +6,8 @@ and the coloured words of the HTML panels (``<span class='muted'>``: see :func:`
 
 :func:`apply` makes a choice (``"system"``, ``"light"`` or ``"dark"``) the application's: it sets
 the palette, the theme's stylesheet from ``resources/themes/`` and the canvas colours, then emits
-``changes().changed(theme)``; each view listens and takes the new colours. ``"system"`` follows the
+``changes().changed(theme)`` (:mod:`graphview.qt.theme_changes`, which the canvas listens to
+without importing this module); each view listens and takes the new colours. ``"system"`` follows the
 desktop: Qt's colour scheme where the platform reports one (Qt 6.5+), else the lightness of the
 desktop's window colour. Views read :func:`current` whenever they paint.
 """
@@ -16,12 +17,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 from graphview.core.bundled import resource
 from graphview.qt.canvas import style
 from graphview.qt.canvas.style import CanvasColors
+from graphview.qt.theme_changes import changes
 
 CHOICES = ("system", "light", "dark")
 
@@ -101,11 +103,7 @@ DARK = Theme(
 THEMES = {"light": LIGHT, "dark": DARK}
 
 
-class _Changes(QObject):
-    changed = Signal(object)  # the Theme now applied
-
-
-_state: dict = {"theme": LIGHT, "choice": None, "system": None, "applied": None, "notifier": None}
+_state: dict = {"theme": LIGHT, "choice": None, "system": None, "applied": None}
 
 
 def current() -> Theme:
@@ -116,13 +114,6 @@ def current() -> Theme:
 def choice() -> str | None:
     """What :func:`apply` was last asked for (``"system"``, ``"light"``, ``"dark"``), None before."""
     return _state["choice"]
-
-
-def changes() -> _Changes:
-    """The object whose ``changed(theme)`` signal fires after every :func:`apply`."""
-    if _state["notifier"] is None:
-        _state["notifier"] = _Changes()
-    return _state["notifier"]
 
 
 def _app() -> QGuiApplication:

@@ -7,6 +7,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from graphview.core.options import RunOptions
 from graphview.core.whatif import compare_runs, human, module_bytes_in_both
+from graphview.qt.canvas.node_menu import add_checkpoint_actions
 from graphview.qt.formatting import human_bytes
 from tests.conftest import model
 
@@ -35,7 +36,7 @@ def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(wind
     window.sigRunRequested.connect(asked.append)
     group = next(g for g in window.scene.groups.values() if g.path == "encoder.layers.0")
     actions = []
-    window.view._add_checkpoint_actions(_Menu(actions), group.path)
+    add_checkpoint_actions(_Menu(actions), group.path, window.view.sigCheckpointRequested)
     assert [text for text, _ in actions] == ["Checkpoint this module (re-run): encoder.layers.0",
                                             "Checkpoint every encoder.layers.* (re-run)"]
     actions[1][1]()

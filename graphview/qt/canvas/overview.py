@@ -91,6 +91,16 @@ class Overview(QWidget):
             self.redraw()
         self.update()
 
+    def follow_canvas_size(self) -> None:
+        """The canvas was resized: the minimap takes a fifth of its width at most (on a small window
+        it must not hide the graph), placed in a corner clear of the nodes being shown."""
+        width = int(max(90, min(170, self.view.viewport().width() * 0.2)))
+        if width != self.width():
+            self.setFixedSize(width, int(width * 0.7))
+            self.pixmap = None
+            self.schedule()
+        self.sync()
+
     def schedule(self) -> None:
         if self.pixmap is None:
             self.redraw()  # the first picture at once; later ones when changes settle

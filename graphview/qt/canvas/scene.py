@@ -41,6 +41,7 @@ from graphview.qt.canvas.region import GRID, VIRTUAL_ABOVE, ItemRegion
 from graphview.qt.canvas.selection import Selection
 from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
+from graphview.qt.theme_changes import changes
 
 __all__ = ["GraphScene", "GRID", "VIRTUAL_ABOVE"]
 
@@ -78,8 +79,6 @@ class GraphScene(QGraphicsScene):
         self.setBackgroundBrush(colors().q("background"))
         # to a method of the scene, not of its part: Qt drops the connection when the scene goes
         self.selectionChanged.connect(self._on_selection)
-        from graphview.qt.theme import changes  # here: the theme module imports the canvas's colours
-
         changes().changed.connect(self.apply_theme)
 
     def apply_theme(self, theme=None) -> None:

@@ -149,7 +149,7 @@ def test_a_jump_makes_the_items_seen_first_and_the_margin_once_the_view_rests(bi
     scene.boxes.set_all(set())
     rect = scene.sceneRect()
     view.centerOn(QPointF(rect.center().x(), rect.top()))
-    qtbot.waitUntil(lambda: not view._widen.isActive(), timeout=5000)
+    qtbot.waitUntil(lambda: not view.region_follow.widen.isActive(), timeout=5000)
     view.centerOn(QPointF(rect.center().x(), rect.center().y()))  # far from every item
     seen = view.mapToScene(view.viewport().rect()).boundingRect()
     assert scene.region.contains(seen) and scene.region.height() < seen.height() * 2

@@ -11,9 +11,9 @@ from PySide6.QtGui import QColor
 from graphview.core import timeline
 from graphview.core.hierarchy import collapsed_at_level
 from graphview.core.options import RunOptions
+from graphview.qt.canvas.halo import HALO_RADIUS
 from graphview.qt.canvas.readability import smallest_label, width_share
 from graphview.qt.canvas.style import colors
-from graphview.qt.canvas.view import HALO_RADIUS
 from tests.conftest import model
 
 

@@ -7,18 +7,17 @@ import pytest
 
 from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
-from graphview.qt.canvas import GraphScene, GraphView
+from graphview.qt.canvas.canvas_notes import NOTHING_YET, START_HINT, shown_message
 from tests.conftest import SAMPLES, model
 
 
-@pytest.fixture
-def canvas(qtbot):
-    scene = GraphScene()
-    view = GraphView(scene)
-    qtbot.addWidget(view)
-    view.resize(1000, 700)
-    view.show()
-    return scene, view
+def test_the_start_hint_says_where_the_cursor_is_once_it_has_moved_on():
+    assert shown_message(START_HINT, 0, 120) == START_HINT
+    assert shown_message(START_HINT, 60, 120) == NOTHING_YET.format(index=60, last=119)
+    assert "event 60 / 119" in shown_message(START_HINT, 60, 120)
+    assert shown_message(START_HINT, 5, None) == NOTHING_YET.format(index=5, last=5)  # (no drawing yet)
+    failed = "The script failed before its first op."
+    assert shown_message(failed, 60, 120) == failed  # any other message stays as it is
 
 
 def test_the_canvas_says_when_no_graph_is_alive(canvas, record):

@@ -1,0 +1,60 @@
+"""Following the action on the canvas: stepping keeps the cursor's node in view, as a debugger
+follows execution, and a module box opened or shut stays where it was on screen."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtWidgets import QGraphicsView
+
+from graphview.qt.canvas.view_fit import ViewFit
+
+#: the room, in screen pixels, following keeps between the cursor's node and the canvas's edges
+FOLLOW_MARGIN = (60, 40)
+
+
+class Follow:
+    """Scrolls ``view`` after the cursor (``cursor`` says where it is) and after a box's relayout."""
+
+    def __init__(self, view: QGraphicsView, fit: ViewFit, cursor: Callable[[], int]) -> None:
+        self._view = view
+        self._fit = fit
+        self._cursor = cursor
+        self.on = True  # View > Follow the current node: stepping keeps it in view
+        self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
+
+    def cursor_node(self) -> None:
+        """Stepping: keep the cursor's node (the node a backward step runs, the op the cursor
+        made; the shut box holding it) in view. A view zoomed out beyond reading is zoomed to the
+        smallest readable zoom around it; a readable one scrolls only when the node is not well
+        inside it (a view the user placed stays)."""
+        view = self._view
+        where = view.scene().place_at_event(self._cursor())
+        if where is None:
+            return
+        if view.transform().m11() < self._fit.readable_scale():
+            self._fit.readable_around(where.center())
+            return
+        view.ensureVisible(where, *FOLLOW_MARGIN)
+
+    def box_relaying(self, at: QPointF) -> None:
+        """A box at ``at`` (scene units) is about to be opened or shut: remember where it is on screen."""
+        self._box_on_screen = QPointF(self._view.mapFromScene(at))
+
+    def box_relaid(self, key: str, before: QPointF, after: QPointF) -> None:
+        """A box was opened or shut and the graph laid out again: scroll so that box stays
+        where it was on screen, and the rest of the picture around it. The view may scroll past
+        the graph's edge for that (a graph smaller than the view would otherwise be centred
+        again); the next fit ends it."""
+        on_screen, self._box_on_screen = self._box_on_screen, None
+        if on_screen is None:
+            return
+        view = self._view
+        scale = view.transform().m11()
+        middle = QPointF(view.viewport().rect().center())
+        centre = after + (middle - on_screen) / scale
+        half = QPointF(view.viewport().width(), view.viewport().height()) / (2 * scale)
+        view.setSceneRect(view.scene().sceneRect().united(QRectF(centre - half, centre + half)))
+        view.centerOn(centre)
+        view.overview.schedule()

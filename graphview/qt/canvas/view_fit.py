@@ -1,0 +1,165 @@
+"""Fitting the canvas's view: the smallest zoom at which its text reads, View > Fit to window, and
+the fit the window makes by itself after opening or finishing a run.
+
+A fit shows every node shown at the cursor if that reads; else it shows the graph's width at the
+smallest readable zoom around the cursor's node (the overview in the corner shows the whole). The
+window's own fit first shuts module boxes down to the deepest level that reads at fit.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtWidgets import QGraphicsView
+
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
+from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT
+from graphview.qt.canvas.view_region import RegionFollow
+
+#: the room fit leaves around what it shows
+FIT_MARGIN = 40
+#: the largest zoom a fit takes (a tiny graph is not blown up)
+FIT_LARGEST = 1.4
+#: the smallest height of a text on screen, in pixels, that fit and opening a level keep
+READABLE_TEXT_PX = 9.0
+
+
+def readable_scale(dpi: float) -> float:
+    """The smallest readable zoom on a screen of ``dpi`` dots per inch: the one at which the
+    smallest text on the canvas (:data:`SMALLEST_TEXT_PT`: a long name shrunk, subtitles, badges,
+    box labels) is READABLE_TEXT_PX high."""
+    return READABLE_TEXT_PX / (SMALLEST_TEXT_PT * dpi / 72.0)
+
+
+def layout_fits(width: float, height: float, scale: float) -> Callable[[int, int], bool]:
+    """Whether a layout of ``rows`` x ``columns`` cells fits a viewport of ``width`` x ``height``
+    pixels at a zoom of ``scale`` or more, as a function that asks Qt nothing (a thread may call it)."""
+
+    def fits(rows: int, columns: int) -> bool:
+        w = (columns - 1) * SLOT_WIDTH + NODE_W + 2 * FIT_MARGIN
+        h = (rows - 1) * LAYER_HEIGHT + NODE_H + 2 * FIT_MARGIN + 30
+        return min(width / w, height / h) >= scale
+
+    return fits
+
+
+def readable_centre(framed: QRectF, focus: QRectF | None, half_width: float, half_height: float) -> QPointF:
+    """Where a view that shows ``half_width`` x ``half_height`` scene units each side of its centre,
+    and cannot show all of ``framed``, is centred: across, the middle of the graph if its width
+    fits, else the focus, kept inside the graph; down, the focus, kept inside the graph (without a
+    focus: the top, where the graph begins)."""
+
+    def inside(value: float, low: float, high: float, half: float) -> float:
+        if high - low <= 2 * half:
+            return (low + high) / 2
+        return max(low + half, min(high - half, value))
+
+    x = focus.center().x() if focus is not None else framed.center().x()
+    y = focus.center().y() if focus is not None else framed.top()
+    return QPointF(inside(x, framed.left(), framed.right(), half_width),
+                   inside(y, framed.top(), framed.bottom(), half_height))
+
+
+class ViewFit:
+    """The fits of ``view``, whose scene is a :class:`~graphview.qt.canvas.scene.GraphScene`;
+    ``cursor`` says the session's cursor (the fit keeps its node in view)."""
+
+    def __init__(self, view: QGraphicsView, region: RegionFollow, cursor: Callable[[], int]) -> None:
+        self._view = view
+        self._region = region
+        self._cursor = cursor
+
+    def readable_scale(self) -> float:
+        return readable_scale(self._view.logicalDpiY())
+
+    def readable_fit(self) -> Callable[[int, int], bool]:
+        """Whether a layout fits the canvas with names readable, as the viewport is now."""
+        port = self._view.viewport()
+        return layout_fits(port.width(), port.height(), self.readable_scale())
+
+    def fit(self, fallback: str | None = None) -> None:
+        """Show every node shown at the cursor (View > Fit to window), if that reads; else the
+        graph's width at the smallest readable zoom around :meth:`focus_rect`."""
+        with self._region.held():
+            self._fit(fallback)
+
+    def fit_readable(self) -> None:
+        """What the window shows by itself after opening or finishing a run: a finished run too
+        big to read at fit first shuts its module boxes down to the deepest level that does;
+        then a fit, which reads (around the cursor's node, else the newest node: where the run is)."""
+        scene = self._view.scene()
+        with self._region.held():
+            if scene.boxes.open_to_fit(self.readable_fit()):
+                self._view.overview.schedule()
+            self._fit(fallback=scene.newest_shown())
+
+    def focus_rect(self, fallback: str | None = None) -> QRectF | None:
+        """What a view that cannot show the whole graph is centred on, in scene units: the
+        cursor's node (the node a backward step runs, the op the cursor made; the shut box that
+        holds it), else the selected node, else node ``fallback`` if it is shown."""
+        scene = self._view.scene()
+        where = scene.place_at_event(self._cursor())
+        if where is not None:
+            return where
+        selected = [item for item in scene.selectedItems() if item.isVisible()]
+        if selected:
+            return selected[0].sceneBoundingRect()
+        if fallback is not None and scene.shown_at_cursor(fallback):
+            group = scene.boxes._hidden_by.get(fallback)
+            if group is not None:
+                return group.sceneBoundingRect()
+            where = scene.place_of(fallback)
+            if where is not None:
+                return QRectF(where[0] - NODE_W / 2, where[1] - NODE_H / 2, NODE_W, NODE_H)
+        return None
+
+    def center_on(self, point: QPointF) -> None:
+        """Centre the view on ``point`` (scene units), scrolling past the scene's edge where that
+        takes (what is shown at the cursor may sit to one side of the whole run's graph: clamped
+        to the scene, it was drawn off centre); the next fit ends the widening."""
+        view = self._view
+        scale = view.transform().m11()
+        # (a pixel short of the viewport each side: a rect the viewport's size brings scroll bars)
+        half = QPointF(view.viewport().width() - 2, view.viewport().height() - 2) / (2 * scale)
+        view.setSceneRect(view.scene().sceneRect().united(QRectF(point - half, point + half)))
+        view.centerOn(point)
+
+    def readable_around(self, point: QPointF) -> None:
+        """The smallest readable zoom, centred on ``point``."""
+        readable = self.readable_scale()
+        with self._region.held():
+            self._view.resetTransform()
+            self._view.scale(readable, readable)
+            self.center_on(point)
+
+    def _fit(self, fallback: str | None = None) -> None:
+        view = self._view
+        scene = view.scene()
+        scene.boxes.settle()
+        view.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
+        rect = scene.shown_rect()
+        if rect.isNull():
+            rect = scene.sceneRect()
+        framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
+        readable = self.readable_scale()
+        focus = None
+        for _ in range(2):  # again if scroll bars came (the rest of the run's graph lies aside): a smaller viewport
+            port = view.viewport().rect()
+            if port.isEmpty():  # (no room to show anything: nothing to fit)
+                return
+            zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
+                       FIT_LARGEST)  # a tiny graph: not blown up
+            if zoom >= readable:
+                view.resetTransform()
+                view.scale(zoom, zoom)
+                self.center_on(rect.center())
+            else:  # the whole would not read: its width at the smallest readable zoom, around the focus
+                if focus is None:
+                    focus = self.focus_rect(fallback)
+                view.resetTransform()
+                view.scale(readable, readable)
+                half_width, half_height = view.viewport().width() / readable / 2, view.viewport().height() / readable / 2
+                self.center_on(readable_centre(framed, focus, half_width, half_height))
+            if view.viewport().rect() == port:
+                break

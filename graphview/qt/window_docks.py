@@ -1,0 +1,85 @@
+"""The window's panels as docks: the code pane, the inspector, the run options, and the timeline
+views in tabs below the canvas (the memory chart first, then the findings, the console, the ledger).
+
+:class:`WindowDocks` makes the docks and the tabs; which panel goes where is the window's
+``_build_docks``. How the docks are arranged for the window's size is
+:mod:`graphview.qt.window_layout`'s.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QDockWidget, QFrame, QMainWindow, QScrollArea, QTabWidget, QWidget
+
+from graphview.qt.session import Session
+
+
+def scrolled(panel: QWidget) -> QScrollArea:
+    """``panel`` in a scroll area: a tall form (the run options) scrolls in a short window instead
+    of holding the window taller than the screen (800x550 grew to 800x686)."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    area.setWidget(panel)
+    return area
+
+
+class WindowDocks(QObject):
+    """The docks of ``window``, and the tabs of the timeline views, each attached to ``session``."""
+
+    def __init__(self, window: QMainWindow, session: Session) -> None:
+        super().__init__(window)
+        self._window = window
+        self._session = session
+        window.setDockOptions(QMainWindow.AnimatedDocks | QMainWindow.AllowNestedDocks | QMainWindow.AllowTabbedDocks)
+        window.setTabPosition(Qt.AllDockWidgetAreas, QTabWidget.North)
+        self.tabs = QTabWidget()
+        # a narrow column (1366x768) shows every tab, its title elided, rather than scroll arrows
+        # hiding the last ones ("Grad ledger" was cut off)
+        self.tabs.setElideMode(Qt.ElideRight)
+        self.tabs.setUsesScrollButtons(False)
+        self.side: list[QDockWidget] = []  # the docks beside the canvas
+        self.timeline: QDockWidget | None = None  # the tabs' dock
+
+    def add_timeline_tab(self, panel: QWidget, title: str) -> None:
+        """A panel in the tabs below the canvas that follows the session (a SessionView)."""
+        self.tabs.addTab(panel, title)
+        self._session.attach(panel)
+
+    def dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
+        """A dock beside the canvas, hidden until the first run (the start page needs no empty panels)."""
+        dock = self._make(title, name, widget, area)
+        self.side.append(dock)
+        return dock
+
+    def timeline_dock(self, title: str, name: str, area) -> QDockWidget:
+        """The dock of the tabs: it can be moved and floated, never closed (the memory chart is in it)."""
+        self.timeline = self._make(title, name, self.tabs, area)
+        self.timeline.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
+        return self.timeline
+
+    def _make(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
+        dock = QDockWidget(title, self._window)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self._window.addDockWidget(area, dock)
+        dock.hide()
+        return dock
+
+    def grow_timeline(self, pixels: int) -> None:
+        """The memory tab is ``pixels`` short of showing its chart and the what-if summary below it:
+        the timeline views take that much from the panels beside them (the code pane, at 1366x768),
+        leaving those at least a third of the column."""
+        window, dock = self._window, self.timeline
+        if dock is None or dock.isFloating() or not dock.isVisible():
+            return
+        neighbours = [d for d in self.side if d.isVisible() and not d.isFloating()
+                      and window.dockWidgetArea(d) == window.dockWidgetArea(dock)]
+        if not neighbours:
+            return
+        above = max(neighbours, key=lambda d: d.height())
+        column = dock.height() + above.height()
+        height = min(dock.height() + pixels, column * 2 // 3)
+        if height > dock.height():
+            window.resizeDocks([above, dock], [column - height, height], Qt.Vertical)

@@ -1,0 +1,59 @@
+"""Following the action: stepping keeps the cursor's node in view, zoomed to read where the view
+was zoomed out beyond reading, and leaves a readable view that already shows it where it is."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, QRectF
+
+from graphview.core import timeline
+from graphview.qt.canvas.follow import FOLLOW_MARGIN
+from tests.conftest import model
+from tests.qt.canvas.conftest import show_at
+
+
+@pytest.fixture
+def backward(canvas, record):
+    """The canvas showing the MLP at the first node its backward runs."""
+    run = record(model("mlp_optimizer"), steps=1)
+    index = timeline.next_backward_node(run, timeline.next_backward(run, 0))
+    show_at(canvas, run, index)
+    return canvas[0], canvas[1], run, index
+
+
+def _on_screen(view, rect: QRectF) -> QRectF:
+    return QRectF(view.mapFromScene(rect).boundingRect())
+
+
+def test_a_view_zoomed_out_beyond_reading_zooms_in_around_the_cursors_node(backward):
+    scene, view, run, index = backward
+    view.scale(0.05, 0.05)
+    view.follow_cursor()
+    assert view.transform().m11() == pytest.approx(view.readable_scale())
+    where = _on_screen(view, scene.place_at_event(index))
+    # in the middle (give or take the scroll bar that came with the zoom)
+    assert abs(where.center().x() - view.viewport().width() / 2) <= 10
+    assert abs(where.center().y() - view.viewport().height() / 2) <= 10
+
+
+def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backward):
+    scene, view, run, index = backward
+    node = scene.place_at_event(index)
+    view.resetTransform()
+    view.centerOn(node.center())
+    still = (view.horizontalScrollBar().value(), view.verticalScrollBar().value())
+    view.follow_cursor()
+    assert (view.horizontalScrollBar().value(), view.verticalScrollBar().value()) == still  # already well in view
+    far = scene.sceneRect().top() if node.center().y() > scene.sceneRect().center().y() else scene.sceneRect().bottom()
+    view.centerOn(QPointF(node.center().x(), far))  # the other end of the graph: the node out of view
+    port = QRectF(view.viewport().rect())
+    assert not port.intersects(_on_screen(view, node))
+    view.follow_cursor()
+    where = _on_screen(view, node)
+    assert view.transform().m11() == 1 and port.contains(where)
+    # scrolled just far enough: the margin between it and the edge it came in from
+    assert min(abs(where.top() - FOLLOW_MARGIN[1]), abs(port.bottom() - where.bottom() - FOLLOW_MARGIN[1])) <= 2
+    # the next node backward runs is on screen as well, once followed
+    view.set_cursor(timeline.next_backward_node(run, index))
+    view.follow_cursor()
+    assert QRectF(view.viewport().rect()).contains(_on_screen(view, scene.place_at_event(view.cursor_index)))

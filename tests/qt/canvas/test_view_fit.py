@@ -1,0 +1,69 @@
+"""The fits of the canvas's view: the smallest zoom that reads, which layouts read at fit, where a
+view too small for the graph is centred, and Fit to window on a recorded run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from PySide6.QtCore import QPointF, QRectF
+
+from graphview.core import timeline
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
+from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT
+from graphview.qt.canvas.view_fit import (FIT_LARGEST, FIT_MARGIN, READABLE_TEXT_PX, layout_fits, readable_centre,
+                                          readable_scale)
+from tests.conftest import model
+from tests.qt.canvas.conftest import show_at
+
+
+def test_the_readable_zoom_shows_the_smallest_text_9_px_high():
+    for dpi in (72, 96, 144):
+        zoom = readable_scale(dpi)
+        assert SMALLEST_TEXT_PT * dpi / 72 * zoom == pytest.approx(READABLE_TEXT_PX)
+    assert readable_scale(144) == pytest.approx(readable_scale(72) / 2)
+
+
+def test_a_layout_reads_at_fit_while_its_width_and_height_fit_at_the_readable_zoom():
+    width, height, zoom = 1000, 700, 0.5
+    fits = layout_fits(width, height, zoom)
+    # the widest row that fits: its cells and the margins, at the zoom, no wider than the viewport
+    columns = math.floor((width / zoom - NODE_W - 2 * FIT_MARGIN) / SLOT_WIDTH) + 1
+    assert fits(1, columns) and not fits(1, columns + 1)
+    rows = math.floor((height / zoom - NODE_H - 2 * FIT_MARGIN - 30) / LAYER_HEIGHT) + 1
+    assert fits(rows, 1) and not fits(rows + 1, 1)
+    assert not fits(rows + 1, columns)
+
+
+def test_a_view_too_small_for_the_graph_is_centred_on_the_focus_kept_inside_the_graph():
+    framed = QRectF(0, 0, 400, 3000)
+    # narrower than the view: centred across; down, on the focus
+    assert readable_centre(framed, QRectF(10, 1500, 20, 20), 300, 200) == QPointF(200, 1510)
+    # a focus near the top: the view's top stays on the graph's
+    assert readable_centre(framed, QRectF(10, 50, 20, 20), 300, 200) == QPointF(200, 200)
+    # wider than the view: the focus across too, kept inside
+    assert readable_centre(framed, QRectF(380, 2990, 20, 20), 100, 200) == QPointF(300, 2800)
+    # no focus: the top, where the graph begins
+    assert readable_centre(framed, None, 100, 200) == QPointF(200, 200)
+
+
+def test_fit_shows_every_node_where_that_reads_else_the_width_around_the_cursors_node(canvas, record):
+    scene, view = canvas
+    run = record(model("mlp_optimizer"), steps=1)
+    index = timeline.next_backward_node(run, timeline.next_backward(run, 0))
+    show_at(canvas, run, index)
+    # the view's focus is the cursor's node: the first node backward runs
+    focus = view.fitting.focus_rect()
+    assert focus is not None and focus == scene.place_at_event(index)
+    view.resize(1000, 1600)  # room for the whole graph at a zoom that reads
+    view.scale(0.05, 0.05)
+    view.fit()
+    assert view.readable_scale() <= view.transform().m11() <= FIT_LARGEST
+    assert QRectF(view.viewport().rect()).contains(QRectF(view.mapFromScene(scene.shown_rect()).boundingRect()))
+    view.resize(1000, 400)  # too short: the smallest zoom that reads, the graph's width, the focus in the middle
+    view.fit()
+    assert view.transform().m11() == pytest.approx(view.readable_scale())
+    shown = QRectF(view.mapFromScene(scene.shown_rect()).boundingRect())
+    port = QRectF(view.viewport().rect())
+    assert shown.left() >= port.left() and shown.right() <= port.right() and shown.height() > port.height()
+    assert port.contains(QRectF(view.mapFromScene(focus).boundingRect()))
