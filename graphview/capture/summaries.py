@@ -43,6 +43,9 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     sampled (see NOTE [Sampled statistics]). ``exact``: not sampled either (a gradient on its way
     into a leaf's ``.grad``, shown beside it).
     """
+    summary = _dense_host_summary(t, full_max, light, norm, hist, sample=not (hist or exact))
+    if summary is not None:
+        return summary
     summary = _summarize(t, full_max, light, norm, sample=not (hist or exact))
     if hist and summary is not None and "stats" in summary and "min" in summary["stats"] and t.layout == torch.strided:
         # binned from the values the statistics saw: min and max are theirs
@@ -57,6 +60,44 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
             if sampled != summary["stats"].get("numel"):
                 summary["stats"]["hist_of"] = sampled
     return summary
+
+
+_PARAMETER = torch.nn.Parameter
+_STRIDED = torch.strided
+
+
+def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, sample: bool) -> dict | None:
+    """``summarize`` of the tensors a step summarizes by the thousand, in fewer calls: a plain
+    float32 / float64 CPU tensor (or parameter) of more than ``full_max`` values whose elements
+    fill a block of its memory, each once (contiguous, or transposed). The statistics and the
+    histogram are those of the general path, from one NumPy view of that memory read once.
+    ``None`` for any other tensor (the general path summarizes it)."""
+    kind = type(t)
+    if (kind is not torch.Tensor and kind is not _PARAMETER) or t.dtype not in _NUMPY_FLOATS or not t.is_cpu \
+            or t.layout != _STRIDED:
+        return None
+    numel = t.numel()
+    if numel <= full_max:
+        return None
+    read = t.detach()
+    if not read.is_contiguous():
+        if 0 in read.stride() or not _dense(read):
+            return None
+        read = read.as_strided((numel,), (1,), read.storage_offset())  # its memory in order
+    sampled = sample and numel > SAMPLE_ABOVE
+    try:
+        values = (_sample_of(read) if sampled else read).numpy()
+    except (RuntimeError, TypeError):  # a negative view
+        return None
+    stats = _numpy_stats(values, numel, light, norm, sampled)
+    if hist and "min" in stats:
+        lo, hi = stats["min"], stats["max"]
+        if isinstance(lo, float) and isinstance(hi, float):  # (NaN or Inf somewhere: no finite range to bin)
+            flat = values.reshape(-1)[::max(1, -(-numel // HIST_SAMPLE_MAX))]
+            stats["hist"] = _numpy_histogram(flat, lo, hi)
+            if flat.size != numel:
+                stats["hist_of"] = flat.size
+    return {"shape": list(t.shape), "stats": stats}
 
 
 #: below this many values a light summary costs less than finding an equal one

@@ -274,3 +274,27 @@ def test_the_gradient_into_an_embedding_lookup_is_still_sampled(record, write_sc
     call = next(iter(run.backwards.values()))
     mul = next(v for v in call.order if run.op_nodes[v].name == "MulBackward0")
     assert (call.grads_out.get(mul)[0].get("stats") or {}).get("sampled")
+
+
+class _Subclass(torch.Tensor):
+    """A tensor subclass: summarized by the general path, never the short one for plain tensors."""
+
+
+def test_the_short_path_for_plain_cpu_tensors_says_what_the_general_path_says():
+    """Plain dense float CPU tensors (contiguous, transposed, sampled, with NaN or Inf, float64, a
+    parameter) take a short path: each kind of summary equals the general path's on the same
+    values, statistics and histogram, as torch computes them."""
+    torch.manual_seed(0)
+    tensors = [torch.randn(32, 64), torch.randn(64, 64).t(), torch.randn(700, 700), torch.randn(600, 600).t(),
+               torch.randn(100, dtype=torch.float64), torch.nn.Parameter(torch.randn(64, 64)),
+               torch.tensor([1.0, float("nan")] * 50), torch.tensor([1.0, float("inf")] * 50), torch.ones(3000),
+               torch.arange(24 * 30, dtype=torch.float32)]
+    kinds = [{}, {"light": True}, {"norm": False}, {"hist": True}, {"light": True, "exact": True}, {"exact": True}]
+    for t in tensors:
+        general = t.detach().as_subclass(_Subclass)
+        for kind in kinds:
+            short, expected = summarize(t, **kind), summarize(general, **kind)
+            assert short == expected, (tuple(t.shape), t.dtype, kind)
+    stats = summarize(tensors[0], hist=True)["stats"]
+    assert stats["hist"] == _histc(tensors[0], stats["min"], stats["max"])
+    assert abs(stats["mean"] - tensors[0].mean().item()) < 1e-6 and stats["min"] == tensors[0].min().item()
