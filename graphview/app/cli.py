@@ -143,11 +143,21 @@ def build_parser() -> argparse.ArgumentParser:
                "2 bad input or an unwritable output.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="graphview")
+    for add in (_add_record, _add_export, _add_check, _add_diff, _add_gradcheck, _add_info):
+        add(sub)
+    sub.add_parser("samples", help="list the bundled sample scripts (the start page's samples), one path a line")
+    return parser
+
+
+def _add_record(sub) -> None:
     rec = sub.add_parser("record", help="run a script under recording and save a trace")
     rec.add_argument("script", help=f"the script to run (its name ends in {SCRIPT_SUFFIX})")
     rec.add_argument("-o", "--output", required=True, help=f"trace file to write ({SUFFIX})")
     rec.add_argument("-q", "--quiet", action="store_true", help="do not echo the script's output")
     _add_run_options(rec)
+
+
+def _add_export(sub) -> None:
     exp = sub.add_parser("export", help="export the graph as a picture (PNG, SVG, PDF), an animation (GIF, APNG, MP4, "
                                         "WebM), a web page to step through (HTML) or data (JSON, DOT, GraphML)",
                          description="Export the recorded graph as a picture (PNG, SVG, PDF; no display needed), an "
@@ -172,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
                           f"each (0: each top-level module as one box; {ALL_OPEN}: every box open; default: the "
                           f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
                           "for one page gets a page per part)")
+    _add_animation_options(exp)
+    _add_run_options(exp)
+
+
+def _add_animation_options(exp: argparse.ArgumentParser) -> None:
     anim = exp.add_argument_group("animations (GIF, APNG; MP4, WebM with imageio-ffmpeg)",
                                   "the canvas as it changes, one frame per moment Step forward stops at")
     anim.add_argument("--from", dest="start", default=None, metavar="MOMENT",
@@ -188,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     anim.add_argument("--no-chart", dest="chart", action="store_false",
                       help="leave out the strip under the graph that charts the activations held over the "
                            "span, the frame's moment marked")
-    _add_run_options(exp)
+
+
+def _add_check(sub) -> None:
     chk = sub.add_parser("check", help="find autograd pitfalls in a script (recorded first) or a trace")
     chk.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     chk.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -200,24 +217,31 @@ def build_parser() -> argparse.ArgumentParser:
                      help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
                           "the peak it measured (give the script itself: the script a trace names is never run)")
     _add_run_options(chk, steps=APP_STEPS)
+
+
+def _add_diff(sub) -> None:
     dif = sub.add_parser("diff", help="compare two graphs: two steps of one run, or two runs")
     dif.add_argument("source", help=f"a script (named {SCRIPT_SUFFIX}: recorded first) or a trace file (any other name)")
     dif.add_argument("other", nargs="?", help="a second script or trace (default: the same run)")
     dif.add_argument("--step-a", type=int, default=None, help="step of the first run (default: its last graph)")
     dif.add_argument("--step-b", type=int, default=None, help="step of the second run (default: its last graph)")
     _add_run_options(dif)
+
+
+def _add_gradcheck(sub) -> None:
     gc_ = sub.add_parser("gradcheck", help="compare autograd's gradient of a leaf with finite differences")
     gc_.add_argument("script", help=f"the script to run (its name ends in {SCRIPT_SUFFIX})")
     gc_.add_argument("--tensor", required=True, help="the leaf, by the script's name for it (x, fc1.weight)")
     gc_.add_argument("--eps", type=float, default=1e-6, help="finite-difference step (default 1e-6)")
     gc_.add_argument("--tolerance", type=float, default=1e-4, help="largest relative error accepted (default 1e-4)")
+
+
+def _add_info(sub) -> None:
     inf = sub.add_parser("info", help="summarize a trace file")
     inf.add_argument("trace")
     inf.add_argument("--json", action="store_true", help="print machine-readable JSON")
     inf.add_argument("--grads", action="store_true", help="list every named tensor's .grad values (shown by "
                                                           f"default when at most {GRAD_LINES} got one)")
-    sub.add_parser("samples", help="list the bundled sample scripts (the start page's samples), one path a line")
-    return parser
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -444,6 +468,19 @@ def _bytes(n: int) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     """Exit 0 whenever the trace could be read (its ``status:`` line says how the script ended)."""
     run, warnings, header = read_run(args.trace)
+    info = _info_data(run, warnings, header)
+    if args.json:
+        say(json.dumps(info, indent=2))
+        return EXIT_OK
+    for w in warnings:
+        say(f"graphview: warning: {shown(w)}", file=sys.stderr)
+    _say_info_answers(run, info, header)
+    _say_info_details(run, info, args.grads)
+    return EXIT_OK
+
+
+def _info_data(run: Run, warnings: list[str], header: dict) -> dict:
+    """What ``info`` says of a run: the run's own summary, with what the trace's header adds."""
     info = run.info()
     if not info["script"]:
         info["script"] = header.get("script")
@@ -453,15 +490,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     info["world_size"] = start.get("world_size", header.get("world_size"))
     info["warnings"] = warnings
     info["held_for_backward"] = _held_data(run)
-    if args.json:
-        say(json.dumps(info, indent=2))
-        return EXIT_OK
-    for w in warnings:
-        say(f"graphview: warning: {shown(w)}", file=sys.stderr)
+    return info
+
+
+def _say_info_answers(run: Run, info: dict, header: dict) -> None:
+    """The answers first: how the run ended, its steps, what backward held at the peak and where."""
+    start = run.start or {}
     mode = f" ({info['mode']} script)" if run.start is not None else ""
     if info["mode"] == "inprocess":
         mode = " (recorded in-process by graphview.record())"
-    # the answers first: how it ended, its steps, what backward held at the peak and where
     say(f"script:          {shown(info['script'] or 'unknown')}{mode}")
     if info["argv"] and len(info["argv"]) > 1:
         say(f"arguments:       {shown(args_text(list(map(str, info['argv'][1:]))))}")
@@ -469,7 +506,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if label:
         say(f"process:         {shown(label)} (a distributed job: each rank has its own trace)")
     say(f"status:          {shown(info['status'])}" + (f" (exit code {info['exit_code']})" if info["exit_code"] else ""))
-    if warnings:
+    if info["warnings"]:
         say(f"trace:           damaged or cut off: summarized the {info['events']} events before the damage")
     say(f"steps:           {_steps_text(run)}")
     for line in _memory_answer_lines(run):
@@ -480,17 +517,17 @@ def cmd_info(args: argparse.Namespace) -> int:
             say(f"error:           {where}{shown(str(err['type']))}: {shown(str(err['message']))}")
     else:
         say("errors:          none")
-    # then the details
+
+
+def _say_info_details(run: Run, info: dict, all_grads: bool) -> None:
+    """Then the details: versions, options, counts, peaks, and the gradients (``all_grads``: every one)."""
     say(f"torch:           {shown(info['torch'] or 'unknown')}")
     opts = RunOptions.from_dict(info["options"] or {})
     say(f"options:         {shown(opts.label())}")
-    say(f"events:          {info['events']}")
-    say(f"ops:             {info['ops']}")
-    say(f"autograd nodes:  {info['nodes']}")
-    say(f"tensors:         {info['tensors']}")
-    say(f"saved tensors:   {info['saved_tensors']}")
-    say(f"backward calls:  {info['backward_calls']}")
-    say(f"optimizer steps: {info['optimizer_steps']}")
+    for label, key in (("events", "events"), ("ops", "ops"), ("autograd nodes", "nodes"), ("tensors", "tensors"),
+                       ("saved tensors", "saved_tensors"), ("backward calls", "backward_calls"),
+                       ("optimizer steps", "optimizer_steps")):
+        say(f"{label + ':':<17}{info[key]}")
     peaks = info["peak_saved_bytes"] or {"cpu": 0}
     for device, peak in sorted(peaks.items()):
         say(f"peak saved ({shown(device)}): {_bytes(peak)} ({peak} bytes), weights and inputs included")
@@ -499,12 +536,11 @@ def cmd_info(args: argparse.Namespace) -> int:
         say(f"  step {step['step']}: peak saved {parts}")
     graded = [(run.tensor_name(tid), entries) for tid, entries in sorted(run.grads.items())]
     graded = [(name, entries) for name, entries in graded if name and entries]
-    if args.grads or len(graded) <= GRAD_LINES:
+    if all_grads or len(graded) <= GRAD_LINES:
         for name, entries in graded:
             say(f"grad {shown(name)}: " + " -> ".join(summary_text(e.value, 8) for e in entries))
     else:
         say(f"gradients:       {len(graded)} named tensors got a .grad (--grads lists each)")
-    return EXIT_OK
 
 
 #: ``info`` lists each tensor's gradients when there are at most this many (a lesson's w and b)

@@ -11,6 +11,7 @@ import os
 import re
 
 from graphview.core import timeline
+from graphview.core.event_words import describe
 from graphview.core.held import held_at
 from graphview.core.run import Run
 
@@ -42,7 +43,7 @@ def caption(run: Run, index: int) -> str:
     if step is not None:
         parts.append(f"step {step}")
     if 0 <= index < len(run.events):
-        parts.append(f"event {index} of {len(run.events) - 1}: {timeline.describe(run, index)}")
+        parts.append(f"event {index} of {len(run.events) - 1}: {describe(run, index)}")
         held = held_at(run, index)
         if held.total:
             parts.append(held.text())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from graphview.core.held import Held, activation_peak, activation_peaks, held_by_nodes, human
+from graphview.core.held import Held, Peak, activation_peak, activation_peaks, held_by_nodes, human
 from graphview.core.run import Run
 
 RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
@@ -221,10 +221,29 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
     peak = activation_peak(run)
     if peak is None:
         return []
-    device, at, total = peak.device, peak.at, peak.held.activations
-    from graphview.core.options import RunOptions, module_matches
+    from graphview.core.options import module_matches
 
-    done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
+    at = peak.at
+    vids_of = _nodes_by_pattern(run, at)
+    step_start = next((start for _, start, end in step_spans(run) if start <= at <= end), 0)
+    ops_in, forward_ops = _forward_ops_by_module(run, step_start, at)
+    chosen: list[Suggestion] = []
+    for saving, pattern, units, freed, vids in _candidates(run, peak, vids_of):
+        stem = pattern.removesuffix(".*")
+        if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
+            continue
+        first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
+        recomputed = sum(n for path, n in ops_in.items() if module_matches(pattern, path))
+        chosen.append(Suggestion(pattern, held_by_nodes(run, vids, at), peak.held, peak.device, at,
+                                 run.module_types.get(first), saving, units, freed, recomputed, forward_ops))
+        if len(chosen) == top:
+            break
+    return chosen
+
+
+def _nodes_by_pattern(run: Run, at: int) -> dict[str, set[int]]:
+    """Each module path, and each pattern of numbered layers (``encoder.layers.*``), with the
+    autograd nodes made inside it by event ``at`` (a checkpoint's recompute apart)."""
     vids_of: dict[str, set[int]] = {}
     around: dict[str, list[set[int]]] = {}  # a module's path -> the sets of the modules and patterns around it
     for node in run.op_nodes.values():
@@ -235,12 +254,21 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
             sets = around[node.module] = [] if node.module.startswith(RECOMPUTE_MODULE) else _around(node.module, vids_of)
         for vids in sets:
             vids.add(node.vid)
+    return vids_of
+
+
+def _candidates(run: Run, peak: Peak, vids_of: dict[str, set[int]]) -> list[tuple[int, str, int, int, set[int]]]:
+    """(saving, pattern, units, freed, nodes) of each module or pattern worth a checkpoint at the
+    peak, the biggest saving first; of equal ones the one module (it recomputes less: when the
+    pattern of every layer estimates no more, a layer's saving is what there is), then the deeper."""
+    from graphview.core.options import RunOptions, module_matches
+
+    at, total = peak.at, peak.held.activations
+    done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
     owners = run.saved_owners(at)
     before = _HeldBefore(run, at)
     kept = _InputsKept(run, at)
     calls, roots = _calls(run, at)
-    step_start = next((start for _, start, end in step_spans(run) if start <= at <= end), 0)
-    ops_in, forward_ops = _forward_ops_by_module(run, step_start, at)
     candidates = []
     for pattern, vids in vids_of.items():
         if any(module_matches(p, pattern) or p == pattern for p in done):
@@ -261,21 +289,8 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         saving = _saving(units, freed, total, before, inputs) if any(f > 0 for f in freed) else 0
         if saving >= total * WORTH_A_RECOMPUTE:
             candidates.append((saving, pattern, len(units), sum(freed), vids))
-    # the biggest first; of equal ones the one module (it recomputes less: when the pattern of
-    # every layer estimates no more, a layer's saving is what there is), then the deeper module
     candidates.sort(key=lambda c: (-c[0], c[1].endswith(".*"), -c[1].count("."), c[1]))
-    chosen: list[Suggestion] = []
-    for saving, pattern, units, freed, vids in candidates:
-        stem = pattern.removesuffix(".*")
-        if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
-            continue
-        first = next((p for p in sorted(run.module_types) if module_matches(pattern, p)), pattern)
-        recomputed = sum(n for path, n in ops_in.items() if module_matches(pattern, path))
-        chosen.append(Suggestion(pattern, held_by_nodes(run, vids, at), peak.held, device, at,
-                                 run.module_types.get(first), saving, units, freed, recomputed, forward_ops))
-        if len(chosen) == top:
-            break
-    return chosen
+    return candidates
 
 
 def _forward_ops_by_module(run: Run, start: int, at: int) -> tuple[dict[str, int], int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QSlider, QToolBar
 
-from graphview.core import timeline
+from graphview.core.event_words import describe
 from graphview.core.run import Run
 from graphview.qt.plain import plain_label, text_tip
 
@@ -56,7 +56,7 @@ class TimelineBar(QToolBar):
         self.slider.blockSignals(True)
         self.slider.setValue(index)
         self.slider.blockSignals(False)
-        words = timeline.describe(self.run, index)
+        words = describe(self.run, index)
         metrics = self.position_label.fontMetrics()
         self.position_label.setText(metrics.elidedText(f" {index} / {len(self.run.events) - 1}   {words}",
                                                        Qt.ElideRight, self.position_label.width() - 8))

@@ -18,6 +18,7 @@ from graphview.qt.web_page_assets import PAGE
 from graphview.core import timeline
 from graphview.core.captions import script_name
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing
+from graphview.core.event_words import describe
 from graphview.core.export import ExportError
 from graphview.core.files import write_file
 from graphview.core.held import busiest_device, held_at, held_by_nodes
@@ -80,7 +81,7 @@ def _moment(run: Run, index: int, number: dict[str, int]) -> dict:
     elif kind == "op":
         focus = run.node_made_by(ev)
     held = held_at(run, index)
-    return {"at": index, "kind": kind, "text": timeline.describe(run, index),
+    return {"at": index, "kind": kind, "text": describe(run, index),
             "held": held.text() if held.total else "", "focus": number.get(focus, -1),
             "running": kind in ("bw_node", "bw_node_done", "accumulate")}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphview.core import timeline
+from graphview.core.event_words import describe
 from graphview.core.held import held_at, human
 from graphview.core.captions import caption, file_stem, step_at
 from graphview.core.run import Run
@@ -19,7 +19,7 @@ def test_a_step_script_is_captioned_with_its_step_and_event(record):
     last = len(run.events) - 1
     held = held_at(run, index)
     assert held.activations > 0 and held.weights > 0
-    assert caption(run, index) == (f"mlp_optimizer.py · step 2 · event {index} of {last}: {timeline.describe(run, index)}"
+    assert caption(run, index) == (f"mlp_optimizer.py · step 2 · event {index} of {last}: {describe(run, index)}"
                                    f" · holds {human(held.total)} for backward: {human(held.activations)} of activations, "
                                    f"and {human(held.weights)} of weights and {human(held.inputs)} of inputs it holds anyway")
     assert file_stem(run, index) == f"mlp_optimizer-step2-event{index}"

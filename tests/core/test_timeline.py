@@ -1,32 +1,6 @@
-"""The timeline's words for each moment of a run."""
+"""Moving the cursor by the units a user steps in."""
 
 from __future__ import annotations
-
-
-def test_every_event_of_the_samples_is_described_in_words(record):
-    """The timeline label never shows an internal event name or "line None"."""
-    from graphview.core.events import EVENT_KINDS
-    from graphview.core.timeline import describe
-    from tests.conftest import lesson, model
-
-    for path in (model("mlp_optimizer"), lesson("retain_grad"), lesson("error_no_grad_fn"), model("checkpointing")):
-        run = record(path)
-        for i in range(len(run.events)):
-            text = describe(run, i)
-            assert text and text not in EVENT_KINDS and "line None" not in text, (path, i, text)
-            assert "tensor tensor" not in text, (path, i, text)  # an unnamed tensor is "tensor 12"
-
-
-def test_an_accumulation_into_a_bias_reads_in_one_line(record):
-    """The timeline's header is one line: an accumulation into a 16-value bias gives a few of the
-    increment's values and of the .grad's, then how many more (it listed all of both, twice 16)."""
-    from graphview.core.timeline import describe
-    from tests.conftest import model
-
-    run = record(model("mlp_optimizer"))
-    index = next(i for i, e in enumerate(run.events) if e["ev"] == "accumulate" and run.tensor_name(e["tid"]) == "model.0.bias")
-    text = describe(run, index)
-    assert text.startswith("model.0.bias.grad += [") and text.count("… 12 more]") == 2, text
 
 
 def test_a_plain_training_loop_steps_from_optimizer_step_to_optimizer_step(record, write_script):
@@ -70,15 +44,3 @@ def test_a_loop_that_updates_by_hand_steps_from_backward_to_backward(record, wri
         "    w.grad = None\n"))
     ends = [i for i, e in enumerate(run.events) if e["ev"] == "backward_end"]
     assert len(ends) == 2 and end_of_step(run, 0) == ends[0] and end_of_step(run, ends[0]) == ends[1]
-
-
-def test_a_grad_written_in_place_names_the_op(record, write_script):
-    from graphview.core.timeline import describe
-
-    run = record(write_script(
-        "import torch\n"
-        "w = torch.tensor([3.0, -4.0], requires_grad=True)\n"
-        "(w * 10).sum().backward()\n"
-        "torch.nn.utils.clip_grad_norm_([w], 1.0)\n"))
-    index = next(i for i, e in enumerate(run.events) if e["ev"] == "grad_reset")
-    assert describe(run, index) == "line 4: _foreach_mul_ writes into the .grad of w"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel
 
 from graphview.core import timeline
+from graphview.core.event_words import describe
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.qt.session import Session, SessionView
@@ -102,7 +103,7 @@ class EventCountPanel(QLabel):
         self.setText("")
 
     def set_cursor(self, index: int) -> None:
-        self.setText(f"{index + 1} of {len(self.run.events)} events: {timeline.describe(self.run, index)}")
+        self.setText(f"{index + 1} of {len(self.run.events)} events: {describe(self.run, index)}")
 
 
 def test_a_new_panel_follows_the_window_with_one_line_of_wiring(window, record):
@@ -112,7 +113,7 @@ def test_a_new_panel_follows_the_window_with_one_line_of_wiring(window, record):
     run = record(lesson("chain_rule"))
     window.begin_run(None, RunOptions(), run)
     window.set_cursor(4)
-    assert panel.text() == f"5 of {len(run.events)} events: {timeline.describe(run, 4)}"
+    assert panel.text() == f"5 of {len(run.events)} events: {describe(run, 4)}"
     window.move(timeline.next_backward)
     assert panel.text().startswith(f"{window.cursor + 1} of ")
 

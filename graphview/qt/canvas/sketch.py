@@ -73,26 +73,27 @@ class SketchItem(QGraphicsItem):
             if clip.isValid():
                 exposed = exposed.intersected(clip)
         area = exposed.adjusted(-NODE_W, -NODE_H, NODE_W, NODE_H)
+        reach = area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH)
         region = scene.region
-        if region is not None and region.contains(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH)):
+        if region is not None and region.contains(reach):
             return  # every shown node there, and every edge it could draw there, has an item
         if option.levelOfDetailFromTransform(painter.worldTransform()) * NODE_W < CELLS_BELOW_PX:
             self._paint_cells(painter, area)
             return
-        nodes = scene.drawing.nodes
-        shown = scene.at_cursor.visible
-        hidden = scene.boxes._hidden_by
-        items = scene.node_items
-        c = colors()
-        boxes: dict[tuple[str, str], list[QRectF]] = {}
-        lines: dict[bool, list[QLineF]] = {False: [], True: []}
+        shown, hidden = scene.at_cursor.visible, scene.boxes._hidden_by
         places: dict[str, tuple[float, float]] = {}
-        ids = [n for n in scene.ids_in(area.adjusted(-EDGE_REACH, -EDGE_REACH, EDGE_REACH, EDGE_REACH))
-               if n in shown and n not in hidden]
-        for node_id in ids:
-            where = scene.place_of(node_id)
-            if where is not None:
-                places[node_id] = where
+        for node_id in scene.ids_in(reach):
+            if node_id in shown and node_id not in hidden:
+                where = scene.place_of(node_id)
+                if where is not None:
+                    places[node_id] = where
+        self._draw_lines(painter, self._edge_lines(places, area))
+        self._draw_boxes(painter, self._node_boxes(places, area))
+
+    def _node_boxes(self, places: dict[str, tuple[float, float]], area: QRectF) -> dict[tuple[str, str], list[QRectF]]:
+        """The boxes of the nodes placed in ``area`` that have no item shown, by kind and state."""
+        nodes, items = self._scene.drawing.nodes, self._scene.node_items
+        boxes: dict[tuple[str, str], list[QRectF]] = {}
         for node_id, (x, y) in places.items():
             if not area.contains(x, y):
                 continue
@@ -100,10 +101,16 @@ class SketchItem(QGraphicsItem):
             if item is not None and item.isVisible():
                 continue
             node = nodes[node_id]
-            state = self._state(node)
-            boxes.setdefault((node.kind, state), []).append(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H))
-        edges = scene.drawing.edges
-        drawn = scene.edge_routes.item_of
+            boxes.setdefault((node.kind, self._state(node)), []).append(
+                QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H))
+        return boxes
+
+    def _edge_lines(self, places: dict[str, tuple[float, float]], area: QRectF) -> dict[bool, list[QLineF]]:
+        """The straight lines of the edges born by the cursor between ``places`` that cross ``area``
+        and have no item shown, the freed ones (either end freed) apart."""
+        scene = self._scene
+        nodes, edges, drawn = scene.drawing.nodes, scene.drawing.edges, scene.edge_routes.item_of
+        lines: dict[bool, list[QLineF]] = {False: [], True: []}
         for node_id in places:
             for number in scene.edge_routes.ids_of.get(node_id, ()):
                 edge = edges[number]
@@ -117,10 +124,19 @@ class SketchItem(QGraphicsItem):
                     continue
                 freed = self._state(nodes[node_id]) == "freed" or self._state(nodes[edge.target]) == "freed"
                 lines[freed].append(QLineF(x0, y0 + NODE_H / 2, x1, y1 - NODE_H / 2))
+        return lines
+
+    @staticmethod
+    def _draw_lines(painter, lines: dict[bool, list[QLineF]]) -> None:
+        c = colors()
         for freed, batch in lines.items():
             if batch:
                 painter.setPen(QPen(c.q("edge_freed" if freed else "edge"), 1.4))
                 painter.drawLines(batch)
+
+    @staticmethod
+    def _draw_boxes(painter, boxes: dict[tuple[str, str], list[QRectF]]) -> None:
+        c = colors()
         for (kind, state), rects in boxes.items():
             if state == "freed":
                 painter.setPen(QPen(c.q("freed_border"), 1.2, Qt.DashLine))

@@ -18,6 +18,18 @@ class TogglesPanel(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         form = QFormLayout()
+        self._add_autograd_options(form)
+        self._add_memory_options(form)
+        self._add_arguments(form)
+        self.run_button = QPushButton("Run again with these options")
+        self.run_button.clicked.connect(self._run_again)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.run_button)
+        layout.addStretch(1)
+
+    def _add_autograd_options(self, form: QFormLayout) -> None:
+        """What backward is told, the grad mode, zero_grad, the device, the steps, where to detach."""
         self.retain = QCheckBox("retain_graph")
         self.retain.setToolTip("pass retain_graph=True to every backward: the graph and its saved tensors stay")
         self.create = QCheckBox("create_graph")
@@ -43,7 +55,9 @@ class TogglesPanel(QWidget):
         form.addRow("steps", self.steps)
         self.steps.setToolTip("how many times a step script's step() is called")
         form.addRow("detach at", self.detach)
-        # what-if memory: the levers that change what autograd keeps
+
+    def _add_memory_options(self, form: QFormLayout) -> None:
+        """What-if memory: the levers that change what autograd keeps."""
         self.checkpoint = QLineEdit()
         self.checkpoint.setPlaceholderText("none (e.g. encoder.layers.*)")
         self.checkpoint.setToolTip("module paths whose forward runs under torch.utils.checkpoint.checkpoint("
@@ -62,6 +76,9 @@ class TogglesPanel(QWidget):
         self.save_on_cpu.setToolTip("run each step under torch.autograd.graph.save_on_cpu(): saved tensors wait "
                                     "on the CPU until backward (nothing changes for tensors already on the CPU)")
         form.addRow(self.save_on_cpu)
+
+    def _add_arguments(self, form: QFormLayout) -> None:
+        """The script's own arguments, and the line that says why a trace's do not parse."""
         self.arguments = QLineEdit()
         self.arguments.setPlaceholderText("none (the script's sys.argv[1:])")
         self.arguments.setToolTip("the script's own arguments (its sys.argv[1:]), as after python script.py "
@@ -73,12 +90,6 @@ class TogglesPanel(QWidget):
         self.arguments_error.setStyleSheet("color:#b91c1c")
         self.arguments_error.hide()
         form.addRow(self.arguments_error)
-        self.run_button = QPushButton("Run again with these options")
-        self.run_button.clicked.connect(self._run_again)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.run_button)
-        layout.addStretch(1)
 
     def set_devices(self, devices: list[str]) -> None:
         current = {self.device.itemData(i) for i in range(self.device.count())}
