@@ -12,6 +12,7 @@ is :class:`~graphview.core.queries.gradients.GradientLedger`'s):
 * :mod:`~graphview.core.queries.memory`: saved bytes over the run, peaks, checkpoint estimates;
 * :mod:`~graphview.core.queries.info`: the summary ``graphview info`` prints, built from the others.
 
-They read the run's tables and never change them. Types the run defines (``TensorNode``) are
-named for type checkers only.
+They read the run's tables and never change them, and name none of the run's types: what they
+read of them is a protocol in :mod:`~graphview.core.queries.tables`, so the run builds on the
+queries and the queries import nothing of the run.
 """

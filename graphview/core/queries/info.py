@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from graphview.core.run import Run
+from graphview.core.queries.tables import RunTables
 
 
-def run_info(run: Run) -> dict:
+def run_info(run: RunTables) -> dict:
     """The summary ``graphview info`` prints (:meth:`graphview.core.run.Run.info`)."""
     errors = []
     for index, ev in run.errors:

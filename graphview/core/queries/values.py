@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from graphview.core.run import TensorNode
+from graphview.core.queries.tables import DrawnTensor
 
 
 class ValueQueries:
@@ -24,7 +21,7 @@ class ValueQueries:
         at = bisect_right(history, index, key=lambda item: item[0])
         return history[at - 1][1] if at else None
 
-    def version_at(self, node: TensorNode, index: int) -> int:
+    def version_at(self, node: DrawnTensor, index: int) -> int:
         """The version (``t._version``) the drawn tensor ``node`` had at event ``index``: a parameter
         keeps its node while the optimizer changes it in place, step after step."""
         later = any(node.born < n.born <= index for n in self._tensor_nodes_of.get(node.tid, ()))
