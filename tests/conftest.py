@@ -109,20 +109,9 @@ def app(qtbot, tmp_path):
 
 
 
-def keep_for_the_session(window) -> None:
-    """Never destroy ``window``, not even at exit: a window that showed mutated traces (the fuzz
-    tests) can hold a pyqtgraph plot whose layout lost one of its items, and crashes when it is
-    destroyed (SIGSEGV in QGraphicsGridLayout, found by deleting windows after each module; see
-    docs/traces-and-faults.md). It stays closed, with a reference that is never given back."""
-    import ctypes
-
-    window.kept_for_the_session = True
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(window))
-
-
 def app_for_mutated_traces(tmp_path_factory):
     """A generator for a module's fixture: the app with its window shown (settings in a temporary
-    folder); afterwards stopped, closed and kept for the session (see :func:`keep_for_the_session`)."""
+    folder); afterwards stopped and closed, and deleted with the module's other windows."""
     from PySide6.QtCore import QSettings
 
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(tmp_path_factory.mktemp("settings")))
@@ -134,13 +123,12 @@ def app_for_mutated_traces(tmp_path_factory):
     application.stop()
     application.timer.stop()
     application.window.close()
-    keep_for_the_session(application.window)
 
 
 @pytest.fixture(autouse=True, scope="module")
 def windows_deleted_after_each_module():
     """Every main window a test module opened is deleted at its end, as a user's closed window is
-    (except those kept, see :func:`keep_for_the_session`): a window that crashes when it is
+    (those that opened the fuzz suite's mutated traces too): a window that crashes when it is
     destroyed crashes here, in the module that made it, rather than whenever the garbage collector
     happens to collect it in a later test."""
     yield
@@ -154,7 +142,7 @@ def windows_deleted_after_each_module():
     if app is None:
         return
     for widget in app.topLevelWidgets():
-        if isValid(widget) and isinstance(widget, MainWindow) and not getattr(widget, "kept_for_the_session", False):
+        if isValid(widget) and isinstance(widget, MainWindow):
             widget.close()
             widget.deleteLater()
     app.sendPostedEvents(None, QEvent.DeferredDelete)

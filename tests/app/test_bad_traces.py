@@ -167,7 +167,7 @@ def test_the_window_opens_or_refuses_a_mutated_trace(live_app, tmp_path, data):
 
 @pytest.fixture(scope="module")
 def live_app(qapp, tmp_path_factory):
-    yield from app_for_mutated_traces(tmp_path_factory)  # (kept, never destroyed, afterwards)
+    yield from app_for_mutated_traces(tmp_path_factory)  # (deleted at the module's end)
 
 
 def test_a_refused_trace_leaves_a_running_script_running(live_app, tmp_path, qtbot):

@@ -57,8 +57,8 @@ def real_traces() -> list[tuple[dict, list[dict]]]:
 @pytest.fixture(scope="module")
 def fuzz_app(qapp, tmp_path_factory):
     """One window for every example (opening a trace replaces the run it shows), closed at the end
-    of the module and kept (see tests.conftest.keep_for_the_session: destroyed after mutated traces,
-    its chart's plot can crash the process)."""
+    of the module and deleted then (a window that shows many malformed runs must be destroyed
+    cleanly, as the app destroys its window at exit)."""
     yield from app_for_mutated_traces(tmp_path_factory)
     qapp.processEvents()
 
