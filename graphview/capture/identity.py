@@ -87,6 +87,8 @@ class TensorIdentity(RecorderState):
                 for scope in scopes:
                     if not wanted:
                         break
+                    if named is _bound and wanted.keys().isdisjoint(map(id, list(scope.values()))):
+                        continue  # (none of its variables holds a tensor looked for: told without a loop in Python)
                     for name, value in named(scope):
                         entry = wanted.get(id(value))
                         if entry is not None and entry[0]() is value and entry[1] not in found:
