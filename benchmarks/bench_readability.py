@@ -2,8 +2,8 @@
 
     python benchmarks/bench_readability.py [--size 1366x768] [--models gpt2_lm,vit_classifier]
 
-Opens zoo models (``tests/zoo/*.py``: Hugging Face GPT-2, Llama, T5, ViT, ResNet and BERT built
-from tiny random configs by ``transformers``, nothing downloaded) in the app's window, offscreen,
+Opens zoo models (``tests/zoo/*.py``: Hugging Face GPT-2, Llama, T5, Whisper, CLIP, ViT, ResNet and
+BERT built from tiny random configs by ``transformers``, nothing downloaded) in the app's window, offscreen,
 as a user does (File > Open: a runner process records the script), steps to the first backward
 (the whole graph built) and prints, for the picture there, after F (fit), and after each level
 ``]`` opens (which fits again), each against the 9 px target:
@@ -35,7 +35,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # a fresh settings folder: the view as a new user has it (the follow setting on)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="graphview-bench-readability-")
 
-MODELS = ("gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier", "resnet_classifier", "bert_mlm")
+MODELS = ("gpt2_lm", "llama_decoder", "t5_seq2seq", "whisper_asr", "clip_contrastive", "vit_classifier",
+          "resnet_classifier", "bert_mlm")
 TARGET_PX = 9.0
 #: at most this many levels are opened with ] (a model deeper than that stops there)
 DEEPEST = 8

@@ -99,8 +99,9 @@ class Repeats:
 def module_boxes(drawing: Drawing) -> list[ModuleBox]:
     """Every box of ``drawing``, outermost first.
 
-    A module's nodes split into calls where a row between them holds none of them (the layout
-    stacks each call in rows of its own). A box that would only repeat its single child's
+    A module's nodes split into calls where a row between them holds none of them but holds
+    others in their columns (the layout stacks each call in rows of its own; a branch drawn beside
+    another leaves rows empty where it waits for it). A box that would only repeat its single child's
     (``encoder`` > ``layers`` > ``0``, all the same nodes) is left out: the deepest that ran stands for it."""
     return module_boxes_of(drawing.nodes.values(), drawing.run.module_types, setup_end(drawing.run))
 
@@ -111,20 +112,19 @@ def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = Non
     module), so it may work on a copy of the node list while the drawing grows on.
     ``setup_before``: see :func:`setup_boxes`."""
     nodes = list(nodes)
-    rows: dict[str, dict[int, list[str]]] = {}
-    for node in nodes:
-        if not node.placed or not node.module:
-            continue
-        path = node.module
-        while path:
-            rows.setdefault(path, {}).setdefault(node.layer, []).append(node.id)
-            path = path.rpartition(".")[0]
+    rows, columns, slots = _rows_and_columns(nodes)
+
+    def apart(first: int, last: int, left: int, right: int) -> bool:
+        """Whether rows first..last hold a node in columns left..right: a call ended there (rows
+        with nothing in a branch's columns are where it waited for the branch beside it)."""
+        return any(left <= c <= right for row in range(first, last + 1) for c in slots.get(row, ()))
+
     boxes: list[ModuleBox] = []
     for path, by_row in rows.items():
         calls: list[ModuleBox] = []
         previous = None
         for layer in sorted(by_row):
-            if previous is None or layer - previous > 1:
+            if previous is None or layer - previous > 1 and apart(previous + 1, layer - 1, *columns[path]):
                 key = path if not calls else f"{path}#{len(calls) + 1}"
                 calls.append(ModuleBox(key, path, types.get(path), top=layer))
             calls[-1].members.update(by_row[layer])
@@ -152,6 +152,28 @@ def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = Non
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     _find_repeats(kept)
     return kept
+
+
+def _rows_and_columns(nodes) -> tuple[dict, dict, dict]:
+    """For each module path (and each path holding it): its placed nodes by row, and the least
+    and greatest column they take; for each row, the columns of every node placed there."""
+    rows: dict[str, dict[int, list[str]]] = {}
+    columns: dict[str, list[int]] = {}
+    slots: dict[int, list[int]] = {}
+    for node in nodes:
+        if not node.placed:
+            continue
+        slots.setdefault(node.layer, []).append(node.slot)
+        path = node.module
+        while path:
+            rows.setdefault(path, {}).setdefault(node.layer, []).append(node.id)
+            span = columns.get(path)
+            if span is None:
+                columns[path] = [node.slot, node.slot]
+            else:
+                span[0], span[1] = min(span[0], node.slot), max(span[1], node.slot)
+            path = path.rpartition(".")[0]
+    return rows, columns, slots
 
 
 #: a chain of fewer no-grad tensors made before the step is drawn as it is
@@ -290,7 +312,8 @@ class Layout:
     key of an outermost collapsed box (which takes the cell of its first computed node, see
     :meth:`entry`).
     ``hidden_by`` maps every node inside a collapsed box to that box's key. Rows and columns that
-    no unit uses are dropped; everything else keeps its order. With nothing collapsed, cells are
+    no unit uses are dropped (but for columns the drawing itself left empty: between branches
+    side by side, see :mod:`graphview.core.drawing.strips`); everything else keeps its order. With nothing collapsed, cells are
     the drawing's own."""
 
     def __init__(self, drawing: Drawing, boxes: list[ModuleBox], collapsed: set[str]) -> None:
@@ -314,7 +337,11 @@ class Layout:
             self.cells = raw
         else:
             rows = sorted({r for r, _ in raw.values()})
-            cols = sorted({c for _, c in raw.values()})
+            used = {c for _, c in raw.values()}
+            # a column the drawing left empty stays (between branches side by side, beside a box:
+            # the boxes around each side have room there); those emptied by shutting boxes go
+            drawn = {node.slot for node in drawing.nodes.values() if node.placed} - drawing.gap_columns()
+            cols = sorted(used | {c for c in range(min(used), max(used)) if c not in drawn} if used else used)
             base_row, base_col = rows[0] if rows else 0, cols[0] if cols else 0
             self.cells = {unit: (base_row + bisect_left(rows, r), base_col + bisect_left(cols, c))
                           for unit, (r, c) in raw.items()}

@@ -142,13 +142,15 @@ def test_parameters_a_model_initialises_in_its_constructor_sit_in_their_module_b
     assert query.id in boxes["bert.encoder.layer.0.attention.self.query"].members
 
 
-@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier"])
+@pytest.mark.parametrize("script", ["bert_mlm", "gpt2_lm", "llama_decoder", "t5_seq2seq", "vit_classifier",
+                                    "whisper_asr", "clip_contrastive"])
 def test_real_models_drawn_as_they_stream_in_place_what_the_whole_run_places(record, script):
     """The app draws a run as its events come. T5's ``_shift_right`` fills a no-grad tensor in place
     with a mask made from it (a loop of no-grad edges), which once sent the drawing round that loop
     until Python's recursion limit. T5's decoder weights, made in its constructor and first used
     far into the step, were drawn in the encoder's rows while the run streamed, splitting the
-    decoder's box in two: the outermost boxes are those of the whole run drawn at once."""
+    decoder's box in two: the outermost boxes are those of the whole run drawn at once. Whisper's decoder
+    and CLIP's text tower go beside the branch before them the same way, whole or streamed."""
     from graphview.core.hierarchy import module_boxes
 
     pytest.importorskip("transformers")

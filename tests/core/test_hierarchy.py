@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from itertools import combinations
+from pathlib import Path
+
 import pytest
 
 from graphview.core.drawing import Drawing
-from graphview.core.hierarchy import Layout, collapsed_at_level, levels_that_fit, module_boxes
+from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
 from tests.conftest import model, zoo
 
 
@@ -210,3 +213,70 @@ def test_what_a_constructor_computes_without_grad_is_one_shut_box(record):
 def test_a_model_without_such_a_chain_has_no_setup_box(record):
     drawing = _drawing(record, "transformer_block", steps=1)
     assert not any(box.setup for box in module_boxes(drawing))
+
+
+ZOO_SCRIPTS = sorted(path.stem for path in Path(zoo("gpt2_lm")).parent.glob("*.py"))
+
+
+def _shown_boxes(layout: Layout, boxes: list[ModuleBox]) -> dict[str, tuple[int, int, int, int]]:
+    """Each box drawn in ``layout``: the columns and rows (left, top, right, bottom) of what it is
+    drawn around (a shut box: its one cell); boxes inside a shut one are not drawn."""
+    shown = {}
+    for box in boxes:
+        if box.key in layout.collapsed:
+            row, column = layout.cells[box.key]
+            shown[box.key] = (column, row, column, row)
+        elif not all(member in layout.hidden_by for member in box.members):
+            cells = [layout.cells[unit] for unit in {layout.hidden_by.get(m, m) for m in box.members}]
+            rows, columns = [r for r, _ in cells], [c for _, c in cells]
+            shown[box.key] = (min(columns), min(rows), max(columns), max(rows))
+    return shown
+
+
+@pytest.mark.parametrize("script", ZOO_SCRIPTS)
+def test_module_boxes_never_overlap_unless_one_holds_the_other(record, script):
+    """Every zoo model at every level ] opens (and with every box open): two boxes drawn at once
+    either nest or are apart. Branches drawn side by side (Whisper's decoder beside its encoder)
+    share rows, so this is no longer true by rows alone."""
+    pytest.importorskip("transformers")
+    drawing = Drawing(record(zoo(script), steps=1))
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    keyed = {box.key: box for box in boxes}
+
+    def holds(outer: ModuleBox, inner: ModuleBox) -> bool:
+        parent = inner.parent
+        while parent is not None:
+            if parent == outer.key:
+                return True
+            parent = keyed[parent].parent
+        return False
+
+    deepest = max((box.level for box in boxes), default=0) + 1
+    for level in range(deepest + 2):
+        collapsed = collapsed_at_level(boxes, level) if level <= deepest else set()
+        shown = _shown_boxes(Layout(drawing, boxes, collapsed), boxes)
+        for a, b in combinations(shown, 2):
+            (al, at, ar, ab), (bl, bt, br, bb) = shown[a], shown[b]
+            if not (holds(keyed[a], keyed[b]) or holds(keyed[b], keyed[a])):
+                assert ar < bl or br < al or ab < bt or bb < at, (level, a, shown[a], b, shown[b])
+
+
+@pytest.mark.parametrize("script,first,second,level", [("whisper_asr", "model.encoder", "model.decoder", 1),
+                                                       ("t5_seq2seq", "encoder", "decoder", 0),
+                                                       ("clip_contrastive", "vision_model", "text_model", 0)])
+def test_independent_branches_are_drawn_side_by_side(record, script, first, second, level):
+    """An encoder and the decoder that reads its output only in cross-attention, CLIP's vision and
+    text towers (which meet in the loss): the second starts at the top, right of the first with
+    an empty column between, not in the rows below it. Shut, the two cards sit side by side."""
+    pytest.importorskip("transformers")
+    drawing = Drawing(record(zoo(script), steps=1))
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    one, two = ({box.path: box for box in boxes}[path] for path in (first, second))
+    columns = [[drawing.nodes[m].slot for m in box.members] for box in (one, two)]
+    assert max(columns[0]) + 1 < min(columns[1])  # beside, a column apart
+    assert two.top < one.bottom - (one.bottom - one.top) // 2  # from the top of the first's rows, not below it
+    layout = Layout(drawing, boxes, collapsed_at_level(boxes, level))
+    (row_one, column_one), (row_two, column_two) = layout.cells[one.key], layout.cells[two.key]
+    assert abs(row_one - row_two) <= 1 and column_one + 1 < column_two

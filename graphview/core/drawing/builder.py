@@ -60,6 +60,7 @@ class Drawing:
         self.inputs_changing = lifetimes.inputs_changing
         self.path_clear = self.placement.grid.path_clear
         self.bounds = self.placement.grid.bounds
+        self.gap_columns = self.placement.grid.strips.gap_columns  # kept empty between branches side by side
 
     # ------------------------------------------------------------------ building
     @property

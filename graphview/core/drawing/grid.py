@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH, DrawNode
+from graphview.core.drawing.strips import GAP, Strip, Strips, branch_owner, within
 
 #: leaves that outlive a step's graph: the next step's graph is drawn around them again
 _LASTING = frozenset({"param", "input", "input_grad"})
@@ -22,6 +23,27 @@ _BESIDE_ROWS = 40
 #: nodes a row of the layout counts as its module's (see Grid.put), and a module's weights
 _ROW_KINDS = frozenset({"op", "intermediate"})
 _WEIGHT_KINDS = frozenset({"param", "accumulate"})
+
+
+def _holding(module: str | None) -> tuple[str, ...]:
+    """``module`` and each module path holding it, innermost first (``a.b.c``, ``a.b``, ``a``)."""
+    paths = []
+    while module:
+        paths.append(module)
+        module = module.rpartition(".")[0]
+    return tuple(paths)
+
+
+def _widen(extent: list[int], slot: int, layer: int) -> None:
+    """Widen ``extent`` (least slot, least layer, greatest slot, greatest layer) to hold a cell."""
+    if slot < extent[0]:
+        extent[0] = slot
+    elif slot > extent[2]:
+        extent[2] = slot
+    if layer < extent[1]:
+        extent[1] = layer
+    elif layer > extent[3]:
+        extent[3] = layer
 
 
 class Grid:
@@ -38,6 +60,11 @@ class Grid:
         self._extent: list[int] | None = None  # the placed nodes' least and greatest slot and layer
         self._row_modules: dict[int, dict[str, list[str]]] = {}  # layer -> module path -> node ids
         self._model_weights: dict[str, list[str]] = {}  # a model's name (``teacher``) -> its weights' node ids
+        self.strips = Strips()  # branches drawn beside the rest
+        # module path (and each path holding it) -> the columns and rows its nodes took: left, top, right, bottom
+        self._spans: dict[str, list[int]] = {}
+        self._refused: set[str] = set()  # branches that found no room beside: they stay below
+        self._holding: dict[str | None, tuple[str, ...]] = {}  # module path -> it and each path holding it
 
     def _free(self, taken: dict[int, str], slot: int, born: int) -> bool:
         """A slot is free if nobody had it, or its node was destroyed before ``born``."""
@@ -47,33 +74,29 @@ class Grid:
         dead = self.dead_index(self.nodes[occupant])
         return dead is not None and dead <= born
 
-    def put(self, node: DrawNode, layer: int, want: int) -> None:
+    def put(self, node: DrawNode, layer: int, want: int, side: str | None = None) -> None:
+        """Put ``node`` in row ``layer``, in the free slot nearest ``want`` among the columns its
+        strip allows there (``side``: the module whose strip counts, if not the node's own)."""
         taken = self._occupied.get(layer)
         if taken is None:
             taken = self._occupied[layer] = {}
-        slot = want
+        side = node.module if side is None else side
+        low, high = self.strips.bounds(side, layer)
+        want = slot = min(max(want, low), high)
         if want in taken:
             for distance in range(0, 100000):
-                if self._free(taken, want + distance, node.born):
+                if want + distance <= high and self._free(taken, want + distance, node.born):
                     slot = want + distance
                     break
-                if distance and self._free(taken, want - distance, node.born):
+                if distance and want - distance >= low and self._free(taken, want - distance, node.born):
                     slot = want - distance
                     break
         taken[slot] = node.id
         node.layer, node.slot, node.placed = layer, slot, True
-        extent = self._extent
-        if extent is None:
+        if self._extent is None:
             self._extent = [slot, layer, slot, layer]
         else:
-            if slot < extent[0]:
-                extent[0] = slot
-            elif slot > extent[2]:
-                extent[2] = slot
-            if layer < extent[1]:
-                extent[1] = layer
-            elif layer > extent[3]:
-                extent[3] = layer
+            _widen(self._extent, slot, layer)
         # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
         # tensors without grad that only sit above their users: the script's inputs and what a module
         # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
@@ -82,24 +105,27 @@ class Grid:
         # layout depend on how the run was read
         if node.kind in _ROW_KINDS or node.module is not None and node.kind in _WEIGHT_KINDS:
             self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
+            self._track(node, layer, slot)
             if node.kind == "param":
                 self._model_weights.setdefault(node.module.partition(".")[0], []).append(node.id)
+        self.strips.grew(side, layer)
         self.order.append(node.id)
 
-    def free_column(self, layer: int, born: int) -> int:
-        """The leftmost slot (from 0) with no live node in ``layer`` or any row below it: where
-        the next training step's graph goes once the last one is destroyed, so repeated steps
-        draw in the same place instead of drifting right."""
+    def free_column(self, layer: int, born: int, module: str | None = None) -> int:
+        """The leftmost slot (from 0, or from the left of ``module``'s strip) with no live node in
+        ``layer`` or any row below it: where the next training step's graph goes once the last one
+        is destroyed, so repeated steps draw in the same place instead of drifting right."""
         rows = [(k, taken) for k, taken in self._occupied.items() if k >= layer]
         nodes = self.nodes
-        for slot in range(0, 100000):
+        start = max(0, self.strips.bounds(module, layer)[0])
+        for slot in range(start, start + 100000):
             # a leaf (a parameter, an input) lives on from step to step just above where its user
             # was and will be again: below this row it keeps no column from the next step's graph
             # (which went two columns right at each step, past the second layer's weights)
             if all(self._free(taken, slot, born) or (k > layer and nodes[taken[slot]].kind in _LASTING)
                    for k, taken in rows):
                 return slot
-        return 0
+        return start
 
     def foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
         """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
@@ -107,16 +133,28 @@ class Grid:
         A box is drawn around its nodes: a node of any other module in one of its rows would look
         inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
         norm's weights went in the add's row), so each row holds one module's nodes (or nodes
-        outside every module). Which nodes a row counts is in :meth:`put`. Live means not
-        destroyed before ``born``; a row of a model whose weights live stays its own after its
-        graph is freed: its next call comes back there (a distillation's student, drawn in the
-        rows of the teacher's freed graph, sat inside the teacher's box at the next step)."""
+        outside every module) on each side of a strip's edge (:mod:`~graphview.core.drawing.strips`).
+        Which nodes a row counts is in :meth:`put`. Live means not destroyed before ``born``; a row
+        of a model whose weights live stays its own after its graph is freed: its next call comes
+        back there (a distillation's student, drawn in the rows of the teacher's freed graph, sat
+        inside the teacher's box at the next step)."""
+        strips = self.strips
+        side = strips.side(module)
+        own = strips.of(module)
+        new = bool(module) and module not in self._spans
         for layer in range(top, bottom + 1):
+            if strips.strips and strips.foreign(layer, module, new):
+                return True
             row = self._row_modules.get(layer)
             if not row:
                 continue
             for path, ids in list(row.items()):
                 if module == path:
+                    continue
+                if strips.side(path) != side:  # beside: in its own columns, unless it reaches into ours
+                    theirs = strips.of(path)
+                    if own is not None and (theirs is None or theirs.left < own.left) and self._reaches(ids, own, born):
+                        return True
                     continue
                 live = [i for i in ids if not self.gone(i, born)]
                 if live:
@@ -127,6 +165,89 @@ class Grid:
                     return True
                 del row[path]
         return False
+
+    def _reaches(self, ids: list[str], strip: Strip, born: int) -> bool:
+        """Whether any of these live nodes (of another side) is in ``strip``'s columns or the gap before them."""
+        return any(self.nodes[i].slot > strip.left - GAP and not self.gone(i, born) for i in ids)
+
+    def _track(self, node: DrawNode, layer: int, slot: int) -> None:
+        """Widen the span of ``node``'s module and each module holding it. A module beside another
+        that jumps down to read its output (a decoder's cross-attention, waiting for the encoder)
+        holds the rows it jumped over on its side: nothing else starts there, inside its box."""
+        paths = self._holding.get(node.module)
+        if paths is None:
+            paths = self._holding[node.module] = _holding(node.module)
+        jumped = None
+        spans = self._spans
+        for path in paths:
+            span = spans.get(path)
+            if span is None:
+                spans[path] = [slot, layer, slot, layer]
+                continue
+            if jumped is None and span[3] < layer - 1:
+                jumped = (path, span[3])
+            _widen(span, slot, layer)
+        if jumped is not None and self.strips.strips:
+            path, last = jumped
+            side = self.strips.side(path)
+            for row in range(last + 1, layer):
+                held = self._row_modules.setdefault(row, {})
+                if all(self.strips.side(other) != side for other in held):
+                    held.setdefault(path, []).append(node.id)
+
+    def outside_boxes(self, layer: int, want: int, side: str | None, module: str | None) -> int:
+        """The column nearest ``want`` in row ``layer`` for a tensor without grad of ``module`` (None:
+        outside every module) drawn above its user: not inside (nor next to) the span of a module
+        that does not hold it whose rows reach there (Whisper's sinusoid, made before the step,
+        beside its encoder; Llama's rotary cos and sin beside the layer that reads them). ``side``:
+        the module whose strip it goes in."""
+        taken = []
+        for path, (left, top, right, bottom) in self._spans.items():
+            if top <= layer <= bottom and not within(module, path):
+                taken.append((left - 1, right + 1))
+        low, high = self.strips.bounds(side, layer)
+        want = min(max(want, low), high)
+        if not taken:
+            return want
+        for distance in range(0, 100000):
+            for slot in (want - distance, want + distance):
+                if low <= slot <= high and not any(a <= slot <= b for a, b in taken):
+                    return slot
+        return want
+
+    def open_beside(self, module: str | None, top: int, bottom: int, born: int) -> bool:
+        """A new, independent computation of ``module`` whose rows ``top..bottom`` hold other
+        modules' nodes: open a strip for its branch right of everything live from there down,
+        when the box holding both sides holds everything in those rows (else it would be drawn
+        around a stranger). Returns True when it opened one."""
+        if not module:
+            return False
+        side = self.strips.side(module)
+        others = {path for layer in range(top, bottom + 1) for path, ids in self._row_modules.get(layer, {}).items()
+                  if path != module and self.strips.side(path) == side and any(not self.gone(i, born) for i in ids)}
+        owner = branch_owner(module, others) if others else None
+        if owner is None or owner == module or owner in self._refused or owner in self._spans \
+                or any(s.owner == owner for s in self.strips.strips):
+            # (a module with nodes drawn already is no new branch; one module alone, GPT-2's
+            # position embedding beside its token embedding, stays in the rows below)
+            return False
+        holder = owner.rpartition(".")[0]
+        start = min(top, self._spans[holder][1]) if holder in self._spans else top
+        right = None
+        for layer, taken in self._occupied.items():
+            if layer < start:
+                continue
+            if holder and any(not within(path, holder) and any(not self.gone(i, born) for i in ids)
+                              for path, ids in self._row_modules.get(layer, {}).items()):
+                self._refused.add(owner)
+                return False
+            for slot, node_id in taken.items():
+                if (right is None or slot > right) and not self.gone(node_id, born):
+                    right = slot
+        own = self.strips.of(module)
+        left = max(right + GAP if right is not None else 0, own.left if own is not None else 0)
+        self.strips.open(owner, left, top)
+        return True
 
     def _model_lives(self, path: str | None, module: str | None, born: int) -> bool:
         """Whether ``path`` belongs to another model than ``module`` (its first name) whose weights

@@ -20,12 +20,24 @@ The rules, in the order they apply:
   their first user (:meth:`Placement._place_above`), so a parameter sits next to the op that reads
   it instead of in a row at the top of a deep model. What nobody uses is placed late, or never
   (:meth:`Placement.settle`: scratch tensors of a model's constructor are not drawn).
-* **Module boxes never overlap.** A row holds one module's nodes (or nodes outside every module),
-  so a node goes no higher than the rows where another module's live nodes sit, together with
-  the leaves that wait above it (:meth:`Grid.foreign_rows`). So ``norm1`` ends before ``linear1``
-  begins, and the boxes drawn around each module's nodes are stacked, not interleaved. A tensor
-  from outside every module goes above its model's weights (:meth:`Grid.above_weights`) or right
-  of the models sharing its row (:meth:`Grid.beside_models`).
+* **Module boxes never overlap.** On each side of a strip's edge (below), a row holds one
+  module's nodes (or nodes outside every module), so a node goes no higher than the rows where
+  another module's live nodes sit, together with the leaves that wait above it
+  (:meth:`Grid.foreign_rows`). So ``norm1`` ends before ``linear1`` begins, and the boxes drawn
+  around each module's nodes are stacked, not interleaved. A tensor from outside every module
+  goes above its model's weights (:meth:`Grid.above_weights`) or right of the models sharing its
+  row (:meth:`Grid.beside_models`); a tensor without grad drawn above its user goes beside the
+  boxes that do not hold it, a column apart (:meth:`Grid.outside_boxes`).
+* **Independent branches side by side.** A new, independent computation (nothing drawn feeds
+  it but weights and inputs) whose rows hold another branch of a container module (Whisper's
+  or T5's decoder after the encoder, CLIP's text tower after the vision tower) does not go below
+  it: its branch gets a strip, the columns right of everything drawn from its rows down with an
+  empty column between, starting at the top (:meth:`Grid.open_beside`,
+  :mod:`~graphview.core.drawing.strips`). Where the branch later reads the other's output
+  (cross-attention), it jumps down to there and holds the rows it jumped over. A strip opens once
+  (the next step's branch goes back into it) and only when the box holding both sides holds
+  everything in their rows; a single module (GPT-2's position embedding) stays below, and what
+  starts after both sides (the head, the loss) starts below both.
 
 Pure Python, no Qt, no torch.
 """
@@ -42,6 +54,11 @@ from graphview.core.run import Run
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 #: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
 _NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
+#: what a node read from before it may still start a branch beside: leaves, not computed tensors
+_STARTS_BESIDE = frozenset({"param", "accumulate", "input", "input_grad", "detached"})
+#: ops that only view a weight (``weight.t()`` of a tied head, read far below): no branch of their own
+_WEIGHT_VIEWS = frozenset({"TBackward0", "TransposeBackward0", "PermuteBackward0", "ViewBackward0",
+                           "ExpandBackward0", "UnsqueezeBackward0", "SqueezeBackward0", "SqueezeBackward1"})
 #: how far (in events) a streaming run's leaf nobody uses waits before it is drawn anyway
 _WAIT_EVENTS = 200
 
@@ -123,7 +140,7 @@ class Placement:
         if node.kind not in ("input", "input_grad", "detached") or not self.run.tensor_name(node.ref):
             return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
         info = self.run.tensors.get(node.ref)
-        return info is None or info.get("kind") != "buffer"
+        return info is None or info.get("kind") not in ("buffer", "param")  # (a weight without grad too)
 
     def _unused_constant(self, node: DrawNode) -> bool:
         """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
@@ -194,7 +211,7 @@ class Placement:
         and a model that initialises them there is recorded doing it; they are named at the model's
         first call) takes its name, and with it its module, when it is placed: the module box of
         ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
-        if node.module is not None or node.kind not in ("param", "input"):
+        if node.module is not None or node.kind not in ("param", "input", "detached"):
             return
         name = self.run.tensor_name(node.ref)
         if name:
@@ -242,12 +259,20 @@ class Placement:
         if waiting:
             layer = max(layer, self._chain_floor(node))  # (a node with no waiting pred has no chain)
         reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
+        # a new, independent computation (nothing drawn before feeds it but weights and inputs) may
+        # start a branch beside what holds its rows (Whisper's decoder beside its encoder)
+        beside = all(p.kind in _STARTS_BESIDE for p in placed) and node.title not in _WEIGHT_VIEWS
         # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
         # node that reads a tensor from a thousand rows up inside another module's box)
         while self.grid.foreign_rows(layer - reach + 1, layer, node.module, node.born):
+            if beside:
+                beside = False
+                if self.grid.open_beside(node.module, layer - reach + 1, layer, node.born):
+                    want = None  # the leftmost column free in its strip
+                    continue
             layer += 1
         if want is None:
-            want = self.grid.free_column(layer, node.born)
+            want = self.grid.free_column(layer, node.born, node.module)
         self.grid.put(node, layer, want)
         for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
             self._place_above(pred, node)
@@ -359,12 +384,16 @@ class Placement:
         if node.kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
         row, slot = user.layer - 1, user.slot
-        if node.kind in _NO_GRAD_TENSORS and not node.module:  # outside every module box
-            if node.module is None and user.module is not None:
-                row = self.grid.above_weights(user, node.born)
-            elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
-                slot = self.grid.beside_models(row, slot, node.born, node.module)
-        self.grid.put(node, row, slot)
+        side = None
+        if node.kind in _NO_GRAD_TENSORS:
+            if not node.module:  # outside every module box
+                side = user.module  # in its user's strip
+                if user.module:  # (the model's own forward, path "", makes a decoder's ids)
+                    row = self.grid.above_weights(user, node.born)
+                elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
+                    slot = self.grid.beside_models(row, slot, node.born, node.module)
+            slot = self.grid.outside_boxes(row, slot, side if side is not None else node.module, node.module)
+        self.grid.put(node, row, slot, side)
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
         """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
