@@ -8,7 +8,9 @@ edges while backward is animated.
 One mechanism per module: ``style`` (sizes, and colours from the active theme), ``nodes``, ``edges`` (and their routing),
 ``groups`` (module boxes), ``pulse``, ``scene`` (taking the drawing in) with its parts ``region`` (the items
 and where they are made), ``cursor`` (what is shown at the cursor), ``edge_routes`` and ``selection``,
-``overview`` (the minimap) and ``view``.
+``overview`` (the minimap) and ``view`` with its parts ``view_fit`` (the readable zoom, the fits),
+``follow`` (the cursor's node kept in view), ``view_region`` (where a big graph has items), ``halo``,
+``canvas_notes`` (what an empty canvas says) and ``node_menu`` (the context menu).
 """
 
 from __future__ import annotations
