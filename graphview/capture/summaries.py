@@ -5,6 +5,7 @@ Runs inside the recorder, on a detached view of the tensor, and never keeps the 
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 
@@ -79,7 +80,7 @@ def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, s
     numel = t.numel()
     if numel <= full_max:
         return None
-    read = t.detach()
+    read = t.detach() if t.requires_grad else t  # (a gradient needs none: one torch call less a summary)
     if not read.is_contiguous():
         if 0 in read.stride() or not _dense(read):
             return None
@@ -235,19 +236,19 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
         return None
     shape = list(t.shape)
     try:
-        t = t.detach()  # the recorder's reads make no graph
         if t.layout == torch.sparse_coo and not t.is_meta:
-            return _sparse_summary(t, shape, full_max)
+            return _sparse_summary(t.detach(), shape, full_max)
         if t.layout != torch.strided or t.is_meta:
             return {"shape": shape, "stats": {"numel": t.numel()}}
         if t.is_complex():
-            return _complex_summary(t, shape, full_max)
+            return _complex_summary(t.detach(), shape, full_max)
         numel = t.numel()
         if numel <= full_max:
-            values = t.reshape(-1).tolist()
+            values = _flat_values(t)
             if not t.is_floating_point() or all(map(math.isfinite, values)):
                 return {"shape": shape, "values": values}
             return {"shape": shape, "values": [_clean(v) for v in values]}
+        t = t.detach()  # the recorder's reads make no graph
         if t.is_cpu:
             read, sampled = _to_read(t, sample)
             values = _host_values(read)
@@ -256,6 +257,18 @@ def _summarize(t: torch.Tensor | None, full_max: int, light: bool, norm: bool, s
         return {"shape": shape, "stats": _norm_only(t, numel) if light else _stats(t, numel, norm)}
     except (RuntimeError, TypeError, ValueError) as exc:  # e.g. an exotic tensor subclass
         return {"shape": shape, "stats": {"numel": t.numel()}, "note": str(exc)[:200]}
+
+
+def _flat_values(t: torch.Tensor) -> list:
+    """A small tensor's values in order, as Python numbers: ``tolist`` flattened in Python (a
+    reshape, and the copy it makes of a transposed tensor, are torch calls that torch.profiler
+    would list beside the script's own)."""
+    values = t.tolist()
+    if t.dim() == 0:
+        return [values]
+    for _ in range(t.dim() - 1):
+        values = list(itertools.chain.from_iterable(values))
+    return values
 
 
 def _sparse_summary(t: torch.Tensor, shape: list, full_max: int) -> dict:

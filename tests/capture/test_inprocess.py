@@ -294,7 +294,16 @@ def test_py_spy_samples_the_program_as_it_runs_while_it_records_itself(tmp_path)
     assert sum(in_spin.values()) >= 0.25 * 0.8 * 200
 
 
+#: what torch.profiler lists of graphview's own reads of values: what ``Tensor.numpy()`` and
+#: ``tolist()`` call (detach, to, resolve_conj, resolve_neg), a detached view to read, and a view of
+#: a sampled or transposed tensor's memory in order (graphview's summaries make no reshape or copy)
+_GRAPHVIEWS_READS = frozenset({"aten::detach", "detach", "aten::to", "aten::resolve_conj", "aten::resolve_neg",
+                               "aten::as_strided"})
+
+
 def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphview(tmp_path):
+    """Every op of the loop counts as often with graphview recording as without; what it adds is
+    its reads of values, and nothing else."""
     from torch.profiler import ProfilerActivity, profile
 
     def counts(record: bool) -> dict:
@@ -304,9 +313,11 @@ def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphvi
                     _loop(2)
             else:
                 _loop(2)
-        return {e.key: e.count for e in prof.key_averages() if e.key in ("aten::addmm", "aten::tanh", "aten::mse_loss")}
+        return {e.key: e.count for e in prof.key_averages()}
 
-    plain = counts(False)
-    assert plain == counts(True) and plain["aten::addmm"] == 4
+    plain, recorded = counts(False), counts(True)
+    assert plain["aten::addmm"] == 4 and plain["aten::mse_loss"] == 2
+    assert {key: n for key, n in recorded.items() if key not in _GRAPHVIEWS_READS} == \
+        {key: n for key, n in plain.items() if key not in _GRAPHVIEWS_READS}
     run = Run(read_trace(tmp_path / "run.gvtrace").events)
     assert len(run.optimizer_steps) == 2 and len(run.backwards) == 2
