@@ -313,14 +313,22 @@ class Layout:
     :meth:`entry`).
     ``hidden_by`` maps every node inside a collapsed box to that box's key. Rows and columns that
     no unit uses are dropped (but for columns the drawing itself left empty: between branches
-    side by side, see :mod:`graphview.core.drawing.strips`); everything else keeps its order. With nothing collapsed, cells are
-    the drawing's own."""
+    side by side, see :mod:`graphview.core.drawing.strips`); everything else keeps its order.
+    With nothing collapsed, cells are the drawing's own.
 
-    def __init__(self, drawing: Drawing, boxes: list[ModuleBox], collapsed: set[str]) -> None:
+    In an open stack of repeated blocks, the shut blocks but the one in ``focus`` (stack key ->
+    the block's place in the stack; the first when not given) take one cell together, a run at a
+    time: :attr:`runs` (see :func:`thin_stacks`), and :attr:`covered` are the boxes inside them."""
+
+    def __init__(self, drawing: Drawing, boxes: list[ModuleBox], collapsed: set[str],
+                 focus: dict[str, int] | None = None) -> None:
         self.drawing = drawing
         keyed = {box.key: box for box in boxes}
-        shut = [keyed[k] for k in collapsed if k in keyed]
-        outermost = [b for b in shut if not self._inside_any(b, collapsed, keyed)]
+        self.runs = {run.key: run for run in thin_stacks(boxes, keyed, collapsed, focus or {})}
+        in_runs = {key for run in self.runs.values() for key in run.repeats.keys}
+        self.covered = {box.key for box in boxes if box.key in in_runs or self._inside_any(box, in_runs, keyed)}
+        shut = [keyed[k] for k in collapsed if k in keyed and k not in in_runs]
+        outermost = [b for b in shut if not self._inside_any(b, collapsed, keyed)] + list(self.runs.values())
         self.collapsed = {b.key for b in outermost}
         self.hidden_by: dict[str, str] = {}
         for box in outermost:
@@ -398,6 +406,40 @@ class Layout:
             if any(abs(col * SLOT_WIDTH - x) < half_width for col in taken):
                 return False
         return True
+
+
+def thin_stacks(boxes: list[ModuleBox], keyed: dict[str, ModuleBox], collapsed: set[str],
+                focus: dict[str, int]) -> list[ModuleBox]:
+    """An open stack of repeated blocks opens one block at a time: the shut blocks before and
+    after the one in ``focus`` (its place in the stack, the first by default) read as thin stacks,
+    each one card with a bar per block (``transformer.h.1-11 · GPT2Block ×11``), not a column of
+    eleven cards. Returns a box for each run of two or more such blocks, inside the stack."""
+    runs = []
+    for stack in boxes:
+        if stack.repeats is None or stack.key in collapsed or Layout._inside_any(stack, collapsed, keyed):
+            continue
+        blocks = [keyed[key] for key in stack.repeats.keys if key in keyed]
+        chosen = focus.get(stack.key, 0)
+        current: list[ModuleBox] = []
+        for place, block in enumerate(blocks + [None]):
+            if block is not None and place != chosen and block.key in collapsed:
+                current.append(block)
+                continue
+            if len(current) >= 2:
+                runs.append(_run_of(stack, current))
+            current = []
+    return runs
+
+
+def _run_of(stack: ModuleBox, blocks: list[ModuleBox]) -> ModuleBox:
+    """The box of blocks ``blocks`` (consecutive ones of ``stack``) shut together."""
+    stem = stack.repeats.stem
+    first, last = (int(block.path.rpartition(".")[2]) for block in (blocks[0], blocks[-1]))
+    members = set().union(*(block.members for block in blocks))
+    return ModuleBox(f"{stack.key}/{first}-{last}", stem, blocks[0].type, members,
+                     top=min(b.top for b in blocks), bottom=max(b.bottom for b in blocks), level=blocks[0].level,
+                     parent=stack.key, repeats=Repeats(stem, first, last, blocks[0].type,
+                                                       tuple(block.key for block in blocks)))
 
 
 def collapsed_at_level(boxes: list[ModuleBox], level: int) -> set[str]:

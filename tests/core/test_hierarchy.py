@@ -280,3 +280,41 @@ def test_independent_branches_are_drawn_side_by_side(record, script, first, seco
     layout = Layout(drawing, boxes, collapsed_at_level(boxes, level))
     (row_one, column_one), (row_two, column_two) = layout.cells[one.key], layout.cells[two.key]
     assert abs(row_one - row_two) <= 1 and column_one + 1 < column_two
+
+
+def test_an_open_stack_of_blocks_shows_one_block_apart_and_the_others_as_thin_stacks(record, write_script):
+    """GPT-2's ``transformer.h.0-3 · GPT2Block ×4`` opened: block 0 as its own card (double-click
+    opens it), blocks 1-3 as one thin stack with a bar per block, not a column of four cards; the
+    block shown apart moves (``focus``), and a block opened stays open between two runs."""
+    from graphview.core.hierarchy import blocks_held
+    from tests.conftest import tiny_gpt2
+
+    pytest.importorskip("transformers")
+    run = record(write_script(tiny_gpt2(4)), steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    keyed = {box.key: box for box in boxes}
+    stack = keyed["transformer.h"]
+    collapsed = collapsed_at_level(boxes, stack.level + 1)
+    layout = Layout(drawing, boxes, collapsed)
+    (thin,) = layout.runs.values()
+    assert thin.label == "transformer.h.1-3 · GPT2Block ×3" and thin.parent == stack.key
+    blocks = [keyed[f"transformer.h.{i}"] for i in range(4)]
+    assert {"transformer.h.0", thin.key} <= layout.collapsed and not {b.key for b in blocks[1:]} & layout.collapsed
+    assert thin.members == blocks[1].members | blocks[2].members | blocks[3].members
+    assert all(layout.hidden_by[m] == thin.key for m in thin.members)
+    assert {b.key for b in blocks[1:]} <= layout.covered
+    # its bars are the stack's own for those blocks (checked against torch in tests/capture)
+    at = min(call.start for call in run.backwards.values())
+    assert blocks_held(drawing, thin, keyed, at) == blocks_held(drawing, stack, keyed, at)[1:]
+    # the third block apart: 0-1 thin, 2 and 3 one card each
+    focused = Layout(drawing, boxes, collapsed, {stack.key: 2})
+    assert [r.label for r in focused.runs.values()] == ["transformer.h.0-1 · GPT2Block ×2"]
+    assert {"transformer.h.2", "transformer.h.3"} <= focused.collapsed
+    # block 0 opened: its children shut, the others still one thin stack
+    opened = Layout(drawing, boxes, collapsed - {"transformer.h.0"})
+    assert [r.key for r in opened.runs.values()] == [thin.key] and "transformer.h.0" not in opened.collapsed
+    assert "transformer.h.0.attn" in opened.collapsed
+    # the stack shut: no thin stack
+    assert Layout(drawing, boxes, collapsed_at_level(boxes, stack.level)).runs == {}

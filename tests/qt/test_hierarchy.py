@@ -259,3 +259,35 @@ def test_children_of_different_kinds_are_not_a_stack(record):
     drawing = Drawing(record(model("transformer_block"), steps=1))
     drawing.update(final=True)
     assert all(box.repeats is None for box in module_boxes(drawing))  # one layer; attention beside linears
+
+
+def test_a_thin_stack_of_blocks_opens_one_block_at_a_time(canvas, record, write_script):
+    """Opened, GPT-2's four blocks show block 0 and one card ``transformer.h.1-3 · GPT2Block ×3``
+    with a bar per block; double-clicking that card shows its first block apart (block 1), the
+    rest a thinner stack; a search hit inside a thin stack brings its block apart and opens it."""
+    from tests.conftest import tiny_gpt2
+
+    pytest.importorskip("transformers")
+    run = record(write_script(tiny_gpt2(4)), steps=1)
+    at = _before_backward(run)
+    scene, view = _open(canvas, run, at)
+    boxes = scene.boxes
+    stack = boxes.keyed["transformer.h"]
+    boxes.set_all(collapsed_at_level(boxes.boxes, stack.level + 1))
+    scene.set_cursor(at)
+
+    def shown():
+        return sorted(g.key for g in scene.groups.values()
+                      if g.isVisible() and g.collapsed and g.key.startswith("transformer.h") and "." not in g.key[14:])
+
+    assert shown() == ["transformer.h.0", "transformer.h/1-3"]
+    thin = scene.groups["transformer.h/1-3"]
+    assert thin.box.label == "transformer.h.1-3 · GPT2Block ×3"
+    assert [title for title, _, _ in thin.blocks] == ["transformer.h.1", "transformer.h.2", "transformer.h.3"]
+    assert all(activations > 0 for _, _, activations in thin.blocks)
+    boxes.toggle("transformer.h/1-3")
+    assert shown() == ["transformer.h.0", "transformer.h.1", "transformer.h/2-3"]
+    assert not scene.groups["transformer.h/1-3"].isVisible()
+    inside = next(m for m in boxes.keyed["transformer.h.3"].members if scene.drawing.nodes[m].kind == "op")
+    assert boxes.reveal([inside])
+    assert boxes.layout.position(inside) is not None and "transformer.h.3" not in boxes.collapsed

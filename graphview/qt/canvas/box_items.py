@@ -41,11 +41,13 @@ class BoxItems:
         self._shown: set[str] = set()
         self._rows_of: dict[str, tuple] = {}  # box key -> (box, lifetimes' length, its nodes' rows there)
         self._op_births: dict[str, tuple] = {}  # box key -> (box, the birth of its first autograd node)
+        self._runs_shown: set[str] = set()  # keys of the thin stacks (see Layout.runs) drawn last
 
     def reset(self) -> None:
         """A new run: no items (the scene removed the old ones)."""
         self._rows_of = {}
         self._op_births = {}
+        self._runs_shown = set()
         self.groups = {}
         self.hidden_by = {}
 
@@ -58,8 +60,8 @@ class BoxItems:
     def set_compared(self, compared: dict[str, tuple[int, int]]) -> None:
         """Each box shows its own saved bytes in both runs (empty: no comparison)."""
         self.compared = dict(compared)
-        for group in self.groups.values():
-            group.set_compared(self.compared.get(group.path))
+        for key, group in self.groups.items():
+            group.set_compared(self._compared(key, group.path))
         # the names grew (or shrank) by their bytes: placed again, so that none runs into another
         self.place_labels([g for g in self.groups.values() if g.isVisible()])
 
@@ -72,13 +74,18 @@ class BoxItems:
         shut = layout.collapsed if layout is not None else set()
         self._look_at(index)
         self._shown = visible
-        buried = {box.key for box in state.boxes if self._buried(box, shut)}
+        runs = list(layout.runs.values()) if layout is not None else []  # thin stacks of repeated blocks
+        covered = layout.covered if layout is not None else set()
+        buried = {box.key for box in state.boxes if box.key in covered or self._buried(box, shut)}
         hidden: dict[str, GroupItem] = {}
         shown: list[GroupItem] = []
         region = scene._region_bounds if scene.virtual and layout is None else None
         # (the scene's arrays of births, deaths and places say what is shown, as ``visible`` does)
         in_arrays = layout is None and scene.virtual and not scene.live
-        for box in state.boxes:
+        for key in self._runs_shown - {run.key for run in runs}:  # thin stacks of an earlier layout
+            self.groups[key].setVisible(False)
+        self._runs_shown = {run.key for run in runs}
+        for box in state.boxes + runs:
             group = self.groups.get(box.key)
             if self._away(box, index, region):
                 # none of its nodes exists at the cursor, or (a big graph) it is far from the view
@@ -159,10 +166,16 @@ class BoxItems:
         """The item of ``box`` (``group``, or made now)."""
         if group is None:
             group = self.groups[box.key] = GroupItem(box)
-            group.set_compared(self.compared.get(box.path))
+            group.set_compared(self._compared(box.key, box.path))
             group.sigToggled.connect(self.on_toggle)
             self.scene.addItem(group)
+        elif group.box is not box:  # (a thin stack is made again with each layout)
+            group.box = box
         return group
+
+    def _compared(self, key: str, path: str) -> tuple[int, int] | None:
+        """A box's bytes in both runs (a thin stack of blocks has none of its own: its path is the stack's)."""
+        return self.compared.get(path) if key in self.state.keyed else None
 
     def _first_op_born(self, box: ModuleBox) -> int:
         """The event the first autograd node of ``box`` is born at (-1: it has none, only leaves)."""

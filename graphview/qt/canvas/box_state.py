@@ -46,6 +46,7 @@ class BoxState:
         self.keyed: dict[str, ModuleBox] = {}
         self.spans: dict[str, tuple[int, int | None]] = {}  # box key -> when any of its nodes exists
         self.collapsed: set[str] = set()
+        self.focus: dict[str, int] = {}  # a stack of repeated blocks -> the block shown apart (see Layout)
         self.layout: Layout | None = None
         self.opened_to_fit = False
         self.finding = False  # boxes being found on a thread
@@ -58,6 +59,7 @@ class BoxState:
         self.thread_took = 0.0
         self.boxes, self.keyed, self.spans = [], {}, {}
         self.collapsed = set()
+        self.focus = {}
         self.layout = None
         self.opened_to_fit = False
         self._placed = -1
@@ -129,7 +131,7 @@ class BoxState:
         """Put every node where the current layout (``layout``, if made already) has it; returns
         the old positions of those that moved."""
         scene, drawing = self.scene, self.scene.drawing
-        self.layout = layout or (Layout(drawing, self.boxes, self.collapsed) if self.collapsed else None)
+        self.layout = layout or (Layout(drawing, self.boxes, self.collapsed, self.focus) if self.collapsed else None)
         moved: dict[str, QPointF] = {}
         for node_id, item in scene.node_items.items():
             where = self.layout.position(node_id) if self.layout else (item.node.x, item.node.y)
@@ -231,12 +233,24 @@ class BoxState:
             if not keys:
                 break
             opened |= keys
+            for key in keys & layout.runs.keys():  # a thin stack: the block holding the node comes apart
+                self.focus_on(layout.runs[key], next(n for n in wanted if layout.hidden_by.get(n) == key))
             self.collapsed -= keys
-            layout = Layout(self.scene.drawing, self.boxes, self.collapsed) if self.collapsed else None
+            layout = Layout(self.scene.drawing, self.boxes, self.collapsed, self.focus) if self.collapsed else None
         if opened:
             self.settle()
             self.relaid(None, None, animate=False)
         return bool(opened)
+
+    def focus_on(self, run: ModuleBox, node_id: str | None = None) -> None:
+        """Show apart the block of thin stack ``run`` holding ``node_id`` (its first block when None)."""
+        stack = self.keyed.get(run.parent)
+        if stack is None:
+            return
+        blocks = [self.keyed[key] for key in run.repeats.keys if key in self.keyed]
+        block = next((b for b in blocks if node_id in b.members), blocks[0]) if blocks else None
+        if block is not None:
+            self.focus[stack.key] = stack.repeats.keys.index(block.key)
 
     # ------------------------------------------------------------------ shut to fit the screen
     def open_to_fit(self, fits) -> bool:

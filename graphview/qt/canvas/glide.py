@@ -35,7 +35,9 @@ class Glide:
         """Glide the nodes in ``old`` (node id -> where it was) from there to where they are now."""
         scene = self.scene
         items = scene.node_items
-        moves = [(items[i], start, QPointF(items[i].pos())) for i, start in old.items() if items[i].isVisible()]
+        # (a big scene drops the items far from the view when the cursor is set again: those just appear)
+        moves = [(items[i], start, QPointF(items[i].pos())) for i, start in old.items()
+                 if i in items and items[i].isVisible()]
         if not moves:
             return
         edges = {e for item, _, _ in moves for e in scene.edges_into(item.node.id)

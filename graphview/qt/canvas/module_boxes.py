@@ -117,7 +117,14 @@ class ModuleBoxes(QObject):
 
     # ------------------------------------------------------------------ opening and shutting
     def toggle(self, key: str) -> None:
-        """Shut an open box or open a shut one, and lay the graph out again, gliding."""
+        """Shut an open box or open a shut one, and lay the graph out again, gliding; a thin stack
+        of repeated blocks shows its first block apart (the next one to open)."""
+        layout = self.state.layout
+        if layout is not None and key in layout.runs:
+            self.settle()
+            self.state.focus_on(layout.runs[key])
+            self._relaid(None, None, animate=True)
+            return
         self.set_collapsed(key, key not in self.state.collapsed)
 
     def set_collapsed(self, key: str, collapsed: bool, animate: bool = True) -> None:
