@@ -16,6 +16,8 @@ import math
 
 from hypothesis import strategies as st
 
+from graphview.core.records import RecordBuffer
+
 from tests.conftest import lesson, model
 from tests.hostile import HOSTILE
 
@@ -186,7 +188,13 @@ def mutated_trace(draw, traces: list[tuple[dict, list[dict]]], most: int = 4) ->
                 field = draw(st.sampled_from(fields))
                 event[field] = draw(like(event[field])) if how == "value" else draw(st.sampled_from(
                     [None, 0, -1, "x", [], {}, [[]], True, 1.5]))
-    lines = [json.dumps(header)] + [json.dumps(e) for e in events]
+    if draw(st.booleans()):  # as graphview writes them: records (graphview/core/records.py)
+        buffer = RecordBuffer()
+        for event in events:
+            buffer.add(event)
+        lines = [json.dumps(header)] + buffer.take().splitlines()
+    else:  # an event a line (what version 1 holds, and version 2 may)
+        lines = [json.dumps(header)] + [json.dumps(e) for e in events]
     data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
     if draw(st.integers(0, 9)) == 0:  # cut off: at a line end or inside a line
         data = data[:draw(st.integers(len(lines[0]) + 1, len(data)))]

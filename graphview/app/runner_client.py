@@ -39,6 +39,7 @@ from graphview.core.events import EventChecker, SchemaError
 from graphview.core.isolated import SAFE_PATH, boot_code
 from graphview.core.options import RunOptions
 from graphview.core.processes import kill_descendants
+from graphview.core.records import expand
 from graphview.core.trace import _parse_lines_at_once
 
 STDERR_KEEP = 64 * 1024
@@ -358,35 +359,38 @@ class RunnerProcess:
         buffer[:] = [rest] if rest else []
 
     def _deliver_lines(self, data: bytes) -> bytes:
-        """Deliver the complete lines of ``data``, each checked as a trace reader checks it (one
-        that fails ends the delivery: :meth:`_reject`); returns the incomplete rest."""
+        """Deliver the events of the complete lines of ``data`` (records, see
+        graphview/core/records.py), each checked as a trace reader checks it (one that fails ends
+        the delivery: :meth:`_reject`); returns the incomplete rest."""
         *lines, rest = data.split(b"\n")
         if self.foreign is not None or not lines:
             return rest
-        events = _parse_lines_at_once(lines)  # all at once where every line is one JSON object (the runner's are)
-        if events is None:
-            events = []
+        items = _parse_lines_at_once(lines, records=True)  # all at once where every line is one record or event
+        if items is None:
+            items = []
             for line in lines:
                 try:
-                    event = json.loads(line)
+                    item = json.loads(line)
                 except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past the decoder
-                    event = None
-                if type(event) is not dict:
-                    events.append(None)
+                    item = None
+                if type(item) is not dict and type(item) is not list:
+                    items.append(None)
                     break
-                events.append(event)
-        for event in events:
+                items.append(item)
+        for item in items:
             self._lines_read += 1
-            if event is None:
-                self._reject("a line that is not a JSON object")
+            if item is None:
+                self._reject("a line that is not a JSON object or record")
                 return rest
             try:
-                self._checker.check(event)
+                events = expand(item)
+                for event in events:
+                    self._checker.check(event)
+                    self._deliver(event)
+                    if self.foreign is not None:
+                        return rest
             except SchemaError as exc:
                 self._reject(str(exc))
-                return rest
-            self._deliver(event)
-            if self.foreign is not None:
                 return rest
         return rest
 

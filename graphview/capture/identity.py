@@ -170,7 +170,7 @@ class TensorIdentity(RecorderState):
             "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": device_name(t.device),
             "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
-            "line": line, "new": new,
+            "line": line,
         }
         leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
         if summary is None or not leafish:

@@ -32,21 +32,25 @@ import time
 from typing import Callable
 
 from graphview.core.options import RunOptions
-from graphview.core.trace import event_encoder
+from graphview.core.records import RecordBuffer
 
 
 class EventPipe:
-    """Writes events to the parent, one JSON line each, in as few writes as keep a crash from
+    """Writes events to the parent as records (:mod:`graphview.core.records`: one JSON line a
+    record, a record often carrying several events), in as few writes as keep a crash from
     losing anything the script could see.
 
-    Lines wait in a buffer while the recorder works inside one torch call and go out in one
-    write when it hands control back to the script (:meth:`handover`: an op returned, backward
-    ended), at once for the script's output and the run's and steps' boundaries, and otherwise
-    within :data:`WRITE_EVERY_S` while events keep coming (a backward of thousands of nodes),
-    within :data:`LATE_WRITE_S` when none follow (nodes freed by the script's ``del``, then a long
-    stretch of plain Python: a small thread writes what waits). A crash in native code loses at
-    most that much of its events. A write per event (11,000 a step of a
-    256-layer MLP) cost more than the recording itself.
+    Events wait in a :class:`~graphview.core.records.RecordBuffer` while the recorder works
+    inside one torch call and are encoded and go out in one write when it hands control back to
+    the script (:meth:`handover`: an op returned, backward ended), at once for the script's
+    output and the run's and steps' boundaries, and otherwise within :data:`WRITE_EVERY_S` while
+    events keep coming (a backward of thousands of nodes: the record of the node running then
+    waits for the node's end, see ``RecordBuffer.take``), within :data:`LATE_WRITE_S` when none
+    follow (nodes freed by the script's ``del``, then a long stretch of plain Python, a node that
+    runs long: a small thread writes what waits). A crash in native code loses at most that much
+    of its events.
+    A write per event (11,000 a step of a 256-layer MLP) cost more than the recording itself,
+    and so did encoding each event as it came.
 
     Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
     parent has the script's native output before it learns that the run ended. A process forked
@@ -63,8 +67,7 @@ class EventPipe:
         self.lost = False
         _widen_pipe(fd)
         self._identity = _identity(fd)
-        self._dumps = event_encoder()
-        self._lines: list[str] = []
+        self._buffer = RecordBuffer()
         self._unsent = b""
         self._since = time.perf_counter()
         self.broken = False
@@ -76,9 +79,14 @@ class EventPipe:
             os.register_at_fork(after_in_child=self._forked)
         threading.Thread(target=self._write_late_lines, name="graphview-pipe", daemon=True).start()
 
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(events, records) written so far (and buffered, for the events)."""
+        return self._buffer.events, self._buffer.records
+
     def _forked(self) -> None:
         self._off = True
-        self._lines, self._unsent = [], b""
+        self._buffer, self._unsent = RecordBuffer(), b""
         self._lock = threading.RLock()  # a fork may have copied it held
 
     def __call__(self, event: dict) -> None:
@@ -87,32 +95,31 @@ class EventPipe:
         kind = event.get("ev")
         if kind == "run_end":
             flush_native_output()
-        line = self._dumps(event)
         with self._lock:
-            self._lines.append(line)
-            if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
+            self._buffer.add(event)
+            if kind in _WRITE_AT_ONCE:
                 self._write()
+            elif time.perf_counter() - self._since >= WRITE_EVERY_S:
+                self._write(keep_open=True)  # (a node's end that comes next still goes into its record)
 
     def handover(self) -> None:
         """Write what is buffered: control goes back to code that could crash the process."""
-        if self._lines or self._unsent:
+        if len(self._buffer) or self._unsent:
             with self._lock:
                 self._write()
 
-    def _write(self) -> None:
+    def _write(self, keep_open: bool = False) -> None:
         if self._off:
             return
-        lines = self._lines
-        if lines:
-            # no container is made from here to the clear (that could start the collector, whose
-            # finalisers emit: see NOTE [Deaths reported by finalisers]), and a Stop (SIGTERM raises
-            # in the script's thread) loses no line; what a write left goes first next time
+        if len(self._buffer):
+            # a Stop (SIGTERM raises in the script's thread) or a finaliser that emits while the
+            # records are encoded loses nothing (see RecordBuffer.take); what a write left goes
+            # first next time
             try:
-                self._unsent += ("\n".join(lines) + "\n").encode("ascii")
+                self._unsent += self._buffer.take(keep_open).encode("ascii")
             except MemoryError:  # at the script's memory limit: no room for a copy of them all
                 self._write_one_by_one()
                 return
-            lines.clear()
         if not self._unsent:
             return
         self._since = time.perf_counter()
@@ -128,26 +135,26 @@ class EventPipe:
                 self._lose()
 
     def _write_one_by_one(self) -> None:
-        """Write what is unsent, then each buffered line on its own: one line's copy at a time (a
+        """Write what is unsent, then each buffered record on its own: one line's copy at a time (a
         script at its memory limit left no room for a copy of every line at once)."""
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
-            while self._lines:
-                line = self._lines[0]
+            while len(self._buffer):
+                line = self._buffer.first_line()
                 for start in range(0, len(line), _PIECE):  # (a 24 MiB name: a MiB's copy at a time)
                     data = memoryview(line[start:start + _PIECE].encode("ascii"))
                     while data:
                         data = data[os.write(self._fd, data):]
                 os.write(self._fd, b"\n")
-                del self._lines[0]
+                self._buffer.drop_first()
         except (BrokenPipeError, OSError, ValueError):
             self.broken = self._off = True
 
     def _lose(self) -> None:
         """The script closed the channel (or replaced it): write nothing more, and say so once."""
         self.broken = self._off = self.lost = True
-        self._lines, self._unsent = [], b""
+        self._buffer, self._unsent = RecordBuffer(), b""
         if self._on_lost is not None:
             on_lost, self._on_lost = self._on_lost, None
             on_lost()
@@ -163,7 +170,7 @@ class EventPipe:
         while not self._closed:
             # looks twice per LATE_WRITE_S: a line that came just after a write still waits at most that
             time.sleep(LATE_WRITE_S / 2)
-            if self._lines and time.perf_counter() - self._since >= LATE_WRITE_S / 2:
+            if len(self._buffer) and time.perf_counter() - self._since >= LATE_WRITE_S / 2:
                 self.handover()
 
     def close(self) -> None:

@@ -2,22 +2,23 @@
 
 A big run has a million events; as Python dicts they take some 800 bytes each, most of them
 never looked at again once :class:`~graphview.core.run.Run` has indexed them. The log keeps
-every event's kind in one byte and the events themselves as JSON text, compressed in blocks
-of :data:`BLOCK` events (about 20 bytes an event). It reads like the list of event dicts it
+every event's kind in one byte and the events themselves as JSON text (or pickled, see
+:data:`_PICKLED`), compressed in blocks of :data:`BLOCK` events (about 20 bytes an event). It reads like the list of event dicts it
 replaces: ``len(log)``, ``log[i]``, ``log[a:b]`` and iteration give the events (decoded from
 their JSON, as a trace file gives them), and the views that look for events of some kinds ask
 for just those: :meth:`EventLog.where` and :meth:`EventLog.find` test the kind bytes and decode
 only the events they hand out.
 
 The newest events (the block being filled) stay as the dicts that came; a full block is turned
-into text once (the lines of the trace file it was read from, when the caller passes them, else
-``json.dumps``) and compressed.
+into bytes once (the lines of the trace file it was read from, when the caller passes them; else
+the events pickled, in memory only) and compressed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import queue
 import sys
 import threading
@@ -26,11 +27,18 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from graphview.core.records import expand
+
 #: events per compressed block: decoding one takes about 1 ms
 BLOCK = 256
 #: decoded blocks kept for the next look (stepping, a view reading around the cursor, the
 #: gradient ledger going tensor by tensor through the ~25 backward regions each was changed in)
 CACHED_BLOCKS = 64
+#: how a block of events that came without their lines is kept: pickled, in this process only
+#: (made here from events of JSON's types, read back only here; never written, never read from a
+#: file): a quarter of the time encoding them as JSON took, and a third smaller
+_PICKLED = 5
+_PICKLE_START = pickle.PROTO + bytes([_PICKLED])  # (a JSON text starts with "{")
 #: the kind code of an event whose kind is not a string or came after 254 others (read from the event)
 _ODD = 255
 
@@ -42,7 +50,7 @@ class EventLog:
         self._codes: dict[str, int] = {}
         self._names: list[str] = []
         self._kinds = bytearray()
-        # the block's events, one JSON text a line: zlib of it, or the text itself until a thread
+        # the block's events (one JSON text a line, or pickled): zlib of them, or the bytes themselves until a thread
         # of its own has compressed it (zlib lets go of the interpreter lock: the GUI thread
         # reads on meanwhile)
         self._blocks: list[bytes] = []
@@ -50,6 +58,7 @@ class EventLog:
         self._tail_lines: list[bytes | None] = []
         self._cache: dict[int, list[dict]] = {}
         self._lock = threading.Lock()
+        self._open_record: RecordLine | None = None  # the last record line sealed (see _records_text)
         self._has_odd = False
         self._size = BLOCK
         for event in events:
@@ -64,9 +73,9 @@ class EventLog:
         if len(self._tail) >= self._size:
             self._seal()
 
-    def extend(self, events: list[dict], lines: list[bytes | None] | None = None) -> None:
-        """Add ``events`` in order (``lines[i]``: the JSON text of ``events[i]``, when the caller has
-        it), as :meth:`append` of each does."""
+    def extend(self, events: list[dict], lines: list[bytes | int | None] | None = None) -> None:
+        """Add ``events`` in order (``lines[i]``: the JSON text of ``events[i]``, or of its record
+        (see :class:`RecordLine`), when the caller has it), as :meth:`append` of each does."""
         if not events:
             return
         kinds = [event.get("ev") for event in events]
@@ -105,14 +114,32 @@ class EventLog:
 
     def _seal(self) -> None:
         events, lines = self._tail, self._tail_lines
-        if any(line is None for line in lines):
-            text = "\n".join(json.dumps(events[i], separators=(",", ":")) if line is None else line.decode("utf-8")
-                             for i, line in enumerate(lines)).encode("utf-8")
-        else:
+        text = None
+        if all(type(line) is bytes for line in lines):
             text = b"\n".join(lines)
+        elif all(type(line) is RecordLine or type(line) is int for line in lines):
+            text = self._records_text(lines)
+        if text is None:  # (a live run's events: no line of their own)
+            text = pickle.dumps(events, _PICKLED)
+        last = next((line for line in reversed(lines) if type(line) is RecordLine), None)
+        self._open_record = last if last is not None else self._open_record
         _append_compressed(self._blocks, text)
         self._tail = []
         self._tail_lines = []
+
+    def _records_text(self, lines: list) -> bytes | None:
+        """The block of events ``lines`` tell (a version-2 trace's records, see :class:`RecordLine`)
+        as the lines of those records after a first line ``R<skip> <count>``: the events it holds
+        are those of the records from the ``skip``-th on. None if a record's start is unknown."""
+        first = lines[0]
+        records = [line for line in lines if type(line) is RecordLine]
+        skip = 0
+        if type(first) is int:  # the block starts inside a record that the block before began
+            if self._open_record is None:
+                return None
+            records.insert(0, self._open_record)
+            skip = first
+        return b"R%d %d\n" % (skip, len(lines)) + b"\n".join(records)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -220,7 +247,23 @@ class EventLog:
 
 def _decode(block: bytes) -> list[dict]:
     text = block if type(block) is _Text else zlib.decompress(block)
+    if text[:2] == _PICKLE_START:
+        return pickle.loads(text)
+    if text[:1] == b"R":
+        head, _, body = text.partition(b"\n")
+        skip, count = map(int, head[1:].split())
+        events = []
+        for record in json.loads(b"[" + body.replace(b"\n", b",") + b"]"):
+            events.extend(expand(record))
+        return events[skip:skip + count]
     return json.loads(b"[" + text.replace(b"\n", b",") + b"]")
+
+
+class RecordLine(bytes):
+    """The line of a version-2 trace's record (graphview/core/records.py), given as the line of the
+    first event the record holds; the events after it in the same record are given their
+    position in it instead (1, 2, ...). A block of such events keeps the records' lines, as a
+    block of a version-1 trace keeps the events' lines."""
 
 
 class _Text(bytes):
@@ -276,8 +319,9 @@ os.register_at_fork(after_in_child=_forked)
 
 
 class Piece(list):
-    """Events read from a trace, with the JSON line each came from (``lines[i]`` is ``self[i]``'s):
-    a run keeps the line rather than encode the event again."""
+    """Events read from a trace, with the JSON line each came from (``lines[i]`` is ``self[i]``'s;
+    a :class:`RecordLine` or a position in it for a version-2 trace's): a run keeps the line
+    rather than encode the event again."""
 
     def __init__(self, events: Iterable[dict] = (), lines: list[bytes | None] | None = None) -> None:
         super().__init__(events)

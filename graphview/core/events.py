@@ -32,7 +32,8 @@ stdout/stderr  text                       (the script's output, capped per run)
 output_capped  stream, bytes              (output beyond the cap was dropped)
 tensor         tid, version, name, kind ("param" | "buffer" | "input" | "activation" | "grad"), shape,
                dtype, device, requires_grad, is_leaf, grad_fn (vid | None), base (tid | None),
-               line, values | stats
+               line, values | stats (version-1 traces also have new: whether it was first seen
+               there, which no view reads)
 name           tid, name [, kind, also]   (the script bound the tensor to a variable, or the tensor's
                                           model was first called: its qualified name; kind "buffer"
                                           for a buffer recorded before that as an input; also: the
@@ -89,8 +90,10 @@ from __future__ import annotations
 import math
 import re
 
-#: Version of the event vocabulary and of the trace file layout.
-SCHEMA_VERSION = 1
+#: Version of the event vocabulary and of the trace file layout. Version 2: a line after the
+#: header is a record (graphview/core/records.py), which may carry several events, or an event;
+#: version 1: an event a line. The events are the same.
+SCHEMA_VERSION = 2
 
 #: Characters of each of the script's output streams a run keeps (``output_capped`` says how many more came).
 OUTPUT_CAP = 1 << 20

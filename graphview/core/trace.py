@@ -1,8 +1,9 @@
 """Trace files: a run's event stream on disk.
 
-Layout (``.gvtrace``): UTF-8 text, one JSON object per line. The first line is a header
-``{"format": "graphview-trace", "version": 1, ...}``; every following line is one event
-(see :mod:`graphview.core.events`). JSON never executes code when read, and a file cut off
+Layout (``.gvtrace``): UTF-8 text, one JSON value per line. The first line is a header
+``{"format": "graphview-trace", "version": 2, ...}``; every following line is a record, which
+holds one event or several (:mod:`graphview.core.records`), or an event object (see
+:mod:`graphview.core.events`). A version-1 trace holds one event object per line, and opens too. JSON never executes code when read, and a file cut off
 mid-write (a killed recorder, a full disk) still opens: reading stops at the last complete
 event and says so in a warning. A trace is someone else's data: the reader opens only regular
 files, caps lines (:data:`LINE_CAP`) and strings, and range-checks numbers before any view sees
@@ -16,11 +17,11 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import IO, Iterable
 
 from graphview.core.events import (MAX_COUNT, SCHEMA_VERSION, STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError,
                                    is_options, needs_tidying, tidy_event)
+from graphview.core.records import RecordBuffer, event_encoder  # noqa: F401 - event_encoder: read from here too
 from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
                                   os_reason)
 
@@ -60,19 +61,6 @@ def make_header(**extra: object) -> dict:
     return header
 
 
-def event_encoder():
-    """``event -> one line of JSON`` (compact, ASCII, anything unknown as its ``str``).
-
-    json's C encoder made once and called directly: ``JSONEncoder.encode`` builds it anew for
-    every call and tracks containers against cycles (events are trees), which cost more than
-    encoding a small event."""
-    if c_make_encoder is None:  # a Python without json's C speedups
-        return json.JSONEncoder(separators=(",", ":"), default=str, check_circular=False).encode
-    chunks = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
-    join = "".join
-    return lambda event: join(chunks(event, 0))
-
-
 class TraceWriteError(TraceError, WriteError):
     """The trace could not be written completely (a full disk, an I/O error)."""
 
@@ -80,9 +68,10 @@ class TraceWriteError(TraceError, WriteError):
 class TraceWriter:
     """Writes a trace safely (see :mod:`graphview.core.files`).
 
-    Events go to ``<path>.partial`` beside the target, flushed to the OS at every step end and
-    at least once a second (:meth:`tick`), so that a killed recorder loses at most the last
-    second. :meth:`close` fsyncs it and renames it onto ``path``; :meth:`abandon` leaves it as a
+    Events go to ``<path>.partial`` beside the target as records
+    (:class:`~graphview.core.records.RecordBuffer`), encoded in bulk and flushed to the OS at
+    every step end and error, and at least once a second (:meth:`tick`), so that a killed
+    recorder loses at most the last second. :meth:`close` fsyncs it and renames it onto ``path``; :meth:`abandon` leaves it as a
     partial recording (its name says so, and reading it says so too). Raises
     :class:`TraceError` when the file cannot be started and :class:`TraceWriteError` when a
     write fails; after a failed write every later call is a no-op.
@@ -101,12 +90,21 @@ class TraceWriter:
             self._file: IO[str] = open_partial(self.path)
         except OutputError as exc:
             raise TraceError(str(exc)) from None
-        self.count = 0
-        self._dumps = event_encoder()
+        self._buffer = RecordBuffer()
         self.failed: TraceWriteError | None = None
         self._dirty = False
-        self._write_line(json.dumps(header or make_header(), separators=(",", ":")))
+        self._write_text(json.dumps(header or make_header(), separators=(",", ":")) + "\n")
         self.flush()
+
+    @property
+    def count(self) -> int:
+        """Events written (or waiting for the next flush)."""
+        return self._buffer.events
+
+    @property
+    def records(self) -> int:
+        """Records written: lines after the header (see :mod:`graphview.core.records`)."""
+        return self._buffer.records
 
     def _fail(self, exc: OSError) -> TraceWriteError:
         self.failed = TraceWriteError(
@@ -115,27 +113,38 @@ class TraceWriter:
         close_quietly(self._file)
         return self.failed
 
-    def _write_line(self, line: str) -> None:
+    def _write_text(self, text: str) -> None:
         if self.failed is not None:
             raise self.failed
         try:
-            self._file.write(line + "\n")
+            self._file.write(text)
         except OSError as exc:
             raise self._fail(exc) from None
+
+    def _dirtied(self) -> None:
         if not self._dirty:
             self._dirty = True
             self._dirty_since = time.monotonic()
 
     def write_raw(self, line: str) -> None:
-        """Write one already-serialized event line (no trailing newline)."""
-        self._write_line(line)
-        self.count += 1
+        """Write one already-serialized event line (no trailing newline), after the events before it."""
+        self._write_text(self._buffer.take() + line + "\n")
+        self._buffer.events += 1
+        self._buffer.records += 1
+        self._dirtied()
         self.tick()
 
     def write(self, event: dict) -> None:
-        self.write_raw(self._dumps(event))
+        """Take ``event``: encoded with the others at the next flush (at every step end, error and
+        the run's end, and once what waits is a second old)."""
+        if self.failed is not None:
+            raise self.failed
+        self._buffer.add(event)
+        self._dirtied()
         if event.get("ev") in self.FLUSH_AT:
             self.flush()
+        else:
+            self.tick()
 
     def write_all(self, events: Iterable[dict]) -> None:
         for event in events:
@@ -147,8 +156,11 @@ class TraceWriter:
             self.flush()
 
     def flush(self) -> None:
+        """Encode what waits, write it and hand it to the OS."""
         if self.failed is not None:
             raise self.failed
+        if len(self._buffer):
+            self._write_text(self._buffer.take())
         try:
             self._file.flush()
         except OSError as exc:
@@ -161,6 +173,7 @@ class TraceWriter:
             raise self.failed
         if self._file.closed:
             return
+        self.flush()
         try:
             commit_partial(self._file, self.path)
         except WriteError as exc:
@@ -171,8 +184,8 @@ class TraceWriter:
         """Stop writing and keep what was written as ``<path>.partial``."""
         if self.failed is None and not self._file.closed:
             try:
-                self._file.flush()
-            except OSError:
+                self.flush()
+            except TraceWriteError:
                 pass
         close_quietly(self._file)
 
@@ -230,9 +243,10 @@ def open_trace_file(path: str) -> IO[bytes]:
         raise
 
 
-def _parse_lines_at_once(lines: list[bytes]) -> list | None:
+def _parse_lines_at_once(lines: list[bytes], records: bool = False) -> list | None:
     """Every line decoded by one ``json.loads`` of them all as one array, or None if any line is not
-    exactly one JSON value (then they are read one by one, to say where the damage is).
+    exactly one JSON object (or, with ``records``, a record: an array) (then they are read one by
+    one, to say where the damage is).
 
     One call is three times faster than a call per line and shares the key strings of all events
     (the decoder reuses a key it has seen within one call): a quarter less memory for a big trace."""
@@ -242,9 +256,18 @@ def _parse_lines_at_once(lines: list[bytes]) -> list | None:
         parsed = json.loads(b"[" + b",".join(lines) + b"]")
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if len(parsed) != len(lines) or not all(type(event) is dict for event in parsed):
+    if len(parsed) != len(lines):
+        return None
+    if records:
+        if not set(map(type, parsed)) <= _LINE_TYPES:
+            return None
+    elif not all(type(event) is dict for event in parsed):
         return None
     return parsed
+
+
+#: what a line of a version-2 trace holds: an event, or a record (see graphview/core/records.py)
+_LINE_TYPES = frozenset({dict, list})
 
 
 def _check(checker: EventChecker, event: object, name: str, number: int) -> None:
@@ -327,3 +350,4 @@ def tidy_lines(events: list, kept: list, lines: list[bytes], data: bytes) -> Non
         if needs_tidying(line):
             tidy_event(events[i])
             kept[i] = None
+

@@ -15,8 +15,9 @@ import json
 import os
 from typing import IO
 
-from graphview.core.event_log import Piece
-from graphview.core.events import EventChecker
+from graphview.core.event_log import Piece, RecordLine
+from graphview.core.events import STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError, needs_tidying, tidy_event
+from graphview.core.records import expand
 from graphview.core.trace import (LINE_CAP, Trace, TraceError, _check, _parse_lines_at_once, end_warnings,
                                   open_trace_file, parse_header, tidy_lines)
 
@@ -66,6 +67,10 @@ class TracePieces:
         self.warnings: list[str] = []
         self.done = False
         self.count = 0
+        self._records = self.header["version"] >= 2  # its lines may be records (graphview/core/records.py)
+        self._lines = 0  # lines after the header read so far
+        self._surrogates = False  # whether the piece being read may hold a surrogate
+        self._tidy = False  # whether a line of it may need tidying
         self._checker = EventChecker()
         self._last: dict | None = None
         self._rest = b""  # the start of a line the last piece read part of
@@ -111,30 +116,32 @@ class TracePieces:
         return lines, complete, at_end, data
 
     def next_piece(self) -> Piece:
-        """The next events, with their lines (an empty piece once :attr:`done`)."""
+        """The next events, with their lines (an empty piece once :attr:`done`; the lines are
+        None for a version-2 trace, whose lines are records)."""
         if self.done:
             return Piece()
         lines, complete, at_end, data = self._read_lines()
-        number = self.count + 2  # the line number of the first event of this piece
+        number = self._lines + 2  # the line number of the first line of this piece
         long = next((i for i, line in enumerate(lines) if len(line) > LINE_CAP), None)
         if long is not None:  # decoded up to it, never it
             lines, complete, at_end = lines[:long], True, True
         events: list[dict] = []
-        kept: list[bytes] = []
         whole = lines if complete else lines[:-1]
-        parsed = _parse_lines_at_once(whole)
+        parsed = _parse_lines_at_once(whole, self._records)
+        # (a version-2 line holds several events: those of a line that may hold a long string or a
+        # surrogate are tidied, see tidy_lines)
+        self._surrogates = self._records and SURROGATE_BYTES.search(data) is not None
+        self._tidy = bool(self._records and lines and (self._surrogates or max(map(len, lines)) > STRING_CAP))
+        kept: list = []  # a version-2 trace's: the line of each event's record (RecordLine), see _take
         if parsed is not None:
-            for offset, event in enumerate(parsed):
-                _check(self._checker, event, self.path, number + offset)
-            events = parsed
-            kept = list(whole)
+            self._take(parsed, number, events, whole, kept)
             rest = lines[len(parsed):]
         else:
-            rest = lines
-        start = number + len(events)
+            parsed, rest = [], lines
+        start = number + len(parsed)
         for offset, line in enumerate(rest):
             try:
-                event = json.loads(line.decode("utf-8"))
+                item = json.loads(line.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 total = self.count + len(events)
                 if offset == len(rest) - 1 and not complete:
@@ -149,13 +156,15 @@ class TracePieces:
             except RecursionError:
                 raise TraceError(f"{self.path} is not a valid graphview trace: line {start + offset} nests deeper "
                                  "than any event") from None
-            _check(self._checker, event, self.path, start + offset)
-            events.append(event)
-            kept.append(line)
+            self._take([item], start + offset, events, [line], kept)
+            parsed.append(item)
         if long is not None:
             self.warnings.append(f"{self.path}: line {number + long} is longer than {LINE_CAP >> 20} MiB, longer than "
                                  f"any event graphview writes; opened the {self.count + len(events)} events before it")
-        tidy_lines(events, kept, lines, data)
+        self._lines += len(parsed)
+        if not self._records:
+            kept = list(lines[:len(parsed)])
+            tidy_lines(events, kept, lines, data)
         self.count += len(events)
         if events:
             self._last = events[-1]
@@ -165,6 +174,37 @@ class TracePieces:
             end_warnings([self._last] if self._last is not None else [], self.warnings, self.path)
             self.close()
         return Piece(events, kept[:len(events)])
+
+    def _take(self, items: list, number: int, events: list, lines: list[bytes], kept: list) -> None:
+        """Check the decoded lines ``items`` (the first is line ``number``, ``lines`` their text) and
+        add their events to ``events``; for a version-2 trace, to ``kept`` what a run keeps of
+        each event instead of its line (see :class:`~graphview.core.event_log.RecordLine`)."""
+        checker, path = self._checker, self.path
+        if not self._records:
+            for offset, event in enumerate(items):
+                _check(checker, event, path, number + offset)
+            events.extend(items)
+            return
+        for offset, item in enumerate(items):
+            try:
+                expanded = expand(item)
+            except SchemaError as exc:
+                raise TraceError(f"{path} is not a valid graphview trace: line {number + offset}: {exc}") from None
+            for event in expanded:
+                _check(checker, event, path, number + offset)
+            if self._tidy and self._needs_tidying(lines[offset]):
+                for event in expanded:
+                    tidy_event(event)
+                kept.extend([None] * len(expanded))  # (the run keeps the tidied events, not the line)
+            else:
+                kept.append(RecordLine(lines[offset]))
+                kept.extend(range(1, len(expanded)))
+            events.extend(expanded)
+
+    def _needs_tidying(self, line: bytes) -> bool:
+        """Whether a line of this piece may hold a long string or a surrogate (needs_tidying,
+        without looking for surrogates where the piece has none)."""
+        return len(line) > STRING_CAP or (self._surrogates and needs_tidying(line))
 
     def close(self) -> None:
         self._file.close()
