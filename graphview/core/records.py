@@ -39,6 +39,8 @@ from graphview.core.events import SCHEMA, SchemaError
 FIELDS: dict[str, tuple[str, ...]] = {kind: tuple(name for name in fields if not name.endswith("?"))
                                       for kind, fields in SCHEMA.items()}
 _FIELD_SETS = {kind: frozenset(names) | {"ev"} for kind, names in FIELDS.items()}
+#: kind -> the keys of a record's first values: "ev" (the kind), then its fields
+_KEYS = {kind: ("ev", *names) for kind, names in FIELDS.items()}
 #: the kinds that die, the letter of each in ``+gone`` and the field of its id
 _GONE = {"release": ("r", "sid"), "node_dead": ("n", "vid"), "tensor_dead": ("t", "tid")}
 _GONE_KINDS = {letter: (kind, field) for kind, (letter, field) in _GONE.items()}
@@ -50,7 +52,8 @@ _WITH_TAKERS = frozenset({"op", "value", "bw_node"})
 _IN_KINDS = frozenset({"accumulate", "release", "node_dead", "tensor_dead"})
 #: the kinds of event that may go into the record before them
 _MERGING = frozenset(_GONE) | _IN_KINDS | {"bw_node_done", "own", "module_enter"}
-#: ids one ``+gone`` holds at most (a freed graph of 10^5 nodes is a few records, not one long line)
+#: ids one ``+gone`` holds at most (a freed graph of 10^5 nodes is a few records, not one long line;
+#: a reader refuses more: three bytes of a line could otherwise make an event)
 GONE_MAX = 4096
 #: the order of a record's parts: a part may be added only after the parts of a later stage
 _OWN, _IN, _DONE, _GONE_STAGE, _ENTER = 1, 2, 3, 4, 5
@@ -101,22 +104,19 @@ def _expand_into(record: object, events: list, nested: bool) -> None:
             events.append(record)
             return
         raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
-    kind = record[0] if record else None
-    names = FIELDS.get(kind) if type(kind) is str else None
-    if names is None:
-        if type(kind) is str:
-            raise SchemaError(f"unknown kind of event {kind[:40]!r}")
+    keys = _KEYS.get(record[0]) if record and type(record[0]) is str else None
+    if keys is None:
+        if record and type(record[0]) is str:
+            raise SchemaError(f"unknown kind of event {record[0][:40]!r}")
         raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
-    count = len(names) + 1
-    event = {"ev": kind}
+    count = len(keys)
     if len(record) == count:
-        event.update(zip(names, record[1:]))
-        events.append(event)
+        events.append(dict(zip(keys, record)))
         return
-    extras = record[-1]
+    kind, extras = record[0], record[-1]
     if len(record) != count + 1 or type(extras) is not dict:
-        raise SchemaError(f"{kind} record with {len(record) - 1} values for the kind's {len(names)} fields")
-    event.update(zip(names, record[1:count]))
+        raise SchemaError(f"{kind} record with {len(record) - 1} values for the kind's {count - 1} fields")
+    event = dict(zip(keys, record))
     parts = None
     for key, value in extras.items():
         if type(key) is not str or key in event:
@@ -156,7 +156,7 @@ def _with_parts(kind: str, event: dict, parts: dict, events: list) -> None:
     if "+gone" in parts:
         gone = parts["+gone"]
         if (type(gone) is not list or len(gone) != 2 or type(gone[0]) is not str or type(gone[1]) is not list
-                or len(gone[0]) != len(gone[1])):
+                or len(gone[0]) != len(gone[1]) or len(gone[1]) > GONE_MAX):
             raise SchemaError(f"{kind} record with a bad '+gone' part")
         for letter, ident in zip(*gone):
             what = _GONE_KINDS.get(letter)
