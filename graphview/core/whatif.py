@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from graphview.core.held import Held, Peak, activation_peak, activation_peaks, held_by_nodes, human
 from graphview.core.run import Run
@@ -210,6 +211,11 @@ class Suggestion:
                 f"{human(self.saving)}{share}{cost}")
 
 
+#: nodes, saved tensors or events a step of the estimate goes through between two points where
+#: its caller may pause (a few ms)
+PAUSE_EVERY = 4096
+
+
 def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]:
     """The modules whose checkpointing would cut the peak of activations most, from what each
     module's nodes made and hold at that peak (:meth:`Run.checkpoint_would_free`), biggest first.
@@ -218,17 +224,29 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
     around) one already offered, a model called as a whole (``--checkpoint`` wraps the modules
     inside a called model, not its own call), and anything cutting less than
     :data:`WORTH_A_RECOMPUTE` of the peak."""
+    return [suggestion for suggestion in suggesting(run, top) if suggestion is not None]
+
+
+def suggesting(run: Run, top: int = TOP_MODULES) -> Iterator[Suggestion | None]:
+    """The suggestions of :func:`checkpoint_suggestions` as they are chosen, with a None between
+    the steps of the estimate and between the modules it weighs: a point where the caller may stop
+    and come back (the window weighs a big run's modules a few ms at a time)."""
     peak = activation_peak(run)
     if peak is None:
-        return []
+        return
+    yield None
     from graphview.core.options import module_matches
 
     at = peak.at
-    vids_of = _nodes_by_pattern(run, at)
+    vids_of: dict[str, set[int]] = {}
+    yield from _nodes_by_pattern(run, at, vids_of)
     step_start = next((start for _, start, end in step_spans(run) if start <= at <= end), 0)
     ops_in, forward_ops = _forward_ops_by_module(run, step_start, at)
+    yield None
+    candidates: list[tuple[int, str, int, int, set[int]]] = []
+    yield from _candidates(run, peak, vids_of, candidates)
     chosen: list[Suggestion] = []
-    for saving, pattern, units, freed, vids in _candidates(run, peak, vids_of):
+    for saving, pattern, units, freed, vids in candidates:
         stem = pattern.removesuffix(".*")
         if any(_related(stem, s.pattern.removesuffix(".*")) for s in chosen):
             continue
@@ -236,17 +254,25 @@ def checkpoint_suggestions(run: Run, top: int = TOP_MODULES) -> list[Suggestion]
         recomputed = sum(n for path, n in ops_in.items() if module_matches(pattern, path))
         chosen.append(Suggestion(pattern, held_by_nodes(run, vids, at), peak.held, peak.device, at,
                                  run.module_types.get(first), saving, units, freed, recomputed, forward_ops))
+        yield chosen[-1]
         if len(chosen) == top:
             break
-    return chosen
 
 
-def _nodes_by_pattern(run: Run, at: int) -> dict[str, set[int]]:
-    """Each module path, and each pattern of numbered layers (``encoder.layers.*``), with the
-    autograd nodes made inside it by event ``at`` (a checkpoint's recompute apart)."""
-    vids_of: dict[str, set[int]] = {}
+def _pauses(items, every: int = PAUSE_EVERY):
+    """``items`` with their count; a caller that is a generator yields None when the count says so
+    (every ``every`` items), a point where its own caller may pause."""
+    return ((count % every == every - 1, item) for count, item in enumerate(items))
+
+
+def _nodes_by_pattern(run: Run, at: int, vids_of: dict[str, set[int]]) -> Iterator[None]:
+    """Put in ``vids_of`` each module path, and each pattern of numbered layers
+    (``encoder.layers.*``), with the autograd nodes made inside it by event ``at`` (a
+    checkpoint's recompute apart)."""
     around: dict[str, list[set[int]]] = {}  # a module's path -> the sets of the modules and patterns around it
-    for node in run.op_nodes.values():
+    for pause, node in _pauses(run.op_nodes.values()):
+        if pause:
+            yield None
         if node.module is None or node.born > at:
             continue
         sets = around.get(node.module)
@@ -254,23 +280,29 @@ def _nodes_by_pattern(run: Run, at: int) -> dict[str, set[int]]:
             sets = around[node.module] = [] if node.module.startswith(RECOMPUTE_MODULE) else _around(node.module, vids_of)
         for vids in sets:
             vids.add(node.vid)
-    return vids_of
 
 
-def _candidates(run: Run, peak: Peak, vids_of: dict[str, set[int]]) -> list[tuple[int, str, int, int, set[int]]]:
-    """(saving, pattern, units, freed, nodes) of each module or pattern worth a checkpoint at the
-    peak, the biggest saving first; of equal ones the one module (it recomputes less: when the
-    pattern of every layer estimates no more, a layer's saving is what there is), then the deeper."""
+def _candidates(run: Run, peak: Peak, vids_of: dict[str, set[int]],
+                candidates: list[tuple[int, str, int, int, set[int]]]) -> Iterator[None]:
+    """Put in ``candidates`` (saving, pattern, units, freed, nodes) of each module or pattern worth a
+    checkpoint at the peak, the biggest saving first; of equal ones the one module (it recomputes
+    less: when the pattern of every layer estimates no more, a layer's saving is what there is),
+    then the deeper. Yields None between its steps (see :func:`suggesting`)."""
     from graphview.core.options import RunOptions, module_matches
 
     at, total = peak.at, peak.held.activations
     done = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint
-    owners = run.saved_owners(at)
+    owners: dict[tuple, set[int]] = {}
+    yield from _saved_owners(run, at, owners)
     before = _HeldBefore(run, at)
+    yield from before.find()
     kept = _InputsKept(run, at)
-    calls, roots = _calls(run, at)
-    candidates = []
+    yield from kept.find()
+    calls: dict[str, list[tuple[int, int]]] = {}
+    roots: set[str] = set()
+    yield from _calls(run, at, calls, roots)
     for pattern, vids in vids_of.items():
+        yield None
         if any(module_matches(p, pattern) or p == pattern for p in done):
             continue
         if COMPILED in pattern.split("."):
@@ -290,7 +322,6 @@ def _candidates(run: Run, peak: Peak, vids_of: dict[str, set[int]]) -> list[tupl
         if saving >= total * WORTH_A_RECOMPUTE:
             candidates.append((saving, pattern, len(units), sum(freed), vids))
     candidates.sort(key=lambda c: (-c[0], c[1].endswith(".*"), -c[1].count("."), c[1]))
-    return candidates
 
 
 def _forward_ops_by_module(run: Run, start: int, at: int) -> tuple[dict[str, int], int]:
@@ -317,21 +348,34 @@ class _HeldBefore:
     the first: a ReLU's result that the max-pool after it saves too)."""
 
     def __init__(self, run: Run, at: int) -> None:
-        held: dict[int, int] = {}
-        first: dict[tuple, int] = {}  # (device, storage) -> when the first node holding it was made
-        nodes = run.op_nodes
-        for vid in sorted(run.saved_by_owner, key=lambda v: nodes[v].born if v in nodes else -1):
-            for saved in run.saved_by_owner[vid]:
+        self.run, self.at = run, at
+        self.held: dict[int, int] = {}  # vid -> bytes of the storages it is the first to hold at ``at``
+        self.first: dict[tuple, int] = {}  # (device, storage) -> when the first node holding it was made
+        self.borns: list[int] = []
+        self.sums = [0]
+
+    def find(self) -> Iterator[None]:
+        """Work out what each node holds first, a few thousand nodes at a time (see :func:`suggesting`)."""
+        held, first, at = self.held, self.first, self.at
+        nodes = self.run.op_nodes
+        saved_by_owner = self.run.saved_by_owner
+        made: list[tuple[int, int, int]] = []  # (born, place, vid): the owners in the order they were made
+        for pause, (place, vid) in _pauses(enumerate(saved_by_owner)):
+            if pause:
+                yield None
+            made.append((nodes[vid].born if vid in nodes else -1, place, vid))
+        made.sort()
+        yield None
+        for pause, (_, _, vid) in _pauses(made):
+            if pause:
+                yield None
+            for saved in saved_by_owner[vid]:
                 key = (saved.device, saved.storage)
                 if saved.kind == "activation" and saved.held_at(at) and key not in first:
                     first[key] = nodes[vid].born if vid in nodes else -1
                     held[vid] = held.get(vid, 0) + saved.bytes
-        self.held = held  # vid -> bytes of the storages it is the first to hold at ``at``
-        self.first = first
-        self.run, self.at = run, at
         order = sorted((nodes[vid].born, b) for vid, b in held.items() if vid in nodes)
         self.borns = [born for born, _ in order]
-        self.sums = [0]
         for _, b in order:
             self.sums.append(self.sums[-1] + b)
 
@@ -364,25 +408,29 @@ class _InputsKept:
     def __init__(self, run: Run, at: int) -> None:
         self.run, self.at = run, at
         # the nodes whose memory a saved tensor holds at ``at`` (a node's own result: its owner)
-        self.held_makers = {saved.src if saved.src is not None else saved.owner
-                            for saved in run.saved.values() if saved.kind == "activation" and saved.held_at(at)}
-        self._reads: dict[int, list[int]] | None = None
+        self.held_makers: set[int] = set()
+        self._reads: dict[int, list[int]] = {}  # vid -> the tensors the op that made it read
 
-    def _inputs_by_node(self) -> dict[int, list[int]]:
-        """vid -> the tensors the op that made it read."""
-        if self._reads is None:
-            self._reads = {}
-            for index, op in self.run.ops:
-                if index > self.at:
-                    break
-                vid = op.get("grad_fn")
-                if vid is not None:
-                    self._reads.setdefault(vid, []).extend(tid for tid, _ in op.get("inputs") or ())
-        return self._reads
+    def find(self) -> Iterator[None]:
+        """Work out both, a few thousand saved tensors and ops at a time (see :func:`suggesting`)."""
+        at = self.at
+        for pause, saved in _pauses(self.run.saved.values()):
+            if pause:
+                yield None
+            if saved.kind == "activation" and saved.held_at(at):
+                self.held_makers.add(saved.src if saved.src is not None else saved.owner)
+        for pause, (index, op) in _pauses(self.run.ops):
+            if pause:
+                yield None
+            if index > at:
+                break
+            vid = op.get("grad_fn")
+            if vid is not None:
+                self._reads.setdefault(vid, []).extend(tid for tid, _ in op.get("inputs") or ())
 
     def added(self, unit: set[int]) -> int:
         run, at = self.run, self.at
-        reads = self._inputs_by_node()
+        reads = self._reads
         bases: dict[int, int] = {}
         for vid in unit:
             for tid in reads.get(vid, ()):
@@ -453,13 +501,15 @@ def _units(run: Run, pattern: str, vids_of: dict[str, set[int]], calls: dict[str
     return [unit for unit in units if unit]
 
 
-def _calls(run: Run, at: int) -> tuple[dict[str, list[tuple[int, int]]], set[str]]:
-    """Module path -> (enter, exit) of each of its calls begun by event ``at``; and the paths of
-    the modules called when no other module was running (models called as a whole)."""
-    calls: dict[str, list[tuple[int, int]]] = {}
+def _calls(run: Run, at: int, calls: dict[str, list[tuple[int, int]]], roots: set[str]) -> Iterator[None]:
+    """Put in ``calls`` each module path with (enter, exit) of each of its calls begun by event
+    ``at``; and in ``roots`` the paths of the modules called when no other module was running
+    (models called as a whole)."""
     open_at: dict[str, int] = {}
-    roots: set[str] = set()
-    for index, ev in run.events.where({"module_enter", "module_exit"}, 0, at + 1):
+    # (every event handed out is decoded: a few hundred a slice)
+    for pause, (index, ev) in _pauses(run.events.where({"module_enter", "module_exit"}, 0, at + 1), 256):
+        if pause:
+            yield None
         if ev["ev"] == "module_enter":
             if not open_at:
                 roots.add(ev["path"])
@@ -468,7 +518,16 @@ def _calls(run: Run, at: int) -> tuple[dict[str, list[tuple[int, int]]], set[str
             calls.setdefault(ev["path"], []).append((open_at.pop(ev["path"]), index))
     for path, start in open_at.items():
         calls.setdefault(path, []).append((start, at))
-    return calls, roots
+
+
+def _saved_owners(run: Run, at: int, owners: dict[tuple, set[int]]) -> Iterator[None]:
+    """Put in ``owners`` what :meth:`Run.saved_owners` gives at ``at``, a few thousand nodes at a time."""
+    for pause, (vid, saved_list) in _pauses(run.saved_by_owner.items()):
+        if pause:
+            yield None
+        for saved in saved_list:
+            if saved.held_at(at):
+                owners.setdefault((saved.device, saved.storage), set()).add(vid)
 
 
 def _around(path: str, vids_of: dict[str, set[int]]) -> list[set[int]]:

@@ -3,7 +3,7 @@
 When a run ends, :class:`~graphview.qt.run_controller.RunController` asks for its summary: the
 diagnostics (a big run's in slices of the event loop's turns, :class:`~graphview.qt.event_slices.Slices`),
 the status line, a failure's report, what a re-run with other options changed against the run
-before it, and what checkpointing would cut. Earlier runs of the same script are kept here for
+before it, and what checkpointing would cut (a big run's also in slices). Earlier runs of the same script are kept here for
 those comparisons (and for the memory chart's overlays).
 """
 
@@ -15,7 +15,7 @@ from functools import partial
 from graphview.core.diagnostics import diagnose, diagnosing
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
-from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both
+from graphview.core.whatif import checkpoint_suggestions, compare_runs, measured_text, module_bytes_in_both, suggesting
 from graphview.qt.event_loop_turn import BUDGET_S
 from graphview.qt.event_slices import Slices
 from graphview.qt.formatting import human_bytes
@@ -97,13 +97,18 @@ class RunSummary:
                 self.slices.later(partial(self._diagnose_slice, run, checks, findings), DIAGNOSE_SLICE_S)
                 return
         findings.sort(key=lambda f: f.index)
-        self._in_turns(run, self._summary_works(run, findings))  # a turn each
+        self._in_turns(run, self._summary_works(run, findings, sliced=True))  # a turn each
 
-    def _summary_works(self, run: Run, findings: list) -> list:
+    def _summary_works(self, run: Run, findings: list, sliced: bool = False) -> list:
         """What summarising ``run`` does once its findings are known: what a re-run changed, what
-        checkpointing would cut, the findings and the status line."""
-        return [self._compare_with_earlier, partial(self._what_if, run),
-                partial(self._summarise, run, findings, forced_detaches(run))]
+        it did to the memory, what checkpointing would cut, the findings and the status line
+        (``sliced``: a big run's, whose modules are weighed for a checkpoint a few a turn; the
+        findings and the status line come after that)."""
+        summarise = partial(self._summarise, run, findings, forced_detaches(run))
+        if sliced:
+            return [self._compare_with_earlier, partial(self._what_if, run),
+                    partial(self._suggest_in_slices, run, [summarise])]
+        return [self._compare_with_earlier, partial(self._what_if, run), partial(self._suggest, run), summarise]
 
     def _in_turns(self, run: Run, works: list) -> None:
         """Each of ``works`` in a later turn of its own, in order, while ``run`` is the one shown."""
@@ -205,8 +210,7 @@ class RunSummary:
 
     def _what_if(self, run: Run) -> None:
         """What the re-run's options did to the memory (the summary beside the chart, each module
-        box's bytes in both runs), what a checkpoint would cut (Diagnostics) and, for a checkpoint
-        tried, the peak measured."""
+        box's bytes in both runs) and, for a checkpoint tried, the peak measured."""
         w = self.window
         comparisons: list = []
         if self.earlier_runs and not run.failed:
@@ -220,4 +224,24 @@ class RunSummary:
             w.whatif.show_comparison(comparisons, f"earlier run: {label}", f"this run: {options.label()}")
             if comparisons:
                 w.scene.boxes.set_compared(module_bytes_in_both(earlier, run, comparisons[0].step))
-        w.diagnostics.set_suggestions(checkpoint_suggestions(run), list(self.measured.values()))
+
+    def _suggest(self, run: Run) -> None:
+        """What checkpointing would cut, for Diagnostics (before its findings are shown: it lists
+        the suggestions after them)."""
+        self.window.diagnostics.set_suggestions(checkpoint_suggestions(run), list(self.measured.values()))
+
+    def _suggest_in_slices(self, run: Run, rest: list) -> None:
+        """:meth:`_suggest` for a big run, a few modules weighed a turn; then ``rest`` of the works."""
+        self._suggest_slice(run, suggesting(run), [], rest)
+
+    def _suggest_slice(self, run: Run, steps, chosen: list, rest: list) -> None:
+        if self.window.run is not run:
+            return
+        for suggestion in steps:
+            if suggestion is not None:
+                chosen.append(suggestion)
+            elif self.slices.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
+                self.slices.later(partial(self._suggest_slice, run, steps, chosen, rest), DIAGNOSE_SLICE_S)
+                return
+        self.window.diagnostics.set_suggestions(chosen, list(self.measured.values()))
+        self._in_turns(run, rest)

@@ -52,3 +52,25 @@ def test_a_detach_that_matched_nothing_says_so(window, record, qtbot):
     window.begin_run(run.start["script"], RunOptions(steps=1, **options), run)
     qtbot.waitUntil(lambda: window.runs.settled, timeout=10000)
     assert "detach at 'no.such.module' matched nothing in this run" in window.statusBar().currentMessage()
+
+
+def test_a_big_runs_checkpoint_suggestions_are_weighed_in_slices_and_listed_with_its_findings(window, record, qtbot,
+                                                                                              monkeypatch):
+    """A big run's modules are weighed for a checkpoint a few per turn of the event loop (the
+    estimate held the window 265 ms at the end of a 50k-op trace): Diagnostics lists what
+    checkpoint_suggestions says of the whole run, after its findings."""
+    from graphview.core.whatif import checkpoint_suggestions
+    from graphview.qt import run_summary
+    from tests.conftest import model
+
+    monkeypatch.setattr(run_summary, "DIAGNOSE_IN_SLICES_ABOVE", 10)
+    run = record(model("transformer_block"), steps=1)
+    expected = checkpoint_suggestions(run)
+    assert expected  # (the encoder's layers hold most of the activations)
+    window.begin_run(run.start["script"], RunOptions(steps=1), run)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+    diagnostics = window.diagnostics
+    assert [vars(s) for s in diagnostics.suggestions] == [vars(s) for s in expected]
+    listed = [diagnostics.list.topLevelItem(i).data(0, diagnostics.SUGGESTION)
+              for i in range(diagnostics.list.topLevelItemCount())]
+    assert [s.pattern for s in listed if s is not None] == [s.pattern for s in expected]
