@@ -197,14 +197,17 @@ class Grid:
 
     def outside_boxes(self, layer: int, want: int, side: str | None, module: str | None) -> int:
         """The column nearest ``want`` in row ``layer`` for a tensor without grad of ``module`` (None:
-        outside every module) drawn above its user: not inside (nor next to) the span of a module
-        that does not hold it whose rows reach there (Whisper's sinusoid, made before the step,
+        outside every module) drawn above its user: not inside the span of a module that does not
+        hold it whose rows reach there (Whisper's sinusoid, made before the step,
         beside its encoder; Llama's rotary cos and sin beside the layer that reads them). ``side``:
         the module whose strip it goes in."""
+        # a tensor of a module keeps a column from the others' spans, which may grow (its own box
+        # is drawn around it); one outside every module only keeps out of them
+        margin = 1 if module else 0
         taken = []
         for path, (left, top, right, bottom) in self._spans.items():
             if top <= layer <= bottom and not within(module, path):
-                taken.append((left - 1, right + 1))
+                taken.append((left - margin, right + margin))
         low, high = self.strips.bounds(side, layer)
         want = min(max(want, low), high)
         if not taken:

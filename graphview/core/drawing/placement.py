@@ -27,7 +27,7 @@ The rules, in the order they apply:
   around each module's nodes are stacked, not interleaved. A tensor from outside every module
   goes above its model's weights (:meth:`Grid.above_weights`) or right of the models sharing its
   row (:meth:`Grid.beside_models`); a tensor without grad drawn above its user goes beside the
-  boxes that do not hold it, a column apart (:meth:`Grid.outside_boxes`).
+  boxes that do not hold it (:meth:`Grid.outside_boxes`).
 * **Independent branches side by side.** A new, independent computation (nothing drawn feeds
   it but weights and inputs) whose rows hold another branch of a container module (Whisper's
   or T5's decoder after the encoder, CLIP's text tower after the vision tower) does not go below
