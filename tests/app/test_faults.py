@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from graphview.core.trace import read_trace
-from tests.conftest import ROOT, lesson
+from tests.conftest import ROOT, lesson, model
 
 pytestmark = pytest.mark.e2e
 
@@ -131,7 +131,8 @@ def full_disk_cli(tiny_disk, *args):
 def test_full_disk_ends_record_with_exit_1_and_keeps_the_partial_recording(tiny_disk):
     folder, _ = tiny_disk
     target = folder / "run.gvtrace"
-    code, err = full_disk_cli(tiny_disk, "record", lesson("numpy_mlp_comparison"), "-q", "-o", target)
+    # (a recording of more than the 8 KB left: records pack numpy_mlp_comparison's 99 events in 8,009 bytes)
+    code, err = full_disk_cli(tiny_disk, "record", model("mlp_optimizer"), "-q", "-o", target)
     lines = graphview_lines(err)
     assert code == 1, err
     assert len(lines) == 1 and str(target) in lines[0] and "partial" in lines[0], err
