@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphview.core.held import Held, Peak, held_by_nodes, human
+from graphview.core.held import Held, Peak, human
 from graphview.core.run import Run
 from graphview.core.whatif import nodes_by_module
 
@@ -37,31 +37,32 @@ class ModuleShare:
 def modules_at(run: Run, peak: Peak, limit: int = TOP) -> list[ModuleShare]:
     """The modules holding the most activations at ``peak``, as a user would open them: from the
     models called as a whole, the biggest entry is opened into its parts while it holds more
-    than half of the activations and has parts that hold any (numbered layers stay one family)."""
-    held = {path: held_by_nodes(run, vids, peak.at) for path, vids in nodes_by_module(run, 0, peak.at).items()}
+    than half of the activations and has parts that hold any (numbered layers of one type stay one
+    family). The entries of one level share nothing: a storage two of them save (a ReLU's output,
+    saved by the ReLU and by the Linear after it) counts once, for the module that made it."""
+    vids_of = nodes_by_module(run, 0, peak.at)
     children: dict[str, list[str]] = {}
-    for path in held:
+    for path in vids_of:
         children.setdefault(path.rpartition(".")[0], []).append(path)
 
     def entries_below(parent: str) -> list[ModuleShare]:
-        """The parts of ``parent``, numbered ones as one family."""
+        """The parts of ``parent``, numbered ones of one type as one family."""
+        parts = children.get(parent, ())
+        held = split_among(run, {path: vids_of[path] for path in parts}, peak.at)
         found: list[ModuleShare] = []
         families: dict[str, list[str]] = {}
-        for path in children.get(parent, ()):
+        for path in parts:
             stem, _, last = path.rpartition(".")
-            if last.isdigit():
-                families.setdefault(stem, []).append(path)
-            else:
-                found.append(ModuleShare(path, held[path], run.module_types.get(path)))
+            families.setdefault(stem if last.isdigit() else path, []).append(path)
         for stem, members in families.items():
-            if len(members) == 1:
-                found.append(ModuleShare(members[0], held[members[0]], run.module_types.get(members[0])))
+            types = {run.module_types.get(m) for m in members}
+            if len(members) == 1 or len(types) > 1:  # (a Sequential's Linear, ReLU, Linear: no family)
+                found += [ModuleShare(m, held[m], run.module_types.get(m)) for m in members]
                 continue
             total = Held()
             for member in members:
                 total = total + held[member]
-            types = {run.module_types.get(m) for m in members}
-            found.append(ModuleShare(f"{stem}.*", total, types.pop() if len(types) == 1 else None, len(members)))
+            found.append(ModuleShare(f"{stem}.*", total, types.pop(), len(members)))
         return [e for e in found if e.held.activations > 0]
 
     shown = entries_below("")
@@ -75,3 +76,24 @@ def modules_at(run: Run, peak: Peak, limit: int = TOP) -> list[ModuleShare]:
             break
         shown = parts + shown[1:]
     return shown[:limit]
+
+
+def split_among(run: Run, groups: dict[str, set[int]], index: int) -> dict[str, Held]:
+    """What each group's autograd nodes made that autograd holds after event ``index``: every
+    saved storage counted once, for the group whose node made it (a ReLU's output, saved by the
+    ReLU and by the Linear after it, is the ReLU's; a convolution's output saved by the norm after
+    it is the convolution's), whoever saves it. Weights and inputs: for the group that saves them."""
+    group_of: dict[int, str] = {vid: name for name, vids in groups.items() for vid in vids}
+    counted: dict[tuple, tuple[str, str, int]] = {}
+    for owner, saved_list in run.saved_by_owner.items():
+        for saved in saved_list:
+            if not saved.held_at(index):
+                continue
+            maker = saved.src if saved.src is not None else owner
+            name = group_of.get(owner if saved.kind in ("param", "input") else maker)
+            if name is not None:
+                counted.setdefault((saved.device, saved.storage), (name, saved.kind, saved.bytes))
+    kinds = {name: {"activation": 0, "param": 0, "input": 0} for name in groups}
+    for name, kind, nbytes in counted.values():
+        kinds[name][kind if kind in ("param", "input") else "activation"] += nbytes
+    return {name: Held(k["activation"], k["param"], k["input"]) for name, k in kinds.items()}
