@@ -1,9 +1,13 @@
 """Animation export: the canvas as it changes between two moments of a run, one frame per moment
 at which Step ▶ stops (an op, a backward node, ``.grad`` reset, an optimizer step ...).
 
-Each frame is the graph at that moment, at a zoom where its labels read at the output's size, the
+Each frame is the graph at that moment, at a zoom where its labels read at the output's size. A
+graph that fits the frame whole at a readable zoom (every node any frame shows) is drawn whole, in
+the same place in every frame (at 100% at most); a bigger one at the smallest readable zoom, the
 view following the action as the window's does (it centres the node the moment is about, or the
-shut box that holds it, and keeps its place when a moment is about no node), under a caption band
+shut box that holds it: where a backward call starts, the tensor it was called on; it keeps its
+place when a moment is about no node, and shows no more empty room beyond the graph's edge than it
+must), under a caption band
 (script, step, event, what happened, what backward holds). GIF and APNG are written with Pillow;
 MP4 and WebM with imageio-ffmpeg (optional: a clear message says how to get it when it is absent).
 
@@ -29,6 +33,7 @@ from graphview.core.files import write_file
 from graphview.core.held import busiest_device
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, style
+from graphview.qt.canvas.view_fit import FIT_MARGIN, readable_centre, readable_scale
 from graphview.qt.export import ExportError, canvas_colors, content_rect
 from graphview.qt.formatting import human_bytes
 
@@ -41,8 +46,11 @@ DEFAULT_FPS = 4.0
 DEFAULT_MAX_FRAMES = 200
 #: ... and at most, whatever is asked (a frame is kept in memory until the file is written)
 MAX_FRAMES = 2000
-#: pixels per scene unit: nodes drawn as the window draws them at 100%
+#: pixels per scene unit, at most: a graph that fits the frame whole at a zoom its labels read at is
+#: drawn whole, at 100% (as the window draws its nodes) or less; a bigger one at the smallest
+#: readable zoom (on a screen of FRAME_DPI), as the window's Fit shows it
 ZOOM = 1.0
+FRAME_DPI = 96.0
 CAPTION_H = 46
 CAPTION_PT = 10.0
 #: the memory strip below the graph: the activations held over the animated span, and a cursor
@@ -120,27 +128,58 @@ def moments(run: Run, start: int | None = None, end: int | None = None,
 class FramePainter:
     """Draws ``run`` at one moment after another into images ``size`` big, following the action."""
 
-    def __init__(self, run: Run, size: tuple[int, int], first: int, strip: tuple[int, int] | None = None) -> None:
-        """``strip``: the span (first and last event) the memory strip shows; None: no strip."""
+    def __init__(self, run: Run, size: tuple[int, int], first: int, strip: tuple[int, int] | None = None,
+                 frames: list[int] | None = None) -> None:
+        """``strip``: the span (first and last event) the memory strip shows; None: no strip.
+        ``frames``: the moments that will be drawn, if known: a graph whose nodes at all of them fit
+        the frame at a readable zoom is drawn whole."""
         self.run = run
         self.width, self.height = size
         self.scene = GraphScene()
         self.scene.set_run(run)
         self.scene.set_cursor(first)
         self.scene.boxes.shut_to_fit(default_fits)  # module boxes as a picture export opens them
-        self.center: QPointF | None = None
+        self.focus: QRectF | None = None  # the node the last moment about a node was about
+        self.source = QRectF()  # what the last frame showed, in scene units
         self.strip = MemoryStrip(run, strip, self.width) if strip is not None else None
         self.graph_h = self.height - CAPTION_H - (STRIP_H if self.strip is not None else 0)
+        self.zoom = readable_scale(FRAME_DPI)  # (unless the graph is drawn whole)
+        self.whole: QRectF | None = None  # what every frame shows, when the graph is drawn whole
+        if frames:
+            self._fit_whole(frames)
+
+    def _fit_whole(self, frames: list[int]) -> None:
+        """Draw the graph whole, at the zoom that fits it (100% at most), if what the frames
+        show fits the frame at a readable zoom; else the frames show what they can at the smallest
+        readable zoom, following the action."""
+        scene = self.scene
+        if scene.virtual:  # a big run's drawing: never readable whole
+            return
+        shown = QRectF()
+        for index in frames:
+            scene.set_cursor(index)
+            scene.boxes.settle()
+            shown = shown.united(content_rect(scene))
+            zoom = min(self.width / shown.width(), self.graph_h / shown.height())
+            if zoom < self.zoom:
+                return  # (no need to look further)
+        self.zoom = min(ZOOM, zoom)
+        self.whole = shown
 
     def _follow(self, index: int) -> QPointF:
+        """The centre of the frame of moment ``index``: the whole graph's, when it is drawn whole;
+        else the node the moment is about (that of the last moment about a node; the top of the
+        graph before any), kept inside what is shown so that no frame shows more empty room than
+        it must."""
+        if self.whole is not None:
+            return self.whole.center()
         item = self.scene.item_at_event(index)
         if item is not None:
-            self.center = item.sceneBoundingRect().center()
-        elif self.center is None:  # nothing happened yet: the top of the graph
-            shown = content_rect(self.scene)
-            view_h = self.graph_h / ZOOM
-            self.center = QPointF(shown.center().x(), shown.top() + min(shown.height(), view_h) / 2)
-        return self.center
+            self.focus = item.sceneBoundingRect()
+        shown = self.scene.shown_rect()
+        framed = content_rect(self.scene) if shown.isNull() else shown.adjusted(-FIT_MARGIN, -FIT_MARGIN,
+                                                                                FIT_MARGIN, FIT_MARGIN)
+        return readable_centre(framed, self.focus, self.width / self.zoom / 2, self.graph_h / self.zoom / 2)
 
     def frame(self, index: int) -> QImage:
         scene = self.scene
@@ -154,10 +193,10 @@ class FramePainter:
             painter.setRenderHint(QPainter.Antialiasing)
             painter.setRenderHint(QPainter.TextAntialiasing)
             center = self._follow(index)
-            w, h = self.width / ZOOM, self.graph_h / ZOOM
-            source = QRectF(center.x() - w / 2, center.y() - h / 2, w, h)
+            w, h = self.width / self.zoom, self.graph_h / self.zoom
+            self.source = QRectF(center.x() - w / 2, center.y() - h / 2, w, h)
             target = QRectF(0, CAPTION_H, self.width, self.graph_h)
-            scene.render(painter, target, source, Qt.IgnoreAspectRatio)
+            scene.render(painter, target, self.source, Qt.IgnoreAspectRatio)
             self._caption(painter, index, colors)
             if self.strip is not None:
                 self.strip.paint(painter, QRectF(0, self.height - STRIP_H, self.width, STRIP_H), index, colors)
@@ -244,7 +283,8 @@ def render_animation(run: Run, path: str, options: AnimationOptions = AnimationO
         raise ExportError(f"the frame rate must be between 0.1 and 60 frames a second, not {options.fps:g}")
     encode = _ENCODERS[suffix]
     indices = moments(run, moment(run, options.start, False), moment(run, options.end, True), options.max_frames)
-    painter = FramePainter(run, (width, height), indices[0], (indices[0], indices[-1]) if options.chart else None)
+    painter = FramePainter(run, (width, height), indices[0], (indices[0], indices[-1]) if options.chart else None,
+                           indices)
     frames = []
     with canvas_colors(painter.scene, style.LIGHT if options.theme == "light" else None):
         for done, index in enumerate(indices):

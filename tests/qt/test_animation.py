@@ -12,9 +12,11 @@ from PIL import Image
 
 from graphview.core import timeline
 from graphview.core.export import ExportError
-from graphview.qt.animation import AnimationOptions, FramePainter, moment, moments, render_animation
+from graphview.qt.animation import (DEFAULT_SIZE, FRAME_DPI, ZOOM, AnimationOptions, FramePainter, moment, moments,
+                                    render_animation)
 from graphview.qt.canvas import style
-from tests.conftest import LESSONS, lesson
+from graphview.qt.canvas.view_fit import FIT_MARGIN, readable_scale
+from tests.conftest import LESSONS, lesson, model
 
 SMALL = AnimationOptions(size=(480, 300), max_frames=24)
 
@@ -66,11 +68,58 @@ def test_an_apng_has_the_same_frames(qapp, record, tmp_path):
 def test_the_view_follows_the_node_each_moment_is_about(qapp, record):
     run = record(lesson("retain_graph_twice"))
     painter = FramePainter(run, (480, 300), 0)
+    assert painter.zoom == pytest.approx(readable_scale(FRAME_DPI))  # the graph is too tall to read whole
+    followed = 0
     for index in moments(run, 0, len(run.events) - 1):
         painter.frame(index)
         item = painter.scene.item_at_event(index)
         if item is not None:
-            assert painter.center == item.sceneBoundingRect().center()
+            followed += 1
+            assert painter.source.contains(item.sceneBoundingRect()), index
+        # no more room beyond the graph's top and bottom than the fit's margin
+        shown = painter.scene.shown_rect()
+        if shown.height() + 2 * FIT_MARGIN > painter.source.height():
+            assert painter.source.top() >= shown.top() - FIT_MARGIN - 0.5
+            assert painter.source.bottom() <= shown.bottom() + FIT_MARGIN + 0.5
+    assert followed >= 10
+
+
+def _running_and_root(run, call):
+    """The node ids of the tensor a backward call was called on and of its grad_fn."""
+    return [n.id for n in run._tensor_nodes_of[call.roots_tensors[0]]] + [f"op{call.roots[0]}"]
+
+
+def test_a_backward_starts_on_the_tensor_it_was_called_on(qapp, record):
+    run = record(model("mlp_optimizer"), steps=1)
+    call = min(run.backwards.values(), key=lambda c: c.start)
+    start = moment(run, "backward:1", False)
+    assert start == call.start and run.events[start]["ev"] == "backward_start"
+    painter = FramePainter(run, DEFAULT_SIZE, start, (start, call.end), moments(run, start, call.end))
+    assert painter.whole is None  # (the MLP is taller than the frame: the frame follows)
+    painter.frame(start)
+    loss, grad_fn = _running_and_root(run, call)
+    assert painter.scene.drawing.nodes[loss].kind != "op"
+    for node_id in (loss, grad_fn):
+        assert painter.source.contains(painter.scene.item_for(node_id).sceneBoundingRect()), node_id
+    top = painter.scene.shown_rect().top()
+    assert painter.source.top() > top + 200  # not the top of the graph, where its leaves are
+
+
+def test_a_graph_that_reads_whole_in_the_frame_is_drawn_whole_in_every_frame(qapp, record):
+    run = record(lesson("requires_grad_sum"))
+    indices = moments(run, 0, len(run.events) - 1)
+    painter = FramePainter(run, (960, 720), indices[0], (indices[0], indices[-1]), indices)
+    assert painter.whole is not None and readable_scale(FRAME_DPI) <= painter.zoom <= ZOOM
+    sources = set()
+    for index in indices:
+        painter.frame(index)
+        sources.add(tuple(painter.source.getRect()))
+        for item in painter.scene.node_items.values():
+            if item.isVisible():
+                assert painter.source.contains(item.sceneBoundingRect()), (index, item.node.title)
+    assert len(sources) == 1  # drawn in the same place in every frame
+    # in the default frame, under its memory strip, its 5 rows would not read whole: followed, readable
+    assert FramePainter(run, DEFAULT_SIZE, indices[0], (indices[0], indices[-1]), indices).whole is None
 
 
 def test_moments_name_events_backward_calls_and_steps(record):

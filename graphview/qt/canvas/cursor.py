@@ -262,12 +262,23 @@ class CursorState:
 
     def nodes_of_event(self, index: int) -> list[str]:
         """The node ids event ``index`` is about, the likeliest first: the grad_fn node a backward
-        step runs, or the node an op made (its output tensor, else its grad_fn)."""
+        step runs, or the node an op made (its output tensor, else its grad_fn); where a backward
+        call starts, the tensor it was called on (the loss), else that tensor's grad_fn; where it
+        ends, the last node it ran."""
         run = self.scene.run
         if run is None or not 0 <= index < len(run.events):
             return []
         ev = run.events[index]
         candidates: list[str] = []
+        kind = ev.get("ev")
+        if kind == "backward_start":
+            for tid in ev.get("root_tensors") or ():
+                candidates.extend(n.id for n in run._tensor_nodes_of.get(tid, ()))
+            candidates.extend(f"op{vid}" for vid in ev.get("roots") or () if vid is not None)
+            return candidates
+        if kind == "backward_end":
+            call = run.backwards.get(ev.get("bid"))
+            return [f"op{call.order[-1]}"] if call is not None and call.order else []
         if ev.get("vid") is not None:
             candidates.append(f"op{ev['vid']}")
         for tid, _ in ev.get("outputs") or ():

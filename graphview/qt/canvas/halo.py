@@ -40,12 +40,13 @@ class Halo:
         return QRectF(centre.x() - reach, centre.y() - reach, 2 * reach, 2 * reach)
 
     def color(self) -> QColor:
-        """Orange, as a running node, in backward; the selection's blue at a forward op."""
+        """Orange, as a running node, in backward (from the moment a backward call starts to its
+        end); the selection's blue at a forward op."""
         run = self._view.scene().run
         index = self._cursor()
         ev = run.events[index] if run is not None and 0 <= index < len(run.events) else {}
         c = colors()
-        return c.q("running_border") if str(ev.get("ev", "")).startswith(("bw_", "accumulate")) else c.q("selection")
+        return c.q("running_border") if str(ev.get("ev", "")).startswith(("bw_", "accumulate", "backward_")) else c.q("selection")
 
     def paint(self, painter: QPainter) -> None:
         halo = self.rect()

@@ -79,11 +79,12 @@ class Overview(QWidget):
         scene = self.view.scene()
         if scene is None or not isValid(scene):  # the window is being taken down
             return []
-        items = [i for i in scene.selectedItems() if i.isVisible()]
-        at_cursor = scene.item_at_event(self.view.cursor_index) if hasattr(scene, "item_at_event") else None
+        rects = [i.sceneBoundingRect() for i in scene.selectedItems() if i.isVisible()]
+        # (where the cursor's node is drawn, found without making an item for it out of the view)
+        at_cursor = scene.place_at_event(self.view.cursor_index) if hasattr(scene, "place_at_event") else None
         if at_cursor is not None:
-            items.append(at_cursor)
-        return [self.view.mapFromScene(item.sceneBoundingRect()).boundingRect() for item in items]
+            rects.append(at_cursor)
+        return [self.view.mapFromScene(rect).boundingRect() for rect in rects]
 
     def apply_theme(self) -> None:
         """The theme changed: picture the graph again in its colours."""

@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF
 
 from graphview.core import timeline
+from graphview.qt.canvas.style import colors
 from graphview.qt.canvas.follow import FOLLOW_MARGIN
 from tests.conftest import model
 from tests.qt.canvas.conftest import show_at
@@ -57,3 +58,26 @@ def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backw
     view.set_cursor(timeline.next_backward_node(run, index))
     view.follow_cursor()
     assert QRectF(view.viewport().rect()).contains(_on_screen(view, scene.place_at_event(view.cursor_index)))
+
+
+def test_to_backward_brings_the_loss_backward_starts_from_into_view(window, record):
+    from graphview.core.options import RunOptions
+
+    run = record(model("mlp_optimizer"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(0)
+    view, scene = window.view, window.scene
+    view.resetTransform()  # 100%: the MLP is taller than the canvas
+    view.centerOn(scene.sceneRect().center().x(), scene.sceneRect().top())
+    window.move(timeline.next_backward)
+    call = min(run.backwards.values(), key=lambda c: c.start)
+    assert window.cursor == call.start and run.events[call.start]["ev"] == "backward_start"
+    port = QRectF(view.viewport().rect())
+    loss = [n.id for n in run._tensor_nodes_of[call.roots_tensors[0]]]
+    for node_id in loss + [f"op{call.roots[0]}"]:  # the loss, and its grad_fn where backward begins
+        assert port.contains(_on_screen(view, scene.item_for(node_id).sceneBoundingRect())), node_id
+    # the halo, where the zoom does not read, rings the loss, in backward's orange
+    view.scale(0.05, 0.05)
+    halo = view.halo.rect()
+    assert halo is not None and halo.contains(view.mapFromScene(scene.item_for(loss[0]).sceneBoundingRect().center()))
+    assert view.halo.color() == colors().q("running_border")
