@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from graphview.app.inputs import UserError, check_script, check_writable, is_trace, say, shown, shown_lines
+from graphview.app.inputs import UserError, check_script, check_writable, is_trace, say, say_wrapped, shown, shown_lines
 from graphview.app.runner_client import Interrupted
 from graphview.app.whatif_cli import print_comparison, print_suggestions, suggestions_data
 from graphview.core.bundled import bundled_samples
@@ -357,17 +357,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     run, end = record_to(args.script, args.output, options, args.timeout, echo=not args.quiet,
                          script_args=args.script_args)
     info = run.info()  # the tally's: the run itself is in the trace, not in memory
-    summary = (f"{info['events']} events: {info['ops']} ops, {info['nodes']} autograd nodes, "
+    summary = (f"wrote {args.output}: {info['events']} events, {info['ops']} ops, {info['nodes']} autograd nodes, "
                f"{info['backward_calls']} backward call{'' if info['backward_calls'] == 1 else 's'}")
     if end.get("status") == "ok":
-        say(f"graphview: recorded {summary} to {args.output}", file=sys.stderr)
+        say(f"graphview: {summary}", file=sys.stderr)
         cut = record_cut(run, args.output)
         if cut is not None:  # the script ran, but nothing it trains got a gradient
             say(f"graphview: warning: {shown(cut.title)}: {shown(cut.explanation)}", file=sys.stderr)
         return EXIT_OK
     if not args.quiet:
         print_script_traceback(run)
-    say(f"graphview: {describe_failure(run, end)} (recorded {summary} to {args.output})", file=sys.stderr)
+    say(f"graphview: {describe_failure(run, end)} ({summary})", file=sys.stderr)
     return EXIT_SCRIPT_FAILED
 
 
@@ -528,12 +528,8 @@ def _say_info_details(run: Run, info: dict, all_grads: bool) -> None:
                        ("saved tensors", "saved_tensors"), ("backward calls", "backward_calls"),
                        ("optimizer steps", "optimizer_steps")):
         say(f"{label + ':':<17}{info[key]}")
-    peaks = info["peak_saved_bytes"] or {"cpu": 0}
-    for device, peak in sorted(peaks.items()):
-        say(f"peak saved ({shown(device)}): {_bytes(peak)} ({peak} bytes), weights and inputs included")
-    for step in info["peak_per_step"]:
-        parts = ", ".join(f"{shown(d)} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
-        say(f"  step {step['step']}: peak saved {parts}")
+    for line in _most_held_lines(run, info):
+        say(line)
     graded = [(run.tensor_name(tid), entries) for tid, entries in sorted(run.grads.items())]
     graded = [(name, entries) for name, entries in graded if name and entries]
     if all_grads or len(graded) <= GRAD_LINES:
@@ -588,6 +584,28 @@ def _memory_answer_lines(run: Run) -> list[str]:
     if modules:
         lines.append("most activations, by module:")
         lines += [f"  {shown(m.text())}" for m in modules]
+    return lines
+
+
+def _most_held_lines(run: Run, info: dict) -> list[str]:
+    """The most held for backward at any one moment (activations, weights and inputs together), per
+    device and per step, where it is not what the first lines said: at the activations' peak the
+    weights and inputs may be fewer than at another moment (or on another device)."""
+    from graphview.core.held import activation_peak
+
+    peak = activation_peak(run)
+    lines = []
+    for device, most in sorted(info["peak_saved_bytes"].items()):
+        said = peak is not None and peak.device == device
+        if most and not (said and most == peak.held.total):
+            later = ", more than at the activations' peak" if said else ""
+            lines.append(f"most held for backward at once ({shown(device)}): {_bytes(most)} ({most} bytes), "
+                         f"weights and inputs included{later}")
+    if len(info["peak_per_step"]) > 1:
+        lines.append("most held for backward at once in each step, weights and inputs included:")
+        for step in info["peak_per_step"]:
+            parts = ", ".join(f"{shown(d)} {_bytes(v)}" for d, v in sorted(step["peak"].items())) or "0 B"
+            lines.append(f"  step {step['step']}: {parts}")
     return lines
 
 
@@ -647,10 +665,15 @@ def cmd_check(args: argparse.Namespace) -> int:
             say(f"    {shown(f.explanation)}")
             say(f"    fix: {shown(f.fix)}")
         print_suggestions(run, args, measure_checkpointed)
-        say(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
-            file=sys.stderr)
-    if run.failed:
-        say(f"graphview: {shown(run.failure_headline())}; checked what was recorded {_up_to(run)}", file=sys.stderr)
+        if findings or not run.failed or run.backwards:  # a run that failed before backward is no clean bill
+            say(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
+                file=sys.stderr)
+    if run.failed and not findings and not run.backwards:
+        say_wrapped(f"graphview: nothing to check: {shown(run.failure_headline())} before any backward",
+                    file=sys.stderr)
+    elif run.failed:
+        say_wrapped(f"graphview: {shown(run.failure_headline())}; checked what was recorded {_up_to(run)}",
+                    file=sys.stderr)
     return EXIT_SCRIPT_FAILED if findings or run.failed else EXIT_OK
 
 
@@ -711,7 +734,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         f"{result.same} the same", file=sys.stderr)
     failed = [run for run in ((run_a,) if run_b is run_a else (run_a, run_b)) if run.failed]
     for run in failed:
-        say(f"graphview: {shown(run.failure_headline())}; compared what was recorded {_up_to(run)}", file=sys.stderr)
+        say_wrapped(f"graphview: {shown(run.failure_headline())}; compared what was recorded {_up_to(run)}",
+                    file=sys.stderr)
     return EXIT_SCRIPT_FAILED if failed else EXIT_OK
 
 

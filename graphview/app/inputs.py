@@ -4,8 +4,10 @@ command line and the window: each fails with a :class:`UserError` that reads as 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
+import textwrap
 
 from graphview.core.export import ExportError
 from graphview.core.export import check_writable as export_check_writable
@@ -57,6 +59,20 @@ def say(*values: object, file=None, end: str = "\n") -> None:
     recolour the terminal. A one-line field inside a value (a name, an error message) is passed
     through :func:`shown` first, so that it cannot start a line of its own either."""
     print(*(shown_lines(v) for v in values), file=sys.stdout if file is None else file, end=end)
+
+
+def say_wrapped(text: str, file=None, indent: str = "    ") -> None:
+    """:func:`say` of one long line (torch's message of a failed script runs to 400 characters),
+    wrapped at the terminal's width, its continuation lines indented, the words as they were.
+    Into a pipe or a file it stays one line, for grep."""
+    stream = sys.stdout if file is None else file
+    line = shown_lines(text)
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        line = "\n".join(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                                       break_on_hyphens=False))
+    print(line, file=stream)
 
 
 def is_trace(path: str) -> bool:

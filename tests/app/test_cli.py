@@ -40,6 +40,8 @@ def test_record_info_export_round_trip(tmp_path):
     info = json.loads(graphview("info", trace, "--json").stdout)
     assert info["status"] == "ok" and info["backward_calls"] == 1 and info["errors"] == []
     assert info["nodes"] == 6  # Mul, Add, Sub, Pow + two AccumulateGrad
+    assert result.stderr.splitlines()[-1] == (f"graphview: wrote {trace}: {info['events']} events, {info['ops']} ops, "
+                                              "6 autograd nodes, 1 backward call")
     text = graphview("info", trace).stdout
     assert "grad w: -18" in text and "grad b: -6" in text
     graph = tmp_path / "g.json"
@@ -377,3 +379,75 @@ def test_a_torch_warning_names_the_script_line_not_graphview(tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"{script}:4: UserWarning" in result.stderr
     assert "recorder.py" not in result.stderr
+
+
+def test_check_of_a_script_that_fails_before_backward_claims_no_clean_bill(write_script):
+    result = graphview("check", write_script("import torch\nx = torch.ones(2\n"))
+    assert result.returncode == 1
+    assert "no autograd pitfalls" not in result.stderr, result.stderr
+    assert ("graphview: nothing to check: the script failed (SyntaxError at line 2: '(' was never closed) "
+            "before any backward") in result.stderr
+
+
+def _stderr_on_a_terminal(*args, columns: int) -> str:
+    """What graphview writes to a terminal ``columns`` wide (a pseudo-terminal)."""
+    import pty
+
+    main, tty = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns))
+    try:
+        subprocess.run([sys.executable, "-m", "graphview.app.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                       stderr=tty, env=env, timeout=120)
+        os.close(tty)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal's other end is closed and all of it read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_check_wraps_torchs_long_error_at_the_terminal_width():
+    """torch's RuntimeError of a second backward is ~400 characters: on a terminal it is wrapped, its
+    continuation lines indented, its words intact; into a pipe it stays one line."""
+    piped = graphview("check", lesson("error_backward_twice"))
+    line = next(l for l in piped.stderr.splitlines() if l.startswith("graphview: the script failed"))
+    assert "Trying to backward through the graph a second time" in line and len(line) > 300
+    shown = _stderr_on_a_terminal("check", lesson("error_backward_twice"), columns=72)
+    lines = shown[shown.index("graphview: the script failed"):].splitlines()
+    wrapped = lines[:1] + [l for l in lines[1:] if l.startswith("    ")]
+    assert len(wrapped) >= 5 and all(len(l) <= 72 for l in wrapped), shown
+    assert " ".join(l.strip() for l in wrapped) == line
+
+
+def test_info_says_the_most_held_at_once_only_where_it_is_not_the_activations_peak(write_script, tmp_path, traces):
+    """info's first lines give what backward holds at the activations' peak, weights and inputs
+    included; a second figure (the most held at any moment) is printed only where it differs."""
+    import torch
+
+    from graphview.core.held import human
+
+    lines = graphview("info", traces["ok"]).stdout.splitlines()
+    assert any(l.startswith("held for backward at the peak (cpu, event ") for l in lines)
+    assert not any("most held" in l or "peak saved" in l for l in lines), lines
+    # the first backward holds an input of 1,000 floats (and no activation); the second 10 floats
+    script = write_script("import torch\n"
+                          "w = torch.randn(1000, requires_grad=True)\n"
+                          "big = torch.randn(1000)\n"
+                          "(w * big).sum().backward()\n"
+                          "x = torch.randn(10, requires_grad=True)\n"
+                          "(x.exp() * 2).sum().backward()\n")
+    trace = tmp_path / "two.gvtrace"
+    assert graphview("record", script, "-o", trace, "-q").returncode == 0
+    lines = graphview("info", trace).stdout.splitlines()
+    input_bytes, activation_bytes = 1000 * torch.float32.itemsize, 10 * torch.float32.itemsize
+    at_peak = next(i for i, l in enumerate(lines) if l.startswith("held for backward at the peak (cpu, event "))
+    assert lines[at_peak + 1].strip() == f"{human(activation_bytes)}: {human(activation_bytes)} of activations"
+    assert (f"most held for backward at once (cpu): {human(input_bytes)} ({input_bytes} bytes), weights and inputs "
+            "included, more than at the activations' peak") in lines
