@@ -62,7 +62,7 @@ def _backward_start(n: Names, ev: dict) -> str:
     flags = [f for f in ("retain_graph", "create_graph") if ev.get(f)]
     what = f"{ev.get('api')}() #{ev.get('bid')} starts" + (f" ({', '.join(flags)})" if flags else "")
     if ev.get("line") is None:
-        return f"graphview calls backward() on the loss step() returned: {what}"
+        return f"{what}: graphview calls it on the loss step() returned"
     return f"line {ev['line']}: {what}"
 
 

@@ -67,11 +67,18 @@ class ModuleBox:
         return blocks if self.type in CONTAINERS or repeats.stem == self.path else f"{self.type} · {blocks}"
 
     @property
+    def shown_kind(self) -> str | None:
+        """``kind`` where it says more than the title: a module called outside the model's tree
+        (Hugging Face's loss) has its type for a path, ``CrossEntropyLoss``, said once."""
+        kind = self.kind
+        return kind if kind != self.title else None
+
+    @property
     def label(self) -> str:
         """``encoder.layers.0 · TransformerEncoderLayer``: where it is and what it is; inside a
         checkpoint's recompute, ``encoder.layers.0 (recomputed) · TransformerEncoderLayer``;
-        repeated blocks, ``transformer.h.0-11 · GPT2Block ×12``."""
-        kind = self.kind
+        repeated blocks, ``transformer.h.0-11 · GPT2Block ×12``; ``CrossEntropyLoss`` alone."""
+        kind = self.shown_kind
         return f"{self.title} · {kind}" if kind else self.title
 
 

@@ -153,7 +153,7 @@ class MainWindow(QMainWindow):
                                                 self.bottom_dock)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
-        """A panel in the tabs below the canvas that follows the session (a SessionView): the one
+        """A panel in the timeline views' tabs that follows the session (a SessionView): the one
         line of wiring a new timeline panel needs is its entry in :meth:`_build_docks`."""
         self.docks.add_timeline_tab(panel, title)
 

@@ -177,7 +177,7 @@ class RunSummary:
         w.bottom_tabs.setCurrentWidget(w.console)
         if not w.scene.placed_ids():
             w.view.set_message(f"The script stopped{where} before autograd recorded anything:\n{what}\n\n"
-                               "The Console tab below has the traceback; fix the script and open it again.")
+                               "The Console tab has the traceback; fix the script and open it again.")
 
     def _compare_with_earlier(self) -> None:
         """After a re-run with other options: what the toggle removed from (or added to) the graph."""

@@ -37,3 +37,16 @@ def test_a_grad_written_in_place_names_the_op(record, write_script):
         "torch.nn.utils.clip_grad_norm_([w], 1.0)\n"))
     index = next(i for i, e in enumerate(run.events) if e["ev"] == "grad_reset")
     assert describe(run, index) == "line 4: _foreach_mul_ writes into the .grad of w"
+
+
+def test_the_backward_graphview_calls_for_a_step_reads_as_a_sentence(record):
+    """A step() script returns its loss and graphview calls backward() on it: the event leads with
+    what happens (it read "graphview calls backward() on the loss step() returned: backward() #1 starts")."""
+    from tests.conftest import model
+
+    run = record(model("mlp_optimizer"), steps=2)
+    starts = [i for i, e in enumerate(run.events) if e["ev"] == "backward_start"]
+    assert len(starts) == 2 and all(run.events[i].get("line") is None for i in starts)
+    assert [describe(run, i) for i in starts] == [
+        "backward() #1 starts: graphview calls it on the loss step() returned",
+        "backward() #2 starts: graphview calls it on the loss step() returned"]

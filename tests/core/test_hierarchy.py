@@ -318,3 +318,27 @@ def test_an_open_stack_of_blocks_shows_one_block_apart_and_the_others_as_thin_st
     assert "transformer.h.0.attn" in opened.collapsed
     # the stack shut: no thin stack
     assert Layout(drawing, boxes, collapsed_at_level(boxes, stack.level)).runs == {}
+
+
+def test_a_module_called_outside_the_model_names_its_type_once(record, write_script):
+    """Hugging Face makes its loss module in forward, outside the model's tree of children: its
+    path is its type, and its box said "CrossEntropyLoss · CrossEntropyLoss"."""
+    run = record(write_script(
+        "import torch\n"
+        "from torch import nn\n"
+        "class Classifier(nn.Module):\n"
+        "    def __init__(self, head):\n"
+        "        super().__init__()\n"
+        "        self.head = head\n"
+        "    def forward(self, x, labels):\n"
+        "        return nn.CrossEntropyLoss()(self.head(x), labels)\n"
+        "model = Classifier(nn.Linear(4, 3))\n"
+        "model(torch.randn(5, 4), torch.tensor([0, 1, 2, 0, 1])).backward()\n"))
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    boxes = {box.path: box for box in module_boxes(drawing)}
+    assert boxes["CrossEntropyLoss"].type == "CrossEntropyLoss"
+    assert boxes["CrossEntropyLoss"].label == "CrossEntropyLoss"
+    assert boxes["CrossEntropyLoss"].shown_kind is None
+    assert run.module_label("CrossEntropyLoss") == "CrossEntropyLoss"
+    assert run.module_types[""] == "Classifier" and boxes["head"].label == "head · Linear"

@@ -483,6 +483,7 @@ def test_a_script_that_fails_before_any_op_says_so(window, record, write_script)
     assert "SyntaxError" in window.statusBar().message()
     assert "before autograd recorded anything" in window.view.message
     assert "SyntaxError" in window.view.message
+    assert "The Console tab has the traceback" in window.view.message
 
 
 def test_backward_on_a_tensor_without_grad_fn_marks_that_tensor(window, record):

@@ -74,6 +74,11 @@ def test_at_1366x768_the_canvas_gets_most_of_the_window_and_every_panel_is_insid
     # the Diagnostics tab (what a pitfall's run found) is in sight, not behind the tab bar's arrows
     tabs = window.bottom_tabs.tabBar()
     assert tabs.rect().contains(tabs.tabRect(window.bottom_tabs.indexOf(window.diagnostics)))
+    # and every tab's title reads whole (they were cut to "Mem…", "Diagnos…", "Cons…", "Grad led…")
+    assert [tabs.tabText(i) for i in range(tabs.count())] == ["Memory", "Diagnostics", "Console", "Grad ledger"]
+    for i in range(tabs.count()):
+        assert tabs.tabRect(i).width() >= tabs.tabSizeHint(i).width(), (tabs.tabText(i), tabs.tabRect(i))
+        assert tabs.rect().contains(tabs.tabRect(i))
     # a click on a node brings its details forward
     window.set_cursor(window.overview_index())
     node = next(i for i in window.scene.node_items.values() if i.isVisible() and i.node.kind == "op")

@@ -56,8 +56,9 @@ class NameQueries:
         return None
 
     def module_label(self, path: str | None) -> str | None:
-        """``encoder.layers.0.linear1 · Linear``: a module's path and, where recorded, its type."""
+        """``encoder.layers.0.linear1 · Linear``: a module's path and, where recorded, its type
+        (once, where the path is the type: a module called outside the model's tree)."""
         if not path:
             return path
         kind = self.module_types.get(path)
-        return f"{path} · {kind}" if kind else path
+        return f"{path} · {kind}" if kind and kind != path else path

@@ -101,7 +101,7 @@ class GroupItem(QGraphicsObject):
             rows = "".join(f"<br>{esc(title)}: {ops} ops · {esc(human_bytes(activations))} activations"
                            for title, ops, activations in self.blocks)
             held += f"<br>each block, the bar of its activations:{rows}"
-        self.setToolTip(f"<qt><b>{esc(self.box.title)}</b> · {esc(self.box.kind or 'module')}<br>"
+        self.setToolTip(f"<qt><b>{esc(self.box.title)}</b> · {esc(self.box.shown_kind or 'module')}<br>"
                         f"{self.ops} autograd nodes, {self.members} nodes in all{held}<br>({action})</qt>")
 
     def summary(self) -> str:
@@ -212,7 +212,7 @@ class GroupItem(QGraphicsObject):
         painter.setFont(small)
         painter.setPen(c.q("freed_text") if self.freed else c.q("subtitle"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
-                         elided(self.box.kind or "module", small, inner.width()))
+                         elided(self.box.shown_kind or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
                          elided(self.summary(), small, inner.width()))
 
