@@ -41,6 +41,10 @@ def test_a_failed_script_names_its_error_and_line_and_brings_the_console_forward
     message = window.statusBar().currentMessage()
     assert message.startswith("the script failed at line 4: " + expected[:60])  # (a long message is cut short)
     assert window.bottom_tabs.currentWidget() is window.console
+    # no backward ran: Diagnostics says there was nothing to check, not that the run is clean
+    said = window.diagnostics.list.topLevelItem(0).text(0)
+    assert said.startswith("nothing to check: the script failed (RuntimeError at line 4: ") and said.endswith(
+        " before any backward"), said
 
 
 def test_a_detach_that_matched_nothing_says_so(window, record, qtbot):

@@ -43,6 +43,7 @@ class DiagnosticsPanel(QSplitter):
         self.addWidget(self.list)
         self.addWidget(side)
         self.suggestions: list = []  # graphview.core.whatif.Suggestion, biggest first
+        self.unchecked: str | None = None  # why the last run had nothing to check (it failed before backward)
         self.measured: list[str] = []  # what tried suggestions did, measured by their re-runs
         self.setStretchFactor(0, 2)
         self.setStretchFactor(1, 3)
@@ -101,8 +102,9 @@ class DiagnosticsPanel(QSplitter):
             self.detail.setHtml(f"<p><b>Measured:</b> {esc(measured)}</p>")
             return
         if finding is None:
-            self.detail.setHtml("<p class='muted'>no autograd pitfalls found in this run</p>"
-                                if not self.findings else "")
+            said = f"nothing to check: {self.unchecked} before any backward" if self.unchecked else (
+                "no autograd pitfalls found in this run")
+            self.detail.setHtml(f"<p class='muted'>{esc(said)}</p>" if not self.findings else "")
             return
         where = esc(f" (line {finding.line})") if finding.line else ""
         self.detail.setHtml(f"<p><b class='warn'>{esc(finding.title)}</b>{where}</p>"
@@ -130,8 +132,10 @@ class DiagnosticsPanel(QSplitter):
         if suggestion is not None:
             self.sigTryCheckpoint.emit(suggestion.pattern)
 
-    def show_findings(self, findings: list) -> None:
-        shown = ([f.to_dict() for f in findings], [s.text() for s in self.suggestions], self.measured)
+    def show_findings(self, findings: list, unchecked: str | None = None) -> None:
+        """List ``findings`` (then the measured re-runs and the suggestions); ``unchecked``: why
+        there was nothing to check (the run failed before any backward), said instead of a clean bill."""
+        shown = ([f.to_dict() for f in findings], [s.text() for s in self.suggestions], self.measured, unchecked)
         if self.list.topLevelItemCount() and shown == getattr(self, "_shown", None):
             return
         self._shown = shown
@@ -143,8 +147,13 @@ class DiagnosticsPanel(QSplitter):
             item.setToolTip(0, text_tip(f"{f.explanation}\n\nFix: {f.fix}"))
             item.setForeground(0, QColor(themes.current().warn))
             self.list.addTopLevelItem(item)
+        self.unchecked = unchecked
         if not findings:
-            self.list.addTopLevelItem(QTreeWidgetItem(["no autograd pitfalls found in this run", ""]))
+            said = f"nothing to check: {unchecked} before any backward" if unchecked else (
+                "no autograd pitfalls found in this run")
+            item = QTreeWidgetItem([said, ""])
+            item.setToolTip(0, text_tip(said))
+            self.list.addTopLevelItem(item)
         for text in self.measured:
             item = QTreeWidgetItem([f"✓ {text}", ""])
             item.setData(0, self.SUGGESTION + 1, text)
