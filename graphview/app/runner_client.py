@@ -291,6 +291,13 @@ class RunnerProcess:
         # (Python, importing torch: seconds on a loaded machine); a start-up that hangs is still stopped
         self._timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout + STARTUP_ALLOWANCE
+        self._read_events(poll)
+        code = self._reap_once_exited(poll)
+        return self._finish(code)
+
+    def _read_events(self, poll: Callable[[], None] | None) -> None:
+        """Deliver the events of the pipe until it closes or the runner is gone (stopping it at its
+        deadline, passing its native output on as it comes, calling ``poll`` between reads)."""
         selector = selectors.DefaultSelector()
         selector.register(self._events, selectors.EVENT_READ)
         buffer: list[bytes] = []  # the start of a line whose end has not come yet, in pieces
@@ -313,13 +320,7 @@ class RunnerProcess:
             elif self._exited():
                 # the runner is gone, but a process the script forked may hold the pipe open: take
                 # what is already there and stop reading
-                for _ in range(1024):
-                    if not selector.select(0):
-                        break
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        break
-                    self._take(buffer, chunk)
+                self._read_what_is_left(selector, fd, buffer)
                 break
             if self._native_pending:
                 self._deliver_native()
@@ -327,12 +328,30 @@ class RunnerProcess:
                 poll()
         selector.close()
         self._events.close()
-        while not self._exited():  # e.g. a thread of the script still running after its end
+
+    def _read_what_is_left(self, selector, fd: int, buffer: list[bytes]) -> None:
+        """Deliver what the pipe already holds, without waiting for more."""
+        for _ in range(1024):
+            if not selector.select(0):
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            self._take(buffer, chunk)
+
+    def _reap_once_exited(self, poll: Callable[[], None] | None) -> int:
+        """Wait for the runner to exit (e.g. a thread of the script still running after its end),
+        then reap it; returns its exit code."""
+        while not self._exited():
             self._check_deadline()
             if poll is not None:
                 poll()
             time.sleep(0.02)
-        code = self._reap()
+        return self._reap()
+
+    def _finish(self, code: int) -> dict:
+        """Deliver the native output still on its way, then the run's end: the runner's own
+        ``run_end``, or one said for it from its exit ``code``; returns that end."""
         limit = time.monotonic() + STOP_GRACE
         for t in self._drainers:
             t.join(timeout=max(0.0, limit - time.monotonic()))

@@ -262,11 +262,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     if argv is None and options.args:
         argv = [path, *options.args]
     script = os.path.abspath(path)
-    start = {
-        "ev": "run_start", "script": script, "mode": "plain", "torch": torch.__version__,
-        "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
-        "notes": OBSERVER_NOTES, "source": None, "argv": [str(a) for a in argv] if argv else [path],
-    }
+    start = _start_event(path, script, options, argv)
     loaded = _load(script, start, emit)
     if isinstance(loaded, dict):
         return loaded  # the run_end of a script that could not start
@@ -279,11 +275,7 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     recorder = Recorder(emit, script, options) if record else None
     status, exit_code, message = "ok", 0, ""
     with _script_environment(path, script, argv, stdout, stderr, options.device):
-        module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
-        module.__file__ = os.path.join(os.getcwd(), sys.argv[0])
-        module.__builtins__ = builtins
-        if recorder is not None:
-            recorder.extra_scopes.append(module.__dict__)
+        module = _script_module(step_mode, recorder)
         whatif = WhatIf(options, script, [module.__dict__], recorder, emit)
         try:
             with recorder or contextlib.nullcontext(), _grad_mode_context(options.grad_mode), \
@@ -297,20 +289,54 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
                         with whatif.around_step(), whatif.around_forward():
                             exec(code, module.__dict__)
                 finally:
-                    if recorder is not None:
-                        recorder.flush_names()
-                        _final_names(recorder, module.__dict__, emit)
-                    if keep_globals is not None:
-                        keep_globals.update(module.__dict__)
+                    _collect_script_globals(recorder, module.__dict__, emit, keep_globals)
         except BaseException as exc:  # noqa: BLE001 - every failure of the script is an event
             status, exit_code, message = _outcome(exc, script, emit)
+    _report_after_run(whatif, stdout, stderr, recorder, options, emit)
+    return _end(emit, status, exit_code, message)
+
+
+def _start_event(path: str, script: str, options: RunOptions, argv: list[str] | None) -> dict:
+    """The ``run_start`` event of a run of ``script`` (its mode and source are filled in once it is loaded)."""
+    return {
+        "ev": "run_start", "script": script, "mode": "plain", "torch": torch.__version__,
+        "python": platform.python_version(), "devices": available_devices(), "options": options.to_dict(),
+        "notes": OBSERVER_NOTES, "source": None, "argv": [str(a) for a in argv] if argv else [path],
+    }
+
+
+def _script_module(step_mode: bool, recorder: Recorder | None) -> types.ModuleType:
+    """The module the script runs as: ``__main__``, or for a step script a module of its own name (so
+    its ``if __name__ == "__main__":`` block does not run), with the ``__file__`` ``python`` gives it;
+    the recorder also looks in its globals for the names of tensors."""
+    module = types.ModuleType("__main__" if not step_mode else "graphview_step_script")
+    module.__file__ = os.path.join(os.getcwd(), sys.argv[0])
+    module.__builtins__ = builtins
+    if recorder is not None:
+        recorder.extra_scopes.append(module.__dict__)
+    return module
+
+
+def _collect_script_globals(recorder: Recorder | None, scope: dict, emit, keep_globals: dict | None) -> None:
+    """Once the script has run (or failed): the tensors its globals still hold named after them,
+    and (in-process use) the globals copied into ``keep_globals``."""
+    if recorder is not None:
+        recorder.flush_names()
+        _final_names(recorder, scope, emit)
+    if keep_globals is not None:
+        keep_globals.update(scope)
+
+
+def _report_after_run(whatif: WhatIf, stdout: _Output, stderr: _Output, recorder: Recorder | None,
+                      options: RunOptions, emit) -> None:
+    """What is left to say once the script has ended: the what-if options' report, how much output
+    the cap dropped, and a ``--detach-at`` that matched nothing."""
     whatif.report()
     stdout.close_report()
     stderr.close_report()
     if recorder is not None and options.detach_at and recorder.detach_hits == 0:
         emit({"ev": "stderr", "text": f"graphview: --detach-at {', '.join(options.detach_at)} "
                                       "matched nothing in this run\n"})
-    return _end(emit, status, exit_code, message)
 
 
 def _load(script: str, start: dict, emit) -> tuple | dict:

@@ -3,7 +3,8 @@
 A :class:`~graphview.capture.recorder.Recorder` is one object built from the mechanisms in
 ``graphview/capture/hooks/`` (ops, saved tensors, backward, modules) over this state and the
 tensor and node identities of :mod:`graphview.capture.identity`. Everything a mechanism keeps
-between calls is set in :meth:`RecorderState.__init__`, with what it holds.
+between calls is set in :meth:`RecorderState.__init__` (and the two small methods it calls),
+with what it holds.
 """
 
 from __future__ import annotations
@@ -117,12 +118,7 @@ class RecorderState:
         self.options = options or RunOptions()
         self._lock = threading.RLock()
         self._tls = threading.local()  # per thread: is the recorder itself at work (ignore torch calls)?
-        self._tids = itertools.count(1)
-        self._vids = itertools.count(1)
-        self._sids = itertools.count(1)
-        self._oids = itertools.count(1)
-        self._bids = itertools.count(1)
-        self._tokens = itertools.count(1)
+        self._start_id_counters()
         # id(t) -> [ref, tid, version, grad_fn vid, requires_grad, version when grad_fn was last read]
         self._tensors: dict[int, list] = {}
         self._pending_names: list[list] = []  # [ref, tid, tries]
@@ -152,12 +148,7 @@ class RecorderState:
         self._module_hooks: list[Any] = []  # the global module hooks' handles (replaced under torch.compile)
         self._compile_safe_on = False  # torch.compile is in use: hooks run under Dynamo, not traced
         self._compile_noted = False  # said once per run that torch.compile'd code runs op by op
-        self._detach_ops: set[int] = set()
-        self._detach_lines: set[int] = set()
-        self._detach_modules: set[str] = set()
-        for spec in self.options.detach_at:
-            kind, value = parse_detach_spec(spec)
-            {"op": self._detach_ops, "line": self._detach_lines, "module": self._detach_modules}[kind].add(value)
+        self._read_detach_points()
         self._cuda = torch.cuda.is_available() if sample_cuda is None else sample_cuda
         self._alloc_last: int | None = None
         self._active = False
@@ -169,6 +160,26 @@ class RecorderState:
         self.backward_count = 0
         self.detach_hits = 0
         self.optimizer_step_count = 0
+
+    def _start_id_counters(self) -> None:
+        """The counters the ids of a run come from (see graphview/core/events.py), each from 1: tensors,
+        nodes, saved tensors, ops, backward calls, and the tokens that tie a saved tensor to the node
+        that made it (see SavedTensorHooks)."""
+        self._tids = itertools.count(1)
+        self._vids = itertools.count(1)
+        self._sids = itertools.count(1)
+        self._oids = itertools.count(1)
+        self._bids = itertools.count(1)
+        self._tokens = itertools.count(1)
+
+    def _read_detach_points(self) -> None:
+        """Where ``--detach-at`` cuts the graph, by kind: op numbers, lines of the script, module paths."""
+        self._detach_ops: set[int] = set()
+        self._detach_lines: set[int] = set()
+        self._detach_modules: set[str] = set()
+        for spec in self.options.detach_at:
+            kind, value = parse_detach_spec(spec)
+            {"op": self._detach_ops, "line": self._detach_lines, "module": self._detach_modules}[kind].add(value)
 
     def tensor_ref_to(self, t: torch.Tensor) -> KeyedRef:
         """A weak reference to ``t`` whose death removes its entry from ``_tensors``."""

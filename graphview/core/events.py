@@ -510,65 +510,89 @@ def _compile(kind: str):
     fields, carries_values, references = _PLANS[kind]
     env: dict = {"_MISSING": _MISSING, "_values_problem": _values_problem}
     body = ["def passes(event, known):", "    get = event.get"]
-    for i, (name, optional, sure, check) in enumerate(fields):
-        env[f"check{i}"] = check
-        body.append(f"    v = get({name!r}, _MISSING)")
-        indent = "    "
-        if check in _RANGES:
-            low, high = _RANGES[check]
-            body.append(f"    if type(v) is not int or not {low} <= v <= {high}:")
-            indent = "        "
-        elif sure:
-            names = []
-            for j, t in enumerate(sorted(sure, key=lambda t: t.__name__)):
-                env[f"type{i}_{j}"] = t
-                names.append(f"type(v) is not type{i}_{j}")
-            body.append(f"    if {' and '.join(names)}:")
-            indent = "        "
-        if optional:
-            body.append(f"{indent}if v is not _MISSING and not check{i}(v):")
-        else:
-            body.append(f"{indent}if v is _MISSING or not check{i}(v):")
-        body.append(f"{indent}    return False")
+    for i, field in enumerate(fields):
+        body.extend(_field_test(i, field, env))
     if carries_values:
         body.append('    if ("values" in event or "stats" in event) and _values_problem(event) is not None:')
         body.append("        return False")
     for name, what, how in references:
-        body.append(f"    v = get({name!r})")
-        body.append(f"    ids = known[{what!r}]")
-        if how == "one":
-            body.append("    if v is not None and v not in ids:")
-            body.append("        return False")
-        else:
-            body.append("    if v is not None:")
-            if how in ("refs", "next"):
-                body.append("        for item in v:")
-                body.append("            if item[0] is not None and item[0] not in ids:")
-                body.append("                return False")
-            elif how == "edge":
-                body.append("        if v and v[0] is not None and v[0] not in ids:")
-                body.append("            return False")
-            else:  # a list of ids
-                body.append("        for item in v:")
-                body.append("            if item is not None and item not in ids:")
-                body.append("                return False")
-    introduced = INTRODUCES.get(kind)
-    if kind == "saved":
-        body.append("    total = known['saved_bytes'][0] + event['bytes']")
-        body.append(f"    if total > {MAX_SAVED_TOTAL}:")
-        body.append("        return False")
-    if introduced is not None:
-        body.append(f"    v = event[{introduced[1]!r}]")
-        body.append(f"    ids = known[{introduced[0]!r}]")
-        if kind in INTRODUCED_ONCE:
-            body.append("    if v in ids:")
-            body.append("        return False")
-        body.append("    ids.add(v)")
-    if kind == "saved":
-        body.append("    known['saved_bytes'][0] = total")
+        body.extend(_reference_test(name, what, how))
+    body.extend(_introduction(kind))
     body.append("    return True")
     exec("\n".join(body), env)  # noqa: S102 - code written here, from the schema: no input in it
     return env["passes"]
+
+
+def _field_test(i: int, field: tuple, env: dict) -> list[str]:
+    """The lines of the compiled check that test field ``i`` of the plan, ``(name, optional, types
+    that surely pass, check)``: a type and range test inline where it can be, the check itself
+    only where that fails. The names the lines use go into ``env``."""
+    name, optional, sure, check = field
+    env[f"check{i}"] = check
+    lines = [f"    v = get({name!r}, _MISSING)"]
+    indent = "    "
+    if check in _RANGES:
+        low, high = _RANGES[check]
+        lines.append(f"    if type(v) is not int or not {low} <= v <= {high}:")
+        indent = "        "
+    elif sure:
+        names = []
+        for j, t in enumerate(sorted(sure, key=lambda t: t.__name__)):
+            env[f"type{i}_{j}"] = t
+            names.append(f"type(v) is not type{i}_{j}")
+        lines.append(f"    if {' and '.join(names)}:")
+        indent = "        "
+    if optional:
+        lines.append(f"{indent}if v is not _MISSING and not check{i}(v):")
+    else:
+        lines.append(f"{indent}if v is _MISSING or not check{i}(v):")
+    lines.append(f"{indent}    return False")
+    return lines
+
+
+def _reference_test(name: str, what: str, how: str) -> list[str]:
+    """The lines of the compiled check that test the ids field ``name`` refers to (``what``: tid,
+    vid, ...; ``how``: as in :data:`REFERENCES`) were introduced by earlier events."""
+    lines = [f"    v = get({name!r})", f"    ids = known[{what!r}]"]
+    if how == "one":
+        lines.append("    if v is not None and v not in ids:")
+        lines.append("        return False")
+        return lines
+    lines.append("    if v is not None:")
+    if how in ("refs", "next"):
+        lines.append("        for item in v:")
+        lines.append("            if item[0] is not None and item[0] not in ids:")
+        lines.append("                return False")
+    elif how == "edge":
+        lines.append("        if v and v[0] is not None and v[0] not in ids:")
+        lines.append("            return False")
+    else:  # a list of ids
+        lines.append("        for item in v:")
+        lines.append("            if item is not None and item not in ids:")
+        lines.append("                return False")
+    return lines
+
+
+def _introduction(kind: str) -> list[str]:
+    """The lines of the compiled check that note the id an event of ``kind`` introduces (failing
+    one introduced twice where :data:`INTRODUCED_ONCE` says so) and, for a saved tensor, add its
+    bytes to the trace's total (failing past :data:`MAX_SAVED_TOTAL`)."""
+    lines = []
+    introduced = INTRODUCES.get(kind)
+    if kind == "saved":
+        lines.append("    total = known['saved_bytes'][0] + event['bytes']")
+        lines.append(f"    if total > {MAX_SAVED_TOTAL}:")
+        lines.append("        return False")
+    if introduced is not None:
+        lines.append(f"    v = event[{introduced[1]!r}]")
+        lines.append(f"    ids = known[{introduced[0]!r}]")
+        if kind in INTRODUCED_ONCE:
+            lines.append("    if v in ids:")
+            lines.append("        return False")
+        lines.append("    ids.add(v)")
+    if kind == "saved":
+        lines.append("    known['saved_bytes'][0] = total")
+    return lines
 
 
 #: kind -> its compiled check (see _compile)
