@@ -142,7 +142,8 @@ class PaperPages:
         cuts = _cuts(scene, source, band)
         count = len(cuts) - 1
         pages = [ExportPage(QRectF(source.left(), top, source.width(), bottom - top),
-                            f"{caption} · part {k + 1} of {count}" if caption else "", legend, colors, whole.width)
+                            f"{caption} · part {k + 1} of {count}" if caption and count > 1 else caption, legend,
+                            colors, whole.width)
                  for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
         return landscape, scale, pages
 

@@ -198,3 +198,18 @@ def test_page_fits_matches_what_a_page_holds():
     assert not page_fits(12, 8)
     assert default_fits(16, 3) and not page_fits(16, 3)  # a three-layer MLP stays open, on two pages
     assert not default_fits(27, 2)  # the transformer with its layer open
+
+
+def test_a_graph_cut_into_one_part_says_no_part_in_its_caption(tmp_path):
+    """Whisper's graph is too tall for its whole picture to print readable on one page, and its cut
+    at the paper's width fits one page: the caption names no "part 1 of 1"."""
+    from graphview.app import cli
+    from tests.conftest import zoo
+
+    pytest.importorskip("transformers")
+    pdf = tmp_path / "whisper.pdf"
+    assert cli.main(["export", zoo("whisper_asr"), "-o", str(pdf)]) == 0
+    reader = pypdf.PdfReader(str(pdf))
+    text = " ".join(reader.pages[0].extract_text().split())
+    assert len(reader.pages) == 1 and "whisper_asr.py · step 1" in text
+    assert "part 1 of" not in text
