@@ -1,6 +1,6 @@
 """Recording overhead: a recorded training step vs a plain one, measured in the same run.
 
-    python benchmarks/bench_capture.py [--reps 15] [--profiler] [--unwritten] [--clock cpu]
+    python benchmarks/bench_capture.py [--reps 15] [--profiler] [--unwritten] [--clock cpu] [--threads 1]
                                        [--models encoder,mlp,encoder64,gpt2tiny,gpt2small] [--kinds]
 
 For each model, steps alternate (interleaved, so machine noise hits every kind alike): a plain
@@ -293,7 +293,11 @@ def main() -> None:
     parser.add_argument("--unwritten", action="store_true", help="also a recorded step whose events go nowhere")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall-clock time, or the recording thread's CPU time (a loaded machine)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch's intra-op threads (1, as the issue's figures; 0: torch's default)")
     args = parser.parse_args()
+    if args.threads > 0:  # with a shared machine's cores, more threads make the plain step swing widely
+        torch.set_num_threads(args.threads)
     global _clock
     _clock = CLOCKS[args.clock]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {args.reps} interleaved "
