@@ -45,6 +45,20 @@ def tiny_gpt2(layers: int = 2) -> str:
             "    return model(input_ids=ids, labels=ids).loss\n")
 
 
+def record_each(scripts, steps: int = 2) -> dict[str, list[dict]]:
+    """Each script's events, recorded in-process (what a runner sends); each run must end ok."""
+    from graphview.capture.script import run_script
+    from graphview.core.options import RunOptions
+
+    found = {}
+    for script in scripts:
+        events: list[dict] = []
+        run_script(script, events.append, RunOptions(steps=steps))
+        assert events[-1]["ev"] == "run_end" and events[-1]["status"] == "ok", script
+        found[script] = events
+    return found
+
+
 @pytest.fixture
 def record():
     """``record(path, **options)`` runs a script in-process under the recorder: (Run, globals)."""

@@ -84,18 +84,22 @@ class RunSummary:
                 work()
             return
         w.status_label.setText(f"run {run.status}: {len(run.events):,} events; looking for findings…")
-        self.slices.later(partial(self._diagnose_slice, run, diagnosing(run), []), DIAGNOSE_SLICE_S)
+        self.slices.later(partial(self._gather_in_slices, run, diagnosing(run), [], self._diagnosed), DIAGNOSE_SLICE_S)
 
-    def _diagnose_slice(self, run: Run, checks, findings: list) -> None:
-        """A turn's worth of diagnosing ``run`` (``checks``: :func:`diagnosing`'s, going on)."""
+    def _gather_in_slices(self, run: Run, steps, gathered: list, done) -> None:
+        """A turn's worth of ``steps`` (a generator that yields what it finds, and None where it may
+        pause) while ``run`` is the one shown; the rest in later turns; then ``done(run, gathered)``."""
         if self.window.run is not run:
             return
-        for finding in checks:
-            if finding is not None:
-                findings.append(finding)
+        for item in steps:
+            if item is not None:
+                gathered.append(item)
             elif self.slices.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
-                self.slices.later(partial(self._diagnose_slice, run, checks, findings), DIAGNOSE_SLICE_S)
+                self.slices.later(partial(self._gather_in_slices, run, steps, gathered, done), DIAGNOSE_SLICE_S)
                 return
+        done(run, gathered)
+
+    def _diagnosed(self, run: Run, findings: list) -> None:
         findings.sort(key=lambda f: f.index)
         self._in_turns(run, self._summary_works(run, findings, sliced=True))  # a turn each
 
@@ -233,16 +237,8 @@ class RunSummary:
 
     def _suggest_in_slices(self, run: Run, rest: list) -> None:
         """:meth:`_suggest` for a big run, a few modules weighed a turn; then ``rest`` of the works."""
-        self._suggest_slice(run, suggesting(run), [], rest)
+        self._gather_in_slices(run, suggesting(run), [], partial(self._suggested, rest=rest))
 
-    def _suggest_slice(self, run: Run, steps, chosen: list, rest: list) -> None:
-        if self.window.run is not run:
-            return
-        for suggestion in steps:
-            if suggestion is not None:
-                chosen.append(suggestion)
-            elif self.slices.turn.left() < BUDGET_S / 2:  # a point to pause at, and half the turn is spent
-                self.slices.later(partial(self._suggest_slice, run, steps, chosen, rest), DIAGNOSE_SLICE_S)
-                return
+    def _suggested(self, run: Run, chosen: list, rest: list) -> None:
         self.window.diagnostics.set_suggestions(chosen, list(self.measured.values()))
         self._in_turns(run, rest)

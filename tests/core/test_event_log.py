@@ -19,7 +19,7 @@ from graphview.core.export import graph_data, to_dot, to_graphml
 from graphview.core.run import Run
 from graphview.core.trace import make_header, write_trace
 from graphview.core.trace_pieces import TracePieces
-from tests.conftest import lesson, model
+from tests.conftest import lesson, model, record_each
 
 SCRIPTS = [lesson("accumulate_without_clearing"), lesson("retain_graph_twice"), lesson("create_graph"),
            model("mlp_optimizer"), model("transformer_block"), model("gradient_penalty")]
@@ -32,16 +32,9 @@ def as_json(events):
 @pytest.fixture(scope="module")
 def recorded():
     """Each script's events, recorded in-process once (what a runner sends)."""
-    from graphview.capture.script import run_script
-    from graphview.core.options import RunOptions
-
-    found = {}
-    for script in SCRIPTS:
-        events: list[dict] = []
-        run_script(script, events.append, RunOptions(steps=2))
-        assert events[-1]["ev"] == "run_end" and events[-1]["status"] == "ok", script
+    found = record_each(SCRIPTS)
+    for script, events in found.items():
         assert any(ev["ev"] == "bw_node" for ev in events), script
-        found[script] = events
     return found
 
 

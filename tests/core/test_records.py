@@ -10,7 +10,7 @@ from graphview.core.events import SchemaError
 from graphview.core.records import GONE_MAX, RecordBuffer, expand, pack
 from graphview.core.run import Run
 from graphview.core.trace import TraceError, make_header, parse_trace, read_trace, write_trace
-from tests.conftest import lesson, model
+from tests.conftest import lesson, model, record_each
 
 SCRIPTS = [lesson("accumulate_without_clearing"), model("mlp_optimizer"), model("transformer_block"),
            model("checkpointing")]
@@ -18,16 +18,7 @@ SCRIPTS = [lesson("accumulate_without_clearing"), model("mlp_optimizer"), model(
 
 @pytest.fixture(scope="module")
 def recorded():
-    from graphview.capture.script import run_script
-    from graphview.core.options import RunOptions
-
-    found = {}
-    for script in SCRIPTS:
-        events: list[dict] = []
-        run_script(script, events.append, RunOptions(steps=2))
-        assert events[-1]["status"] == "ok", script
-        found[script] = json.loads(json.dumps(events))
-    return found
+    return {script: json.loads(json.dumps(events)) for script, events in record_each(SCRIPTS).items()}
 
 
 def _lines(buffer: RecordBuffer) -> list:

@@ -7,14 +7,19 @@ import pytest
 from graphview.qt.canvas import GraphScene, GraphView
 
 
-@pytest.fixture
-def canvas(qtbot):
+def shown_canvas(qtbot, width: int = 1000, height: int = 700) -> tuple[GraphScene, GraphView]:
+    """A scene and its view, shown at ``width`` x ``height``."""
     scene = GraphScene()
     view = GraphView(scene)
     qtbot.addWidget(view)
-    view.resize(1000, 700)
+    view.resize(width, height)
     view.show()
     return scene, view
+
+
+@pytest.fixture
+def canvas(qtbot):
+    return shown_canvas(qtbot)
 
 
 def show_at(canvas, run, index: int) -> None:

@@ -178,18 +178,14 @@ def test_what_is_shown_stays_true_while_a_big_run_grows_in_slices(qtbot, tmp_pat
     destroyed in a later slice than the one that made it)."""
     from graphview.capture.script import run_script
     from graphview.core.run import Run
-    from graphview.qt.canvas import GraphScene, GraphView
+    from tests.qt.canvas.conftest import shown_canvas
 
     (tmp_path / "steps.py").write_text(STEPS)
     events: list[dict] = []
     run_script(str(tmp_path / "steps.py"), events.append)
     assert sum(e.get("ev") == "node_dead" for e in events) > 1000
     run = Run([])
-    scene = GraphScene()
-    view = GraphView(scene)
-    qtbot.addWidget(view)
-    view.resize(900, 700)
-    view.show()
+    scene, view = shown_canvas(qtbot, 900, 700)
     scene.set_run(run)
     checked = 0
     for start in range(0, len(events), len(events) // 7):

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPainter
 
 from graphview.capture.recorder import VID_KEY
-from graphview.qt.canvas import GraphScene, GraphView
+from tests.qt.canvas.conftest import shown_canvas
 from graphview.qt.canvas.edges import LabeledEdgeItem
 
 SCRIPT = """
@@ -29,11 +29,7 @@ def test_parallel_edges_are_one_arrow_marked_with_their_count(qtbot, record, tmp
     entries = len([child for child, _ in fn.next_functions if child is not None])
     assert entries == 3
 
-    scene = GraphScene()
-    view = GraphView(scene)
-    qtbot.addWidget(view)
-    view.resize(900, 700)
-    view.show()
+    scene, view = shown_canvas(qtbot, 900, 700)
     scene.set_run(run)
     scene.set_cursor(len(run.events) - 1)
     stack_op = f"op{fn.metadata[VID_KEY]}"
