@@ -104,6 +104,27 @@ def held_by_nodes(run: Run, vids, index: int) -> Held:
     return Held(kinds["activation"], kinds["param"], kinds["input"])
 
 
+def split_among(run: Run, groups: dict[str, set[int]], index: int) -> dict[str, Held]:
+    """What each group's autograd nodes made that autograd holds after event ``index``: every
+    saved storage counted once, for the group whose node made it (a ReLU's output, saved by the
+    ReLU and by the Linear after it, is the ReLU's; a convolution's output saved by the norm after
+    it is the convolution's), whoever saves it. Weights and inputs: for the group that saves them."""
+    group_of: dict[int, str] = {vid: name for name, vids in groups.items() for vid in vids}
+    counted: dict[tuple, tuple[str, str, int]] = {}
+    for owner, saved_list in run.saved_by_owner.items():
+        for saved in saved_list:
+            if not saved.held_at(index):
+                continue
+            maker = saved.src if saved.src is not None else owner
+            name = group_of.get(owner if saved.kind in ("param", "input") else maker)
+            if name is not None:
+                counted.setdefault((saved.device, saved.storage), (name, saved.kind, saved.bytes))
+    kinds = {name: {"activation": 0, "param": 0, "input": 0} for name in groups}
+    for name, kind, nbytes in counted.values():
+        kinds[name][kind if kind in ("param", "input") else "activation"] += nbytes
+    return {name: Held(k["activation"], k["param"], k["input"]) for name, k in kinds.items()}
+
+
 @dataclass(frozen=True)
 class Peak:
     """The moment the activations autograd holds are highest on a device."""

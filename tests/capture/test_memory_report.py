@@ -9,8 +9,8 @@ import runpy
 import pytest
 import torch
 
-from graphview.core.held import activation_peak
-from graphview.core.memory_report import modules_at, split_among
+from graphview.core.held import activation_peak, split_among
+from graphview.core.memory_report import modules_at
 from graphview.core.whatif import nodes_by_module
 from tests.capture.held_by_torch import held_by_torch_in_modules
 from tests.conftest import model, zoo
