@@ -665,12 +665,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             say(f"    {shown(f.explanation)}")
             say(f"    fix: {shown(f.fix)}")
         print_suggestions(run, args, measure_checkpointed)
-        if findings or not run.failed or run.backwards:  # a run that failed before backward is no clean bill
+        if findings or not run.nothing_checked():  # a run that failed before backward is no clean bill
             say(f"graphview: {len(findings) or 'no'} autograd pitfall{'' if len(findings) == 1 else 's'} found",
                 file=sys.stderr)
-    if run.failed and not findings and not run.backwards:
-        say_wrapped(f"graphview: nothing to check: {shown(run.failure_headline())} before any backward",
-                    file=sys.stderr)
+    if run.nothing_checked() and not findings:
+        say_wrapped(f"graphview: {shown(run.nothing_checked())}", file=sys.stderr)
     elif run.failed:
         say_wrapped(f"graphview: {shown(run.failure_headline())}; checked what was recorded {_up_to(run)}",
                     file=sys.stderr)

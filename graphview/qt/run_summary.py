@@ -127,8 +127,7 @@ class RunSummary:
     def _summarise(self, run: Run, findings: list, forced: list) -> None:
         """The run's findings and its status line (see :meth:`_summary_works`)."""
         w = self.window
-        unchecked = run.failure_headline() if run.failed and not run.backwards else None
-        w.diagnostics.show_findings(findings, unchecked)
+        w.diagnostics.show_findings(findings, run.nothing_checked())
         w.bottom_tabs.setTabText(w.bottom_tabs.indexOf(w.diagnostics),
                                  f"Diagnostics ({len(findings)})" if findings else "Diagnostics")
         cut = next((f for f in findings if f.code == "graph-cut"), None) if not run.failed else None

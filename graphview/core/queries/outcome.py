@@ -28,6 +28,14 @@ class Outcome:
     def failed(self) -> bool:
         return self.status in FAILED_STATUSES
 
+    def nothing_checked(self) -> str | None:
+        """Why a diagnosis of this run has nothing to go on: ``nothing to check: the script failed
+        (...) before any backward`` for a run that failed before backward ran (None otherwise: no
+        finding then is a clean bill)."""
+        if self.failed and not self.backwards:
+            return f"nothing to check: {self.failure_headline()} before any backward"
+        return None
+
     def failure_headline(self) -> str:
         """One line on why the run failed: ``the script failed (ValueError at line 4: boom)``."""
         end = self.end or {}

@@ -13,6 +13,10 @@ from graphview.qt.plain import button_text, esc, text_tip
 from graphview.qt.widgets.wrapping import wrap_lines
 
 
+#: what the panel says of a run that was checked and has no finding
+NONE_FOUND = "no autograd pitfalls found in this run"
+
+
 class DiagnosticsPanel(QSplitter):
     """The pitfalls found in the run: a list (click one to go to its line, node and moment) and,
     beside it, the selected finding in full: what autograd did, and the fix."""
@@ -43,7 +47,7 @@ class DiagnosticsPanel(QSplitter):
         self.addWidget(self.list)
         self.addWidget(side)
         self.suggestions: list = []  # graphview.core.whatif.Suggestion, biggest first
-        self.unchecked: str | None = None  # why the last run had nothing to check (it failed before backward)
+        self.said_when_none = NONE_FOUND  # what the panel says when the run has no finding
         self.measured: list[str] = []  # what tried suggestions did, measured by their re-runs
         self.setStretchFactor(0, 2)
         self.setStretchFactor(1, 3)
@@ -102,9 +106,7 @@ class DiagnosticsPanel(QSplitter):
             self.detail.setHtml(f"<p><b>Measured:</b> {esc(measured)}</p>")
             return
         if finding is None:
-            said = f"nothing to check: {self.unchecked} before any backward" if self.unchecked else (
-                "no autograd pitfalls found in this run")
-            self.detail.setHtml(f"<p class='muted'>{esc(said)}</p>" if not self.findings else "")
+            self.detail.setHtml(f"<p class='muted'>{esc(self.said_when_none)}</p>" if not self.findings else "")
             return
         where = esc(f" (line {finding.line})") if finding.line else ""
         self.detail.setHtml(f"<p><b class='warn'>{esc(finding.title)}</b>{where}</p>"
@@ -134,7 +136,7 @@ class DiagnosticsPanel(QSplitter):
 
     def show_findings(self, findings: list, unchecked: str | None = None) -> None:
         """List ``findings`` (then the measured re-runs and the suggestions); ``unchecked``: why
-        there was nothing to check (the run failed before any backward), said instead of a clean bill."""
+        there was nothing to check (``Run.nothing_checked``), said instead of a clean bill."""
         shown = ([f.to_dict() for f in findings], [s.text() for s in self.suggestions], self.measured, unchecked)
         if self.list.topLevelItemCount() and shown == getattr(self, "_shown", None):
             return
@@ -147,12 +149,10 @@ class DiagnosticsPanel(QSplitter):
             item.setToolTip(0, text_tip(f"{f.explanation}\n\nFix: {f.fix}"))
             item.setForeground(0, QColor(themes.current().warn))
             self.list.addTopLevelItem(item)
-        self.unchecked = unchecked
+        self.said_when_none = unchecked or NONE_FOUND
         if not findings:
-            said = f"nothing to check: {unchecked} before any backward" if unchecked else (
-                "no autograd pitfalls found in this run")
-            item = QTreeWidgetItem([said, ""])
-            item.setToolTip(0, text_tip(said))
+            item = QTreeWidgetItem([self.said_when_none, ""])
+            item.setToolTip(0, text_tip(self.said_when_none))
             self.list.addTopLevelItem(item)
         for text in self.measured:
             item = QTreeWidgetItem([f"✓ {text}", ""])
