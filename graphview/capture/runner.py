@@ -126,6 +126,9 @@ class EventPipe:
         if _identity(self._fd) != self._identity:
             self._lose()
             return
+        # a Stop (SIGTERM: StopRun raised in the script's thread) waits for the write: raised between
+        # os.write's return and the slice below, it left the written bytes unsent, to go out twice
+        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
@@ -133,6 +136,8 @@ class EventPipe:
             self.broken = self._off = True
             if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
                 self._lose()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
 
     def _write_one_by_one(self) -> None:
         """Write what is unsent, then each buffered record on its own: one line's copy at a time (a
