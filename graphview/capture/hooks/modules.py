@@ -14,7 +14,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from graphview.capture.identity import TensorIdentity
 from graphview.capture.module_names import module_paths, root_prefix, variable_holding
 from graphview.capture.state import RECOMPUTE_MODULE, _version
-from graphview.capture.summaries import summarize
+from graphview.capture.parameter_summaries import summarize_parameters
 
 
 #: what ``torch.nn.utils.parametrize`` puts in place of a parametrized weight (weight_norm's)
@@ -165,14 +165,11 @@ class ModuleHooks(TensorIdentity):
             frame, _ = self.user_frame(depth)
             line = frame.f_lineno if frame else None
             tids = []
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    summary = summarize(p, hist=True)
-                    ref = self.tensor_ref(p, line, pending=False, summary={})  # the value event right after has it
-                    tids.append(ref[0])
-                    self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
+            stepped = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+            for p, summary in zip(stepped, summarize_parameters(stepped)):  # each as it is right after step()
+                ref = self.tensor_ref(p, line, pending=False, summary={})  # the value event right after has it
+                tids.append(ref[0])
+                self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
 
     def _wrap_zero_grad(self, original, source):
