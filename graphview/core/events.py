@@ -90,10 +90,11 @@ from __future__ import annotations
 import math
 import re
 
-#: Version of the event vocabulary and of the trace file layout. Version 2: a line after the
+#: Version of the event vocabulary and of the trace file layout. Version 3: a summary's full values
+#: may be packed (base64 of their bytes, graphview/core/records.py); version 2: a line after the
 #: header is a record (graphview/core/records.py), which may carry several events, or an event;
 #: version 1: an event a line. The events are the same.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Characters of each of the script's output streams a run keeps (``output_capped`` says how many more came).
 OUTPUT_CAP = 1 << 20

@@ -1,4 +1,4 @@
-"""Records: the compact form events travel and are stored in (trace format version 2).
+"""Records: the compact form events travel and are stored in (trace format version 2 and later).
 
 A *record* is one line of JSON: an array ``[kind, v1, v2, ...]`` holding the values of the
 kind's required fields (:data:`FIELDS`, the order of :data:`~graphview.core.events.SCHEMA`)
@@ -16,6 +16,13 @@ field does), so that one record tells what the schema spreads over several event
             ``t`` tensor_dead tid), one letter an id, in order
 ``+enter``  ``[path, type]`` of a ``module_exit``: the ``module_enter`` that came next
 
+A summary's full ``values`` of at least :data:`PACK_MIN` floats travel as the base64 of their
+little-endian float32 bytes (``"f4"``), or float64 (``"f8"``) where float32 would not give back
+the very same floats, in place of ``values`` (in the summary slots of :data:`SUMMARY_SLOTS`):
+encoding a float as JSON costs about a microsecond (its shortest decimal form), and a 256-layer
+MLP's step sent 33,000 of them (its biases' gradients and new values), most of the encoding's
+time. Reading turns them back into the same ``values`` list of floats (trace version 3).
+
 :func:`expand` gives back exactly the events, in the order they came: every index a view knows
 (an event's position in its run) is the same as in a version-1 trace, which holds one event a
 line as an object. A version-2 line may also be such an object (an event whose required fields
@@ -30,10 +37,14 @@ a known kind, as many values as the kind has fields, the parts' shapes) and rais
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import struct
 from json.encoder import c_make_encoder, encode_basestring_ascii
+from operator import is_ as operator_is
 
-from graphview.core.events import SCHEMA, SchemaError
+from graphview.core.events import FULL_VALUES_MAX, SCHEMA, SchemaError
 
 #: kind -> its required fields, in the schema's order: the values of a record after its kind
 FIELDS: dict[str, tuple[str, ...]] = {kind: tuple(name for name in fields if not name.endswith("?"))
@@ -59,6 +70,125 @@ GONE_MAX = 4096
 _OWN, _IN, _DONE, _GONE_STAGE, _ENTER = 1, 2, 3, 4, 5
 #: every part a record may have, for a record made by someone else
 _PARTS = frozenset({"+with", "+own", "+in", "+done", "+gone", "+enter"})
+
+
+#: kind -> where its value summaries are: "" the event itself (its ``values`` or ``stats``), a key
+#: (a summary or None), or a key and "[]" (a list of summaries or Nones)
+SUMMARY_SLOTS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "tensor": (("", False),), "value": (("", False),),
+    "bw_node": (("grads_in", True),), "bw_node_done": (("grads_out", True),),
+    "backward_start": (("seeds", True),), "accumulate": (("increment", False), ("grad", False)),
+    "tensor_grad": (("grad", False),), "grad_result": (("grad", False),), "step_end": (("result", False),),
+}
+#: the fewest values worth packing (below, their decimal form costs less than the packing)
+PACK_MIN = 8
+#: a packed summary's key -> the struct letter and the bytes of one value
+_PACKED = {"f4": ("f", 4), "f8": ("d", 8)}
+
+
+def _packed_values(values: list) -> tuple[str, str] | None:
+    """("f4" or "f8", the base64 of ``values`` as little-endian floats) where that gives back
+    exactly these floats; None for a short list or one that holds anything but floats."""
+    count = len(values)
+    if not PACK_MIN <= count <= FULL_VALUES_MAX or set(map(type, values)) != _ONLY_FLOATS:
+        return None
+    structs = _STRUCTS.get(count)
+    if structs is None:
+        structs = _STRUCTS[count] = (struct.Struct(f"<{count}f"), struct.Struct(f"<{count}d"))
+    try:
+        data = structs[0].pack(*values)
+        if structs[0].unpack(data) == tuple(values):
+            return "f4", base64.b64encode(data).decode("ascii")
+    except OverflowError:  # beyond float32's range
+        pass
+    return "f8", base64.b64encode(structs[1].pack(*values)).decode("ascii")
+
+
+_ONLY_FLOATS = {float}
+#: count -> the float32 and float64 layouts of that many values (at most FULL_VALUES_MAX of each)
+_STRUCTS: dict[int, tuple[struct.Struct, struct.Struct]] = {}
+
+
+def _pack_summary(summary: object) -> object:
+    """``summary`` with its full values packed (a copy), or itself where there is nothing to pack."""
+    if type(summary) is not dict:
+        return summary
+    values = summary.get("values")
+    if type(values) is not list or len(values) < PACK_MIN:
+        return summary
+    packed = _packed_values(values)
+    if packed is None:
+        return summary
+    copy = {key: value for key, value in summary.items() if key != "values"}
+    copy[packed[0]] = packed[1]
+    return copy
+
+
+def pack_values(event: dict) -> dict:
+    """``event`` with the full values of its summaries packed (see the module's docstring): a
+    copy where anything was packed, the event itself otherwise (it is never changed)."""
+    changed = None
+    for key, many in SUMMARY_SLOTS.get(event.get("ev"), ()):
+        if not key:  # (the kinds summarized in themselves have no other slot)
+            return _pack_summary(event)
+        held = event.get(key)
+        if held is None:
+            continue
+        if many:
+            if type(held) is not list:
+                continue
+            packed = list(map(_pack_summary, held))
+            if all(map(operator_is, packed, held)):
+                continue
+        else:
+            packed = _pack_summary(held)
+            if packed is held:
+                continue
+        if changed is None:
+            changed = dict(event)
+        changed[key] = packed
+    return event if changed is None else changed
+
+
+def _unpack_summary(summary: object) -> None:
+    """Put back the ``values`` of a summary whose values were packed (in place)."""
+    if type(summary) is not dict:
+        return
+    for key, (letter, size) in _PACKED.items():
+        text = summary.get(key)
+        if text is None:
+            continue
+        if "values" in summary or type(text) is not str or len(text) > _PACKED_TEXT_MAX:
+            raise SchemaError(f"a summary with a bad {key!r}")
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise SchemaError(f"a summary whose {key!r} is not base64") from None
+        if len(data) % size:
+            raise SchemaError(f"a summary whose {key!r} is not a whole number of values")
+        del summary[key]
+        summary["values"] = list(struct.unpack(f"<{len(data) // size}{letter}", data))
+
+
+#: the longest packed text a reader takes: FULL_VALUES_MAX float64 values (a summary holds no more)
+_PACKED_TEXT_MAX = 4 * (8 * FULL_VALUES_MAX + 2) // 3
+
+
+def unpack_values(event: dict) -> None:
+    """Put back the ``values`` of ``event``'s summaries that were packed (in place)."""
+    slots = SUMMARY_SLOTS.get(event.get("ev"))
+    if slots is None:
+        return
+    for key, many in slots:
+        if not key:
+            _unpack_summary(event)
+        elif many:
+            held = event.get(key)
+            if type(held) is list:
+                for summary in held:
+                    _unpack_summary(summary)
+        else:
+            _unpack_summary(event.get(key))
 
 
 def event_encoder():
@@ -95,6 +225,9 @@ def expand(record: object) -> list[dict]:
     """The events of one record (a line of a version-2 trace), in the order they came."""
     events: list[dict] = []
     _expand_into(record, events, nested=False)
+    for event in events:
+        if event.get("ev") in SUMMARY_SLOTS:
+            unpack_values(event)
     return events
 
 
@@ -208,6 +341,8 @@ class RecordBuffer:
     def add(self, event: dict) -> None:
         self.events += 1
         kind = event.get("ev")
+        if kind in SUMMARY_SLOTS:
+            event = pack_values(event)
         if kind in _MERGING and self._last is not None and self._merged(kind, event, self._last):
             return
         names = FIELDS.get(kind) if type(kind) is str else None

@@ -1,7 +1,7 @@
 """Trace files: a run's event stream on disk.
 
 Layout (``.gvtrace``): UTF-8 text, one JSON value per line. The first line is a header
-``{"format": "graphview-trace", "version": 2, ...}``; every following line is a record, which
+``{"format": "graphview-trace", "version": 3, ...}``; every following line is a record, which
 holds one event or several (:mod:`graphview.core.records`), or an event object (see
 :mod:`graphview.core.events`). A version-1 trace holds one event object per line, and opens too. JSON never executes code when read, and a file cut off
 mid-write (a killed recorder, a full disk) still opens: reading stops at the last complete

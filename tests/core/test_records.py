@@ -1,13 +1,15 @@
-"""Records (trace format version 2): fewer lines, the very same events, hostile records refused."""
+"""Records (trace format version 2 and later): fewer lines, the very same events, hostile records refused."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 
 import pytest
 
 from graphview.core.events import SchemaError
-from graphview.core.records import GONE_MAX, RecordBuffer, expand, pack
+from graphview.core.records import GONE_MAX, PACK_MIN, RecordBuffer, expand, pack, pack_values
 from graphview.core.run import Run
 from graphview.core.trace import TraceError, make_header, parse_trace, read_trace, write_trace
 from tests.conftest import lesson, model, record_each
@@ -122,6 +124,85 @@ def test_a_version_2_trace_is_checked_event_by_event():
         parse_trace(_trace(2, '["step_start", -1]'))
     with pytest.raises(TraceError, match="line 2: .*not an event"):
         parse_trace(_trace(1, '["step_start", 1]'))  # version 1 holds objects only
+
+
+def _step_events(record, write_script, dtype: str) -> tuple[list, list]:
+    script = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16))\n"
+        f"model.to(torch.{dtype})\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(2):\n"
+        "    optimizer.zero_grad()\n"
+        f"    model(torch.randn(4, 16, dtype=torch.{dtype})).pow(2).mean().backward()\n"
+        "    optimizer.step()\n"
+        "biases = [model[0].bias.tolist(), model[2].bias.tolist()]\n")
+    keep: dict = {}
+    events = json.loads(json.dumps(list(record(script, keep=keep).events)))
+    return events, keep["biases"]
+
+
+@pytest.mark.parametrize("dtype, key", [("float32", "f4"), ("float64", "f8")])
+def test_full_values_travel_packed_and_come_back_the_very_same(record, write_script, dtype, key):
+    """A bias's 16 values (its gradient on the way into .grad, its new values after the step) go
+    as the base64 of their bytes, float32 or float64 as torch holds them, and read back as the
+    same floats; the events are exactly those recorded."""
+    events, biases = _step_events(record, write_script, dtype)
+    buffer = RecordBuffer()
+    for event in events:
+        buffer.add(event)
+    text = buffer.take()
+    assert text.count(f'"{key}":') >= 4
+    assert key == "f8" or '"f8":' not in text  # (float64 values that float32 holds exactly go as f4)
+    back = [e for line in text.splitlines() for e in expand(json.loads(line))]
+    assert back == events
+    updates = [e["values"] for e in back if e["ev"] == "value" and len(e.get("values") or ()) == 16]
+    assert len(updates) == 4 and updates[-2:] == biases  # torch's values after the last step
+
+
+def test_only_floats_are_packed_and_the_event_itself_is_never_changed():
+    floats = [0.1 * i for i in range(PACK_MIN)]
+    cases = {
+        "ints": [1] * PACK_MIN, "bools": [True] * PACK_MIN, "short": [0.5] * (PACK_MIN - 1),
+        "not finite": [0.5] * (PACK_MIN - 1) + ["nan"], "mixed": [0.5] * (PACK_MIN - 1) + [1],
+    }
+    for name, values in cases.items():
+        event = {"ev": "value", "tid": 1, "version": 1, "reason": "optimizer", "shape": [len(values)], "values": values}
+        assert pack_values(event) is event, name
+    event = {"ev": "bw_node_done", "bid": 1, "vid": 2, "grads_out": [None, {"shape": [PACK_MIN], "values": floats}]}
+    packed = pack_values(event)
+    assert packed is not event and event["grads_out"][1]["values"] == floats
+    assert "values" not in packed["grads_out"][1] and packed["grads_out"][1]["f8"]  # 0.1 * i: no float32 holds it
+    buffer = RecordBuffer()
+    buffer.add(event)
+    assert expand(json.loads(buffer.take())) == [event]
+
+
+@pytest.mark.parametrize("summary, fault", [
+    ({"shape": [2], "f4": "not base64!"}, "not base64"), ({"shape": [2], "f4": 5}, "bad 'f4'"),
+    ({"shape": [1], "f4": "AAAAAAA="}, "whole number"), ({"shape": [2], "f8": "A" * 4000}, "bad 'f8'"),
+    ({"shape": [2], "values": [1.0, 2.0], "f4": "AACAPwAAAEA="}, "bad 'f4'"),
+])
+def test_hostile_packed_values_are_refused(summary, fault):
+    with pytest.raises(SchemaError, match=fault):
+        expand(["tensor_grad", 1, 2, summary])
+
+
+def test_packed_values_are_checked_as_any_values_are():
+    three = base64.b64encode(struct.pack("<3f", 1.0, 2.0, 3.0)).decode()
+    start = json.dumps({"ev": "run_start", "script": "s.py", "mode": "plain", "torch": None, "python": None,
+                        "devices": [], "options": {}, "notes": []})
+
+    def value(shape):
+        return json.dumps(["value", 1, shape, {"version": 0, "reason": "assign", "f4": three}])
+
+    tensor = json.dumps(["tensor", 1, 0, None, "input", [3], "float32", "cpu", False, True, None, None, None,
+                         {"values": [0.0, 0.0, 0.0]}])
+    good = parse_trace(_trace(3, start, tensor, value([3])))
+    assert good.events[-1]["values"] == [1.0, 2.0, 3.0]
+    with pytest.raises(TraceError, match="line 4: .*3 numbers for a shape of 2"):
+        parse_trace(_trace(3, start, tensor, value([2])))
 
 
 def test_a_version_1_trace_still_opens(tmp_path, recorded):

@@ -23,7 +23,7 @@ def test_round_trip(tmp_path):
     write_trace(path, EVENTS)
     trace = read_trace(path)
     assert trace.events == EVENTS and trace.warnings == []
-    assert trace.header["format"] == "graphview-trace" and trace.header["version"] == 2
+    assert trace.header["format"] == "graphview-trace" and trace.header["version"] == 3
 
 
 def test_truncated_file_opens_up_to_last_complete_event(tmp_path):
