@@ -38,6 +38,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from deep_mlp_script import STEP_SCRIPT as SCRIPT  # noqa: E402
 
+from graphview.core.events import SCHEMA_VERSION  # noqa: E402
+
 TARGETS = {"first": 3.0, "block": 0.100, "rss": 1024.0}
 
 
@@ -46,7 +48,8 @@ def recorded_trace(layers: int, steps: int) -> str:
     folder = os.path.join(tempfile.gettempdir(), "graphview-bench-open")
     os.makedirs(folder, exist_ok=True)
     script = os.path.join(folder, f"mlp{layers}.py")
-    trace = os.path.join(folder, f"mlp{layers}x{steps}.gvtrace")
+    # (named by the trace format: a trace recorded before the format changed is recorded again)
+    trace = os.path.join(folder, f"mlp{layers}x{steps}.v{SCHEMA_VERSION}.gvtrace")
     if not os.path.exists(trace):
         with open(script, "w") as f:
             f.write(SCRIPT.format(layers=layers))

@@ -363,6 +363,7 @@ class Layout:
         self._occupied: dict[int, set[int]] = {}
         for r, c in self.cells.values():
             self._occupied.setdefault(r, set()).add(c)
+        self._squares: tuple[tuple[int, float], dict] | None = None  # by_square's, worked out ahead
 
     @staticmethod
     def entry(drawing: Drawing, box: ModuleBox):
@@ -388,6 +389,33 @@ class Layout:
         if cell is None:
             return None
         return cell[1] * SLOT_WIDTH, cell[0] * LAYER_HEIGHT
+
+    def by_square(self, node_ids: list[str], side: float) -> dict[tuple[int, int], list[str]]:
+        """``node_ids`` by the square of side ``side`` (scene units) their :meth:`position` falls
+        in (a node in a shut box: the box's), each square's in the order given; nodes without a
+        cell are left out. The first answer for a list of some length may have been worked out
+        ahead (on a thread, while the layout was made): it is handed out once, then worked out anew."""
+        ahead, self._squares = self._squares, None
+        if ahead is not None and ahead[0] == (len(node_ids), side):
+            return ahead[1]
+        cells, hidden = self.cells, self.hidden_by
+        squares: dict[tuple[int, int], list[str]] = {}
+        for node_id in node_ids:
+            cell = cells.get(hidden.get(node_id, node_id))
+            if cell is None:
+                continue
+            key = (int(cell[1] * SLOT_WIDTH // side), int(cell[0] * LAYER_HEIGHT // side))
+            square = squares.get(key)
+            if square is None:
+                squares[key] = [node_id]
+            else:
+                square.append(node_id)
+        return squares
+
+    def work_out_squares(self, node_ids: list[str], side: float) -> None:
+        """Work out :meth:`by_square` of ``node_ids`` now, for its first asker (a thread making
+        the layout: the window then asks without the wait)."""
+        self._squares = ((len(node_ids), side), self.by_square(node_ids, side))
 
     def size(self) -> tuple[int, int]:
         """Rows and columns the layout takes."""

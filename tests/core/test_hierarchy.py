@@ -96,6 +96,28 @@ def test_the_level_that_fits_is_the_deepest_that_fits(record):
     assert "encoder.layers.0" not in chosen and "encoder.layers.0.self_attn" in chosen
 
 
+def test_nodes_by_square_are_where_the_layout_puts_them(record):
+    drawing = _drawing(record, "transformer_block", steps=1)
+    boxes = module_boxes(drawing)
+    layout = Layout(drawing, boxes, collapsed_at_level(boxes, 1))
+    ids = [n.id for n in drawing.nodes.values() if n.placed]
+    side = 500.0
+    squares = layout.by_square(ids, side)
+    # every placed node once, in its unit's square (a node in a shut box: the box's place), in order
+    assert sorted(n for square in squares.values() for n in square) == sorted(ids)
+    for (gx, gy), square in squares.items():
+        for node_id in square:
+            x, y = layout.position(layout.hidden_by.get(node_id, node_id))
+            assert (int(x // side), int(y // side)) == (gx, gy)
+        assert square == [n for n in ids if n in set(square)]
+    assert any(len({layout.hidden_by.get(n, n) for n in square}) < len(square) for square in squares.values())
+    # worked out ahead (on a thread): handed to the first asker of as many ids, then worked out anew
+    layout.work_out_squares(ids, side)
+    ahead = layout.by_square(ids, side)
+    assert ahead == squares
+    assert layout.by_square(ids, side) is not ahead and layout.by_square(ids[:10], side) != squares
+
+
 def test_path_clear_follows_the_layout(record):
     drawing = _drawing(record, "transformer_block", steps=1)
     boxes = module_boxes(drawing)

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QPointF, QTimer
 from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
                                       levels_that_fit, module_boxes, module_boxes_of, setup_end)
 from graphview.qt.background import Background
+from graphview.qt.canvas.region import GRID
 from graphview.qt.canvas.style import NODE_W
 
 #: a model whose step draws at most this many nodes opens with its boxes open however small the
@@ -105,7 +106,10 @@ class BoxState:
                 self._placed = placed
                 self.take(boxes, spans)
                 self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
-                if len(drawing.order) != placed:
+                # the drawing grew meanwhile: a finished one's boxes are found again now; a growing
+                # one's when the scene next asks (at most a tenth of the time: found again at once,
+                # the thread ran without a pause through a whole load and took the lock from the window)
+                if len(drawing.order) != placed and not self.scene.live:
                     self.refresh()
                 fits, self._fit_wanted = self._fit_wanted, None
                 if fits is not None:
@@ -295,11 +299,14 @@ class BoxState:
         drawing = self.scene.drawing
         placed = len(drawing.order)
         known = self.boxes if placed == self._placed else None
+        taken_in = self.scene.placed_ids()  # (a copy: the nodes the scene has taken in so far)
 
         def work():
             boxes = known if known is not None else module_boxes(drawing)
             collapsed = levels_that_fit(drawing, boxes, fits)
             layout = Layout(drawing, boxes, collapsed) if collapsed else None
+            if layout is not None:  # the index of places the window makes at once with it
+                layout.work_out_squares(taken_in, GRID)
             return boxes, box_lifetimes(drawing, boxes), collapsed, layout
 
         def then(result) -> None:

@@ -130,7 +130,10 @@ class ItemRegion:
     def built_grid(self) -> dict[tuple[int, int], list[str]]:
         if self.grid is None:
             scene = self.scene
-            if scene.boxes.layout is None and len(scene._placed) > VIRTUAL_ABOVE:
+            layout = scene.boxes.layout
+            if layout is not None:  # (worked out ahead, on the thread that made the layout, if it was)
+                self.grid = layout.by_square(scene._placed, GRID)
+            elif len(scene._placed) > VIRTUAL_ABOVE:
                 self.grid = scene._lifetimes.cells(GRID)  # at once, from the arrays of places
             else:
                 self.grid = {}
@@ -180,7 +183,9 @@ class ItemRegion:
         for node_id in [n for n in self.node_items if n not in keep and n not in selected]:
             self.drop_item(node_id)
         visible = scene.at_cursor.visible
-        made = [n for n in keep if n not in self.node_items and n in visible and self.in_region(n)]
+        # (those shown at the cursor first, in one pass in C: boxes shut to fit the screen put every
+        # node of a big drawing in the region, few of them shown)
+        made = [n for n in visible.intersection(keep) if n not in self.node_items and self.in_region(n)]
         for node_id in made:
             self.make_item(node_id, True, update=True)
         if scene.cursor >= 0:  # the boxes near the view now, and the edges of the new items
