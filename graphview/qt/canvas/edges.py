@@ -7,7 +7,7 @@ import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
-from PySide6.QtWidgets import QGraphicsPathItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
 from graphview.qt.canvas.nodes import NodeItem
@@ -95,23 +95,84 @@ class EdgeItem(QGraphicsPathItem):
         painter.setBrush(self.pen().color())
         painter.setPen(Qt.NoPen)
         painter.drawPolygon(QPolygonF([end, p1, p2]))
-        if self.label and option.levelOfDetailFromTransform(painter.worldTransform()) > 0.5:
-            font = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
-            painter.setFont(font)
-            mid = path.pointAtPercent(0.5)
-            box = QRectF(mid.x() + 6, mid.y() - 16, QFontMetricsF(font).horizontalAdvance(self.label) + 8, 14)
-            painter.fillRect(box, colors().q("background"))  # readable where it lies over another edge
-            painter.setPen(colors().q("edge_label"))
-            painter.drawText(box, Qt.AlignCenter, self.label)
 
+
+#: a label's height, and its room on either side of its text
+LABEL_H, LABEL_PAD = 14.0, 4.0
+
+
+_LABEL_TYPE: dict[str, object] = {}  # the font and its metrics, made once Qt runs
+
+
+def label_font() -> QFont:
+    """The font of edge labels."""
+    if not _LABEL_TYPE:
+        _LABEL_TYPE["font"] = font = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
+        _LABEL_TYPE["metrics"] = QFontMetricsF(font)
+    return _LABEL_TYPE["font"]
+
+
+def label_width(text: str) -> float:
+    """The width of a label box holding ``text``."""
+    label_font()
+    return _LABEL_TYPE["metrics"].horizontalAdvance(text) + 2 * LABEL_PAD
 
 
 class LabeledEdgeItem(EdgeItem):
-    """An edge with a label beside its middle (``detach``, the op of a no-grad edge). Only these
-    widen their bounding box in Python: a Python override on all 20,000 edges of a big graph
-    costs a third of a zoomed-out frame."""
+    """An edge with a label beside it (``detach``, the op of a no-grad edge), where the scene's
+    :class:`~graphview.qt.canvas.edge_labels.EdgeLabels` puts it (until then, beside its middle).
+    Only these widen their bounding box in Python: a Python override on all 20,000 edges of a big
+    graph costs a third of a zoomed-out frame."""
+
+    label_rect = QRectF()
+    #: where its label is: beside a point along its path (0 its start, 1 its end), on its right or
+    #: left, above or below the point
+    label_spot = (0.5, True, False)
+
+    def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
+        self._label_width = label_width(edge.label) if edge.label else 0.0
+        super().bind(edge, source, target, clear)
+
+    def label_rect_at(self, along: float, right: bool, below: bool = False) -> QRectF:
+        """Where the label goes beside the point ``along`` its path."""
+        point = self.path().pointAtPercent(along)
+        left = point.x() + 6 if right else point.x() - 6 - self._label_width
+        return QRectF(left, point.y() + 2 if below else point.y() - LABEL_H - 2, self._label_width, LABEL_H)
+
+    def put_label(self, along: float, right: bool, below: bool = False) -> None:
+        """Put the label beside the point ``along`` its path."""
+        self.label_spot = (along, right, below)
+        rect = self.label_rect_at(along, right, below)
+        if rect != self.label_rect:
+            self.prepareGeometryChange()
+            self.label_rect = rect
+            self.update()
+
+    def setPath(self, path: QPainterPath) -> None:
+        if path == self.path():  # (routed again at every step of the cursor, mostly the same way)
+            return
+        super().setPath(path)
+        self.put_label(*self.label_spot)  # where it was along the edge, until the labels are placed again
+        self._labels_moved()
+
+    def itemChange(self, change, value):
+        if change in (QGraphicsItem.ItemVisibleHasChanged, QGraphicsItem.ItemSceneHasChanged):
+            self._labels_moved()
+        return super().itemChange(change, value)
+
+    def _labels_moved(self) -> None:
+        scene = self.scene()
+        labels = getattr(scene, "edge_labels", None)
+        if labels is not None:
+            labels.schedule()
 
     def boundingRect(self) -> QRectF:
-        rect = super().boundingRect().adjusted(-9, -9, 9, 9)
-        mid = self.path().pointAtPercent(0.5)
-        return rect.united(QRectF(mid.x() + 4, mid.y() - 18, 130, 20))
+        return super().boundingRect().adjusted(-9, -9, 9, 9).united(self.label_rect)
+
+    def paint(self, painter, option, widget=None) -> None:
+        super().paint(painter, option, widget)
+        if self.label and option.levelOfDetailFromTransform(painter.worldTransform()) > 0.5:
+            painter.setFont(label_font())
+            painter.fillRect(self.label_rect, colors().q("background"))  # readable where it lies over another edge
+            painter.setPen(colors().q("edge_label"))
+            painter.drawText(self.label_rect, Qt.AlignCenter, self.label)

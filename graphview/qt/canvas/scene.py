@@ -16,6 +16,7 @@ the rest, one job each:
   and how each item looks there;
 * :class:`~graphview.qt.canvas.edge_routes.EdgeRouting` (``edge_routes``): the edge items and
   their routes;
+* :class:`~graphview.qt.canvas.edge_labels.EdgeLabels` (``edge_labels``): where the edges' labels go;
 * :class:`~graphview.qt.canvas.selection.Selection` (``selection``): the selected node, kept while
   it is hidden;
 * :class:`~graphview.qt.canvas.module_boxes.ModuleBoxes` (``boxes``): the module boxes.
@@ -31,8 +32,9 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 from graphview.core.drawing import Drawing
 from graphview.core.run import Run
 from graphview.qt.canvas.cursor import CursorState
+from graphview.qt.canvas.edge_labels import EdgeLabels
 from graphview.qt.canvas.edge_routes import EdgeRouting
-from graphview.qt.canvas.edges import EdgeItem
+from graphview.qt.canvas.edges import EdgeItem, LabeledEdgeItem
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.lifetimes import Lifetimes
 from graphview.qt.canvas.module_boxes import ModuleBoxes
@@ -70,6 +72,7 @@ class GraphScene(QGraphicsScene):
         self.region_items = ItemRegion(self)
         self.at_cursor = CursorState(self)
         self.edge_routes = EdgeRouting(self)
+        self.edge_labels = EdgeLabels(self)
         self.selection = Selection(self)
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
@@ -98,6 +101,16 @@ class GraphScene(QGraphicsScene):
     def edge_items(self) -> list[EdgeItem]:
         """The edges that have an item now."""
         return self.edge_routes.items
+
+    def labeled_edges(self) -> list[LabeledEdgeItem]:
+        """The edges with a label that have an item now."""
+        return [edge for edge in self.edge_routes.item_of.values() if type(edge) is LabeledEdgeItem]
+
+    def render(self, *args, **kwargs) -> None:
+        """Paint the scene into a picture (an export, an animation frame, the overview), its edge
+        labels placed first."""
+        self.edge_labels.settle()
+        super().render(*args, **kwargs)
 
     @property
     def region(self) -> QRectF | None:

@@ -1,0 +1,94 @@
+"""EdgeLabels: where each edge's label goes, beside its edge and clear of the other labels and
+of the nodes.
+
+A label (``detach``, the op of an edge no gradient flows along) was drawn beside its edge's
+middle, wherever that fell: two edges between the same nodes (Whisper's ``masked_fill_`` and
+``__eq__`` into the decoder's labels) wrote one label over the other, and a long edge's middle
+could lie on a node. Labels are few (only edges with one have them, see
+:class:`~graphview.qt.canvas.edges.LabeledEdgeItem`), so they are placed together, one after the
+other from the top: each takes the first of a few spots along its edge (above or below it,
+right or left of it) that no label placed before it and no node covers; if none is free, the one
+that covers no node and the least of those labels.
+
+A placement is asked for whenever a labelled edge's route, visibility or scene changes, and done
+once the event loop is free (many edges move in one turn); the scene settles any waiting one
+before it paints a picture of itself (an export, an animation frame).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QRectF, QTimer
+
+from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.canvas.nodes import NodeItem
+
+if TYPE_CHECKING:
+    from graphview.qt.canvas.edges import LabeledEdgeItem
+    from graphview.qt.canvas.scene import GraphScene
+
+#: where along its edge a label may go, the first free one taken (0.5: the middle)
+ALONG = (0.5, 0.38, 0.62, 0.26, 0.74, 0.16, 0.84)
+#: room kept between a label and its edge, and between two labels
+GAP = 6.0
+
+
+class EdgeLabels:
+    """The labels of one scene's edges, placed together."""
+
+    def __init__(self, scene: "GraphScene") -> None:
+        self.scene = scene
+        self._pending = False
+
+    def schedule(self) -> None:
+        """A labelled edge moved, appeared or went: place the labels again soon."""
+        if not self._pending:
+            self._pending = True
+            QTimer.singleShot(0, self.scene, self.settle)
+
+    def settle(self) -> None:
+        """Place the labels now if a placement waits (before a picture of the scene is painted)."""
+        if self._pending:
+            self._pending = False
+            self.place()
+
+    def place(self) -> None:
+        edges = [edge for edge in self.scene.labeled_edges() if edge.isVisible()]
+        edges.sort(key=_top_left)
+        placed: list[QRectF] = []
+        for edge in edges:
+            edge.put_label(*self._best_spot(edge, placed))
+            placed.append(edge.label_rect.adjusted(-GAP / 2, -GAP / 2, GAP / 2, GAP / 2))
+
+    def _best_spot(self, edge: "LabeledEdgeItem", placed: list[QRectF]) -> tuple[float, bool, bool]:
+        """The first spot clear of the labels placed and of the nodes; where none is, the one that
+        covers no node and the least of those labels (the middle if every spot covers a node)."""
+        best, least = (0.5, True, False), None
+        for along in ALONG:
+            for below in (False, True):
+                for right in (True, False):
+                    rect = edge.label_rect_at(along, right, below)
+                    if self._covers_a_node(rect):
+                        continue
+                    covered = sum(_area(rect.intersected(other)) for other in placed if rect.intersects(other))
+                    if not covered:
+                        return along, right, below
+                    if least is None or covered < least:
+                        best, least = (along, right, below), covered
+        return best
+
+    def _covers_a_node(self, rect: QRectF) -> bool:
+        for item in self.scene.items(rect):  # (a node's shape: its body, not the room kept for its badges)
+            if item.isVisible() and (isinstance(item, NodeItem) or (isinstance(item, GroupItem) and item.collapsed)):
+                return True
+        return False
+
+
+def _area(rect: QRectF) -> float:
+    return rect.width() * rect.height()
+
+
+def _top_left(edge: "LabeledEdgeItem") -> tuple[float, float]:
+    middle = edge.path().pointAtPercent(0.5)
+    return middle.y(), middle.x()

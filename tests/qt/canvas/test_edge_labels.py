@@ -1,0 +1,62 @@
+"""Edge labels (the op of an edge no gradient flows along) stand clear of each other and of the
+nodes: two edges between the same tensors (a mask made from a tensor, then written into it, as
+Whisper's decoder does to its labels) carried labels written over each other at their middles."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from PySide6.QtCore import QRectF
+
+from graphview.qt.canvas.edges import LabeledEdgeItem
+from graphview.qt.canvas.nodes import NodeItem
+from tests.qt.canvas.conftest import shown_canvas
+
+SCRIPT = """
+import torch
+
+w = torch.ones(3, requires_grad=True)
+ids = torch.tensor([[1, 0, 2], [0, 2, 1]])
+shifted = ids.new_zeros(ids.shape)
+shifted[:, 1:] = ids[:, :-1].clone()
+shifted.masked_fill_(shifted == 0, 2)
+loss = (w * shifted.float()).sum()
+loss.backward()
+"""
+
+
+def _at_the_middle(edge: LabeledEdgeItem) -> QRectF:
+    return edge.label_rect_at(0.5, right=True)
+
+
+def _shown(qtbot, record, tmp_path):
+    path = tmp_path / "mask.py"
+    path.write_text(SCRIPT)
+    run = record(path)
+    scene, _view = shown_canvas(qtbot, 1000, 700)
+    scene.set_run(run)
+    scene.set_cursor(len(run.events) - 1)
+    return scene
+
+
+def test_labels_are_placed_clear_of_each_other_and_of_nodes(qtbot, record, tmp_path):
+    scene = _shown(qtbot, record, tmp_path)
+    labeled = [edge for edge in scene.labeled_edges() if edge.isVisible()]
+    assert {"__eq__", "masked_fill_"} <= {edge.label for edge in labeled}
+    # at their middles, two of them would be written over each other
+    assert any(_at_the_middle(a).intersects(_at_the_middle(b)) for a, b in combinations(labeled, 2))
+
+    qtbot.waitUntil(lambda: not any(a.label_rect.intersects(b.label_rect) for a, b in combinations(labeled, 2)))
+    nodes = [item for item in scene.items() if isinstance(item, NodeItem) and item.isVisible()]
+    for edge in labeled:
+        assert not any(node.mapToScene(node.shape()).intersects(edge.label_rect) for node in nodes), edge.label
+        assert edge.boundingRect().contains(edge.label_rect)  # painted where Qt repaints it
+
+
+def test_a_label_moves_with_its_edge(qtbot, record, tmp_path):
+    scene = _shown(qtbot, record, tmp_path)
+    scene.edge_labels.settle()
+    edge = next(edge for edge in scene.labeled_edges() if edge.isVisible())
+    before = QRectF(edge.label_rect)
+    edge.setPath(edge.path().translated(40, 25))
+    assert edge.label_rect == before.translated(40, 25)  # where it was along the edge, moved with it
