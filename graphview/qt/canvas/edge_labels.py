@@ -26,7 +26,6 @@ from graphview.qt.canvas.nodes import NodeItem
 
 if TYPE_CHECKING:
     from graphview.qt.canvas.edges import LabeledEdgeItem
-    from graphview.qt.canvas.scene import GraphScene
 
 #: where along its edge a label may go, the first free one taken (0.5: the middle)
 ALONG = (0.5, 0.38, 0.62, 0.26, 0.74, 0.16, 0.84)
@@ -37,7 +36,8 @@ GAP = 6.0
 class EdgeLabels:
     """The labels of one scene's edges, placed together."""
 
-    def __init__(self, scene: "GraphScene") -> None:
+    def __init__(self, scene) -> None:
+        """``scene``: the :class:`~graphview.qt.canvas.scene.GraphScene` that holds them."""
         self.scene = scene
         self._pending = False
 
