@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Generator
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing, unnamed_title
 from graphview.core.drawing.placement import setup_end
@@ -118,31 +119,22 @@ def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = Non
     from the run's module_enter events). It reads only what placing a node fixed (its row, its
     module), so it may work on a copy of the node list while the drawing grows on.
     ``setup_before``: see :func:`setup_boxes`."""
+    return run_through(module_boxes_in_steps(nodes, types, setup_before))
+
+
+def module_boxes_in_steps(nodes, types: dict[str, str],
+                          setup_before: int | None = None) -> Generator[None, None, list[ModuleBox]]:
+    """:func:`module_boxes_of` a step at a time: it pauses (yields) after every :data:`STEP` or so
+    nodes, rows or boxes looked at, so that the GUI thread can find a big drawing's boxes in
+    slices of the event loop's turns; it returns the boxes."""
     nodes = list(nodes)
-    rows, columns, slots = _rows_and_columns(nodes)
-
-    def apart(first: int, last: int, left: int, right: int) -> bool:
-        """Whether rows first..last hold a node in columns left..right: a call ended there (rows
-        with nothing in a branch's columns are where it waited for the branch beside it)."""
-        return any(left <= c <= right for row in range(first, last + 1) for c in slots.get(row, ()))
-
-    boxes: list[ModuleBox] = []
-    for path, by_row in rows.items():
-        calls: list[ModuleBox] = []
-        previous = None
-        for layer in sorted(by_row):
-            if previous is None or layer - previous > 1 and apart(previous + 1, layer - 1, *columns[path]):
-                key = path if not calls else f"{path}#{len(calls) + 1}"
-                calls.append(ModuleBox(key, path, types.get(path), top=layer))
-            calls[-1].members.update(by_row[layer])
-            calls[-1].bottom = layer
-            previous = layer
-        boxes.extend(box for box in calls if len(box.members) >= 2)
+    rows, columns, slots = yield from _rows_and_columns(nodes)
+    boxes = yield from _calls(rows, columns, slots, types)
     # boxes of the same nodes: one stands for all (grouped by rows and size first, then compared;
     # a frozenset of each box's members would copy the outermost, which holds every node)
     by_members: dict[tuple[int, int, int], list[list[ModuleBox]]] = {}
     found: list[list[ModuleBox]] = []  # the groups in the order their first box came
-    for box in boxes:
+    for count, box in enumerate(boxes, 1):
         groups = by_members.setdefault((box.top, box.bottom, len(box.members)), [])
         same = next((group for group in groups if group[0].members == box.members), None)
         if same is None:
@@ -150,24 +142,42 @@ def module_boxes_of(nodes, types: dict[str, str], setup_before: int | None = Non
             found.append(groups[-1])
         else:
             same.append(box)
+        if count % BOXES_A_STEP == 0:
+            yield
     # the deepest of them that ran (a ModuleList never does: BERT's encoder.layer stood for
     # BertEncoder as "encoder.layer · module")
     kept = [max(same, key=lambda b: (b.type is not None, b.path.count("."))) for same in found]
     if setup_before is not None:
         kept += setup_boxes(nodes, setup_before)
-    _nest(kept)
+        yield
+    yield from _nest(kept)
     kept.sort(key=lambda b: (b.level, b.top, b.key))
     _find_repeats(kept)
     return kept
 
 
-def _rows_and_columns(nodes) -> tuple[dict, dict, dict]:
+#: nodes (rows, members) looked at between two pauses of a computation made in steps, and boxes
+STEP, BOXES_A_STEP = 4096, 256
+
+
+def run_through(steps: Generator):
+    """What a computation made in steps (a generator) returns, run through without a pause."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        return done.value
+
+
+def _rows_and_columns(nodes) -> Generator[None, None, tuple[dict, dict, dict]]:
     """For each module path (and each path holding it): its placed nodes by row, and the least
     and greatest column they take; for each row, the columns of every node placed there."""
     rows: dict[str, dict[int, list[str]]] = {}
     columns: dict[str, list[int]] = {}
     slots: dict[int, list[int]] = {}
-    for node in nodes:
+    for count, node in enumerate(nodes, 1):
+        if count % STEP == 0:
+            yield
         if not node.placed:
             continue
         slots.setdefault(node.layer, []).append(node.slot)
@@ -181,6 +191,35 @@ def _rows_and_columns(nodes) -> tuple[dict, dict, dict]:
                 span[0], span[1] = min(span[0], node.slot), max(span[1], node.slot)
             path = path.rpartition(".")[0]
     return rows, columns, slots
+
+
+def _calls(rows: dict, columns: dict, slots: dict, types: dict[str, str]) -> Generator[None, None, list[ModuleBox]]:
+    """A box for each call of each module path (of two nodes or more)."""
+
+    def apart(first: int, last: int, left: int, right: int) -> bool:
+        """Whether rows first..last hold a node in columns left..right: a call ended there (rows
+        with nothing in a branch's columns are where it waited for the branch beside it)."""
+        return any(left <= c <= right for row in range(first, last + 1) for c in slots.get(row, ()))
+
+    boxes: list[ModuleBox] = []
+    looked = 0
+    for path, by_row in rows.items():
+        calls: list[ModuleBox] = []
+        previous = None
+        for layer in sorted(by_row):
+            if previous is None or layer - previous > 1 and apart(previous + 1, layer - 1, *columns[path]):
+                key = path if not calls else f"{path}#{len(calls) + 1}"
+                calls.append(ModuleBox(key, path, types.get(path), top=layer))
+            members = by_row[layer]
+            calls[-1].members.update(members)
+            calls[-1].bottom = layer
+            previous = layer
+            looked += len(members)
+            if looked >= STEP:  # (the model's path holds every node: pauses inside it too)
+                looked = 0
+                yield
+        boxes.extend(box for box in calls if len(box.members) >= 2)
+    return boxes
 
 
 #: a chain of fewer no-grad tensors made before the step is drawn as it is
@@ -280,22 +319,44 @@ def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[i
     """For each box: (the first of its nodes' births, the last of their ends, or None while any
     end is not known yet). Outside that span none of its nodes is shown, so the box is not either:
     a long training run's canvas need not look at the boxes of the steps before and after the cursor."""
+    return run_through(box_lifetimes_in_steps(drawing, boxes))
+
+
+def box_lifetimes_in_steps(drawing: Drawing,
+                           boxes: list[ModuleBox]) -> Generator[None, None, dict[str, tuple[int, int | None]]]:
+    """:func:`box_lifetimes` a step at a time (see :func:`module_boxes_in_steps`)."""
     spans: dict[str, tuple[int, int | None]] = {}
     nodes = drawing.nodes
+    # each node's end asked once: a node is a member of every box around it (a step's call of the
+    # model, its block, the block's layer)
+    ends: dict[str, int | None] = {}
+    looked = 0
     for box in boxes:
-        members = [nodes[m] for m in box.members]
-        deaths = [drawing.dead_index(n) for n in members]
-        end = max(deaths) if all(d is not None for d in deaths) else None
-        spans[box.key] = (min(n.born for n in members), end)
+        born, end = None, -1
+        for member in box.members:
+            node = nodes[member]
+            if born is None or node.born < born:
+                born = node.born
+            if end is not None:
+                dead = ends[member] if member in ends else ends.setdefault(member, drawing.dead_index(node))
+                end = None if dead is None else max(end, dead)
+            looked += 1
+            if looked >= STEP:
+                looked = 0
+                yield
+        spans[box.key] = (born, end)
     return spans
 
 
-def _nest(boxes: list[ModuleBox]) -> None:
-    """Set each box's parent (the box of the nearest enclosing path whose rows hold it) and level."""
+def _nest(boxes: list[ModuleBox]) -> Generator[None, None, None]:
+    """Set each box's parent (the box of the nearest enclosing path whose rows hold it) and level, a step
+    at a time (see :func:`module_boxes_in_steps`)."""
     by_path: dict[str, list[ModuleBox]] = {}
     for box in boxes:
         by_path.setdefault(box.path, []).append(box)
-    for box in boxes:
+    for count, box in enumerate(boxes, 1):
+        if count % BOXES_A_STEP == 0:
+            yield
         path = box.path.rpartition(".")[0]
         while path and box.parent is None:
             for outer in by_path.get(path, ()):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from graphview.core.drawing import Drawing
-from graphview.core.hierarchy import Layout, ModuleBox, collapsed_at_level, levels_that_fit, module_boxes
+from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, levels_that_fit,
+                                      module_boxes)
 from tests.conftest import model, zoo
 
 
@@ -116,6 +117,21 @@ def test_nodes_by_square_are_where_the_layout_puts_them(record):
     ahead = layout.by_square(ids, side)
     assert ahead == squares
     assert layout.by_square(ids, side) is not ahead and layout.by_square(ids[:10], side) != squares
+
+
+def test_a_box_lives_from_its_first_node_to_the_end_of_its_last(record):
+    drawing = _drawing(record, "mlp_optimizer", steps=2)
+    boxes = module_boxes(drawing)
+    spans = box_lifetimes(drawing, boxes)
+    assert set(spans) == {box.key for box in boxes}
+    ended = 0
+    for box in boxes:
+        members = [drawing.nodes[m] for m in box.members]
+        deaths = [drawing.dead_index(n) for n in members]
+        end = max(deaths) if None not in deaths else None
+        assert spans[box.key] == (min(n.born for n in members), end)
+        ended += end is not None
+    assert ended  # backward freed the graph of a layer whose parameters it does not hold: its box ends
 
 
 def test_path_clear_follows_the_layout(record):

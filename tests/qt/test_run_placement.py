@@ -155,7 +155,7 @@ def test_a_new_run_is_shown_in_its_own_scene_not_in_what_a_fit_widened_for_the_l
     assert window.view.sceneRect() != window.scene.sceneRect()  # widened to centre the picture
     window.begin_run(big.start["script"], RunOptions(steps=3))  # a re-run starts: nothing recorded yet
     assert window.view.sceneRect() == window.scene.sceneRect()
-    assert window.scene.boxes.thread_took == 0.0  # (nor the pace at which the last run's boxes were found)
+    assert window.scene.boxes.took == 0.0  # (nor the pace at which the last run's boxes were found)
 
 
 def test_fit_shows_everything_even_when_scroll_bars_come(window, record):

@@ -1,11 +1,12 @@
 """BoxState: which module boxes there are, which are shut, and the layout that follows.
 
 A plain part of :class:`~graphview.qt.canvas.module_boxes.ModuleBoxes`. The boxes come from
-:func:`graphview.core.hierarchy.module_boxes` (a big drawing's on a thread, through a
-:class:`~graphview.qt.background.Background` that is a child of that QObject, so that a result
-coming after the scene is gone is dropped with it); the layout with boxes shut is
-:class:`graphview.core.hierarchy.Layout`'s. Laying the graph out again at once (the cursor, the
-glide, the signals) is the owner's: this part calls ``relaid`` for it.
+:func:`graphview.core.hierarchy.module_boxes` (a growing big drawing's a slice at a time in turns of
+the event loop, through :class:`~graphview.qt.event_slices.Slices`; a finished big drawing's, shut
+to fit, on a thread, through a :class:`~graphview.qt.background.Background`: both are children of
+that QObject, so that a slice or a result coming after the scene is gone is dropped with it); the
+layout with boxes shut is :class:`graphview.core.hierarchy.Layout`'s. Laying the graph out again at
+once (the cursor, the glide, the signals) is the owner's: this part calls ``relaid`` for it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QPointF, QTimer
 
-from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, collapsed_at_level, level_that_fits,
-                                      levels_that_fit, module_boxes, module_boxes_of, setup_end)
+from graphview.core.hierarchy import (Layout, ModuleBox, box_lifetimes, box_lifetimes_in_steps, collapsed_at_level,
+                                      level_that_fits, levels_that_fit, module_boxes, module_boxes_in_steps, setup_end)
 from graphview.qt.background import Background
 from graphview.qt.canvas.region import GRID
 from graphview.qt.canvas.style import NODE_W
+from graphview.qt.event_slices import Slices
 
 #: a model whose step draws at most this many nodes opens with its boxes open however small the
 #: canvas (a 3-layer MLP shut to three cards hid every AddmmBackward0 and AccumulateGrad a learner
@@ -28,8 +30,10 @@ from graphview.qt.canvas.style import NODE_W
 SCROLLED_NOT_SHUT = 40
 #: a finished big drawing's boxes are shut to fit on a thread started this long after the ask (ms)
 THREAD_AFTER_PAINT_MS = 50
-#: drawings with more placed nodes than this find their boxes on a thread
-BOXES_ON_A_THREAD_ABOVE = 20_000
+#: finished drawings with more placed nodes than this are shut to fit on a thread; growing ones find
+#: their boxes in slices of the event loop's turns, of about BOX_SLICE_S each
+BOXES_ON_A_THREAD_ABOVE = BOXES_IN_TURNS_ABOVE = 20_000
+BOX_SLICE_S = 0.008
 
 
 class BoxState:
@@ -43,6 +47,7 @@ class BoxState:
         self.boxes_changed = boxes_changed  # boxes_changed(keyed): the boxes were found again
         self.shut_to_fit_done = shut_to_fit_done  # a thread's boxes came and were shut to fit
         self.background = Background(parent)  # (also the context of the timer that starts it)
+        self.slices = Slices(parent)  # the slices that find a growing big drawing's boxes
         self.boxes: list[ModuleBox] = []
         self.keyed: dict[str, ModuleBox] = {}
         self.spans: dict[str, tuple[int, int | None]] = {}  # box key -> when any of its nodes exists
@@ -50,14 +55,14 @@ class BoxState:
         self.focus: dict[str, int] = {}  # a stack of repeated blocks -> the block shown apart (see Layout)
         self.layout: Layout | None = None
         self.opened_to_fit = False
-        self.finding = False  # boxes being found on a thread
-        self.thread_took = 0.0  # how long finding them on a thread took, last time (seconds)
+        self.finding = False  # boxes being found in turns of the event loop, or on a thread
+        self.took = 0.0  # how long finding them in turns took, last time (seconds of the GUI thread)
         self._placed = -1
         self._fit_wanted = None  # open_to_fit waits for them: its ``fits``
 
     def reset(self) -> None:
         """A new run: no boxes yet, none shut."""
-        self.thread_took = 0.0
+        self.took = 0.0
         self.boxes, self.keyed, self.spans = [], {}, {}
         self.collapsed = set()
         self.focus = {}
@@ -66,16 +71,15 @@ class BoxState:
         self._placed = -1
 
     # ------------------------------------------------------------------ finding the boxes
-    def refresh(self, on_a_thread: bool = True) -> None:
+    def refresh(self, in_turns: bool = True) -> None:
         """Find the boxes again when the drawing placed more nodes; with boxes shut, lay out again.
-        A big drawing's are found on a thread (a run streaming in: the window answers meanwhile)
-        unless ``on_a_thread`` is False (a drawing taken in whole, in one go: sharing the interpreter
-        lock with a thread would slow the rest of the open by more than the boxes take)."""
+        A big drawing's are found in slices of the event loop's turns (a run streaming in: the
+        window answers meanwhile) unless ``in_turns`` is False (a drawing taken in whole, in one go)."""
         drawing = self.scene.drawing
         if drawing is None or len(drawing.order) == self._placed:
             return
-        if on_a_thread and len(drawing.order) > BOXES_ON_A_THREAD_ABOVE and not self.collapsed:
-            self._refresh_on_thread(drawing)
+        if in_turns and len(drawing.order) > BOXES_IN_TURNS_ABOVE and not self.collapsed:
+            self._refresh_in_turns(drawing)
             return
         self.find_now()
 
@@ -85,42 +89,50 @@ class BoxState:
         self._placed = len(drawing.order)
         self.take(module_boxes(drawing))
 
-    def _refresh_on_thread(self, drawing) -> None:
-        """A big drawing: its boxes are found on a thread, from a copy of its node list (what
-        they read of a placed node never changes), and taken in when they come."""
+    def _refresh_in_turns(self, drawing) -> None:
+        """A big drawing: its boxes are found a slice at a time, in turns of the event loop with
+        room for one, from a copy of its node list (what they read of a placed node never changes),
+        and taken in when found. (Not on a thread: on a busy machine a thread holding the
+        interpreter lock while the system ran something else held the window up to 250 ms.)"""
         if self.finding:
             return
         self.finding = True
+        self.took = 0.0
         placed = len(drawing.order)
-        nodes = list(drawing.nodes.values())
-        types = dict(drawing.run.module_types)
-        setup_before = setup_end(drawing.run)
+        nodes = list(drawing.nodes.values())  # (the nodes placed by now: placed is their count)
+        found = module_boxes_in_steps(nodes, dict(drawing.run.module_types), setup_end(drawing.run))
+        self.slices.later(partial(self._find_a_slice, drawing, placed, found, None), BOX_SLICE_S)
 
-        def then(result) -> None:
+    def _find_a_slice(self, drawing, placed: int, found, boxes: list[ModuleBox] | None) -> None:
+        """One slice of :meth:`_refresh_in_turns`: the boxes (``found``, steps), then their lifetimes."""
+        if self.scene.drawing is not drawing:  # another run is shown by now
             self.finding = False
-            if self.scene.drawing is drawing:
-                boxes, spans, took = result
-                # while it ran, the GUI thread shared the interpreter lock with it: the scene asks
-                # for boxes again only after ten times as long (see GraphScene.grow)
-                self.thread_took = took
+            return
+        start = time.perf_counter()
+        deadline = start + max(0.002, min(BOX_SLICE_S, self.slices.turn.left()))
+        try:
+            while time.perf_counter() < deadline:
+                next(found)
+        except StopIteration as done:
+            if boxes is None:  # the boxes are found: now how long each lives
+                boxes, found = done.value, box_lifetimes_in_steps(drawing, done.value)
+            else:
+                self.took += time.perf_counter() - start
+                self.finding = False
                 self._placed = placed
-                self.take(boxes, spans)
+                self.take(boxes, done.value)
                 self.scene.set_cursor(self.scene.cursor)  # the boxes around what is shown now
-                # the drawing grew meanwhile: a finished one's boxes are found again now; a growing
-                # one's when the scene next asks (at most a tenth of the time: found again at once,
-                # the thread ran without a pause through a whole load and took the lock from the window)
-                if len(drawing.order) != placed and not self.scene.live:
+                if len(drawing.order) != placed and not self.scene.live:  # (growing: when the scene asks)
                     self.refresh()
-                fits, self._fit_wanted = self._fit_wanted, None
-                if fits is not None:
-                    self.open_to_fit(fits)
+                self._fit_if_wanted()
+                return
+        self.took += time.perf_counter() - start
+        self.slices.later(partial(self._find_a_slice, drawing, placed, found, boxes), BOX_SLICE_S)
 
-        def work():
-            start = time.perf_counter()
-            boxes = module_boxes_of(nodes, types, setup_before)
-            return boxes, box_lifetimes(drawing, boxes), time.perf_counter() - start
-
-        self.background.run(work, then)
+    def _fit_if_wanted(self) -> None:
+        fits, self._fit_wanted = self._fit_wanted, None
+        if fits is not None:
+            self.open_to_fit(fits)
 
     def take(self, boxes: list[ModuleBox], spans: dict | None = None) -> None:
         self.boxes = boxes

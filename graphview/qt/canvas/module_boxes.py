@@ -66,13 +66,14 @@ class ModuleBoxes(QObject):
         return self.state.layout
 
     @property
-    def thread_took(self) -> float:
-        """How long finding the boxes on a thread took, last time (seconds)."""
-        return self.state.thread_took
+    def took(self) -> float:
+        """How long finding the boxes in turns of the event loop took, last time (seconds)."""
+        return self.state.took
 
     @property
     def pending(self) -> bool:
-        """Boxes are being found on a thread."""
+        """Boxes are being found (a growing big drawing's in turns of the event loop, a finished
+        one's shut to fit on a thread)."""
         return self.state.finding
 
     @property
@@ -99,9 +100,9 @@ class ModuleBoxes(QObject):
         self.state.reset()
         self.items.reset()
 
-    def refresh(self, on_a_thread: bool = True) -> None:
+    def refresh(self, in_turns: bool = True) -> None:
         """Find the boxes again when the drawing placed more nodes (see ``BoxState.refresh``)."""
-        self.state.refresh(on_a_thread)
+        self.state.refresh(in_turns)
 
     def apply_layout(self, layout: Layout | None = None) -> dict[str, QPointF]:
         """Put every node where the current layout has it; returns the old positions of those that moved."""

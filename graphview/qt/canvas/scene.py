@@ -197,10 +197,10 @@ class GraphScene(QGraphicsScene):
         now = time.monotonic()
         if not self.live or now - self._boxes_at >= self._boxes_every or self.boxes.collapsed:
             # streaming: boxes catch up now and then, at most a tenth of the time
-            self.boxes.refresh(on_a_thread=budget is not None)
+            self.boxes.refresh(in_turns=budget is not None)
             took = time.monotonic() - now
             self._boxes_at = time.monotonic()
-            self._boxes_every = max(0.5, took * 10, self.boxes.thread_took * 10)
+            self._boxes_every = max(0.5, took * 10, self.boxes.took * 10)
         # ... and so does taking its nodes in (their edges and lifetimes follow in proportion)
         unmade = self._take_in(budget, None if budget is None else start + slice_s)
         if budget is None:

@@ -1,12 +1,14 @@
-"""The open/shut state of the module boxes: levels, reveal, and a big drawing's boxes found on a
-thread after the scene is gone (dropped, never delivered to it)."""
+"""The open/shut state of the module boxes: levels, reveal, a growing big drawing's boxes found in
+turns of the event loop, and a big drawing's boxes found on a thread after the scene is gone
+(dropped, never delivered to it)."""
 
 from __future__ import annotations
 
 import shiboken6
 from PySide6.QtWidgets import QApplication
 
-from graphview.core.hierarchy import collapsed_at_level
+from graphview.core import hierarchy
+from graphview.core.hierarchy import box_lifetimes, collapsed_at_level
 from graphview.qt.canvas import GraphScene, box_state
 from tests.conftest import model
 
@@ -60,3 +62,20 @@ def test_a_big_finished_drawing_is_shut_to_fit_on_a_thread(qtbot, record, monkey
         scene.boxes.open_to_fit(lambda rows, columns: rows <= 3)
     assert scene.collapsed == collapsed_at_level(scene.boxes.boxes, 0)
     assert not scene.boxes.pending
+
+
+def test_a_growing_big_drawing_finds_its_boxes_in_turns_of_the_event_loop(qtbot, record, monkeypatch):
+    scene = _scene(record)
+    found_at_once = [(b.key, b.members, b.level, b.parent) for b in scene.boxes.boxes]
+    spans_at_once = dict(scene.boxes.state.spans) or box_lifetimes(scene.drawing, scene.boxes.boxes)
+    monkeypatch.setattr(box_state, "BOXES_IN_TURNS_ABOVE", 0)
+    monkeypatch.setattr(hierarchy, "STEP", 1)  # a pause after every node, row and box
+    monkeypatch.setattr(hierarchy, "BOXES_A_STEP", 1)
+    state = scene.boxes.state
+    state.take([])
+    state._placed = -1
+    scene.boxes.refresh(in_turns=True)
+    assert scene.boxes.pending and state.boxes == []  # not found here and now: in later turns
+    qtbot.waitUntil(lambda: not scene.boxes.pending, timeout=15000)
+    assert [(b.key, b.members, b.level, b.parent) for b in state.boxes] == found_at_once
+    assert state.spans == spans_at_once and state.took > 0
