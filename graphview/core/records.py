@@ -176,7 +176,8 @@ _PACKED_TEXT_MAX = 4 * (8 * FULL_VALUES_MAX + 2) // 3
 
 def unpack_values(event: dict) -> None:
     """Put back the ``values`` of ``event``'s summaries that were packed (in place)."""
-    slots = SUMMARY_SLOTS.get(event.get("ev"))
+    kind = event.get("ev")
+    slots = SUMMARY_SLOTS.get(kind) if type(kind) is str else None
     if slots is None:
         return
     for key, many in slots:
@@ -226,7 +227,8 @@ def expand(record: object) -> list[dict]:
     events: list[dict] = []
     _expand_into(record, events, nested=False)
     for event in events:
-        if event.get("ev") in SUMMARY_SLOTS:
+        kind = event.get("ev")  # (an event object's kind may be a list or an object: the checker refuses it)
+        if type(kind) is str and kind in SUMMARY_SLOTS:
             unpack_values(event)
     return events
 

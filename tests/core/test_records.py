@@ -189,6 +189,15 @@ def test_hostile_packed_values_are_refused(summary, fault):
         expand(["tensor_grad", 1, 2, summary])
 
 
+@pytest.mark.parametrize("kind", [[1], {"a": 1}])
+def test_an_event_object_whose_kind_is_no_string_is_refused_not_a_crash(kind):
+    """A line may be an event object; its ``ev`` is someone else's data, a list or an object too."""
+    line = json.dumps({"ev": kind})
+    assert expand(json.loads(line)) == [{"ev": kind}]  # (the checker refuses it, naming the line)
+    with pytest.raises(TraceError, match="line 2: .*kind"):
+        parse_trace(_trace(3, line))
+
+
 def test_packed_values_are_checked_as_any_values_are():
     three = base64.b64encode(struct.pack("<3f", 1.0, 2.0, 3.0)).decode()
     start = json.dumps({"ev": "run_start", "script": "s.py", "mode": "plain", "torch": None, "python": None,
