@@ -30,9 +30,11 @@ from graphview.qt.event_slices import Slices
 SCROLLED_NOT_SHUT = 40
 #: a finished big drawing's boxes are shut to fit on a thread started this long after the ask (ms)
 THREAD_AFTER_PAINT_MS = 50
-#: finished drawings with more placed nodes than this are shut to fit on a thread; growing ones find
-#: their boxes in slices of the event loop's turns, of about BOX_SLICE_S each
-BOXES_ON_A_THREAD_ABOVE = BOXES_IN_TURNS_ABOVE = 20_000
+#: finished drawings with more placed nodes than this are shut to fit on a thread
+BOXES_ON_A_THREAD_ABOVE = 20_000
+#: growing drawings with more placed nodes than this find their boxes in slices of the event loop's
+#: turns, of about BOX_SLICE_S each (at once, 20,000 nodes' took 50-80 ms)
+BOXES_IN_TURNS_ABOVE = 3_000
 BOX_SLICE_S = 0.008
 
 

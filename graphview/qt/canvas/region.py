@@ -178,14 +178,15 @@ class ItemRegion:
 
     def sync_region(self) -> None:
         scene, region = self.scene, self.region
-        keep = set(self.ids_in(region)) if not region.isEmpty() else set()
+        near = self.ids_in(region) if not region.isEmpty() else []
+        # (the items and the nodes shown at the cursor among those near, each in one pass in C: boxes
+        # shut to fit the screen put every node of a big drawing near, few of them with an item or shown)
+        kept = set(self.node_items).intersection(near)
         selected = {i.node.id for i in scene.selectedItems() if isinstance(i, NodeItem)}
-        for node_id in [n for n in self.node_items if n not in keep and n not in selected]:
+        for node_id in [n for n in self.node_items if n not in kept and n not in selected]:
             self.drop_item(node_id)
         visible = scene.at_cursor.visible
-        # (those shown at the cursor first, in one pass in C: boxes shut to fit the screen put every
-        # node of a big drawing in the region, few of them shown)
-        made = [n for n in visible.intersection(keep) if n not in self.node_items and self.in_region(n)]
+        made = [n for n in visible.intersection(near) if n not in self.node_items and self.in_region(n)]
         for node_id in made:
             self.make_item(node_id, True, update=True)
         if scene.cursor >= 0:  # the boxes near the view now, and the edges of the new items
