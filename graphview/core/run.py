@@ -40,11 +40,15 @@ def _lean(ev: dict, keys: tuple) -> dict:
     """``ev`` with the short strings of ``keys`` interned: what the run keeps of an event shares
     ``"float32"``, ``"cpu"``, an op's or a module's name with every other event that has it, not
     a copy of its own (a string JSON decodes is new each time)."""
+    get = ev.get
     for key in keys:
-        value = ev.get(key)
+        value = get(key)
         if type(value) is str and len(value) <= 80:
-            ev[key] = sys.intern(value)
+            ev[key] = _intern(value)
     return ev
+
+
+_intern = sys.intern
 
 
 # the strings of each kind of event that the run keeps (in a kept event, or copied into its model)
@@ -191,15 +195,14 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         lines = getattr(events, "lines", None)
         if not isinstance(events, list):
             events = list(events)
-        index = len(self.events)
+        first = len(self.events)
         self.events.extend(events, lines)
         handlers = _HANDLERS
-        for event in events:
+        for index, event in enumerate(events, first):
             kind = event.get("ev")
             handler = handlers.get(kind) if type(kind) is str else None
             if handler is not None:
                 handler(self, index, event)
-            index += 1
 
     def __len__(self) -> int:
         return len(self.events)

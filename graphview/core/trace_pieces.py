@@ -185,13 +185,14 @@ class TracePieces:
                 _check(checker, event, path, number + offset)
             events.extend(items)
             return
+        check = checker.check
         for offset, item in enumerate(items):
             try:
                 expanded = expand(item)
+                for event in expanded:
+                    check(event)
             except SchemaError as exc:
                 raise TraceError(f"{path} is not a valid graphview trace: line {number + offset}: {exc}") from None
-            for event in expanded:
-                _check(checker, event, path, number + offset)
             if self._tidy and self._needs_tidying(lines[offset]):
                 for event in expanded:
                     tidy_event(event)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from itertools import islice
+from operator import itemgetter
 
 from graphview.core.drawing.lifetimes import Lifetimes
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
@@ -96,7 +97,7 @@ class Drawing:
                 seen_ops.add(op.vid)
                 fresh.append((op.born, op))
         self._ops_seen = len(run.op_nodes)
-        fresh.sort(key=_born)
+        fresh.sort(key=_BORN)
         if self._backlog:  # older than anything new: first
             fresh = self._backlog + fresh
             self._backlog = []
@@ -238,8 +239,8 @@ class Drawing:
             target_node.preds.append(source)
 
 
-def _born(item: tuple) -> int:
-    return item[0]
+#: the ``born`` of a ``(born, element)`` pair
+_BORN = itemgetter(0)
 
 
 def _shape_text(info: dict) -> str:

@@ -77,11 +77,14 @@ class Grid:
     def put(self, node: DrawNode, layer: int, want: int, side: str | None = None) -> None:
         """Put ``node`` in row ``layer``, in the free slot nearest ``want`` among the columns its
         strip allows there (``side``: the module whose strip counts, if not the node's own)."""
-        taken = self._occupied.get(layer)
+        occupied = self._occupied
+        taken = occupied.get(layer)
         if taken is None:
-            taken = self._occupied[layer] = {}
-        side = node.module if side is None else side
-        low, high = self.strips.bounds(side, layer)
+            taken = occupied[layer] = {}
+        node_id, module, kind = node.id, node.module, node.kind
+        side = module if side is None else side
+        strips = self.strips
+        low, high = strips.bounds(side, layer)
         want = slot = min(max(want, low), high)
         if want in taken:
             for distance in range(0, 100000):
@@ -91,25 +94,33 @@ class Grid:
                 if distance and want - distance >= low and self._free(taken, want - distance, node.born):
                     slot = want - distance
                     break
-        taken[slot] = node.id
+        taken[slot] = node_id
         node.layer, node.slot, node.placed = layer, slot, True
-        if self._extent is None:
+        extent = self._extent
+        if extent is None:
             self._extent = [slot, layer, slot, layer]
         else:
-            _widen(self._extent, slot, layer)
+            _widen(extent, slot, layer)
         # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
         # tensors without grad that only sit above their users: the script's inputs and what a module
         # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
         # the first iteration's graph, and the second went below it). A tensor without grad is an
         # input until an edge made later says it was detached: counting those would make the
         # layout depend on how the run was read
-        if node.kind in _ROW_KINDS or node.module is not None and node.kind in _WEIGHT_KINDS:
-            self._row_modules.setdefault(layer, {}).setdefault(node.module, []).append(node.id)
+        if kind in _ROW_KINDS or module is not None and kind in _WEIGHT_KINDS:
+            row = self._row_modules.get(layer)
+            if row is None:
+                row = self._row_modules[layer] = {}
+            ids = row.get(module)
+            if ids is None:
+                row[module] = [node_id]
+            else:
+                ids.append(node_id)
             self._track(node, layer, slot)
-            if node.kind == "param":
-                self._model_weights.setdefault(node.module.partition(".")[0], []).append(node.id)
-        self.strips.grew(side, layer)
-        self.order.append(node.id)
+            if kind == "param":
+                self._model_weights.setdefault(module.partition(".")[0], []).append(node_id)
+        strips.grew(side, layer)
+        self.order.append(node_id)
 
     def free_column(self, layer: int, born: int, module: str | None = None) -> int:
         """The leftmost slot (from 0, or from the left of ``module``'s strip) with no live node in
@@ -139,19 +150,22 @@ class Grid:
         back there (a distillation's student, drawn in the rows of the teacher's freed graph, sat
         inside the teacher's box at the next step)."""
         strips = self.strips
-        side = strips.side(module)
-        own = strips.of(module)
-        new = bool(module) and module not in self._spans
+        beside = bool(strips.strips)  # (most drawings have no strip: every node is on one side)
+        if beside:
+            side = strips.side(module)
+            own = strips.of(module)
+            new = bool(module) and module not in self._spans
+        row_modules = self._row_modules
         for layer in range(top, bottom + 1):
-            if strips.strips and strips.foreign(layer, module, new):
+            if beside and strips.foreign(layer, module, new):
                 return True
-            row = self._row_modules.get(layer)
+            row = row_modules.get(layer)
             if not row:
                 continue
             for path, ids in list(row.items()):
                 if module == path:
                     continue
-                if strips.side(path) != side:  # beside: in its own columns, unless it reaches into ours
+                if beside and strips.side(path) != side:  # beside: in its own columns, unless it reaches into ours
                     theirs = strips.of(path)
                     if own is not None and (theirs is None or theirs.left < own.left) and self._reaches(ids, own, born):
                         return True

@@ -197,10 +197,13 @@ class Placement:
                 and self._before_first_step(node.born):
             return True
         nodes = self.nodes
-        preds = [nodes[p] for p in node.preds if p in nodes]
-        for p in preds:
-            if p.placed:
-                return False
+        preds = []
+        for p in node.preds:
+            pred = nodes.get(p)
+            if pred is not None:
+                if pred.placed:
+                    return False
+                preds.append(pred)
         if not preds:
             return self._deferrable(node)
         return node.kind == "op" and all(p.kind == "accumulate" for p in preds)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 #: columns between a strip and what is left of it: one empty column
 GAP = 2
 _NO_LIMIT = 1 << 30
+_UNBOUNDED = (-_NO_LIMIT, _NO_LIMIT)
 
 
 def within(module: str | None, path: str) -> bool:
@@ -100,6 +101,8 @@ class Strips:
 
     def grew(self, module: str | None, layer: int) -> None:
         """A node of ``module`` was placed in row ``layer``: its strip takes that row."""
+        if not self.strips:  # (most drawings: no strip, and every node placed asks)
+            return
         strip = self.of(module)
         if strip is not None:
             if layer > strip.bottom:
@@ -110,6 +113,8 @@ class Strips:
     def bounds(self, module: str | None, layer: int) -> tuple[int, int]:
         """The least and greatest column a node of ``module`` may take in row ``layer``: from its
         strip's ``left``, and left of the gap before each strip right of it whose rows reach there."""
+        if not self.strips:
+            return _UNBOUNDED
         own = self.of(module)
         low = own.left if own is not None else -_NO_LIMIT
         high = _NO_LIMIT

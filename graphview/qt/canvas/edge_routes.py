@@ -40,16 +40,19 @@ class EdgeRouting:
     def take_new(self) -> None:
         """Take in the edges the drawing gained since the last call."""
         edges = self.scene.drawing.edges
-        for number in range(self.done, len(edges)):
-            self.take(number)
+        take = self.take
+        for number, edge in enumerate(edges[self.done:], start=self.done):
+            take(number, edge)
         self.done = len(edges)
 
-    def take(self, number: int) -> None:
-        """Take in drawing edge ``number`` once both its nodes are taken in (until then it waits
-        for the missing one, without holding up the edges after it)."""
-        edge = self.scene.drawing.edges[number]
+    def take(self, number: int, edge=None) -> None:
+        """Take in drawing edge ``number`` (``edge``, when the caller has it) once both its nodes
+        are taken in (until then it waits for the missing one, without holding up the edges after it)."""
+        scene = self.scene
+        if edge is None:
+            edge = scene.drawing.edges[number]
         source, target = edge.source, edge.target
-        taken = self.scene._taken
+        taken = scene._taken
         waits_for = source if source not in taken else (target if target not in taken else None)
         if waits_for is not None:
             self.blocked.setdefault(waits_for, []).append(number)
@@ -65,7 +68,7 @@ class EdgeRouting:
             ids_of[target] = [number]
         else:
             numbers.append(number)
-        items = self.scene.node_items
+        items = scene.region_items.node_items
         if source in items and target in items:  # (a big scene: most nodes have no item)
             self.make(number, initial=True)
 

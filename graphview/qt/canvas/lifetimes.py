@@ -21,6 +21,8 @@ _NEVER = np.iinfo(np.int64).max
 #: hundreds of slices appends to them hundreds of times, and copying 180k nodes' numbers at each
 #: append held the event loop ~10 ms a slice)
 _COLUMNS = ("born", "dead", "slots", "layers", "vids")
+#: the kinds of drawn node that are an autograd node themselves (they die with it)
+_OP_KINDS = frozenset({"op", "accumulate"})
 
 
 def _column(name: str, doc: str) -> property:
@@ -97,9 +99,10 @@ class Lifetimes:
                 grown[:first] = column[:first]
                 self._room[name] = grown
         rows = []  # (born, dead, slot, layer, vid) of each new node, in one pass
+        add = rows.append
         for node_id in new_ids:
             node = nodes[node_id]
-            if node.kind in ("op", "accumulate"):  # (dead_index inline for the common kinds)
+            if node.kind in _OP_KINDS:  # (dead_index inline for the common kinds)
                 vid = node.ref
                 op = op_nodes.get(vid)
                 dead = op.dead if op is not None else None
@@ -111,10 +114,8 @@ class Lifetimes:
                     dead = op.dead if op is not None else None
                 else:
                     dead = dead_index(node)
-            rows.append((node.born, _NEVER if dead is None else dead, node.slot, node.layer, vid))
-        index_of = self._index_of
-        for i, node_id in enumerate(new_ids, start=first):
-            index_of[node_id] = i
+            add((node.born, _NEVER if dead is None else dead, node.slot, node.layer, vid))
+        self._index_of.update(zip(new_ids, range(first, end)))
         self.ids.extend(new_ids)
         if count:
             table = np.array(rows, dtype=np.int64).reshape(count, 5)
