@@ -42,9 +42,11 @@ class BoxItems:
         self._rows_of: dict[str, tuple] = {}  # box key -> (box, lifetimes' length, its nodes' rows there)
         self._op_births: dict[str, tuple] = {}  # box key -> (box, the birth of its first autograd node)
         self._runs_shown: set[str] = set()  # keys of the thin stacks (see Layout.runs) drawn last
+        self._cards: dict[str, tuple] = {}  # shut box key -> what its card was last worked out from
 
     def reset(self) -> None:
         """A new run: no items (the scene removed the old ones)."""
+        self._cards = {}
         self._rows_of = {}
         self._op_births = {}
         self._runs_shown = set()
@@ -211,19 +213,28 @@ class BoxItems:
     def _show_shut(self, group: GroupItem, box: ModuleBox, members: list[str], index: int, hidden: dict) -> None:
         scene = self.scene
         items = scene.node_items
-        drawing = scene.drawing
-        x, y = self.state.layout.position(box.key)
-        ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
+        for m in members:
+            if m in items:
+                items[m].setVisible(False)
+            hidden[m] = group
         run = scene.run
+        layout = self.state.layout
+        # what the card shows follows from these alone: when none changed since it was last worked
+        # out, it stands as it is (the window's first fit shows the cards three times: shutting
+        # the boxes, the cursor, the view's region; thousands of cards for a deep model)
+        basis = (index, len(members), len(run.events) if run is not None else 0, self._running, self._now)
+        last = self._cards.get(box.key)
+        if last is not None and last[0] is box and last[1] is layout and last[2] == basis:
+            return
+        self._cards[box.key] = (box, layout, basis)
+        drawing = scene.drawing
+        x, y = layout.position(box.key)
+        ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
         held = held_by_nodes(run, {n.ref for n in ops}, index) if run is not None else Held()
         states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
         running = self._running is not None and self._running in states
         grad_fns = [n for n in ops if n.kind == "op"]
         freed = bool(grad_fns) and all(states[n.id] == "freed" for n in grad_fns)
-        for m in members:
-            if m in items:
-                items[m].setVisible(False)
-            hidden[m] = group
         now = self._now[1] if self._now is not None and self._now[0] in members else None
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), held, running, freed, now)
