@@ -1,4 +1,7 @@
-"""The code pane: the script's source with line numbers, the cursor's line and the error line marked."""
+"""The code pane: the script's source with line numbers, the cursor's line and the error line marked.
+
+Long lines wrap at the pane's width, after a dot, a bracket or a comma where a line has no space
+(an invisible zero-width space marks each such place; copying and ``toPlainText`` leave them out)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,18 @@ from graphview.core import timeline
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.widgets.fonts import MONO
+
+
+#: an invisible break point: a long line wraps after a dot, a bracket or a comma, not inside a name
+_BREAK = "\u200b"
+_AFTER = str.maketrans({mark: mark + _BREAK for mark in ".([,"})
+
+
+def _breakable(source: str) -> str:
+    """``source`` with a zero-width space after each dot, opening bracket and comma: a narrow pane
+    wraps ``torch.optim.SGD(model.parameters(), lr=0.1)`` at ``model.`` instead of inside
+    ``parameters`` (Qt breaks a line with no space in it anywhere)."""
+    return source.replace(_BREAK, "").translate(_AFTER)
 
 
 class _LineNumbers(QWidget):
@@ -89,7 +104,7 @@ class CodeView(QPlainTextEdit):
         self.highlight(timeline.line_at(self._run, index), timeline.error_line(self._run, index))
 
     def set_source(self, text: str) -> None:
-        self.setPlainText(text)
+        self.setPlainText(_breakable(text))
         self.current_line = None
         self.error_line = None
 
@@ -116,6 +131,16 @@ class CodeView(QPlainTextEdit):
             self.setTextCursor(QTextCursor(block))  # ...and its start
             self.ensureCursorVisible()
         self._numbers.update()
+
+    def toPlainText(self) -> str:
+        """The script's source as it is (without the pane's invisible break points)."""
+        return super().toPlainText().replace(_BREAK, "")
+
+    def createMimeDataFromSelection(self):
+        """What a copy takes: the selected source as it is."""
+        data = super().createMimeDataFromSelection()
+        data.setText(data.text().replace(_BREAK, ""))
+        return data
 
     def mouseReleaseEvent(self, event) -> None:
         super().mouseReleaseEvent(event)
