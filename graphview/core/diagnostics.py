@@ -339,7 +339,13 @@ def _update_in_graph(run: Run):
         yield Finding("update-outside-no-grad", "parameter updated in place outside torch.no_grad()", err.get("line"),
                       "Autograd refuses to change a leaf that requires grad in place while recording.",
                       "Wrap the update in `with torch.no_grad():` (or use an optimizer).", index)
-    grads = {tid for tid, info in run.tensors.items() if info.get("kind") == "grad"}
+    grads = set()
+    tensors = run.tensors
+    for number, tid in enumerate(list(tensors)):  # (a big run has hundreds of thousands: with pauses)
+        if number % PAUSE_EVERY == PAUSE_EVERY - 1:
+            yield None
+        if tensors[tid].get("kind") == "grad":
+            grads.add(tid)
     yield None
     for number, (index, op) in enumerate(run.ops):
         if number % PAUSE_EVERY == PAUSE_EVERY - 1:

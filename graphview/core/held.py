@@ -19,7 +19,7 @@ Torch confirms the activations: the storages the forward's ops made that are ali
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     from graphview.core.run import Run
@@ -138,8 +138,22 @@ def activation_peaks(run: Run, start: int = 0, end: int | None = None) -> dict[s
     """Device -> the highest activations held between events ``start`` and ``end`` (inclusive;
     None: the run's end), with what else is held then. A device that held none is left out."""
     peaks: dict[str, Peak] = {}
+    for _ in gather_activation_peaks(run, peaks, start, end):
+        pass
+    return peaks
+
+
+#: memory points looked at between two points where a caller of gather_activation_peaks may pause
+POINTS_A_PAUSE = 16384
+
+
+def gather_activation_peaks(run: Run, peaks: dict[str, Peak], start: int = 0, end: int | None = None) -> Iterator[None]:
+    """:func:`activation_peaks` into ``peaks``, with a None after every :data:`POINTS_A_PAUSE`
+    memory points: where a caller may stop and come back (a big run's has a million)."""
     last: dict[str, tuple] = {}
-    for point in run.memory_points:
+    for count, point in enumerate(run.memory_points, 1):
+        if count % POINTS_A_PAUSE == 0:
+            yield None
         index, device = point[0], point[1]
         if index < start:
             last[device] = point
@@ -151,7 +165,6 @@ def activation_peaks(run: Run, start: int = 0, end: int | None = None) -> dict[s
         _consider(peaks, point, index)
     for device, point in last.items():
         _consider(peaks, point, start)
-    return peaks
 
 
 def _consider(peaks: dict[str, Peak], point: tuple, at: int) -> None:
@@ -163,7 +176,11 @@ def _consider(peaks: dict[str, Peak], point: tuple, at: int) -> None:
 
 def activation_peak(run: Run, start: int = 0, end: int | None = None) -> Peak | None:
     """The highest activations held on any one device (the device holding the most)."""
-    peaks = activation_peaks(run, start, end)
+    return highest_peak(activation_peaks(run, start, end))
+
+
+def highest_peak(peaks: dict[str, Peak]) -> Peak | None:
+    """The peak of the device holding the most activations, of ``peaks`` (None: none held any)."""
     return max(peaks.values(), key=lambda p: p.held.activations, default=None)
 
 

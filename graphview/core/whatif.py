@@ -12,7 +12,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from graphview.core.held import Held, Peak, activation_peak, activation_peaks, held_by_nodes, human
+from graphview.core.held import (Held, Peak, activation_peaks, gather_activation_peaks, held_by_nodes, highest_peak,
+                                 human)
 from graphview.core.run import Run
 
 RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
@@ -231,7 +232,9 @@ def suggesting(run: Run, top: int = TOP_MODULES) -> Iterator[Suggestion | None]:
     """The suggestions of :func:`checkpoint_suggestions` as they are chosen, with a None between
     the steps of the estimate and between the modules it weighs: a point where the caller may stop
     and come back (the window weighs a big run's modules a few ms at a time)."""
-    peak = activation_peak(run)
+    peaks: dict[str, Peak] = {}
+    yield from gather_activation_peaks(run, peaks)
+    peak = highest_peak(peaks)
     if peak is None:
         return
     yield None

@@ -1,8 +1,11 @@
 """What checkpointing would cut, weighed a step at a time: suggesting() pauses between the steps
-of the estimate and gives the suggestions checkpoint_suggestions() gives."""
+of the estimate (finding the peak it starts from too) and gives the suggestions
+checkpoint_suggestions() gives."""
 
 from __future__ import annotations
 
+from graphview.core import held
+from graphview.core.held import activation_peak, activation_peaks, gather_activation_peaks, highest_peak
 from graphview.core.whatif import checkpoint_suggestions, suggesting
 from tests.conftest import model
 
@@ -16,3 +19,17 @@ def test_the_estimate_pauses_between_its_steps_and_suggests_what_the_whole_does(
     modules = {path for path in run.module_types if path}
     assert pauses > len(modules)  # a pause before each module (and pattern) weighed, at least
     assert [vars(s) for s in [s for s in suggesting(run, top=1) if s is not None]] == [vars(suggestions[0])]
+
+
+def test_the_peak_the_estimate_starts_from_is_found_with_pauses_too(record, monkeypatch):
+    run = record(model("transformer_block"), steps=2)
+    whole = activation_peaks(run)
+    monkeypatch.setattr(held, "POINTS_A_PAUSE", 2)
+    peaks: dict = {}
+    pauses = list(gather_activation_peaks(run, peaks))
+    assert len(pauses) == len(run.memory_points) // 2 and set(pauses) == {None}
+    assert peaks == whole and highest_peak(peaks) == activation_peak(run)
+    # the highest activations any memory point of the run holds, where they are first held
+    most = max(point[2] for point in run.memory_points)
+    assert most > 0 and highest_peak(peaks).held.activations == most
+    assert highest_peak(peaks).at == next(point[0] for point in run.memory_points if point[2] == most)
