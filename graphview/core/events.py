@@ -70,7 +70,8 @@ tensor_grad    bid, tid, grad             (``.grad`` of a tensor that called ret
 grad_result    bid, tid, grad             (a result of ``autograd.grad`` for input tid)
 backward_end   bid, ok, freed (saved tensors released, i.e. no retain_graph)
 grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign" | "in_place": an op wrote
-               into the grad, its name in source), line, source
+               into the grad, its name in source), line, source, value (summary of the new .grad,
+               for "assign" and "in_place")
 optimizer_step optimizer, tids, line
 alloc          device, bytes              (CUDA allocator's ``memory_allocated``, on change)
 error          type, message, traceback [{file, line, func, text}...], line, vid, bid,

@@ -28,7 +28,8 @@ time. Reading turns them back into the same ``values`` list of floats (trace ver
 line as an object. A version-2 line may also be such an object (an event whose required fields
 are not all there). :class:`RecordBuffer` is the writer's side: events go in as they come,
 merged into the record before them where the order allows, and are encoded as JSON in bulk at
-the writer's flush points, never one at a time on the recorder's path.
+the writer's flush points, never one at a time on the recorder's path (only a summary's full
+values are packed as its event comes).
 
 A record is someone else's data, as any trace line is: :func:`expand` checks its shape (a list,
 a known kind, as many values as the kind has fields, the parts' shapes) and raises
@@ -79,6 +80,7 @@ SUMMARY_SLOTS: dict[str, tuple[tuple[str, bool], ...]] = {
     "bw_node": (("grads_in", True),), "bw_node_done": (("grads_out", True),),
     "backward_start": (("seeds", True),), "accumulate": (("increment", False), ("grad", False)),
     "tensor_grad": (("grad", False),), "grad_result": (("grad", False),), "step_end": (("result", False),),
+    "grad_reset": (("value", False),),
 }
 #: the fewest values worth packing (below, their decimal form costs less than the packing)
 PACK_MIN = 8

@@ -161,6 +161,46 @@ def test_full_values_travel_packed_and_come_back_the_very_same(record, write_scr
     assert len(updates) == 4 and updates[-2:] == biases  # torch's values after the last step
 
 
+def _unpacked_floats(value: object) -> list:
+    """The lists of PACK_MIN floats or more that a decoded record still holds as ``values``."""
+    if type(value) is list:
+        return [found for item in value for found in _unpacked_floats(item)]
+    if type(value) is not dict:
+        return []
+    held = value.get("values")
+    found = [held] if type(held) is list and len(held) >= PACK_MIN and all(type(v) is float for v in held) else []
+    return found + [found for item in value.values() for found in _unpacked_floats(item)]
+
+
+def test_every_summary_of_a_step_travels_packed(record, write_script):
+    """Every kind of event that carries a small tensor's values packs them: an input, a gradient
+    seeded by hand, a retained .grad, autograd.grad's result, the gradients a node receives and
+    sends, .grad clipped in place and assigned, a parameter's new values."""
+    script = write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Linear(16, 16)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x = torch.randn(16, requires_grad=True)\n"
+        "h = model(x)\n"
+        "h.retain_grad()\n"
+        "(g,) = torch.autograd.grad(h.sum(), x, retain_graph=True)\n"
+        "h.backward(torch.full((16,), 0.25))\n"
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n"
+        "model.bias.grad = model.bias.grad * 0.5\n"
+        "optimizer.step()\n")
+    events = json.loads(json.dumps(list(record(script).events)))
+    buffer = RecordBuffer()
+    for event in events:
+        buffer.add(event)
+    text = buffer.take()
+    records = [json.loads(line) for line in text.splitlines()]
+    assert [e for record in records for e in expand(json.loads(json.dumps(record)))] == events
+    assert {e["ev"] for e in events if _unpacked_floats(e)} >= {
+        "tensor", "backward_start", "tensor_grad", "grad_result", "bw_node", "grad_reset", "value"}
+    assert _unpacked_floats(records) == []
+
+
 def test_only_floats_are_packed_and_the_event_itself_is_never_changed():
     floats = [0.1 * i for i in range(PACK_MIN)]
     cases = {
