@@ -57,7 +57,7 @@ class CursorState:
             # items and the nodes near the view are revisited
             shown = scene._lifetimes.shown_at(index)
             self.visible = shown
-            near = shown.intersection(scene.ids_in(scene.region)) if not scene.region.isEmpty() else ()
+            near = shown & scene.ids_near(scene.region) if not scene.region.isEmpty() else ()
             ids = list(set(scene.node_items).union(near))
         else:
             ids = scene._placed

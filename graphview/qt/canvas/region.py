@@ -33,11 +33,13 @@ class ItemRegion:
         self.region: QRectF | None = None  # where items are made (None: everywhere)
         self.bounds: tuple[float, float, float, float] | None = None  # the region's left, top, right, bottom
         self.grid: dict[tuple[int, int], list[str]] | None = None  # cell -> node ids placed there
+        self._near: tuple[object, tuple, set[str]] | None = None  # ids_near's last: (grid, cells and count, ids)
 
     def reset(self) -> None:
         """A new run: no items (the scene deleted them), no index of places; the region stays."""
         self.node_items.clear()
         self.grid = None
+        self._near = None
 
     @property
     def virtual(self) -> bool:
@@ -150,6 +152,18 @@ class ItemRegion:
                 found.extend(self.grid.get((gx, gy), ()))
         return found
 
+    def ids_near(self, rect: QRectF) -> set[str]:
+        """:meth:`ids_in` as a set, kept while the index of places, the cells ``rect`` meets and the
+        nodes taken in stay the same: the region and the cursor ask for it in a row, and boxes
+        shut to fit the screen put all of a big drawing's nodes there (a set of 181,000 took 15 ms)."""
+        grid = self.built_grid()
+        cells = (int(rect.left() // GRID), int(rect.right() // GRID), int(rect.top() // GRID),
+                 int(rect.bottom() // GRID), len(self.scene._placed))
+        known = self._near
+        if known is None or known[0] is not grid or known[1] != cells:
+            known = self._near = (grid, cells, set(self.ids_in(rect)))
+        return known[2]
+
     # ------------------------------------------------------------------ the region
     def layout_changed(self) -> None:
         """Nodes moved (a box opened or shut): the index of places is made again when next needed."""
@@ -178,15 +192,14 @@ class ItemRegion:
 
     def sync_region(self) -> None:
         scene, region = self.scene, self.region
-        near = self.ids_in(region) if not region.isEmpty() else []
-        # (the items and the nodes shown at the cursor among those near, each in one pass in C: boxes
-        # shut to fit the screen put every node of a big drawing near, few of them with an item or shown)
-        kept = set(self.node_items).intersection(near)
+        near = self.ids_near(region) if not region.isEmpty() else set()
         selected = {i.node.id for i in scene.selectedItems() if isinstance(i, NodeItem)}
-        for node_id in [n for n in self.node_items if n not in kept and n not in selected]:
+        for node_id in [n for n in self.node_items if n not in near and n not in selected]:
             self.drop_item(node_id)
         visible = scene.at_cursor.visible
-        made = [n for n in visible.intersection(near) if n not in self.node_items and self.in_region(n)]
+        # (those shown at the cursor among those near, in C: boxes shut to fit the screen put every
+        # node of a big drawing near, few of them shown)
+        made = [n for n in visible & near if n not in self.node_items and self.in_region(n)]
         for node_id in made:
             self.make_item(node_id, True, update=True)
         if scene.cursor >= 0:  # the boxes near the view now, and the edges of the new items

@@ -312,6 +312,10 @@ class GraphScene(QGraphicsScene):
         """Placed nodes whose place lies in ``rect`` (scene units), shown at the cursor or not."""
         return self.region_items.ids_in(rect)
 
+    def ids_near(self, rect: QRectF) -> set[str]:
+        """:meth:`ids_in` as a set (kept for the next asker of the same; not to be changed)."""
+        return self.region_items.ids_near(rect)
+
     def set_region(self, rect: QRectF | None) -> None:
         """The view shows ``rect`` (scene units): a big drawing makes items there (None: everywhere)."""
         self.region_items.set_region(rect)
