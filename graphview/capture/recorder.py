@@ -20,7 +20,6 @@ restores every patched function, whatever happened.
 
 from __future__ import annotations
 
-import gc
 from contextlib import ExitStack
 
 from graphview.capture.hooks.backward import BackwardHooks
@@ -50,7 +49,6 @@ class Recorder(OpHooks, SavedTensorHooks, BackwardHooks, ModuleHooks):
             self.install_ops(stack)
             self.install_backward(stack)
             self.install_modules(stack)
-            _pace_the_collector(stack)
             self._active = True
             stack.callback(setattr, self, "_active", False)
             self._stack = stack.pop_all()  # installed: nothing to undo now
@@ -64,34 +62,3 @@ class Recorder(OpHooks, SavedTensorHooks, BackwardHooks, ModuleHooks):
             self.flush_names()
         finally:
             stack.close()
-
-
-#: the collector's youngest-generation threshold while recording (Python's default is 700)
-YOUNG_THRESHOLD = 7000
-
-
-def _pace_the_collector(stack: ExitStack) -> None:
-    """Collect young objects at about the script's own pace while recording.
-
-    A plain training step allocates about as many container objects as it frees, so the cyclic
-    collector hardly runs (none in a step of the MLP, encoder or GPT-2 of bench_capture); the
-    recorder's events and records, alive until their flush, made it run ~30 times a step, each run
-    promoting the script's live tensors (and the weak references to them) a generation up, and so a
-    full collection of every object of the process (~300k once torch's compiler is imported) every
-    few steps: 10% of a recorded MLP step. Ten times the young threshold brings the collections
-    back to about one per 10 of the recorder's allocations, close to what the script has alone,
-    so cyclic garbage is found about when it would be without graphview, and not sooner.
-
-    A script that sets its own thresholds while recorded keeps them; the old ones come back on exit
-    only where the thresholds are still the recorder's."""
-    before = gc.get_threshold()
-    if not 0 < before[0] < YOUNG_THRESHOLD:  # (0: the script turned collecting off by threshold)
-        return
-    ours = (YOUNG_THRESHOLD, *before[1:])
-
-    def restore() -> None:
-        if gc.get_threshold() == ours:
-            gc.set_threshold(*before)
-
-    stack.callback(restore)  # (first: the thresholds are never left changed)
-    gc.set_threshold(*ours)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 
 import pytest
@@ -24,7 +23,6 @@ def torch_hook_state() -> tuple:
         len(mm._global_forward_pre_hooks), len(mm._global_forward_hooks),
         len(opt._global_optimizer_pre_hooks), len(opt._global_optimizer_post_hooks),
         torch._C._len_torch_function_stack(), torch._C._autograd._top_saved_tensors_default_hooks(True),
-        gc.get_threshold(),
     )
 
 
@@ -137,50 +135,3 @@ def test_the_recorder_keeps_nothing_per_step_across_a_long_run():
                 after_five = sizes()
         assert sizes() == after_five
         assert len(recorder._grad_of) <= len(list(model.parameters()))
-
-
-def test_recording_keeps_the_collector_near_the_scripts_own_pace():
-    """A plain training step frees about what it allocates, so the cyclic collector hardly runs;
-    the recorder's events, alive until their flush, made it run ~10 times as often (promoting the
-    script's live tensors and, every few steps, scanning every object of the process). Recording
-    collects young objects about once per 10 of the recorder's allocations, and puts the script's
-    thresholds back on exit."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(*[layer for _ in range(128) for layer in (torch.nn.Linear(32, 32), torch.nn.ReLU())])
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(8, 32)
-
-    def step():
-        optimizer.zero_grad()
-        model(x).pow(2).mean().backward()
-        optimizer.step()
-
-    runs = []
-
-    def count(phase, info):
-        if phase == "start" and info["generation"] == 0:
-            runs.append(1)
-
-    before = gc.get_threshold()
-    recorder = Recorder(lambda event: None, __file__)
-    with recorder:
-        step()
-    gc.callbacks.append(count)
-    try:
-        with recorder:
-            for _ in range(4):
-                step()
-    finally:
-        gc.callbacks.remove(count)
-    assert len(runs) <= 4 * 4  # 51 (13 a step) at Python's default pace
-    assert gc.get_threshold() == before
-
-
-def test_a_script_that_sets_the_collectors_thresholds_keeps_them():
-    before = gc.get_threshold()
-    try:
-        with Recorder(lambda event: None, __file__):
-            gc.set_threshold(50, 5, 5)
-        assert gc.get_threshold() == (50, 5, 5)
-    finally:
-        gc.set_threshold(*before)
