@@ -37,7 +37,7 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from graphview.capture.recorder import Recorder  # noqa: E402
 from graphview.app.runner_client import _FULL_READ, READ_PACE_S  # noqa: E402
-from graphview.capture.runner import EventPipe  # noqa: E402
+from graphview.capture.runner import EventPipe, import_the_compiler_if_used  # noqa: E402
 
 
 #: recorded / plain step, at most (issue 14): the transformer, the 256-layer MLP
@@ -284,7 +284,10 @@ def report(row: dict, kinds: bool = False) -> str:
 
 
 def main() -> None:
-    gc.freeze()  # as the runner process does after importing torch (see graphview/capture/runner.py)
+    # as the runner process does after importing torch, with torch's compiler for a script that
+    # builds an optimizer (see import_the_compiler_if_used in graphview/capture/runner.py)
+    import_the_compiler_if_used(__file__)
+    gc.freeze()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--models", default="encoder,mlp", help=f"of {', '.join(MODELS)}")
