@@ -10,6 +10,8 @@ are in the run's table with the others. It records a :class:`BackwardCall` for e
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Mapping
@@ -183,14 +185,17 @@ class BackwardIntake:
 
 def non_finite(summary: object) -> bool:
     """Whether a value summary says its tensor holds NaN or Inf (counted in its statistics, or
-    among its values, which JSON carries as the strings "nan", "inf", "-inf")."""
+    among its values, which graphview writes as the strings "nan", "inf", "-inf"; a trace from
+    elsewhere may hold them as JSON's NaN and Infinity, or as packed float64 bytes: those count too)."""
     if not isinstance(summary, dict):
         return False
     stats = summary.get("stats") or {}
     if stats.get("nan") or stats.get("inf"):
         return True
+    if any(type(stats.get(key)) is float and not math.isfinite(stats[key]) for key in ("min", "max", "mean", "norm")):
+        return True
     values = summary.get("values") or ()
-    return any(isinstance(v, str) for v in values)
+    return any(isinstance(v, str) or (type(v) is float and not math.isfinite(v)) for v in values)
 
 
 def _zeros_like(summary: dict | None) -> dict | None:

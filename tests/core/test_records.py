@@ -286,3 +286,17 @@ def test_a_flush_on_the_writers_clock_keeps_what_may_still_merge():
     last = _lines(buffer)
     assert len(last) == 1 and last[0][-1] == {"+done": []}
     assert [e for r in [["release", 9], *first, *last] for e in expand(r)] == [release, node, op, start, end]
+
+
+def test_nan_and_inf_as_numbers_are_seen_as_a_nan_is():
+    """graphview writes NaN and Inf among values as strings; a trace from elsewhere may hold them as
+    JSON's NaN and Infinity, or packed as float64 bytes: the diagnosis sees them all the same."""
+    from graphview.core.backward_intake import non_finite
+
+    nan_bytes = base64.b64encode(struct.pack("<8d", *([0.5] * 7 + [float("nan")]))).decode()
+    packed = expand(["tensor_grad", 1, 2, {"shape": [8], "f8": nan_bytes}])[0]["grad"]
+    for summary in (packed, {"shape": [2], "values": [1.0, float("inf")]}, {"shape": [2], "values": [1.0, "nan"]},
+                    {"shape": [99], "stats": {"min": float("nan"), "max": 1.0, "numel": 99}}):
+        assert non_finite(summary), summary
+    assert not non_finite({"shape": [2], "values": [1.0, 2.0]})
+    assert not non_finite({"shape": [99], "stats": {"min": 0.0, "max": 1.0, "numel": 99, "nan": 0, "inf": 0}})
