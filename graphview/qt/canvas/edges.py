@@ -131,7 +131,9 @@ class LabeledEdgeItem(EdgeItem):
 
     def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         self._label_width = label_width(edge.label) if edge.label else 0.0
+        self.label_spot = LabeledEdgeItem.label_spot  # (an item used again: not its last edge's spot)
         super().bind(edge, source, target, clear)
+        self.put_label(*self.label_spot)  # (the same path as its last edge's: no setPath to place it)
 
     def label_rect_at(self, along: float, right: bool, below: bool = False) -> QRectF:
         """Where the label goes beside the point ``along`` its path."""

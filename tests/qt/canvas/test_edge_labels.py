@@ -106,3 +106,14 @@ def test_labels_are_placed_once_the_nodes_stop_gliding(qtbot, record, tmp_path, 
     assert placed_while.count(True) <= 1 and placed_while[-1] is False
     shown = [edge for edge in scene.labeled_edges() if edge.isVisible()]
     assert not any(a.label_rect.intersects(b.label_rect) for a, b in combinations(shown, 2))
+
+
+def test_an_item_used_again_for_another_edge_starts_with_its_label_at_the_middle(qtbot, record, tmp_path):
+    scene = _shown(qtbot, record, tmp_path)
+    scene.edge_labels.settle()
+    moved = next((edge for edge in scene.labeled_edges() if edge.label_spot != LabeledEdgeItem.label_spot), None)
+    assert moved is not None  # (one of them had to move: see the test above)
+    other = next(edge for edge in scene.labeled_edges() if edge.label != moved.label)
+    moved.bind(other.edge, other.source, other.target)
+    assert moved.label_spot == LabeledEdgeItem.label_spot
+    assert moved.label_rect == moved.label_rect_at(*LabeledEdgeItem.label_spot)  # its new label's width
