@@ -744,8 +744,16 @@ def tidy_event(event: dict) -> dict:
 
 def needs_tidying(line: bytes) -> bool:
     """Whether the JSON text ``line`` may hold a string :func:`tidy_event` would change: one longer
-    than :data:`STRING_CAP` (a string is never longer than its JSON text) or a surrogate."""
-    return len(line) > STRING_CAP or SURROGATE_BYTES.search(line) is not None
+    than :data:`STRING_CAP` (:func:`may_hold_long_string`) or a surrogate."""
+    return may_hold_long_string(line) or SURROGATE_BYTES.search(line) is not None
+
+
+def may_hold_long_string(line: bytes) -> bool:
+    """Whether the JSON text ``line`` may hold a string (or key) longer than :data:`STRING_CAP`: a
+    string is never longer than its JSON text, which lies between two quotes and holds none but
+    escaped ones, so only a line with a stretch that long between quotes, or with an escaped
+    quote, may. Looked at in C: a version-2 line of a thousand short events is not walked."""
+    return len(line) > STRING_CAP and (b'\\"' in line or max(map(len, line.split(b'"'))) > STRING_CAP)
 
 
 def _short(value: object) -> str:

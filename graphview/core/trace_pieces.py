@@ -16,7 +16,8 @@ import os
 from typing import IO
 
 from graphview.core.event_log import Piece, RecordLine
-from graphview.core.events import STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError, needs_tidying, tidy_event
+from graphview.core.events import (STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError, may_hold_long_string,
+                                   tidy_event)
 from graphview.core.records import expand
 from graphview.core.trace import (LINE_CAP, Trace, TraceError, _check, _parse_lines_at_once, end_warnings,
                                   open_trace_file, parse_header, tidy_lines)
@@ -205,7 +206,7 @@ class TracePieces:
     def _needs_tidying(self, line: bytes) -> bool:
         """Whether a line of this piece may hold a long string or a surrogate (needs_tidying,
         without looking for surrogates where the piece has none)."""
-        return len(line) > STRING_CAP or (self._surrogates and needs_tidying(line))
+        return may_hold_long_string(line) or (self._surrogates and SURROGATE_BYTES.search(line) is not None)
 
     def close(self) -> None:
         self._file.close()
