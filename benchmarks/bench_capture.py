@@ -15,7 +15,9 @@ hooks, value summaries, and every event serialized to JSON and written to a pipe
 process drains (in the runner's writes: see EventPipe). Also printed: events and records (the
 lines written, each carrying one event or several: graphview/core/records.py) per op (``op``
 events) and the bytes of JSON written per step.
-Targets: at most 1.15x for the transformer, 3x for the 256-layer MLP.
+Targets, printed with met / not met: the transformer (d_model 256) at most 1.15x a plain step; for
+recording at the profiler's cost, graphview at most torch.profiler on every workload, the 256-layer
+MLP at most 5x a plain step and 6 records an op, the small encoder (d_model 64) at most 1.5x.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from graphview.app.runner_client import _FULL_READ, READ_PACE_S  # noqa: E402
 from graphview.capture.runner import EventPipe, import_the_compiler_if_used  # noqa: E402
 
 
-#: recorded / plain step, at most (issue 14): the transformer, the 256-layer MLP
-TARGETS = (1.15, 3.0)
+#: recorded / plain step, at most, for the transformer (d_model 256); the 256-layer MLP's bar is
+#: _issue_targets' 5x, which replaced an older 3x (two bars for one figure read as a contradiction)
+TARGETS = {"encoder": 1.15}
 
 
 def _training_step(model, optimizer, x, y, loss_of=None):
@@ -310,11 +313,10 @@ def main() -> None:
         name, make = MODELS[key]
         rows.append((key, measure(name, make, args.reps, args.profiler, args.unwritten)))
         print(report(rows[-1][1], args.kinds), flush=True)
-    targets = dict(zip(("encoder", "mlp"), TARGETS))
     for key, row in rows:
-        if key in targets:
-            print(f"target for the {row['model'].split(' (')[0]}: at most {targets[key]:.2f}x -> "
-                  f"{'met' if row['ratio'] <= targets[key] else 'NOT met'}")
+        if key in TARGETS:
+            print(f"target for the {row['model'].split(' (')[0]}: at most {TARGETS[key]:.2f}x -> "
+                  f"{'met' if row['ratio'] <= TARGETS[key] else 'NOT met'}")
     for key, row in rows:
         for what, value, bound in _issue_targets(key, row):
             print(f"target: {what} at most {bound:g} -> {value:.2f} {'met' if value <= bound else 'NOT met'}")
