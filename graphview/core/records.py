@@ -89,11 +89,12 @@ _PACKED = {"f4": ("f", 4), "f8": ("d", 8)}
 
 
 def _packed_values(values: list) -> tuple[str, str] | None:
-    """("f4" or "f8", the base64 of ``values`` as little-endian floats) where that gives back
-    exactly these floats; None for a short list or one that holds anything but floats."""
-    count = len(values)
-    if not PACK_MIN <= count <= FULL_VALUES_MAX or set(map(type, values)) != _ONLY_FLOATS:
+    """("f4" or "f8", the base64 of ``values`` (PACK_MIN to FULL_VALUES_MAX of them) as
+    little-endian floats) where that gives back exactly these floats; None for a list that holds
+    anything but floats."""
+    if set(map(type, values)) != _ONLY_FLOATS:
         return None
+    count = len(values)
     structs = _STRUCTS.get(count)
     if structs is None:
         structs = _STRUCTS[count] = (struct.Struct(f"<{count}f"), struct.Struct(f"<{count}d"))
@@ -116,7 +117,7 @@ def _pack_summary(summary: object) -> object:
     if type(summary) is not dict:
         return summary
     values = summary.get("values")
-    if type(values) is not list or len(values) < PACK_MIN:
+    if type(values) is not list or not PACK_MIN <= len(values) <= FULL_VALUES_MAX:
         return summary
     packed = _packed_values(values)
     if packed is None:
@@ -176,12 +177,8 @@ def _unpack_summary(summary: object) -> None:
 _PACKED_TEXT_MAX = 4 * (8 * FULL_VALUES_MAX + 2) // 3
 
 
-def unpack_values(event: dict) -> None:
-    """Put back the ``values`` of ``event``'s summaries that were packed (in place)."""
-    kind = event.get("ev")
-    slots = SUMMARY_SLOTS.get(kind) if type(kind) is str else None
-    if slots is None:
-        return
+def _unpack_values(event: dict, slots: tuple) -> None:
+    """Put back the ``values`` of ``event``'s summaries (in its kind's ``slots``) that were packed (in place)."""
     for key, many in slots:
         if not key:
             _unpack_summary(event)
@@ -230,8 +227,9 @@ def expand(record: object) -> list[dict]:
     _expand_into(record, events, nested=False)
     for event in events:
         kind = event.get("ev")  # (an event object's kind may be a list or an object: the checker refuses it)
-        if type(kind) is str and kind in SUMMARY_SLOTS:
-            unpack_values(event)
+        slots = SUMMARY_SLOTS.get(kind) if type(kind) is str else None
+        if slots is not None:
+            _unpack_values(event, slots)
     return events
 
 

@@ -31,6 +31,7 @@ from graphview.core.export import (ALL_OPEN, DEFAULT_PAGES, GRAPH_MARGIN, MIN_SC
 from graphview.core.run import Run
 from graphview.core.text import xml_text
 from graphview.qt.canvas import GraphScene, GroupItem, NodeItem, style
+from graphview.qt.canvas.groups import solid
 from graphview.qt.canvas.style import CanvasColors
 from graphview.qt.export_page import ExportPage
 
@@ -181,7 +182,7 @@ def _cuts(scene: GraphScene, source: QRectF, band: float) -> list[float]:
     """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
     the gap between two rows of nodes, never through a node or a shut box."""
     spans = sorted((item.sceneBoundingRect().top(), item.sceneBoundingRect().bottom()) for item in scene.items()
-                   if item.isVisible() and (isinstance(item, NodeItem) or isinstance(item, GroupItem) and item.collapsed))
+                   if solid(item))
     gaps = []  # the middles of the gaps between rows
     reach = None
     for top, bottom in spans:

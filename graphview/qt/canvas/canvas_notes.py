@@ -8,8 +8,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsView
 
-from graphview.qt.canvas.groups import GroupItem
-from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.groups import solid
 from graphview.qt.canvas.style import colors
 
 #: what the empty canvas says at the start of a run
@@ -60,9 +59,7 @@ def paint_graph_gone(view: QGraphicsView, painter: QPainter) -> None:
     # where it hides no node (its leaves sit all over the rows their graph took): top, bottom, corners
     xs = (port.center().x() - width / 2, 10.0, port.width() - width - 10)
     places = [QRectF(x, y, width, height) for x in xs for y in (10.0, port.height() - height - 10)]
-    note = next((place for place in places if not any(
-        item.isVisible() and (isinstance(item, NodeItem) or isinstance(item, GroupItem) and item.collapsed)
-        for item in view.items(place.toRect()))), places[0])
+    note = next((place for place in places if not any(map(solid, view.items(place.toRect())))), places[0])
     c = colors()
     painter.setPen(QPen(c.q("group_border"), 1))
     painter.setBrush(c.q("overview_fill"))

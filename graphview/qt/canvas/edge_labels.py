@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRectF, QTimer
 
-from graphview.qt.canvas.groups import GroupItem
-from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.groups import solid
 
 if TYPE_CHECKING:
     from graphview.qt.canvas.edges import LabeledEdgeItem
@@ -89,10 +88,8 @@ class EdgeLabels:
         return best
 
     def _covers_a_node(self, rect: QRectF) -> bool:
-        for item in self.scene.items(rect):  # (a node's shape: its body, not the room kept for its badges)
-            if item.isVisible() and (isinstance(item, NodeItem) or (isinstance(item, GroupItem) and item.collapsed)):
-                return True
-        return False
+        # (a node's shape: its body, not the room kept for its badges)
+        return any(map(solid, self.scene.items(rect)))
 
 
 def _area(rect: QRectF) -> float:

@@ -101,21 +101,13 @@ class EdgeItem(QGraphicsPathItem):
 LABEL_H, LABEL_PAD = 14.0, 4.0
 
 
-_LABEL_TYPE: dict[str, object] = {}  # the font and its metrics, made once Qt runs
-
-
-def label_font() -> QFont:
-    """The font of edge labels."""
-    if not _LABEL_TYPE:
-        _LABEL_TYPE["font"] = font = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
-        _LABEL_TYPE["metrics"] = QFontMetricsF(font)
-    return _LABEL_TYPE["font"]
+#: the font of edge labels
+LABEL_FONT = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
 
 
 def label_width(text: str) -> float:
     """The width of a label box holding ``text``."""
-    label_font()
-    return _LABEL_TYPE["metrics"].horizontalAdvance(text) + 2 * LABEL_PAD
+    return QFontMetricsF(LABEL_FONT).horizontalAdvance(text) + 2 * LABEL_PAD
 
 
 class LabeledEdgeItem(EdgeItem):
@@ -174,7 +166,7 @@ class LabeledEdgeItem(EdgeItem):
     def paint(self, painter, option, widget=None) -> None:
         super().paint(painter, option, widget)
         if self.label and option.levelOfDetailFromTransform(painter.worldTransform()) > 0.5:
-            painter.setFont(label_font())
+            painter.setFont(LABEL_FONT)
             painter.fillRect(self.label_rect, colors().q("background"))  # readable where it lies over another edge
             painter.setPen(colors().q("edge_label"))
             painter.drawText(self.label_rect, Qt.AlignCenter, self.label)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox
+from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, colors
 from graphview.qt.formatting import elided, human_bytes
 from graphview.qt.plain import esc
@@ -246,3 +247,9 @@ class GroupItem(QGraphicsObject):
 
     def mouseDoubleClickEvent(self, event) -> None:
         self.sigToggled.emit(self.key)
+
+
+def solid(item) -> bool:
+    """Whether ``item`` is drawn as a block a label, a note or a page's cut must not cross: a
+    visible node, or a shut module box (the card in place of its nodes)."""
+    return item.isVisible() and (isinstance(item, NodeItem) or isinstance(item, GroupItem) and item.collapsed)
