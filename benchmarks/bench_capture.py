@@ -5,7 +5,10 @@
 
 For each model, steps alternate (interleaved, so machine noise hits every kind alike): a plain
 step; the floor, a step under a ``TorchFunctionMode`` and ``saved_tensors_hooks`` that only log
-(what intercepting every call and saved tensor costs by itself, with no bookkeeping); a step
+(what intercepting every call and saved tensor costs by itself, with no bookkeeping); the floor
+with backward, the same and a pre-hook and a hook on every node of each backward call, which
+only log too (what any recorder that sees the engine's order and every node's gradients pays,
+as graphview does, before it builds, summarizes or writes anything); a step
 recorded by graphview; and with ``--profiler`` a step under ``torch.profiler.profile(
 record_shapes=True, profile_memory=True, with_stack=True)`` (its exit, which builds its results,
 included); with ``--unwritten`` a step recorded into nowhere (the recorder's own work, no JSON and
@@ -30,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -169,6 +173,45 @@ class Floor:
         self._hooks.__exit__(*exc)
 
 
+class FloorWithBackward(Floor):
+    """The floor, and a pre-hook and a hook on every node of each backward call that only log
+    (registered and removed around the call, as graphview's backward mechanism does)."""
+
+    def _started(self, vid, grad_outputs):
+        self.log.append(("started", vid, len(grad_outputs)))
+
+    def _ended(self, vid, grad_inputs, grad_outputs):
+        self.log.append(("ended", vid, len(grad_inputs)))
+
+    def _run_backward(self, t_outputs, *args, **kwargs):
+        nodes: dict = {}
+        stack = [t.grad_fn if isinstance(t, torch.Tensor) else t.node for t in t_outputs]
+        while stack:
+            node = stack.pop()
+            if node is None or node in nodes:
+                continue
+            nodes[node] = len(nodes)
+            stack.extend(child for child, _ in node.next_functions)
+        handles = []
+        for node, vid in nodes.items():
+            handles.append(node.register_prehook(partial(self._started, vid)))
+            handles.append(node.register_hook(partial(self._ended, vid)))
+        try:
+            return self._original(t_outputs, *args, **kwargs)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def __enter__(self):
+        self._original = torch.autograd.graph._engine_run_backward
+        torch.autograd.graph._engine_run_backward = torch.autograd._engine_run_backward = self._run_backward
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        torch.autograd.graph._engine_run_backward = torch.autograd._engine_run_backward = self._original
+
+
 def _profiled(step):
     from torch.profiler import ProfilerActivity, profile
 
@@ -227,7 +270,7 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
 
     step = make_step()
     recorder = Recorder(emit, __file__)
-    floor = Floor()
+    floor, floor_with_backward = Floor(), FloorWithBackward()
 
     def recorded():
         with recorder:
@@ -237,7 +280,11 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
         with floor:
             step()
 
-    variants = {"plain": step, "floor": floored, "recorded": recorded}
+    def floored_with_backward():
+        with floor_with_backward:
+            step()
+
+    variants = {"plain": step, "floor": floored, "floor_backward": floored_with_backward, "recorded": recorded}
     if unwritten:  # the recorder's own work alone: its events go nowhere (no JSON, no pipe)
         silent = Recorder(lambda event: None, __file__)
 
@@ -261,8 +308,9 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
     recorded_steps = reps + 2
     events = sum(kinds.values()) / reps
     return {"model": name, "plain_ms": statistics.median(times["plain"]) * 1e3,
-            "recorded_ms": statistics.median(times["recorded"]) * 1e3, "ratio": ratio["recorded"],
-            "floor_ratio": ratio["floor"], "profiler_ratio": ratio.get("profiler"),
+            "recorded_ms": statistics.median(times["recorded"]) * 1e3,
+            "floor_backward_ms": statistics.median(times["floor_backward"]) * 1e3, "ratio": ratio["recorded"],
+            "floor_ratio": ratio["floor"], "floor_backward_ratio": ratio["floor_backward"], "profiler_ratio": ratio.get("profiler"),
             "unwritten_ratio": ratio.get("unwritten"),
             "events_per_step": events, "ops_per_step": kinds["op"] / reps,
             "bytes_per_step": total_bytes / recorded_steps, "records_per_step": records / recorded_steps, "kinds": {k: v / reps for k, v in kinds.most_common()}}
@@ -270,7 +318,10 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
 
 def report(row: dict, kinds: bool = False) -> str:
     text = (f"{row['model']}\n    plain {row['plain_ms']:8.2f} ms   recorded {row['recorded_ms']:8.2f} ms   "
-            f"graphview/plain {row['ratio']:.2f}x   floor/plain {row['floor_ratio']:.2f}x")
+            f"graphview/plain {row['ratio']:.2f}x   floor/plain {row['floor_ratio']:.2f}x   "
+            f"floor with backward/plain {row['floor_backward_ratio']:.2f}x\n    above the floor with backward "
+            f"(graphview's own work: bookkeeping, statistics, records, JSON, the pipe) "
+            f"{row['recorded_ms'] - row['floor_backward_ms']:.1f} ms a step")
     if row["unwritten_ratio"] is not None:
         text += f"   nothing written/plain {row['unwritten_ratio']:.2f}x"
     if row["profiler_ratio"] is not None:
