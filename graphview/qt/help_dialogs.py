@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QTextBrowser, Q
 import graphview
 from graphview.core.run import Run
 from graphview.qt.actions import shortcut_sheet
+from graphview.qt.widgets.buttons import words_only
 
 
 def installed(distribution: str, fallback: str = "not installed") -> str:
@@ -42,7 +43,7 @@ def versions() -> list[tuple[str, str]]:
 def _with_close(dialog: QDialog, body: QWidget) -> None:
     layout = QVBoxLayout(dialog)
     layout.addWidget(body)
-    buttons = QDialogButtonBox(QDialogButtonBox.Close)
+    buttons = words_only(QDialogButtonBox(QDialogButtonBox.Close))
     buttons.rejected.connect(dialog.reject)
     layout.addWidget(buttons)
 

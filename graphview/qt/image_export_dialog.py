@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QLineEdit, QPushButton, QVBoxLayout, QWidget)
 
 from graphview.qt.plain import plain_label
+from graphview.qt.widgets.buttons import words_only
 
 FORMATS = {".png": "PNG", ".svg": "SVG", ".pdf": "PDF"}
 PATTERN = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
@@ -46,7 +47,7 @@ class ImageExportDialog(QDialog):
         self.caption_text = plain_label(caption or "(no event shown)")  # the trace's names: text, never HTML
         self.caption_text.setWordWrap(True)
         self.caption_text.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.caption_text.setStyleSheet("color:#4b5563; margin-left:22px")
+        self.caption_text.setStyleSheet("margin-left:22px")  # (the palette's text colour: it reads on either theme)
         self.caption.setEnabled(bool(caption))
         # one theme per picture, caption and legend included: the window's, or light for paper
         self.light = QCheckBox("Light theme (for print), whatever the window's theme")
@@ -54,7 +55,7 @@ class ImageExportDialog(QDialog):
         form = QFormLayout()
         form.addRow("File", file_row)
         form.addRow("Format", self.format)
-        buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
+        buttons = words_only(QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel))
         buttons.button(QDialogButtonBox.Save).setText("Export")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)

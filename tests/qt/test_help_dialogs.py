@@ -56,3 +56,28 @@ def test_about_shows_the_versions_installed(window, record):
     text = about.text.text()
     about.close()
     assert f"recorded with torch {run.start['torch']} on Python {run.start['python']}" in text
+
+
+def test_dialog_buttons_say_what_they_do_without_the_desktops_icons(window, qtbot):
+    """On a desktop whose icon theme puts a black ✕ on Close (unreadable on the dark theme),
+    graphview's dialog buttons are words alone. (Offscreen, Qt puts no icons on them: the icon is
+    given by hand here, as such a desktop's style gives it.)"""
+    from PySide6.QtWidgets import QDialogButtonBox, QPushButton, QStyle
+
+    from graphview.qt.image_export_dialog import ImageExportDialog
+    from graphview.qt.widgets.buttons import words_only
+
+    box = QDialogButtonBox(QDialogButtonBox.Close | QDialogButtonBox.Save)
+    qtbot.addWidget(box)
+    for button in box.buttons():
+        button.setIcon(box.style().standardIcon(QStyle.SP_DialogCloseButton))
+    assert all(not button.icon().isNull() for button in box.buttons())
+    assert words_only(box) is box
+    assert all(button.icon().isNull() for button in box.buttons())
+    sheet = window.show_shortcuts()
+    export = ImageExportDialog(window, "/tmp/graph.png", "caption")
+    qtbot.addWidget(export)
+    for dialog in (sheet, export):
+        buttons = dialog.findChildren(QPushButton)
+        assert buttons and all(button.icon().isNull() for button in buttons)
+    sheet.close()

@@ -112,3 +112,28 @@ def test_the_diagnostics_list_goes_above_its_details_when_narrow(qtbot):
     assert panel.list.width() > 280
     panel.resize(900, 240)
     qtbot.waitUntil(lambda: panel.orientation() == Qt.Horizontal)
+
+
+def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtbot, record):
+    """The red dot sits on the top of the stack (all saved, weights included): the red ● in the
+    title is on those words and bytes, not on the activations' own peak (a smaller figure: the dot
+    read as marking 2.4 KiB where it stood at 3.8 KiB)."""
+    import re
+
+    from graphview.core.held import held_at
+    from graphview.qt.formatting import human_bytes
+    from graphview.qt.panels.memory import MemoryChart
+
+    run = record(model("mlp_optimizer"))
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(420, 300)
+    chart.show()
+    chart.show_run(run, "cpu")
+    (x,), (y,) = chart.peak.getData()
+    held = held_at(run, int(x))
+    assert y == held.total > held.activations  # the stack's top, weights in
+    marked = re.search(r"●(?:&nbsp;| )([^<]*)</span>", chart._title_text).group(1).replace("&nbsp;", " ")
+    assert marked == f"all saved {human_bytes(int(y))} at event {int(x)}"
+    assert f"activations peak {human_bytes(max(held_at(run, i).activations for i in range(len(run.events))))}" \
+        in chart._title_text

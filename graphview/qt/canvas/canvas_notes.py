@@ -8,7 +8,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsView
 
-from graphview.qt.canvas.groups import solid
+from graphview.qt.canvas.groups import GroupItem, solid
+from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import colors
 
 #: what the empty canvas says at the start of a run
@@ -42,28 +43,77 @@ def paint_message(view: QGraphicsView, painter: QPainter, text: str) -> None:
 
 def paint_graph_gone(view: QGraphicsView, painter: QPainter) -> None:
     """Between steps and after the run, autograd holds no graph: only leaves are left, spread
-    over the rows their graph took. A note says why the canvas is nearly empty, where it hides
-    no node (at the top, else at the bottom, else in a corner)."""
+    over the rows their graph took. A note says why the canvas is nearly empty, on a plain card
+    (nothing shows through its text) placed by :func:`graph_gone_note_rect`."""
     gone = view.scene().graph_gone_at()
     if gone is None:
         return
-    text = (f"No autograd graph at this point: the last one was destroyed at event {gone} "
-            "(nothing referenced its output any more). Leaves keep their .grad; step back (←) to see the graph.")
+    text = GRAPH_GONE.format(event=gone)
     painter.save()
     painter.resetTransform()
     font = QFont("DejaVu Sans", 9)
     painter.setFont(font)
-    port = QRectF(view.viewport().rect())
-    width = min(port.width() - 40, 440.0)
-    height = QFontMetricsF(font).boundingRect(QRectF(0, 0, width - 20, 400), Qt.TextWordWrap, text).height() + 12
-    # where it hides no node (its leaves sit all over the rows their graph took): top, bottom, corners
-    xs = (port.center().x() - width / 2, 10.0, port.width() - width - 10)
-    places = [QRectF(x, y, width, height) for x in xs for y in (10.0, port.height() - height - 10)]
-    note = next((place for place in places if not any(map(solid, view.items(place.toRect())))), places[0])
+    note = graph_gone_note_rect(view, text, font)
     c = colors()
     painter.setPen(QPen(c.q("group_border"), 1))
-    painter.setBrush(c.q("overview_fill"))
+    painter.setBrush(c.q("background"))
     painter.drawRoundedRect(note, 6, 6)
     painter.setPen(c.q("group_label"))
     painter.drawText(note.adjusted(10, 6, -10, -6), Qt.AlignCenter | Qt.TextWordWrap, text)
     painter.restore()
+
+
+#: the note of a canvas where no autograd graph is alive (``event``: where the last one was destroyed)
+GRAPH_GONE = ("No autograd graph at this point: the last one was destroyed at event {event} (nothing referenced "
+              "its output any more). Leaves keep their .grad; step back (←) to see the graph.")
+
+
+def graph_gone_note_rect(view: QGraphicsView, text: str, font: QFont) -> QRectF:
+    """Where the note ``text`` goes, in viewport pixels: the first place (the top's middle, left and
+    right, then the bottom's) where it covers nothing drawn (no node, no box's frame or name, no
+    edge, not the overview), narrower if that makes room (the leaves left of a model opened a level
+    down sit in its boxes: beside them, a margin); else the first where it hides no node, shut card
+    or box name, else no node or shut card, else the top's middle."""
+    port = QRectF(view.viewport().rect())
+    overview = getattr(view, "overview", None)
+    taken = QRectF(overview.geometry()) if overview is not None and overview.isVisible() else QRectF()
+
+    def places(width: float) -> list[QRectF]:
+        height = QFontMetricsF(font).boundingRect(QRectF(0, 0, width - 20, 400), Qt.TextWordWrap, text).height() + 12
+        xs = (port.center().x() - width / 2, 10.0, port.width() - width - 10)
+        return [QRectF(x, y, width, height) for y in (10.0, port.height() - height - 10) for x in xs]
+
+    def covered(place: QRectF) -> list:
+        in_scene = view.mapToScene(place.toRect()).boundingRect()
+        return [item for item in view.items(place.toRect())
+                if item.isVisible() and not isinstance(item, SketchItem) and _drawn_over(item, in_scene)]
+
+    widest = min(port.width() - 40, 440.0)
+    for width in (widest, 340.0, 260.0):
+        if width > widest:
+            continue
+        clear = next((place for place in places(width) if not covered(place) and not place.intersects(taken)), None)
+        if clear is not None:
+            return clear
+    candidates = places(widest)
+
+    def hides_a_name(place: QRectF) -> bool:
+        in_scene = view.mapToScene(place.toRect()).boundingRect()
+        return any(isinstance(item, GroupItem) and not item.collapsed and in_scene.intersects(item.label_rect())
+                   for item in covered(place))
+
+    for bad in (lambda place: any(map(solid, covered(place))) or hides_a_name(place),
+                lambda place: any(map(solid, covered(place)))):
+        found = next((place for place in candidates if not bad(place)), None)
+        if found is not None:
+            return found
+    return candidates[0]
+
+
+def _drawn_over(item, place: QRectF) -> bool:
+    """Whether a note at ``place`` (scene units), among ``item``'s bounds, hides something of it: an
+    open module box only where its frame or its name is (inside, it is empty canvas)."""
+    if not isinstance(item, GroupItem) or item.collapsed:
+        return True
+    inside = item.rect.adjusted(6, 6, -6, -6)
+    return place.intersects(item.label_rect()) or not inside.contains(place)

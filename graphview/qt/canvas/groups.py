@@ -205,17 +205,23 @@ class GroupItem(QGraphicsObject):
         third = inner.height() / 3
         title = f"▸ {self.box.title}"
         font = self.title_font()
-        painter.setPen(c.q("freed_text") if self.freed else c.q("collapsed_text"))
+        faded = self.faded()
+        painter.setPen(c.q("freed_text") if faded else c.q("collapsed_text"))
         painter.setFont(font)
         painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
                          elided(title, font, inner.width()))
         small = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
         painter.setFont(small)
-        painter.setPen(c.q("freed_text") if self.freed else c.q("subtitle"))
+        painter.setPen(c.q("freed_text") if faded else c.q("subtitle"))
         painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
                          elided(self.box.shown_kind or "module", small, inner.width()))
         painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
                          elided(self.summary(), small, inner.width()))
+
+    def faded(self) -> bool:
+        """Whether a shut card's text is drawn faded: as its card is, freed by backward; lit up as
+        running, or at the cursor, it reads in full (a node inside is executing)."""
+        return self.freed and not self.running and self.now is None
 
     def _paint_bars(self, painter, area: QRectF) -> None:
         """A bar per repeated block, as tall as its activations against the largest block's, on a

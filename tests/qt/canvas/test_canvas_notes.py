@@ -9,6 +9,7 @@ from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
 from graphview.qt.canvas.canvas_notes import NOTHING_YET, START_HINT, shown_message
 from tests.conftest import SAMPLES, model
+from tests.qt.canvas.conftest import show_at
 
 
 def test_the_start_hint_says_where_the_cursor_is_once_it_has_moved_on():
@@ -111,3 +112,57 @@ def test_a_saved_badge_keeps_its_unit(saved, qtbot):
     room = badge_room(SAVED_BADGE_LEFT)  # as NodeItem._badge gives a left-aligned badge
     assert QFontMetricsF(badge_font()).elidedText(text, Qt.ElideRight, room) == text
     assert text.endswith(("B", "KiB", "MiB", "GiB"))
+
+
+def test_the_no_graph_note_covers_nothing_drawn_where_a_place_is_clear(canvas, record):
+    """After a step, the leaves of a model opened a level down sit in its module boxes: the note
+    takes a place where it hides no node, no edge and no box's frame or name (it was put over the
+    name of a box at the bottom, which read through it), narrower where that makes room."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QFont
+
+    from graphview.qt.canvas.canvas_notes import GRAPH_GONE, graph_gone_note_rect
+    from graphview.qt.canvas.edges import EdgeItem
+    from graphview.qt.canvas.groups import GroupItem, solid
+
+    run = record(model("mlp_optimizer"), steps=2)
+    scene, view = canvas
+    show_at(canvas, run, len(run.events) - 1)
+    view.change_level(1)
+    view.fit()
+    gone = scene.graph_gone_at()
+    assert gone is not None
+    note = graph_gone_note_rect(view, GRAPH_GONE.format(event=gone), QFont("DejaVu Sans", 9))
+    in_scene = view.mapToScene(note.toRect()).boundingRect()
+    shown = [item for item in scene.items() if item.isVisible()]
+    boxes = [item for item in shown if isinstance(item, GroupItem) and not item.collapsed]
+    assert boxes, "opened a level down: the model's boxes are drawn open"
+    assert not any(solid(item) and item.sceneBoundingRect().intersects(in_scene) for item in shown)
+    assert not any(isinstance(item, EdgeItem) and item.sceneBoundingRect().intersects(in_scene) for item in shown)
+    for box in boxes:
+        assert not box.label_rect().intersects(in_scene)
+        assert box.rect.adjusted(6, 6, -6, -6).contains(in_scene) or not box.rect.adjusted(-2, -2, 2, 2).intersects(in_scene)
+    # the widest note at the top's middle would hide a node: where it goes matters here
+    top_middle = QRectF(view.viewport().rect().center().x() - 220, 10, 440, 60)
+    assert any(solid(item) for item in view.items(top_middle.toRect()))
+
+
+def test_a_shut_card_running_in_backward_reads_in_full(canvas, record):
+    """A shut box whose nodes backward is running lights up; its name is not drawn faded as a
+    freed card's is, even where backward already freed some of what it saved."""
+    run = record(model("checkpointing"), steps=1)
+    scene, view = canvas
+    show_at(canvas, run, 0)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+    call = min(run.backwards.values(), key=lambda c: c.start)
+    seen_running = seen_freed_running = False
+    for index in range(call.start, call.end + 1):
+        scene.set_cursor(index)
+        for card in (g for g in scene.groups.values() if g.isVisible() and g.collapsed):
+            if card.running:
+                seen_running = True
+                seen_freed_running |= card.freed
+                assert not card.faded()
+            elif card.freed and card.now is None:
+                assert card.faded()
+    assert seen_running and seen_freed_running
