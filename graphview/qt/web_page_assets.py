@@ -95,7 +95,7 @@ const W = 172, H = 48;
 const COLORS = {
   param: ["#b7e4b9", "#2e7d32"], input_grad: ["#ffe08a", "#b8860b"], input: ["#e3e6ea", "#8a8f96"],
   intermediate: ["#ffffff", "#6b7280"], output: ["#f7b4ae", "#c62828"], op: ["#c9dcf5", "#1f5fa8"],
-  accumulate: ["#dccff2", "#6a4bb0"], detached: ["#eeeeee", "#9e9e9e"]};
+  accumulate: ["#dccff2", "#6a4bb0"], detached: ["#eeeeee", "#888888"]};
 const NAMES = {param: "leaf parameter", input_grad: "leaf input that requires grad", input: "input (no grad)",
   intermediate: "intermediate tensor", output: "output / loss", op: "grad_fn node", accumulate: "AccumulateGrad",
   detached: "detached / no-grad tensor"};

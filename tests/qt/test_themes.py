@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from PySide6.QtCore import QPoint, QRect, QSettings
-from PySide6.QtGui import QColor, QImage, QPalette
+from PySide6.QtCore import QPoint, QRect, QRectF, QSettings
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QApplication
 
 from graphview.core.options import RunOptions
@@ -16,6 +16,7 @@ from graphview.qt import theme as themes
 from graphview.qt.main_window import MainWindow
 from graphview.qt.panels.inspector import histogram_image
 from graphview.qt.widgets import Legend
+from graphview.qt.widgets.legend import legend_entries, paint_swatch
 from tests.conftest import lesson
 
 
@@ -29,6 +30,32 @@ def luminance(color: QColor) -> float:
 def contrast(a: QColor, b: QColor) -> float:
     hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
+
+
+def lab(color: QColor) -> tuple[float, float, float]:
+    """CIELAB (D65) of an sRGB colour."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = linear(color.redF()), linear(color.greenF()), linear(color.blueF())
+    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def difference(a: QColor, b: QColor) -> float:
+    """How far apart two colours look (CIE76 delta E): hue counts, not only lightness (an orange
+    ring on light grey stands out at a luminance contrast of 2:1)."""
+    return sum((p - q) ** 2 for p, q in zip(lab(a), lab(b))) ** 0.5
+
+
+#: the least a legend swatch's outline differs from its background (delta E) to read at 14 px:
+#: the grey ring of "input (no grad)" on the light window reads, at 34.7 as drawn; a freed node's
+#: dashed grey on the dark window (26.8) and a detached tensor's on the light one (29.3) were hard to see
+SWATCH_DIFFERENCE = 33
 
 
 def pixels(image: QImage, rect: QRect | None = None) -> list[QColor]:
@@ -150,6 +177,29 @@ def test_under_dark_the_legend_search_placeholder_and_status_bar_are_readable(sh
     window.statusBar().showMessage("recorded 43 events")
     background, ink, ratio = text_on_background(grab(window.statusBar()))
     assert is_dark(background) and ratio >= 4.5, (background.name(), ink.name())
+
+
+def most_different(image: QImage, background: QColor) -> float:
+    """How far the pixel of ``image`` that stands out most from ``background`` is from it."""
+    return max(difference(c, background) for c in pixels(image))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_legend_swatch_stands_out_on_the_window_and_on_an_exported_page(window, restore_desktop, theme):
+    window.themes.actions[theme].trigger()
+    legend = window.findChild(Legend)
+    background = QColor.fromRgb(Counter(c.rgb() for c in pixels(grab(legend))).most_common(1)[0][0])
+    assert background.name() == themes.current().window
+    faint = {swatch.entry.text: round(most_different(grab(swatch), background), 1) for swatch in legend.swatches}
+    assert {text: d for text, d in faint.items() if d < SWATCH_DIFFERENCE} == {}
+    page = themes.current().canvas  # an exported picture draws the same swatches on the canvas's background
+    for entry in legend_entries(page):
+        image = QImage(entry.swatch_size(), QImage.Format_RGB32)
+        image.fill(page.q("background"))
+        painter = QPainter(image)
+        paint_swatch(painter, QRectF(image.rect()), entry)
+        painter.end()
+        assert most_different(image, page.q("background")) >= SWATCH_DIFFERENCE, entry.text
 
 
 def test_under_dark_the_inspector_histogram_is_dark_with_readable_figures(shown):

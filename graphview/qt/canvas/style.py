@@ -46,6 +46,9 @@ class CanvasColors:
     freed_fill: str
     freed_border: str
     freed_text: str
+    # the legend's swatch of a freed node: its dashed outline, darker than a freed node's border
+    # (which reads around a 172x48 box on the canvas, and not around a 14 px square on the window)
+    freed_swatch_border: str
     unreachable_fill: str  # the legend's swatch of a node kept alive off the loss's path
     unreachable_border: str
     saved_fill: str
@@ -100,13 +103,13 @@ LIGHT = CanvasColors(
     fill={"param": "#b7e4b9", "input_grad": "#ffe08a", "input": "#e3e6ea", "intermediate": "#ffffff",
           "output": "#f7b4ae", "op": "#c9dcf5", "accumulate": "#dccff2", "detached": "#eeeeee"},
     border={"param": "#2e7d32", "input_grad": "#b8860b", "input": "#8a8f96", "intermediate": "#6b7280",
-            "output": "#c62828", "op": "#1f5fa8", "accumulate": "#6a4bb0", "detached": "#9e9e9e"},
+            "output": "#c62828", "op": "#1f5fa8", "accumulate": "#6a4bb0", "detached": "#888888"},
     title="#1b1b1b", subtitle="#454b54",
     running_fill="#ffd59e", running_border="#ff8c00", running_glow="#5aff8c00",
     error_fill="#f7d4d4", error_border="#c62828", error_glow="#46c62828",
     selection="#0b57d0", selection_fill="#3c0b57d0",
-    freed_fill="#f1f1f1", freed_border="#bdbdbd", freed_text="#a0a0a0",
-    unreachable_fill="#66dbeafe", unreachable_border="#662563eb",
+    freed_fill="#f1f1f1", freed_border="#bdbdbd", freed_text="#a0a0a0", freed_swatch_border="#8c8c8c",
+    unreachable_fill="#66dbeafe", unreachable_border="#86a9e8",
     saved_fill="#fff1c4", saved_border="#b8860b", saved_text="#8d6708",
     grad_fill="#e8f5e9", grad_border="#2e7d32", grad_text="#236026",
     edge="#7d8590", edge_freed="#d0d0d0", edge_accumulate="#6a4bb0", edge_label="#6b7280",
@@ -128,8 +131,8 @@ DARK = CanvasColors(
     running_fill="#5c3b0c", running_border="#ff9a1f", running_glow="#5aff9a1f",
     error_fill="#4a2020", error_border="#ef5350", error_glow="#50ef5350",
     selection="#6ea8ff", selection_fill="#386ea8ff",
-    freed_fill="#1c1e22", freed_border="#596069", freed_text="#7b818a",
-    unreachable_fill="#661e3a5f", unreachable_border="#665f95e0",
+    freed_fill="#1c1e22", freed_border="#596069", freed_text="#7b818a", freed_swatch_border="#7b818a",
+    unreachable_fill="#661e3a5f", unreachable_border="#4f73a6",
     saved_fill="#3d3213", saved_border="#d4a72c", saved_text="#f3d27a",
     grad_fill="#1e3a24", grad_border="#5cb866", grad_text="#a5e0ab",
     edge="#7f8792", edge_freed="#3d4148", edge_accumulate="#9d84dc", edge_label="#a0a7b1",

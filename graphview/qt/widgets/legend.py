@@ -58,7 +58,7 @@ def legend_entries(c: CanvasColors | None = None) -> tuple[LegendEntry, ...]:
         *nodes,
         LegendEntry("running now (backward)", c.q("running_fill"), c.q("running_border"), width=2),
         LegendEntry("where the error happened", c.q("error_fill"), c.q("error_border"), width=2),
-        LegendEntry("freed by backward", c.q("freed_fill"), c.q("freed_border"), dashed=True),
+        LegendEntry("freed by backward", c.q("freed_fill"), c.q("freed_swatch_border"), dashed=True),
         LegendEntry("kept alive, not on the loss's path", c.q("unreachable_fill"), c.q("unreachable_border"),
                     tooltip="alive, but on no path from the loss: backward will not run it"),
         LegendEntry("bytes held for backward", c.q("saved_fill"), c.q("saved_border"), "badge", width=1, word="saved"),
