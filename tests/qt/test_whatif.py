@@ -79,7 +79,7 @@ def test_a_suggestion_names_the_layers_and_tries_them_in_one_click(window, recor
     suggestion = next(i for i in items if i.data(0, panel.SUGGESTION) is not None)
     assert suggestion.data(0, panel.SUGGESTION).pattern == "encoder.layers.*"
     panel.list.setCurrentItem(suggestion)
-    assert panel.try_button.isVisibleTo(panel) and "encoder.layers.*" in panel.try_button.text()
+    assert panel.try_button.isVisibleTo(panel) and "encoder.layers.*" in panel.try_button.toolTip()
     asked: list[RunOptions] = []
     window.sigRunRequested.connect(asked.append)
     qtbot.mouseClick(panel.try_button, Qt.LeftButton)
@@ -103,3 +103,18 @@ class _Menu:
 
     def addAction(self, text, slot) -> None:
         self.actions.append((text, slot))
+
+
+def test_with_no_pitfall_the_first_suggestion_is_shown_in_full_with_its_button(window, record, write_script):
+    """A run with no pitfall but a checkpoint suggestion: the suggestion is selected, its detail and
+    its "Try it" shown (the detail said "no autograd pitfalls found" again, below the list that says
+    so, and the suggestion was cut off in the list's last lines with no button in sight)."""
+    with open(TRANSFORMER, encoding="utf-8") as f:
+        run = record(write_script(f.read().replace("num_layers=1", "num_layers=2")))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    panel = window.diagnostics
+    assert not panel.findings and panel.topLevelItemCount() >= 2
+    current = panel.list.currentItem()
+    assert current is panel.topLevelItem(1) and current.data(0, panel.SUGGESTION) is not None
+    assert panel.try_button.isVisibleTo(panel)
+    assert "Suggestion:" in panel.detail.toPlainText()

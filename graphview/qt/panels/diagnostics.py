@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QPushButton, QSplitter, QTextBrowser, QTreeWidget,
 
 from graphview.core.run import Run
 from graphview.qt import theme as themes
-from graphview.qt.plain import button_text, esc, text_tip
+from graphview.qt.plain import esc, text_tip
 from graphview.qt.widgets.wrapping import wrap_lines
 
 
@@ -93,7 +93,9 @@ class DiagnosticsPanel(QSplitter):
         suggestion = item.data(0, self.SUGGESTION) if item is not None else None
         self.try_button.setVisible(suggestion is not None)
         if suggestion is not None:
-            self.try_button.setText(button_text(f"Try it: re-run with checkpoint {suggestion.pattern}"))
+            # (the module is named in the detail above: a path in the button's words made it as wide)
+            self.try_button.setText("Try it: re-run with this checkpoint")
+            self.try_button.setToolTip(text_tip(f"re-run the script with checkpoint {suggestion.pattern}"))
             self.detail.setHtml(f"<p><b>Suggestion:</b> {esc(suggestion.text())}.</p>"
                                 "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
                                 "..., use_reentrant=False): the activations its nodes save are dropped and recomputed "
@@ -164,7 +166,11 @@ class DiagnosticsPanel(QSplitter):
             item.setData(0, self.SUGGESTION, suggestion)
             item.setToolTip(0, text_tip(f"{suggestion.text()}\n\nselect it, then 'Try it' re-runs with that checkpoint"))
             self.list.addTopLevelItem(item)
-        if not findings:
-            self._show_detail(None)
+        # the first thing worth reading in full is selected: a pitfall, else what a tried checkpoint
+        # measured or a suggestion with its "Try it" (the list's own line says there is no pitfall:
+        # the detail repeating it left the suggestion cut off in a short list, its button hidden)
+        first = 0 if findings else 1
+        if first < self.list.topLevelItemCount():
+            self.list.setCurrentItem(self.list.topLevelItem(first))
         else:
-            self.list.setCurrentItem(self.list.topLevelItem(0))
+            self._show_detail(None)
