@@ -6,10 +6,12 @@ import ast
 import os
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPushButton,
@@ -21,8 +23,9 @@ from graphview.core.trace import SUFFIX
 from graphview.qt.plain import text_tip
 
 
-def _first_line_of_docstring(path: str) -> str:
-    """What a sample shows, from the first line of its docstring (read, not imported)."""
+def _summary(path: str) -> str:
+    """What a sample shows: the first sentence of its docstring (read, not imported), however
+    many lines it takes."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = ast.get_docstring(ast.parse(f.read()))
@@ -30,13 +33,64 @@ def _first_line_of_docstring(path: str) -> str:
         return ""
     if not doc:
         return ""
-    first = doc.strip().splitlines()[0]
-    return first.split(". ")[0].rstrip(".")  # the first sentence
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    return paragraph.split(". ")[0].rstrip(".")
 
 
 def _sample_label(path: str) -> str:
     parts = os.path.normpath(path).split(os.sep)
     return "/".join(parts[parts.index("sample_models") + 1:]) if "sample_models" in parts else os.path.basename(path)
+
+
+def _recent_labels(paths: list[str]) -> list[str]:
+    """Each recent file by its name, then its folder: the home folder as ``~``, only the last two
+    folders of a deeper one, more where two files would read the same (the whole path is the
+    row's tooltip)."""
+    home = os.path.expanduser("~")
+    folders = []
+    for path in paths:
+        folder = os.path.dirname(os.path.normpath(path))
+        if home not in ("", os.sep) and (folder == home or folder.startswith(home + os.sep)):
+            folder = "~" + folder[len(home):]
+        folders.append(folder.split(os.sep))
+
+    def label(k: int, depth: int) -> str:
+        parts = folders[k]
+        folder = os.sep.join(["…", *parts[-depth:]]) if len(parts) > depth + 1 else os.sep.join(parts)
+        return f"{os.path.basename(paths[k])}  —  {folder}"
+
+    depths = [2] * len(paths)
+    for _ in range(max((len(parts) for parts in folders), default=0)):
+        labels = [label(k, depths[k]) for k in range(len(paths))]
+        same = {k for k in range(len(paths)) if labels.count(labels[k]) > 1}
+        if not same:
+            break
+        for k in same:
+            depths[k] += 1
+    return [label(k, depths[k]) for k in range(len(paths))]
+
+
+class WholeRows(QListWidget):
+    """A list of one-line rows that shows only whole rows, a long one elided with "…": the room
+    under the last whole row is left empty (a row cut in half reads as text cut off), and it
+    scrolls a row at a time, so the last row ends at the bottom."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setUniformItemSizes(True)  # every row as wide as the list: longer text is elided
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.ElideRight)
+        self.setResizeMode(QListView.Adjust)
+        self.setVerticalScrollMode(QListView.ScrollPerItem)
+        self.setBackgroundRole(QPalette.Base)  # the room under the last row: as the rows' background
+        self.setAutoFillBackground(True)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        row = self.sizeHintForRow(0) if self.count() else 0
+        if row > 0:
+            inside = self.height() - 2 * self.frameWidth()
+            self.setViewportMargins(0, 0, 0, inside % row)
 
 
 class StartPage(QWidget):
@@ -64,14 +118,15 @@ class StartPage(QWidget):
         for heading, paths in (("Recent files", recent), ("Samples", samples)):
             column = QVBoxLayout()
             column.addWidget(QLabel(f"<b>{heading}</b>"))
-            widget = QListWidget()
-            for path in paths:
-                text = path
+            widget = WholeRows()
+            for path, text in zip(paths, _recent_labels(paths)):
+                tip = path
                 if heading == "Samples":
-                    about = _first_line_of_docstring(path)
+                    about = _summary(path)
                     text = f"{_sample_label(path)}  —  {about}" if about else _sample_label(path)
+                    tip = f"{about}\n{path}" if about else path
                 item = QListWidgetItem(text)
-                item.setToolTip(text_tip(path))
+                item.setToolTip(text_tip(tip))
                 item.setData(Qt.UserRole, path)
                 widget.addItem(item)
             if not paths:
