@@ -8,10 +8,23 @@ from typing import Callable
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
+from graphview.core.drawing.nodes import LAYER_HEIGHT
 from graphview.qt.canvas.view_fit import ViewFit
 
-#: the room, in screen pixels, following keeps between the cursor's node and the canvas's edges
-FOLLOW_MARGIN = (60, 40)
+#: the room, in screen pixels, following keeps between the cursor's node and the canvas's left and
+#: right edges; above and below, the room of a row (:func:`follow_margins`)
+FOLLOW_MARGIN_X = 60
+
+
+def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
+    """The room, in screen pixels, following keeps around the cursor's node ``where`` (scene
+    units): across, FOLLOW_MARGIN_X; up and down, a row and a little more at the view's zoom, so
+    the rows next to it show whole (a leaf above the AccumulateGrad that runs, the node whose
+    gradient it receives below); less in a view too short for that."""
+    scale = view.transform().m11()
+    port = view.viewport().rect()
+    room = int(max(0.0, port.height() - where.height() * scale) / 2) - 2
+    return FOLLOW_MARGIN_X, max(0, min(int(LAYER_HEIGHT * scale) + 8, room))
 
 
 class Follow:
@@ -36,7 +49,7 @@ class Follow:
         if view.transform().m11() < self._fit.readable_scale():
             self._fit.readable_around(where.center())
             return
-        view.ensureVisible(where, *FOLLOW_MARGIN)
+        view.ensureVisible(where, *follow_margins(view, where))
 
     def box_relaying(self, at: QPointF) -> None:
         """A box at ``at`` (scene units) is about to be opened or shut: remember where it is on screen."""

@@ -8,7 +8,8 @@ from PySide6.QtCore import QPointF, QRectF
 
 from graphview.core import timeline
 from graphview.qt.canvas.style import colors
-from graphview.qt.canvas.follow import FOLLOW_MARGIN
+from graphview.core.drawing.nodes import LAYER_HEIGHT
+from graphview.qt.canvas.follow import follow_margins
 from tests.conftest import model
 from tests.qt.canvas.conftest import show_at
 
@@ -52,8 +53,12 @@ def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backw
     view.follow_cursor()
     where = _on_screen(view, node)
     assert view.transform().m11() == 1 and port.contains(where)
-    # scrolled just far enough: the margin between it and the edge it came in from
-    assert min(abs(where.top() - FOLLOW_MARGIN[1]), abs(port.bottom() - where.bottom() - FOLLOW_MARGIN[1])) <= 2
+    # scrolled just far enough: the margin between it and the edge it came in from, a row and a
+    # little more (at 40 px, the leaf above a running AccumulateGrad showed as a sliver)
+    margin = follow_margins(view, node)[1]
+    assert margin > LAYER_HEIGHT
+    assert min(abs(where.top() - margin), abs(port.bottom() - where.bottom() - margin)) <= 2
+    assert port.contains(where.adjusted(0, -LAYER_HEIGHT, 0, LAYER_HEIGHT))  # the rows next to it, whole
     # the next node backward runs is on screen as well, once followed
     view.set_cursor(timeline.next_backward_node(run, index))
     view.follow_cursor()
