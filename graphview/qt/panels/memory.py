@@ -138,7 +138,7 @@ class MemoryChart(pg.PlotWidget):
         self._show_axes(arrays.n > 0)
         self._align_overlays(run)
         for kind, top in (("input", "input"), ("param", "input_param"), ("activation", "total")):
-            label = {"activation": "activations", "param": "leaves that require grad (parameters)",
+            label = {"activation": "activations", "param": "weights (leaves that require grad)",
                      "input": "inputs and constants"}[kind]
             x, y = arrays.peaks(top, points)
             curve = self.curves.get(kind)
@@ -193,7 +193,7 @@ class MemoryChart(pg.PlotWidget):
             headline = f"<span style='color:{t.muted}'>no saved tensors on {esc(device)}</span>"
         lines = t.chart_lines
         # (the words of the keys are short: a narrow panel keeps its plot; what each holds is the tooltip)
-        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "parameters"),
+        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "weights"),
                 (lines["input"], "■", "inputs and constants")]
         if self._arrays is not None and self._arrays.has_alloc:
             keys.append((lines["allocated"], "┅", "CUDA allocated"))
@@ -359,13 +359,13 @@ def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
 #: what the chart's three series hold
 SERIES_TIP = ("Bytes autograd holds for backward (saved tensors) on this device, at each event:\n"
               "activations: results of ops saved for backward;\n"
-              "parameters: leaves that require grad, saved as they are (a weight a matmul saves);\n"
+              "weights: leaves that require grad, saved as they are (a weight a matmul saves);\n"
               "inputs and constants: tensors without grad that ops saved (the batch a conv saves).\n"
               "Click to move the cursor there.")
 
 
 def _unbroken(label: str) -> str:
-    """``label`` as HTML that wraps only between its parts: "parameters (leaves that require grad)" may
+    """``label`` as HTML that wraps only between its parts: "weights (leaves that require grad)" may
     break before its bracket, "earlier run 2: retain_graph, checkpoint encoder.layers.* options" after
     its colon and commas, nowhere else."""
     words = esc(label).replace(" ", "&nbsp;")
