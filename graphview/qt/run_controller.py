@@ -301,9 +301,13 @@ class RunController(QObject):
         start = w.run.start if w.run else None
         if start and start.get("mode") == "step":
             steps = (start.get("options") or {}).get("steps") or w.options.steps
-            w.code_note.setText(f"Step script: graphview calls <b>step()</b> {esc(steps)}× (Run options → steps) and runs "
-                                "backward and the optimizer on what it returns; the <code>__main__</code> block "
-                                "is not run.")
+            # two lines of the pane at 1366x768 (its narrowest); the tooltip says it in whole sentences
+            w.code_note.setText(f"<b>step()</b> runs {esc(steps)}× (Run options → steps), backward on its loss, then "
+                                "the optimizer; not <code>__main__</code>.")
+            w.code_note.setToolTip(f"<qt>A step script: graphview calls <b>step()</b> {esc(steps)} times (Run options → "
+                                   "steps), runs backward on the loss it returns and steps <code>optimizer</code> "
+                                   "after each call; the script's <code>if __name__ == \"__main__\":</code> block "
+                                   "does not run.</qt>")
             w.code_note.show()
         else:
             w.code_note.hide()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPointF, QRect, QSize
+from PySide6.QtGui import QTextDocument
 
 from graphview.core import timeline
-from graphview.core.options import RunOptions
+from graphview.core.options import APP_STEPS, RunOptions
 from graphview.qt.canvas import NodeItem
 from graphview.qt.window_layout import LARGEST, window_size
 from tests.conftest import model
@@ -151,3 +152,19 @@ def test_a_long_status_message_ends_before_the_run_summary(window, record, qtbot
     assert bar.toolTip() == text_tip(message) and bar.message() == message  # (the tooltip shows it as plain text)
     bar.showMessage("wrote graph.svg", 5000)
     assert bar.currentMessage() == "wrote graph.svg" and bar.toolTip() == ""
+
+
+def test_at_1366x768_the_step_script_note_says_how_graphview_runs_it_in_two_lines(window, record, qtbot):
+    run = record(model("mlp_optimizer"), steps=APP_STEPS)
+    small_window(window, qtbot, run)
+    note = window.code_note
+    assert note.isVisible()
+    document = QTextDocument()
+    document.setHtml(note.text())
+    words = document.toPlainText()
+    for fact in ("step()", f"{APP_STEPS}×", "Run options → steps", "backward", "optimizer", "__main__"):
+        assert fact in words, fact
+    margins = note.contentsMargins()  # the theme's padding and border
+    text_height = note.heightForWidth(note.width()) - margins.top() - margins.bottom()
+    assert text_height / note.fontMetrics().lineSpacing() < 2.5, (note.width(), words)
+    assert "__main__" in note.toolTip() and f"step()</b> {APP_STEPS} times" in note.toolTip()
