@@ -159,7 +159,7 @@ const nodes = D.nodes.map((n, k) => {
   }
   const tip = make("title", {}, g);
   return {n: n, g: g, tip: tip, saved: n.saved ? badge(g, "saved", -H / 2 - 2) : null,
-          grad: n.grads ? badge(g, "grad", H / 2 + 10) : null, k: k};
+          grad: n.grads ? badge(g, "grad", H / 2 + 13) : null, k: k};
 });
 
 function setBadge(b, text) {

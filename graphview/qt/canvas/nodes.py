@@ -18,8 +18,11 @@ from graphview.qt.plain import esc
 SAVED_BADGE_LEFT = 8.0
 #: how far right of the box a left-aligned badge may reach (a node beside it starts 28 further)
 BADGE_REACH = 24.0
-#: a node item's bounds around its centre: its box, and its badges (they reach out right)
-ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 11 + BADGE_REACH + 1, NODE_H + 34)
+#: where the gradient badge's centre is, below the box: its top stays 5 units clear of the box's
+#: border (at 2.5 it read as touching it at the zoom a graph opens at)
+GRAD_BADGE_Y = NODE_H / 2 + 13
+#: a node item's bounds around its centre: its box, and its badges (they reach out right and below)
+ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 11 + BADGE_REACH + 1, NODE_H + 38)
 
 
 def badge_font() -> QFont:
@@ -129,9 +132,9 @@ class NodeItem(QGraphicsItem):
                 fill, border, text = c.q("freed_fill"), c.q("freed_border"), c.q("subtitle")
             else:
                 fill, border, text = c.q("grad_fill"), c.q("grad_border"), c.q("grad_text")
-            self._badge(painter, f"grad {self.grad}", QPointF(0, NODE_H / 2 + 10), fill, border, text, align="center")
+            self._badge(painter, f"grad {self.grad}", QPointF(0, GRAD_BADGE_Y), fill, border, text, align="center")
         elif self.grad is not None:  # an autograd node that sent NaN or Inf on (see Run.non_finite_out)
-            self._badge(painter, self.grad, QPointF(0, NODE_H / 2 + 10), c.q("error_fill"), c.q("error_border"),
+            self._badge(painter, self.grad, QPointF(0, GRAD_BADGE_Y), c.q("error_fill"), c.q("error_border"),
                         c.q("error_border"), align="center")
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:

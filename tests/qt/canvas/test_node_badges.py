@@ -1,0 +1,53 @@
+"""A tensor's gradient badge under its node: clear of the node's border (it touched it), inside the
+item's bounds, and above where the next row's node and its badge begin."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QGraphicsScene
+
+from graphview.core.drawing.nodes import LAYER_HEIGHT
+from graphview.qt.canvas import NodeItem
+from graphview.qt.canvas.nodes import ITEM_BOUNDS
+from graphview.qt.canvas.style import NODE_H
+from tests.conftest import model
+from tests.qt.canvas.conftest import show_at
+
+
+def column_below(item: NodeItem, x: float, scale: float) -> list[QColor]:
+    """The pixels of a column ``x`` right of the node's centre, from its centre down to the bottom
+    of its bounds, as the node alone paints them on a white scene at ``scale``."""
+    node = NodeItem(item.node)
+    node.set_state(item.state, item.kind, item.saved, item.grad)
+    scene = QGraphicsScene()
+    scene.addItem(node)
+    scene.setBackgroundBrush(Qt.white)
+    bounds = node.mapRectToScene(node.boundingRect())
+    source = QRectF(node.x() + x, node.y(), 1, bounds.bottom() - node.y())
+    image = QImage(1, int(source.height() * scale), QImage.Format_RGB32)
+    image.fill(Qt.white)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.Antialiasing)
+    scene.render(painter, QRectF(image.rect()), source, Qt.IgnoreAspectRatio)
+    painter.end()
+    return [QColor(image.pixel(0, y)) for y in range(image.height())]
+
+
+def test_the_gradient_badge_keeps_clear_of_its_node_and_of_the_next_row(canvas, record):
+    run = record(model("mlp_optimizer"))
+    show_at(canvas, run, len(run.events) - 1)
+    scene, _ = canvas
+    bias = next(i for i in scene.node_items.values() if i.node.title == "model.2.bias")
+    assert bias.grad and bias.grad.startswith("[")  # its .grad, shown in the badge below it
+    for scale in (1.0, 2.0):
+        column = column_below(bias, -40, scale)  # left of the arrow that leaves the node's middle
+        white = [c.lightness() >= 250 for c in column]
+        border = max(y for y in range(int(NODE_H / 2 * scale) + 3) if not white[y])  # the node's border, last row
+        badge = next(y for y in range(border + 1, len(column)) if not white[y])  # the badge's top
+        assert (badge - border - 1) / scale >= 3.5, scale  # clear rows between them, in scene units
+        assert not white[badge + 1] and not all(white[badge:])  # (a badge, not a stray pixel)
+        bottom = max(y for y in range(len(column)) if not white[y])
+        assert bottom < len(column) - 1  # the badge ends inside the item's bounds
+    # a node's bounds end above where the next row's begin (its saved badge reaches above its box)
+    assert ITEM_BOUNDS.bottom() < LAYER_HEIGHT + ITEM_BOUNDS.top()
