@@ -303,7 +303,7 @@ class RunController(QObject):
             steps = (start.get("options") or {}).get("steps") or w.options.steps
             # two lines of the pane at 1366x768 (its narrowest); the tooltip says it in whole sentences
             w.code_note.setText(f"<b>step()</b> runs {esc(steps)}× (Run options → steps), backward on its loss, then "
-                                "the optimizer; not <code>__main__</code>.")
+                                "the optimizer; skips <code>__main__</code>.")
             w.code_note.setToolTip(f"<qt>A step script: graphview calls <b>step()</b> {esc(steps)} times (Run options → "
                                    "steps), runs backward on the loss it returns and steps <code>optimizer</code> "
                                    "after each call; the script's <code>if __name__ == \"__main__\":</code> block "

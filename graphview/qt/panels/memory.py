@@ -184,7 +184,7 @@ class MemoryChart(pg.PlotWidget):
             # the activations first: what the forward made and backward alone keeps (weights are held
             # anyway); the red dot marks the top of the stack, all saved: its words wear the dot
             headline = (f"<b style='color:{t.chart_text}'>activations peak {esc(figures[2])}</b>"
-                        f" <span style='color:{t.muted}'>·</span> <span style='color:{t.chart_cursor}'>"
+                        f"&nbsp; <span style='color:{t.chart_cursor}'>"
                         f"{_unbroken('● all saved ' + figures[0])} at event {esc(figures[1])}</span><span style='color:{t.muted}'>, "
                         f"weights included ({esc(device)})</span>")
         elif what == "waiting":  # a new run whose first events have not come yet
