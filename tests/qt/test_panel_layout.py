@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from graphview.core.run import Run
 from graphview.qt.panels.inspector import Inspector
 from tests.conftest import model
@@ -137,3 +139,22 @@ def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtb
     assert marked == f"all saved {human_bytes(int(y))} at event {int(x)}"
     assert f"activations peak {human_bytes(max(held_at(run, i).activations for i in range(len(run.events))))}" \
         in chart._title_text
+
+
+def test_the_memory_charts_byte_axis_labels_a_tick_above_the_peak(qtbot, record):
+    """The byte axis ends on a tick above the highest bar: its last label is not below the peak
+    (the checkpointing sample's 42 KiB peak had 32 KiB as the axis's last label)."""
+    from graphview.qt.panels.memory import MemoryChart
+
+    run = record(model("checkpointing"))
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(420, 300)
+    chart.show()
+    chart.show_run(run, "cpu")
+    peak = float(chart.peak.getData()[1][0])
+    low, high = chart.getViewBox().viewRange()[1]
+    step = chart.getAxis("left").tickSpacing(low, high, 0)[0][0]
+    assert low == 0 and high > peak
+    assert high / step == pytest.approx(round(high / step))  # the top is a tick: labelled
+    assert high - peak < step  # and the first tick above the peak

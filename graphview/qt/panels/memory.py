@@ -7,6 +7,8 @@ other event counts, and the same step's hump must sit on the same hump.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 
 import numpy as np
@@ -273,9 +275,12 @@ class MemoryChart(pg.PlotWidget):
     def _headroom(self, peak: int) -> None:
         """Fix the y range a little above the highest curve, this run's or an earlier run's (auto
         range would follow only part of them and jump while a run streams)."""
-        top = max([peak] + self._overlay_peaks)
+        top = max([peak] + self._overlay_peaks + [1]) * 1.06
+        # up to the next tick: the highest label is above the peak (at 42 KiB the axis ended at 47
+        # KiB and its last label said 32 KiB, which read as a scale that stopped short)
+        step = self.getAxis("left").tickSpacing(0, top, 0)[0][0]
         self.enableAutoRange(axis="y", enable=False)
-        self.setYRange(0, max(top, 1) * 1.12, padding=0)
+        self.setYRange(0, math.ceil(top / step) * step, padding=0)
 
     def add_overlay(self, run: Run, label: str, color: str) -> None:
         """An earlier ``run`` drawn dotted; lined up with the current run from its next :meth:`show_run`."""
