@@ -43,9 +43,13 @@ class BoxItems:
         self._op_births: dict[str, tuple] = {}  # box key -> (box, the birth of its first autograd node)
         self._runs_shown: set[str] = set()  # keys of the thin stacks (see Layout.runs) drawn last
         self._cards: dict[str, tuple] = {}  # shut box key -> what its card was last worked out from
+        # the open boxes shown, by the top of their box, whose names the labels item draws
+        self.named: list[GroupItem] = []
+        self.named_tops: list[float] = []
 
     def reset(self) -> None:
         """A new run: no items (the scene removed the old ones)."""
+        self.named, self.named_tops = [], []
         self._cards = {}
         self._rows_of = {}
         self._op_births = {}
@@ -313,6 +317,9 @@ class BoxItems:
             if not group.collapsed:
                 for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
                     bands.setdefault(b, []).append(label)
+        self.named = sorted((g for g in groups if not g.collapsed), key=lambda g: g.rect.top())
+        self.named_tops = [g.rect.top() for g in self.named]
+        self.scene.box_labels.update()  # (names placed anew: drawn where they are now)
 
     def _outer_labels(self, group: GroupItem, placed: dict) -> list[QRectF]:
         """The labels placed of the boxes around ``group``'s whose boxes cross it."""

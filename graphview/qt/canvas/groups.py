@@ -166,14 +166,7 @@ class GroupItem(QGraphicsObject):
             painter.setClipPath(keep, Qt.IntersectClip)  # within any clip already set (a page of a PDF)
         painter.drawRoundedRect(self.rect, 10, 10)
         painter.restore()
-        if option.levelOfDetailFromTransform(painter.worldTransform()) > 0.3:
-            label = self.label_rect()
-            painter.setPen(Qt.NoPen)
-            painter.setBrush(c.q("background"))  # the scene's background
-            painter.drawRect(label)  # the border breaks for the name
-            painter.setPen(c.q("group_label"))
-            painter.setFont(self.LABEL_FONT)
-            painter.drawText(label, Qt.AlignCenter, elided(self.label(), self.LABEL_FONT, label.width() - 4))
+        # (its name, on the border, is drawn above the edges: graphview.qt.canvas.box_labels)
 
     def _paint_shut(self, painter, option) -> None:
         c = colors()

@@ -41,6 +41,7 @@ from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.region import GRID, VIRTUAL_ABOVE, ItemRegion
 from graphview.qt.canvas.selection import Selection
+from graphview.qt.canvas.box_labels import BoxLabelsItem
 from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.theme_changes import changes
@@ -68,6 +69,7 @@ class GraphScene(QGraphicsScene):
         self._waiting: list[str] = []  # nodes of the drawing not taken in yet
         self.cursor = -1
         self.sketch = SketchItem(self)
+        self.box_labels = BoxLabelsItem(self)
         self._lifetimes = Lifetimes(self)
         self.region_items = ItemRegion(self)
         self.at_cursor = CursorState(self)
@@ -166,6 +168,7 @@ class GraphScene(QGraphicsScene):
         self.at_cursor.reset()
         self.clear()
         self.sketch = SketchItem(self)
+        self.box_labels = BoxLabelsItem(self)
         self.edge_routes.reset()
         self._placed = []
         self._taken = set()
@@ -281,6 +284,7 @@ class GraphScene(QGraphicsScene):
         x0, y0, x1, y1 = self.boxes.bounds() or self.drawing.bounds()
         self.setSceneRect(QRectF(x0 - NODE_W, y0 - NODE_H * 2, x1 - x0 + NODE_W * 2, y1 - y0 + NODE_H * 4))
         self.sketch.changed()
+        self.box_labels.changed()
 
     def _ask_views_for_region(self) -> None:
         for view in self.views():  # the view says where it looks
