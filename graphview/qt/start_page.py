@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from graphview.core.trace import SUFFIX
 from graphview.qt.plain import text_tip
+from graphview.qt.recent_files import recent_labels
 
 
 def _summary(path: str) -> str:
@@ -40,34 +41,6 @@ def _summary(path: str) -> str:
 def _sample_label(path: str) -> str:
     parts = os.path.normpath(path).split(os.sep)
     return "/".join(parts[parts.index("sample_models") + 1:]) if "sample_models" in parts else os.path.basename(path)
-
-
-def _recent_labels(paths: list[str]) -> list[str]:
-    """Each recent file by its name, then its folder: the home folder as ``~``, only the last two
-    folders of a deeper one, more where two files would read the same (the whole path is the
-    row's tooltip)."""
-    home = os.path.expanduser("~")
-    folders = []
-    for path in paths:
-        folder = os.path.dirname(os.path.normpath(path))
-        if home not in ("", os.sep) and (folder == home or folder.startswith(home + os.sep)):
-            folder = "~" + folder[len(home):]
-        folders.append(folder.split(os.sep))
-
-    def label(k: int, depth: int) -> str:
-        parts = folders[k]
-        folder = os.sep.join(["…", *parts[-depth:]]) if len(parts) > depth + 1 else os.sep.join(parts)
-        return f"{os.path.basename(paths[k])}  —  {folder}"
-
-    depths = [2] * len(paths)
-    for _ in range(max((len(parts) for parts in folders), default=0)):
-        labels = [label(k, depths[k]) for k in range(len(paths))]
-        same = {k for k in range(len(paths)) if labels.count(labels[k]) > 1}
-        if not same:
-            break
-        for k in same:
-            depths[k] += 1
-    return [label(k, depths[k]) for k in range(len(paths))]
 
 
 class WholeRows(QListWidget):
@@ -119,7 +92,7 @@ class StartPage(QWidget):
             column = QVBoxLayout()
             column.addWidget(QLabel(f"<b>{heading}</b>"))
             widget = WholeRows()
-            for path, text in zip(paths, _recent_labels(paths)):
+            for path, text in zip(paths, recent_labels(paths)):
                 tip = path
                 if heading == "Samples":
                     about = _summary(path)

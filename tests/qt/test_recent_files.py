@@ -37,3 +37,19 @@ def test_the_newest_first_ten_at_most_only_those_on_disk(tmp_path, qtbot):
     opener.open.connect(asked.append)
     recent.menu.actions()[0].trigger()
     assert asked == [str(files[3])]
+
+
+def test_each_entry_reads_as_its_name_and_short_folder_with_the_path_in_its_tooltip(tmp_path, qtbot):
+    """A deep path (a temporary folder's) read as a long line of folders: the menu says the file's
+    name and its last folders, as the start page does, and keeps the whole path in the tooltip."""
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+    deep = tmp_path / "runs" / "2026" / "march" / "train.py"
+    deep.parent.mkdir(parents=True)
+    deep.write_text("")
+    file_menu = QMenu("File")
+    export = file_menu.addMenu("Export")
+    recent = RecentMenu(settings, file_menu, export.menuAction(), _Opener().open)
+    recent.remember(str(deep))
+    (action,) = recent.menu.actions()
+    assert action.text() == "train.py  —  …/2026/march"
+    assert action.toolTip() == str(deep) and recent.menu.toolTipsVisible()
