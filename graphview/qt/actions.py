@@ -18,7 +18,7 @@ from typing import Callable, Protocol, Union
 
 from PySide6.QtCore import SignalInstance
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLineEdit, QMainWindow, QMenu, QToolBar
+from PySide6.QtWidgets import QLineEdit, QMainWindow, QMenu, QStatusBar, QToolBar
 
 from graphview.core import timeline
 from graphview.core.run import Run
@@ -58,6 +58,7 @@ class Commands(Protocol):
     def set_follow(self, on: bool) -> None: ...
     def show_shortcuts(self) -> object: ...
     def show_about(self) -> object: ...
+    def statusBar(self) -> QStatusBar: ...
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,17 @@ def _move(step: Callable) -> Callable[[Commands], None]:
     return lambda window: window.move(step)
 
 
+#: what the status bar says when Fit shows the graph's width around the current node, not all of it
+FIT_NOT_WHOLE = "Fit shows the graph's width: all of it would not read at this size (Ctrl+- zooms out; [ shuts boxes)"
+
+
+def _fit(window: Commands) -> None:
+    """View > Fit to window; where the whole graph would not read, the status bar says why Fit
+    did not show all of it (a newcomer read it as Fit not working)."""
+    if not window.view.fit():
+        window.statusBar().showMessage(FIT_NOT_WHOLE, 10000)
+
+
 RUN, VIEW, FILE, EXPORT, HELP = "&Run", "&View", "&File", "&File/&Export", "&Help"
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -151,7 +163,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("play", "Play / pause", RUN, lambda w: w.player.toggle(), ("Space",), "Play/pause", _has_run),
     ActionSpec("restart", "Restart", RUN, lambda w: w.restart(), ("Ctrl+R",), "Restart", _has_script),
     ActionSpec("stop", "Stop", RUN, lambda w: w.sigStopRequested.emit(), ("Escape",), "Stop ■", _going),
-    ActionSpec("fit", "Fit to window", VIEW, lambda w: w.view.fit(), ("F",)),
+    ActionSpec("fit", "Fit to window", VIEW, _fit, ("F",)),
     ActionSpec("zoom_selection", "Zoom to selection", VIEW, lambda w: w.view.zoom_to_selection(), ("Z",)),
     ActionSpec("zoom_in", "Zoom in", VIEW, lambda w: w.view.zoom(1.25), ("Ctrl++", "Ctrl+=")),
     ActionSpec("zoom_out", "Zoom out", VIEW, lambda w: w.view.zoom(0.8), ("Ctrl+-",)),

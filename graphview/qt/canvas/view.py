@@ -165,9 +165,9 @@ class GraphView(QGraphicsView):
         """:meth:`fits_readable` as it is now, as a function that asks Qt nothing (a thread may call it)."""
         return self.fitting.readable_fit()
 
-    def fit(self) -> None:
-        """View > Fit to window (:meth:`ViewFit.fit`)."""
-        self.fitting.fit()
+    def fit(self) -> bool:
+        """View > Fit to window (:meth:`ViewFit.fit`); whether it shows the whole graph."""
+        return self.fitting.fit()
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run (:meth:`ViewFit.fit_readable`)."""

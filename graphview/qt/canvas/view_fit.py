@@ -78,11 +78,12 @@ class ViewFit:
         port = self._view.viewport()
         return layout_fits(port.width(), port.height(), self.readable_scale())
 
-    def fit(self, fallback: str | None = None) -> None:
+    def fit(self, fallback: str | None = None) -> bool:
         """Show every node shown at the cursor (View > Fit to window), if that reads; else the
-        graph's width at the smallest readable zoom around :meth:`focus_rect`."""
+        graph's width at the smallest readable zoom around :meth:`focus_rect`. Whether it shows
+        the whole graph."""
         with self._region.held():
-            self._fit(fallback)
+            return self._fit(fallback)
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: a finished run too
@@ -133,7 +134,7 @@ class ViewFit:
             self._view.scale(readable, readable)
             self.center_on(point)
 
-    def _fit(self, fallback: str | None = None) -> None:
+    def _fit(self, fallback: str | None = None) -> bool:
         view = self._view
         scene = view.scene()
         scene.boxes.settle()
@@ -147,7 +148,7 @@ class ViewFit:
         for _ in range(2):  # again if scroll bars came (the rest of the run's graph lies aside): a smaller viewport
             port = view.viewport().rect()
             if port.isEmpty():  # (no room to show anything: nothing to fit)
-                return
+                return False
             zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
                        FIT_LARGEST)  # a tiny graph: not blown up
             if zoom >= readable:
@@ -163,3 +164,4 @@ class ViewFit:
                 self.center_on(readable_centre(framed, focus, half_width, half_height))
             if view.viewport().rect() == port:
                 break
+        return zoom >= readable

@@ -67,3 +67,26 @@ def test_fit_shows_every_node_where_that_reads_else_the_width_around_the_cursors
     port = QRectF(view.viewport().rect())
     assert shown.left() >= port.left() and shown.right() <= port.right() and shown.height() > port.height()
     assert port.contains(QRectF(view.mapFromScene(focus).boundingRect()))
+
+
+def test_fit_says_in_the_status_bar_when_it_shows_the_width_and_not_the_whole_graph(window, record, write_script):
+    """A newcomer pressed F on a graph that does not read whole in the window and saw it cut off
+    at the top: the status bar says why, and how to see all of it. A graph that fits says nothing."""
+    from graphview.core.options import RunOptions
+    from graphview.qt.actions import FIT_NOT_WHOLE
+
+    run = record(model("transformer_block"), steps=1)
+    window.resize(1366, 768)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(timeline.next_backward(run, 0))
+    window.statusBar().clearMessage()
+    window.actions["fit"].trigger()
+    view = window.view
+    assert view.transform().m11() == pytest.approx(view.readable_scale())  # the whole would not read
+    assert window.statusBar().message() == FIT_NOT_WHOLE
+    small = record(write_script("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"))
+    window.begin_run(small.start["script"], RunOptions(), small)
+    window.set_cursor(timeline.next_backward(small, 0))
+    window.statusBar().clearMessage()
+    window.actions["fit"].trigger()
+    assert view.transform().m11() > view.readable_scale() and window.statusBar().message() == ""
