@@ -8,23 +8,20 @@ from typing import Callable
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
-from graphview.core.drawing.nodes import LAYER_HEIGHT
+from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.qt.canvas.view_fit import ViewFit
-
-#: the room, in screen pixels, following keeps between the cursor's node and the canvas's left and
-#: right edges; above and below, the room of a row (:func:`follow_margins`)
-FOLLOW_MARGIN_X = 60
-
 
 def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
     """The room, in screen pixels, following keeps around the cursor's node ``where`` (scene
-    units): across, FOLLOW_MARGIN_X; up and down, a row and a little more at the view's zoom, so
-    the rows next to it show whole (a leaf above the AccumulateGrad that runs, the node whose
-    gradient it receives below); less in a view too short for that."""
+    units): a column across and a row up and down, and a little more, at the view's zoom, so the
+    nodes next to it show whole (a leaf above the AccumulateGrad that runs, the node whose gradient
+    it receives below, a weight's nodes in the next column); less in a view too small for that."""
     scale = view.transform().m11()
     port = view.viewport().rect()
-    room = int(max(0.0, port.height() - where.height() * scale) / 2) - 2
-    return FOLLOW_MARGIN_X, max(0, min(int(LAYER_HEIGHT * scale) + 8, room))
+    across = int(max(0.0, port.width() - where.width() * scale) / 2) - 2
+    down = int(max(0.0, port.height() - where.height() * scale) / 2) - 2
+    return (max(0, min(int(SLOT_WIDTH * scale) + 8, across)),
+            max(0, min(int(LAYER_HEIGHT * scale) + 8, down)))
 
 
 class Follow:

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPointF, QRectF
 
 from graphview.core import timeline
 from graphview.qt.canvas.style import colors
-from graphview.core.drawing.nodes import LAYER_HEIGHT
+from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.qt.canvas.follow import follow_margins
 from tests.conftest import model
 from tests.qt.canvas.conftest import show_at
@@ -59,6 +59,13 @@ def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backw
     assert margin > LAYER_HEIGHT
     assert min(abs(where.top() - margin), abs(port.bottom() - where.bottom() - margin)) <= 2
     assert port.contains(where.adjusted(0, -LAYER_HEIGHT, 0, LAYER_HEIGHT))  # the rows next to it, whole
+    # across too: brought in from the side, the column next to it shows whole
+    view.center_view_on(QPointF(node.center().x() + 3 * port.width(), node.center().y()))  # (past the graph's edge)
+    assert not port.intersects(_on_screen(view, node))
+    view.follow_cursor()
+    where = _on_screen(view, node)
+    assert follow_margins(view, node)[0] > SLOT_WIDTH
+    assert port.contains(where.adjusted(-SLOT_WIDTH, 0, SLOT_WIDTH, 0))
     # the next node backward runs is on screen as well, once followed
     view.set_cursor(timeline.next_backward_node(run, index))
     view.follow_cursor()
