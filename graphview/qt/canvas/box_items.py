@@ -318,8 +318,9 @@ class BoxItems:
                 for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
                     bands.setdefault(b, []).append(label)
         self.named = sorted((g for g in groups if not g.collapsed), key=lambda g: g.rect.top())
+        # (no repaint of the labels item's whole area: a name that moved or came was in its box's
+        # own update, which the view repaints with whatever item is drawn there, the names' too)
         self.named_tops = [g.rect.top() for g in self.named]
-        self.scene.box_labels.update()  # (names placed anew: drawn where they are now)
 
     def _outer_labels(self, group: GroupItem, placed: dict) -> list[QRectF]:
         """The labels placed of the boxes around ``group``'s whose boxes cross it."""
