@@ -72,8 +72,9 @@ def graph_gone_note_rect(view: QGraphicsView, text: str, font: QFont) -> QRectF:
     """Where the note ``text`` goes, in viewport pixels: the first place (the top's middle, left and
     right, then the bottom's) where it covers nothing drawn (no node, no box's frame or name, no
     edge, not the overview), narrower if that makes room (the leaves left of a model opened a level
-    down sit in its boxes: beside them, a margin); else the first where it hides no node, shut card
-    or box name, else no node or shut card, else the top's middle."""
+    down sit in its boxes: beside them, a margin); else, looked for the same way, the first off the
+    overview that hides no node, shut card or box name, else the first off the overview that hides
+    no node or shut card, else the first that hides no node or shut card; else the top's middle."""
     port = QRectF(view.viewport().rect())
     overview = getattr(view, "overview", None)
     taken = QRectF(overview.geometry()) if overview is not None and overview.isVisible() else QRectF()
@@ -89,25 +90,22 @@ def graph_gone_note_rect(view: QGraphicsView, text: str, font: QFont) -> QRectF:
                 if item.isVisible() and not isinstance(item, SketchItem) and _drawn_over(item, in_scene)]
 
     widest = min(port.width() - 40, 440.0)
-    for width in (widest, 340.0, 260.0):
-        if width > widest:
-            continue
-        clear = next((place for place in places(width) if not covered(place) and not place.intersects(taken)), None)
-        if clear is not None:
-            return clear
-    candidates = places(widest)
+    widths = [width for width in (widest, 340.0, 260.0) if width <= widest]
 
     def hides_a_name(place: QRectF) -> bool:
         in_scene = view.mapToScene(place.toRect()).boundingRect()
         return any(isinstance(item, GroupItem) and not item.collapsed and in_scene.intersects(item.label_rect())
                    for item in covered(place))
 
-    for bad in (lambda place: any(map(solid, covered(place))) or hides_a_name(place),
+    for bad in (lambda place: place.intersects(taken) or bool(covered(place)),
+                lambda place: place.intersects(taken) or any(map(solid, covered(place))) or hides_a_name(place),
+                lambda place: place.intersects(taken) or any(map(solid, covered(place))),
                 lambda place: any(map(solid, covered(place)))):
-        found = next((place for place in candidates if not bad(place)), None)
-        if found is not None:
-            return found
-    return candidates[0]
+        for width in widths:
+            found = next((place for place in places(width) if not bad(place)), None)
+            if found is not None:
+                return found
+    return places(widest)[0]
 
 
 def _drawn_over(item, place: QRectF) -> bool:

@@ -9,7 +9,7 @@ from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
 from graphview.qt.canvas.canvas_notes import NOTHING_YET, START_HINT, shown_message
 from tests.conftest import SAMPLES, model
-from tests.qt.canvas.conftest import show_at
+from tests.qt.canvas.conftest import show_at, shown_canvas
 
 
 def test_the_start_hint_says_where_the_cursor_is_once_it_has_moved_on():
@@ -166,3 +166,32 @@ def test_a_shut_card_running_in_backward_reads_in_full(canvas, record):
             elif card.freed and card.now is None:
                 assert card.faded()
     assert seen_running and seen_freed_running
+
+
+def test_where_no_place_is_clear_the_note_keeps_off_the_overview_and_the_box_names(qtbot, record):
+    """Every box of the checkpointing sample open, after a step, on the canvas of a 1366x768 window:
+    no place is clear of boxes' frames.
+    The note was put over the overview in the corner (which hid its words) or over a box's name:
+    it takes a narrower place that crosses only a frame."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QFont
+
+    from graphview.qt.canvas.canvas_notes import GRAPH_GONE, graph_gone_note_rect
+    from graphview.qt.canvas.groups import GroupItem, solid
+
+    run = record(model("checkpointing"), steps=2)
+    canvas = shown_canvas(qtbot, 1032, 615)  # (the canvas of the window at 1366x768)
+    scene, view = canvas
+    show_at(canvas, run, len(run.events) - 1)
+    scene.boxes.set_all(set())  # every box open
+    view.fit()
+    view.overview.redraw()
+    view.overview.sync()
+    assert view.overview.isVisible()
+    note = graph_gone_note_rect(view, GRAPH_GONE.format(event=scene.graph_gone_at()), QFont("DejaVu Sans", 9))
+    assert not note.intersects(QRectF(view.overview.geometry()))
+    in_scene = view.mapToScene(note.toRect()).boundingRect()
+    shown = [item for item in scene.items() if item.isVisible()]
+    assert not any(solid(item) and item.sceneBoundingRect().intersects(in_scene) for item in shown)
+    assert not any(isinstance(item, GroupItem) and not item.collapsed and item.label_rect().intersects(in_scene)
+                   for item in shown)
