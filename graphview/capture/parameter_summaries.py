@@ -33,7 +33,6 @@ from graphview.core.events import FULL_VALUES_MAX
 STACK_MAX = 1 << 16
 
 
-
 class _Scratch(threading.local):
     """Arrays of STACK_MAX values reused from one step to the next (about 1 MiB a thread): fresh
     ones of this size are new pages from the system each time, and their page faults cost more

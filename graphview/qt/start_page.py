@@ -92,7 +92,8 @@ class StartPage(QWidget):
             column = QVBoxLayout()
             column.addWidget(QLabel(f"<b>{heading}</b>"))
             widget = WholeRows()
-            for path, text in zip(paths, recent_labels(paths)):
+            texts = recent_labels(paths) if heading == "Recent files" else paths  # (a sample's is below)
+            for path, text in zip(paths, texts):
                 tip = path
                 if heading == "Samples":
                     about = _summary(path)

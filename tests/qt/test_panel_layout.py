@@ -124,14 +124,9 @@ def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtb
 
     from graphview.core.held import held_at
     from graphview.qt.formatting import human_bytes
-    from graphview.qt.panels.memory import MemoryChart
 
     run = record(model("mlp_optimizer"))
-    chart = MemoryChart()
-    qtbot.addWidget(chart)
-    chart.resize(420, 300)
-    chart.show()
-    chart.show_run(run, "cpu")
+    chart = _chart_showing(qtbot, run)
     (x,), (y,) = chart.peak.getData()
     held = held_at(run, int(x))
     assert y == held.total > held.activations  # the stack's top, weights in
@@ -144,17 +139,23 @@ def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtb
 def test_the_memory_charts_byte_axis_labels_a_tick_above_the_peak(qtbot, record):
     """The byte axis ends on a tick above the highest bar: its last label is not below the peak
     (the checkpointing sample's 42 KiB peak had 32 KiB as the axis's last label)."""
-    from graphview.qt.panels.memory import MemoryChart
-
     run = record(model("checkpointing"))
-    chart = MemoryChart()
-    qtbot.addWidget(chart)
-    chart.resize(420, 300)
-    chart.show()
-    chart.show_run(run, "cpu")
+    chart = _chart_showing(qtbot, run)
     peak = float(chart.peak.getData()[1][0])
     low, high = chart.getViewBox().viewRange()[1]
     step = chart.getAxis("left").tickSpacing(low, high, 0)[0][0]
     assert low == 0 and high > peak
     assert high / step == pytest.approx(round(high / step))  # the top is a tick: labelled
     assert high - peak < step  # and the first tick above the peak
+
+
+def _chart_showing(qtbot, run):
+    """A memory chart, 420x300 on screen, showing ``run``'s CPU bytes."""
+    from graphview.qt.panels.memory import MemoryChart
+
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(420, 300)
+    chart.show()
+    chart.show_run(run, "cpu")
+    return chart

@@ -10,6 +10,8 @@ method of that QObject (never of this part: see :mod:`graphview.qt.canvas.glide`
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF
@@ -321,6 +323,11 @@ class BoxItems:
         # (no repaint of the labels item's whole area: a name that moved or came was in its box's
         # own update, which the view repaints with whatever item is drawn there, the names' too)
         self.named_tops = [g.rect.top() for g in self.named]
+
+    def named_between(self, top: float, bottom: float) -> list[GroupItem]:
+        """The open boxes shown whose top border (where a name sits) is between ``top`` and
+        ``bottom`` (scene y), as :meth:`place_labels` last found them."""
+        return self.named[bisect_left(self.named_tops, top):bisect_right(self.named_tops, bottom)]
 
     def _outer_labels(self, group: GroupItem, placed: dict) -> list[QRectF]:
         """The labels placed of the boxes around ``group``'s whose boxes cross it."""

@@ -12,8 +12,6 @@ rendered right after the boxes changed (an export) found out of date.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsItem
@@ -60,14 +58,10 @@ class BoxLabelsItem(QGraphicsItem):
             clip = painter.clipBoundingRect()
             if clip.isValid():
                 exposed = exposed.intersected(clip)
-        items = self._scene.boxes.items
-        # the boxes whose top border (where a name sits) is in the band being painted
-        reach = GroupItem.LABEL_H
-        first = bisect_left(items.named_tops, exposed.top() - reach)
-        last = bisect_right(items.named_tops, exposed.bottom() + reach)
+        reach = GroupItem.LABEL_H  # (a name is centred on its box's top border)
         c = colors()
         painter.setFont(GroupItem.LABEL_FONT)
-        for box in items.named[first:last]:
+        for box in self._scene.boxes.named_between(exposed.top() - reach, exposed.bottom() + reach):
             if box.collapsed or not box.isVisible():
                 continue
             label = box.label_rect()

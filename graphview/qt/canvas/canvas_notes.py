@@ -84,23 +84,31 @@ def graph_gone_note_rect(view: QGraphicsView, text: str, font: QFont) -> QRectF:
         xs = (port.center().x() - width / 2, 10.0, port.width() - width - 10)
         return [QRectF(x, y, width, height) for y in (10.0, port.height() - height - 10) for x in xs]
 
-    def covered(place: QRectF) -> list:
-        in_scene = view.mapToScene(place.toRect()).boundingRect()
-        return [item for item in view.items(place.toRect())
-                if item.isVisible() and not isinstance(item, SketchItem) and _drawn_over(item, in_scene)]
+    cache: dict[tuple, tuple[list, bool]] = {}
+
+    def looked_at(place: QRectF) -> tuple[list, bool]:
+        """The items the note would hide there, and whether one of them is an open box's name
+        (each place is looked at once, whichever of the tries below asks)."""
+        key = (place.x(), place.y(), place.width())
+        known = cache.get(key)
+        if known is None:
+            in_scene = view.mapToScene(place.toRect()).boundingRect()
+            hidden = [item for item in view.items(place.toRect())
+                      if item.isVisible() and not isinstance(item, SketchItem) and _drawn_over(item, in_scene)]
+            name = any(isinstance(item, GroupItem) and not item.collapsed and in_scene.intersects(item.label_rect())
+                       for item in hidden)
+            known = cache[key] = (hidden, name)
+        return known
+
+    def hides_a_node(place: QRectF) -> bool:
+        return any(map(solid, looked_at(place)[0]))
 
     widest = min(port.width() - 40, 440.0)
     widths = [width for width in (widest, 340.0, 260.0) if width <= widest]
-
-    def hides_a_name(place: QRectF) -> bool:
-        in_scene = view.mapToScene(place.toRect()).boundingRect()
-        return any(isinstance(item, GroupItem) and not item.collapsed and in_scene.intersects(item.label_rect())
-                   for item in covered(place))
-
-    for bad in (lambda place: place.intersects(taken) or bool(covered(place)),
-                lambda place: place.intersects(taken) or any(map(solid, covered(place))) or hides_a_name(place),
-                lambda place: place.intersects(taken) or any(map(solid, covered(place))),
-                lambda place: any(map(solid, covered(place)))):
+    for bad in (lambda place: place.intersects(taken) or bool(looked_at(place)[0]),
+                lambda place: place.intersects(taken) or hides_a_node(place) or looked_at(place)[1],
+                lambda place: place.intersects(taken) or hides_a_node(place),
+                hides_a_node):
         for width in widths:
             found = next((place for place in places(width) if not bad(place)), None)
             if found is not None:

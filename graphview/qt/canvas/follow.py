@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QGraphicsView
 from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.qt.canvas.view_fit import ViewFit
 
+
 def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
     """The room, in screen pixels, following keeps around the cursor's node ``where`` (scene
     units): a column across and a row up and down, and a little more, at the view's zoom, so the

@@ -80,6 +80,10 @@ class ModuleBoxes(QObject):
     def groups(self) -> dict[str, GroupItem]:
         return self.items.groups
 
+    def named_between(self, top: float, bottom: float) -> list[GroupItem]:
+        """The open boxes shown whose names sit between ``top`` and ``bottom`` (scene y)."""
+        return self.items.named_between(top, bottom)
+
     @property
     def _hidden_by(self) -> dict[str, GroupItem]:
         """Node id -> the shut box that hides it, at the cursor."""

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from graphview.core.drawing import Drawing
 from graphview.core.run import Run
+from graphview.qt.canvas.box_labels import BoxLabelsItem
 from graphview.qt.canvas.cursor import CursorState
 from graphview.qt.canvas.edge_labels import EdgeLabels
 from graphview.qt.canvas.edge_routes import EdgeRouting
@@ -41,7 +42,6 @@ from graphview.qt.canvas.module_boxes import ModuleBoxes
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.region import GRID, VIRTUAL_ABOVE, ItemRegion
 from graphview.qt.canvas.selection import Selection
-from graphview.qt.canvas.box_labels import BoxLabelsItem
 from graphview.qt.canvas.sketch import SketchItem
 from graphview.qt.canvas.style import NODE_H, NODE_W, colors
 from graphview.qt.theme_changes import changes

@@ -8,7 +8,6 @@ other event counts, and the same step's hump must sit on the same hump.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping
 
 import numpy as np
