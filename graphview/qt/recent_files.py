@@ -9,7 +9,7 @@ from PySide6.QtCore import QObject, QSettings, SignalInstance
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from graphview.qt.plain import button_text
+from graphview.qt.plain import button_text, text_tip
 
 #: the settings key of the list, newest first
 KEY = "recent"
@@ -79,4 +79,4 @@ class RecentMenu(QObject):
         paths = recent_paths(self._settings)
         for path, label in zip(paths, recent_labels(paths)):
             action = self.menu.addAction(button_text(label), lambda p=path: self._open.emit(p))
-            action.setToolTip(path)
+            action.setToolTip(text_tip(path))  # (a file's name is text: `<b>.gvtrace` renders nothing)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtWidgets import QMenu
 
+from graphview.qt.plain import text_tip
 from graphview.qt.recent_files import KEPT, RecentMenu, recent_paths
 
 
@@ -52,4 +53,23 @@ def test_each_entry_reads_as_its_name_and_short_folder_with_the_path_in_its_tool
     recent.remember(str(deep))
     (action,) = recent.menu.actions()
     assert action.text() == "train.py  —  …/2026/march"
-    assert action.toolTip() == str(deep) and recent.menu.toolTipsVisible()
+    assert action.toolTip() == text_tip(str(deep)) and recent.menu.toolTipsVisible()
+
+
+def test_a_file_named_like_markup_reads_as_its_name(tmp_path, qtbot):
+    """A trace from someone else, named ``<img src=x><b>bold &amp;.gvtrace``: the menu entry and its tooltip
+    show those characters, never render them."""
+    from PySide6.QtGui import QTextDocument
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+    named = tmp_path / "<img src=x><b>bold &amp;.gvtrace"  # (no "/": a file name holds none)
+    named.write_text("")
+    file_menu = QMenu("File")
+    export = file_menu.addMenu("Export")
+    recent = RecentMenu(settings, file_menu, export.menuAction(), _Opener().open)
+    recent.remember(str(named))
+    (action,) = recent.menu.actions()
+    assert action.text().startswith("<img src=x><b>bold &&amp;.gvtrace")  # (& doubled: no shortcut key)
+    shown = QTextDocument()
+    shown.setHtml(action.toolTip())  # as Qt renders a tooltip
+    assert shown.toPlainText() == str(named)
