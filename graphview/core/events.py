@@ -353,6 +353,8 @@ _OSTR = _maybe(lambda v: isinstance(v, str))
 _OCOUNT = _OID = _maybe(_is_count)
 _IDS = _list_of(_ID)
 _REF = lambda v: type(v) is list and len(v) == 2 and _ID(v[0]) and _COUNT(v[1])  # noqa: E731 - [tid, version]
+_REFS = _list_of(_REF)  # an op's inputs and outputs
+_EDGES = _list_of(lambda v: type(v) is list and len(v) == 2 and _OID(v[0]) and _COUNT(v[1]))  # a node's next
 _FRAME = lambda v: (type(v) is dict and type(v.get("file")) is str and _is_int(v.get("line"))  # noqa: E731
                     and type(v.get("func")) is str and _OSTR(v.get("text")))
 _ANY = _depth_ok
@@ -385,11 +387,11 @@ SCHEMA: dict[str, dict] = {
     "name": {"tid": _ID, "name": _STR, "also?": _list_of(_STR)},
     "value": {"tid": _ID, "version?": _COUNT, "reason?": _STR, "shape": _is_shape},
     "op": {"oid": _ID, "op": _STR, "line": _OCOUNT, "module": _OSTR, "module_type?": _OSTR,
-           "inputs": _list_of(_REF), "outputs": _list_of(_REF), "grad_fn": _OID, "mode": _STR, "inplace": _BOOL,
+           "inputs": _REFS, "outputs": _REFS, "grad_fn": _OID, "mode": _STR, "inplace": _BOOL,
            "recompute?": _OID},
     "node": {"vid": _ID, "name": _STR, "seq": _OCOUNT, "leaf": _OID, "custom": _BOOL, "line?": _OCOUNT,
              "module?": _OSTR,
-             "next": _list_of(lambda v: type(v) is list and len(v) == 2 and _OID(v[0]) and _COUNT(v[1]))},
+             "next": _EDGES},
     "saved": {"sid": _ID, "bytes": _COUNT, "storage": _STR, "device": _STR, "kind": _STR, "shape": _is_shape,
               "dtype": _STR, "owner": _OID, "attr": _OSTR, "recompute?": _OID, "src?": _ID},
     "own": {"sid": _ID, "owner": _ID, "attr": _OSTR},
@@ -483,9 +485,11 @@ INTRODUCED_ONCE = frozenset({"node", "saved", "backward_start"})
 #: checks that pass every value of these types without being called (the checks of a plain string
 #: or bool field, or of one that may also be null): the checker tests the type instead
 _SURE_TYPES = {_STR: frozenset({str}), _BOOL: frozenset({bool}), _OSTR: frozenset({str, type(None)})}
-#: checks of an integer in a range (a count, an id, a signed number; the last may also be null):
-#: the checker tests the type and the range inline, and calls the check only when that fails
-_RANGES = {_COUNT: (0, MAX_COUNT), _OCOUNT: (0, MAX_COUNT), _INT: (-MAX_COUNT, MAX_COUNT)}
+#: checks of an integer in a range (a count, an id, a signed number) and whether null passes too:
+#: the checker tests the type and the range inline, which is the whole check
+_RANGES = {_COUNT: (0, MAX_COUNT, False), _OCOUNT: (0, MAX_COUNT, True), _INT: (-MAX_COUNT, MAX_COUNT, False)}
+#: checks of a list of ``[id, count]`` pairs, and whether the id may be null: tested inline, item by item
+_PAIR_LISTS = {_REFS: False, _EDGES: True}
 _UNSURE: frozenset = frozenset()
 _MISSING = object()  # what a missing field reads as (its type is in no set of sure types)
 
@@ -507,48 +511,101 @@ def _compile(kind: str):
     """One function that tests an event of ``kind`` as :meth:`EventChecker.check` does (its fields,
     its values, its references to earlier events) and returns True if it passes, else False (then
     the checker goes through it again to say what is wrong); on True it has noted the ids the event
-    introduces. Written out field by field for the kind, without a loop over the plan: reading a
-    big trace checks a million events."""
+    introduces. Written out field by field for the kind, without a loop over the plan and without a
+    call where a test fits on a line (a required field read by subscript: a missing one fails the
+    test): reading a big trace checks a million events."""
     fields, carries_values, references = _PLANS[kind]
-    env: dict = {"_MISSING": _MISSING, "_values_problem": _values_problem}
-    body = ["def passes(event, known):", "    get = event.get"]
+    env: dict = {"_MISSING": _MISSING, "_values_problem": _values_problem, "_elements_ok": _elements_ok,
+                 "_prod": math.prod}
+    body = ["def passes(event, known):", "    get = event.get", "    try:"]
+    # (a required list of pairs has its references tested in the loop that tests its items)
+    merged = {name: (what, how) for name, what, how in references if SCHEMA[kind].get(name) in _PAIR_LISTS}
     for i, field in enumerate(fields):
-        body.extend(_field_test(i, field, env))
+        body.extend("    " + line for line in _field_test(i, field, env, merged.get(field[0])))
     if carries_values:
-        body.append('    if ("values" in event or "stats" in event) and _values_problem(event) is not None:')
-        body.append("        return False")
+        body.extend("    " + line for line in _VALUES_TEST)
     for name, what, how in references:
-        body.extend(_reference_test(name, what, how))
-    body.extend(_introduction(kind))
-    body.append("    return True")
+        if name not in merged:
+            body.extend("    " + line for line in _reference_test(name, what, how))
+    body.extend("    " + line for line in _introduction(kind))
+    body.extend(["    except KeyError:", "        return False", "    return True"])
     exec("\n".join(body), env)  # noqa: S102 - code written here, from the schema: no input in it
     return env["passes"]
 
 
-def _field_test(i: int, field: tuple, env: dict) -> list[str]:
+#: the compiled test of a tensor's or a value's full values or statistics (its shape is tested before:
+#: what :func:`_values_problem` tests, the values inline)
+_VALUES_TEST = (
+    '    if "values" in event:',
+    '        v = event["values"]',
+    f'        if type(v) is not list or len(v) > {FULL_VALUES_MAX} or not _elements_ok(v) '
+    'or _prod(event["shape"]) != len(v):',
+    '            return False',
+    '    elif "stats" in event and _values_problem(event) is not None:',
+    '        return False',
+)
+
+
+def _field_test(i: int, field: tuple, env: dict, reference: tuple | None) -> list[str]:
     """The lines of the compiled check that test field ``i`` of the plan, ``(name, optional, types
     that surely pass, check)``: a type and range test inline where it can be, the check itself
-    only where that fails. The names the lines use go into ``env``."""
+    only where that fails. ``reference``: ``(id kind, how)`` of a list of pairs whose ids an earlier
+    event must have introduced, tested in the same loop. The names the lines use go into ``env``."""
     name, optional, sure, check = field
     env[f"check{i}"] = check
-    lines = [f"    v = get({name!r}, _MISSING)"]
-    indent = "    "
+    if optional:
+        lines, absent = [f"    v = get({name!r}, _MISSING)"], "v is not _MISSING and "
+    else:
+        lines, absent = [f"    v = event[{name!r}]"], ""
     if check in _RANGES:
-        low, high = _RANGES[check]
-        lines.append(f"    if type(v) is not int or not {low} <= v <= {high}:")
-        indent = "        "
-    elif sure:
+        low, high, null = _RANGES[check]
+        null_passes = "v is not None and " if null else ""
+        return lines + [f"    if {absent}{null_passes}(type(v) is not int or not {low} <= v <= {high}):",
+                        "        return False"]
+    if check is _is_shape and not optional:
+        return lines + _SHAPE_TEST
+    if check in _PAIR_LISTS and not optional:
+        return lines + _pair_list_test(_PAIR_LISTS[check], reference)
+    if sure:
         names = []
         for j, t in enumerate(sorted(sure, key=lambda t: t.__name__)):
             env[f"type{i}_{j}"] = t
             names.append(f"type(v) is not type{i}_{j}")
-        lines.append(f"    if {' and '.join(names)}:")
-        indent = "        "
-    if optional:
-        lines.append(f"{indent}if v is not _MISSING and not check{i}(v):")
-    else:
-        lines.append(f"{indent}if v is _MISSING or not check{i}(v):")
-    lines.append(f"{indent}    return False")
+        return lines + [f"    if {' and '.join(names)} and {absent}not check{i}(v):", "        return False"]
+    return lines + [f"    if {absent}not check{i}(v):", "        return False"]
+
+
+#: the compiled test of a required shape (what :func:`_is_shape` tests, size by size)
+_SHAPE_TEST = [
+    f"    if type(v) is not list or len(v) > {MAX_DIMS}:",
+    "        return False",
+    "    for d in v:",
+    f"        if type(d) is not int or not 0 <= d < {1 << 48}:",
+    "            return False",
+    f"    if len(v) > 1 and _prod(v) > {MAX_NUMEL}:",
+    "        return False",
+]
+
+
+def _pair_list_test(null: bool, reference: tuple | None) -> list[str]:
+    """The lines of the compiled check that test a required list of ``[id, count]`` pairs, the id
+    null too where ``null`` says so, and, with ``reference`` (``(id kind, how)``), that an earlier
+    event introduced each id (what the check of :data:`_REFS` or :data:`_EDGES` and the reference
+    test of the field do, in one loop)."""
+    null_passes = "a is not None and " if null else ""
+    lines = ["    if type(v) is not list:", "        return False"]
+    if reference is not None:
+        lines.append(f"    ids = known[{reference[0]!r}]")
+    lines += ["    for item in v:",
+              "        if type(item) is not list or len(item) != 2:",
+              "            return False",
+              "        a, b = item",
+              f"        if {null_passes}(type(a) is not int or not 0 <= a <= {MAX_COUNT}):",
+              "            return False",
+              f"        if type(b) is not int or not 0 <= b <= {MAX_COUNT}:",
+              "            return False"]
+    if reference is not None:
+        lines += ["        if a is not None and a not in ids:", "            return False"]
     return lines
 
 
@@ -745,7 +802,14 @@ def tidy_event(event: dict) -> dict:
 def needs_tidying(line: bytes) -> bool:
     """Whether the JSON text ``line`` may hold a string :func:`tidy_event` would change: one longer
     than :data:`STRING_CAP` (:func:`may_hold_long_string`) or a surrogate."""
-    return may_hold_long_string(line) or SURROGATE_BYTES.search(line) is not None
+    return may_hold_long_string(line) or may_hold_surrogate(line)
+
+
+def may_hold_surrogate(data: bytes) -> bool:
+    """Whether the JSON text ``data`` may decode to a lone surrogate (:data:`SURROGATE_BYTES`). The
+    pattern is looked for only where an escape (``\\u``) or the byte 0xED is: a plain search for
+    those takes a fifth of the pattern's time on a trace without them (most traces)."""
+    return (b"\\u" in data or b"\xed" in data) and SURROGATE_BYTES.search(data) is not None
 
 
 def may_hold_long_string(line: bytes) -> bool:

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
-from graphview.core.events import (MAX_COUNT, SCHEMA_VERSION, STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError,
-                                   is_options, needs_tidying, tidy_event)
+from graphview.core.events import (MAX_COUNT, SCHEMA_VERSION, STRING_CAP, EventChecker, SchemaError,
+                                   is_options, may_hold_surrogate, needs_tidying, tidy_event)
 from graphview.core.records import RecordBuffer, event_encoder  # noqa: F401 - event_encoder: read from here too
 from graphview.core.files import (PARTIAL_SUFFIX, OutputError, WriteError, close_quietly, commit_partial, open_partial,
                                   os_reason)
@@ -344,7 +344,7 @@ def tidy_lines(events: list, kept: list, lines: list[bytes], data: bytes) -> Non
     """Hold the strings of ``events`` (decoded from ``lines``, which ``data`` holds) to their caps:
     an event whose line may hold a long string or a surrogate is tidied (:func:`tidy_event`) and
     its line dropped from ``kept`` (the run encodes the tidied event instead)."""
-    if not lines or (max(map(len, lines)) <= STRING_CAP and SURROGATE_BYTES.search(data) is None):
+    if not lines or (max(map(len, lines)) <= STRING_CAP and not may_hold_surrogate(data)):
         return
     for i, line in enumerate(lines[:len(events)]):
         if needs_tidying(line):

@@ -16,7 +16,7 @@ import os
 from typing import IO
 
 from graphview.core.event_log import Piece, RecordLine
-from graphview.core.events import (STRING_CAP, SURROGATE_BYTES, EventChecker, SchemaError, may_hold_long_string,
+from graphview.core.events import (STRING_CAP, EventChecker, SchemaError, may_hold_long_string, may_hold_surrogate,
                                    tidy_event)
 from graphview.core.records import expand
 from graphview.core.trace import (LINE_CAP, Trace, TraceError, _check, _parse_lines_at_once, end_warnings,
@@ -131,7 +131,7 @@ class TracePieces:
         parsed = _parse_lines_at_once(whole, self._records)
         # (a version-2 line holds several events: those of a line that may hold a long string or a
         # surrogate are tidied, see tidy_lines)
-        self._surrogates = self._records and SURROGATE_BYTES.search(data) is not None
+        self._surrogates = self._records and may_hold_surrogate(data)
         self._tidy = bool(self._records and lines and (self._surrogates or max(map(len, lines)) > STRING_CAP))
         kept: list = []  # a version-2 trace's: the line of each event's record (RecordLine), see _take
         if parsed is not None:
@@ -206,7 +206,7 @@ class TracePieces:
     def _needs_tidying(self, line: bytes) -> bool:
         """Whether a line of this piece may hold a long string or a surrogate (needs_tidying,
         without looking for surrogates where the piece has none)."""
-        return may_hold_long_string(line) or (self._surrogates and SURROGATE_BYTES.search(line) is not None)
+        return may_hold_long_string(line) or (self._surrogates and may_hold_surrogate(line))
 
     def close(self) -> None:
         self._file.close()
