@@ -11,13 +11,14 @@ only log too (what any recorder that sees the engine's order and every node's gr
 as graphview does, before it builds, summarizes or writes anything); a step
 recorded by graphview; and with ``--profiler`` a step under ``torch.profiler.profile(
 record_shapes=True, profile_memory=True, with_stack=True)`` (its exit, which builds its results,
-included); with ``--unwritten`` a step recorded into nowhere (the recorder's own work, no JSON and
-no pipe). Each ratio is formed per repetition (a recorded step over the plain step next to it)
+included); with ``--unwritten`` a step recorded into nowhere (the recorder's own work, no batch
+and no pipe). Each ratio is formed per repetition (a recorded step over the plain step next to it)
 and the median is printed. A recorded step does everything the runner does: the recorder's
-hooks, value summaries, and every event serialized to JSON and written to a pipe that another
-process drains (in the runner's writes: see EventPipe). Also printed: events and records (the
-lines written, each carrying one event or several: graphview/core/records.py) per op (``op``
-events) and the bytes of JSON written per step.
+hooks, value summaries, and its events written in batches to a pipe (in the runner's writes: see
+EventPipe and graphview/core/channel.py), which another process reads as `graphview record` does:
+it checks each event and writes a trace. Also printed: events per op (``op`` events), the
+pipe's writes, and the records (lines of the trace, each carrying one event or several:
+graphview/core/records.py) and bytes of the trace per step.
 Targets, printed with met / not met: the transformer (d_model 256) at most 1.15x a plain step; for
 recording at the profiler's cost, graphview at most torch.profiler on every workload, the 256-layer
 MLP at most 5x a plain step and 6 records an op, the small encoder (d_model 64) at most 1.5x.
@@ -46,6 +47,29 @@ from graphview.app.runner_client import _FULL_READ, READ_PACE_S  # noqa: E402
 from graphview.capture.runner import EventPipe, import_the_compiler_if_used  # noqa: E402
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the parent's side of the pipe: reads batches as runner_client does, checks and writes them as
+#: `graphview record` does, and prints the records and bytes of the trace it wrote
+_PARENT = f"""
+import os, sys, tempfile, time
+from graphview.core.channel import BatchReader
+from graphview.core.events import EventChecker
+from graphview.core.trace import TraceWriter
+reader, checker = BatchReader(), EventChecker()
+folder = tempfile.mkdtemp()
+writer = TraceWriter(os.path.join(folder, "bench.gvtrace"))
+while chunk := os.read(0, 1 << 16):
+    for batch in reader.feed(chunk):
+        for event in batch:
+            checker.check(event)
+            writer.write(event)
+    writer.tick()
+    len(chunk) < {_FULL_READ} and time.sleep({READ_PACE_S})
+writer.close()
+print(writer.records, os.path.getsize(writer.path))
+os.remove(writer.path)
+os.rmdir(folder)
+"""
 #: recorded / plain step, at most, for the transformer (d_model 256); the 256-layer MLP's bar is
 #: _issue_targets' 5x, which replaced an older 3x (two bars for one figure read as a contradiction)
 TARGETS = {"encoder": 1.15}
@@ -254,11 +278,12 @@ def _interleaved(variants: dict, reps: int, before_timing=None) -> dict[str, lis
 
 
 def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: bool = False) -> dict:
-    # the parent's side reads as graphview's does (runner_client: a short read, then a pause), and
-    # says at the end how many bytes it read
-    drain = (f"import os, sys, time\nn = 0\nwhile chunk := os.read(0, 1 << 16):\n    n += len(chunk)\n"
-             f"    len(chunk) < {_FULL_READ} and time.sleep({READ_PACE_S})\nprint(n)")
-    sink = subprocess.Popen([sys.executable, "-c", drain], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # the parent's side reads as graphview's does (runner_client: a short read, then a pause) and
+    # does what `graphview record` does with what it reads, on the other core: each batch's events
+    # checked against the schema and written to a trace (records, JSON: graphview/core/trace.py);
+    # at the end it says how many records and bytes the trace holds
+    sink = subprocess.Popen([sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": _ROOT})
     pipe = EventPipe(os.dup(sink.stdin.fileno()))
     kinds: collections.Counter = collections.Counter()
 
@@ -301,9 +326,9 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
         profiled = _interleaved({"plain": step, "profiler": _profiled(step)}, reps)
         ratio["profiler"] = _median_ratio(profiled["profiler"], profiled["plain"])
     pipe.close()
-    records = pipe.counts[1]
+    batches = pipe.counts[1]
     sink.stdin.close()
-    total_bytes = int(sink.stdout.read() or 0)
+    records, total_bytes = map(int, (sink.stdout.read() or b"0 0").split())
     sink.wait()
     recorded_steps = reps + 2
     events = sum(kinds.values()) / reps
@@ -313,7 +338,8 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
             "floor_ratio": ratio["floor"], "floor_backward_ratio": ratio["floor_backward"], "profiler_ratio": ratio.get("profiler"),
             "unwritten_ratio": ratio.get("unwritten"),
             "events_per_step": events, "ops_per_step": kinds["op"] / reps,
-            "bytes_per_step": total_bytes / recorded_steps, "records_per_step": records / recorded_steps, "kinds": {k: v / reps for k, v in kinds.most_common()}}
+            "bytes_per_step": total_bytes / recorded_steps, "records_per_step": records / recorded_steps,
+            "batches_per_step": batches / recorded_steps, "kinds": {k: v / reps for k, v in kinds.most_common()}}
 
 
 def report(row: dict, kinds: bool = False) -> str:
@@ -328,10 +354,10 @@ def report(row: dict, kinds: bool = False) -> str:
         text += (f"   torch.profiler/plain {row['profiler_ratio']:.2f}x   graphview/profiler "
                  f"{row['ratio'] / row['profiler_ratio']:.2f}x")
     ops = max(row["ops_per_step"], 1)
-    text += (f"\n    {row['events_per_step']:.0f} events per step in {row['records_per_step']:.0f} records (lines "
-             f"written), {row['ops_per_step']:.0f} ops: {row['events_per_step'] / ops:.1f} events and "
-             f"{row['records_per_step'] / ops:.1f} records per op; {row['bytes_per_step'] / 1e3:.0f} kB per step "
-             f"({row['bytes_per_step'] / ops:.0f} B per op)")
+    text += (f"\n    {row['events_per_step']:.0f} events per step in {row['batches_per_step']:.0f} writes to the pipe, "
+             f"{row['records_per_step']:.0f} records in the trace the parent writes (lines), {row['ops_per_step']:.0f} ops: "
+             f"{row['events_per_step'] / ops:.1f} events and {row['records_per_step'] / ops:.1f} records per op; "
+             f"{row['bytes_per_step'] / 1e3:.0f} kB of trace per step ({row['bytes_per_step'] / ops:.0f} B per op)")
     if kinds:
         text += "\n    " + ", ".join(f"{k} {v:.0f}" for k, v in row["kinds"].items())
     return text
@@ -382,7 +408,7 @@ def _issue_targets(key: str, row: dict) -> list[tuple[str, float, float]]:
         found.append((f"{short} ({key}): graphview / torch.profiler", row["ratio"] / row["profiler_ratio"], 1.0))
     if key == "mlp":
         found.append(("256-layer MLP: recorded / plain", row["ratio"], 5.0))
-        found.append(("256-layer MLP: records (events as written) per op",
+        found.append(("256-layer MLP: records (events as a trace holds them) per op",
                       row["records_per_step"] / max(row["ops_per_step"], 1), 6.0))
     if key == "encoder64":
         found.append(("encoder d_model 64: recorded / plain", row["ratio"], 1.5))

@@ -35,12 +35,11 @@ import threading
 import time
 from typing import Callable
 
+from graphview.core.channel import BatchReader, ChannelError
 from graphview.core.events import EventChecker, SchemaError
 from graphview.core.isolated import SAFE_PATH, boot_code
 from graphview.core.options import RunOptions
 from graphview.core.processes import kill_descendants
-from graphview.core.records import expand
-from graphview.core.trace import _parse_lines_at_once
 
 STDERR_KEEP = 64 * 1024
 STOP_GRACE = 0.5  # seconds a runner has to write its run_end after SIGTERM before its group is killed
@@ -115,7 +114,8 @@ class RunnerProcess:
         self._native_pending: list[tuple[str, bytes]] = []
         self._partial: dict[str, bytes] = {}
         self._checker = EventChecker()  # what a trace reader checks, in the same order
-        self._lines_read = 0
+        self._batches = BatchReader()
+        self._batches_read = 0  # batches delivered whole
         self._ended_by_runner = False
         #: why the channel's lines stopped being delivered: the script wrote into it
         self.foreign: str | None = None
@@ -239,7 +239,7 @@ class RunnerProcess:
 
     def _reject(self, reason: str) -> None:
         """A line the runner did not write: deliver nothing more, stop the script, end saying why."""
-        self.foreign = (f"the script wrote to graphview's event channel (line {self._lines_read} of it: {reason}); "
+        self.foreign = (f"the script wrote to graphview's event channel (batch {self._batches_read + 1} of it: {reason}); "
                         "what came before is recorded, and the script was stopped there")
         self.stop("channel")
 
@@ -300,7 +300,6 @@ class RunnerProcess:
         deadline, passing its native output on as it comes, calling ``poll`` between reads)."""
         selector = selectors.DefaultSelector()
         selector.register(self._events, selectors.EVENT_READ)
-        buffer: list[bytes] = []  # the start of a line whose end has not come yet, in pieces
         fd = self._events.fileno()
         paced: bool | None = None  # asked once, after the first read
         while True:
@@ -312,7 +311,7 @@ class RunnerProcess:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
-                self._take(buffer, chunk)
+                self._take(chunk)
                 if paced is None:  # by the first read the runner has widened its end of the pipe
                     paced = _pipe_size(fd) >= _PACED_PIPE
                 if paced and len(chunk) < _FULL_READ:
@@ -320,7 +319,7 @@ class RunnerProcess:
             elif self._exited():
                 # the runner is gone, but a process the script forked may hold the pipe open: take
                 # what is already there and stop reading
-                self._read_what_is_left(selector, fd, buffer)
+                self._read_what_is_left(selector, fd)
                 break
             if self._native_pending:
                 self._deliver_native()
@@ -329,7 +328,7 @@ class RunnerProcess:
         selector.close()
         self._events.close()
 
-    def _read_what_is_left(self, selector, fd: int, buffer: list[bytes]) -> None:
+    def _read_what_is_left(self, selector, fd: int) -> None:
         """Deliver what the pipe already holds, without waiting for more."""
         for _ in range(1024):
             if not selector.select(0):
@@ -337,7 +336,7 @@ class RunnerProcess:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            self._take(buffer, chunk)
+            self._take(chunk)
 
     def _reap_once_exited(self, poll: Callable[[], None] | None) -> int:
         """Wait for the runner to exit (e.g. a thread of the script still running after its end),
@@ -367,51 +366,30 @@ class RunnerProcess:
             self.end_event = self._synthesize_end(code, crash_text)
         return self.end_event
 
-    def _take(self, buffer: list[bytes], chunk: bytes) -> None:
-        """Deliver the lines ``chunk`` completes; what follows its last newline waits in ``buffer``
-        (joined only once its line is complete: a line of many reads is copied once, not once a read)."""
-        if b"\n" not in chunk:
-            buffer.append(chunk)
+    def _take(self, chunk: bytes) -> None:
+        """Deliver the events of the batches ``chunk`` completes (:mod:`graphview.core.channel`),
+        each checked as a trace reader checks an event (one that fails ends the delivery:
+        :meth:`_reject`); a batch not read whole yet waits for the next chunk."""
+        if self.foreign is not None:
             return
-        buffer.append(chunk)
-        rest = self._deliver_lines(b"".join(buffer))
-        buffer[:] = [rest] if rest else []
-
-    def _deliver_lines(self, data: bytes) -> bytes:
-        """Deliver the events of the complete lines of ``data`` (records, see
-        graphview/core/records.py), each checked as a trace reader checks it (one that fails ends
-        the delivery: :meth:`_reject`); returns the incomplete rest."""
-        *lines, rest = data.split(b"\n")
-        if self.foreign is not None or not lines:
-            return rest
-        items = _parse_lines_at_once(lines, records=True)  # all at once where every line is one record or event
-        if items is None:
-            items = []
-            for line in lines:
-                try:
-                    item = json.loads(line)
-                except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past the decoder
-                    item = None
-                if type(item) is not dict and type(item) is not list:
-                    items.append(None)
-                    break
-                items.append(item)
-        for item in items:
-            self._lines_read += 1
-            if item is None:
-                self._reject("a line that is not a JSON object or record")
-                return rest
+        try:
+            batches = self._batches.feed(chunk)
+            damage = None
+        except ChannelError as exc:
+            batches, damage = exc.before, str(exc)
+        for events in batches:
             try:
-                events = expand(item)
                 for event in events:
                     self._checker.check(event)
                     self._deliver(event)
                     if self.foreign is not None:
-                        return rest
+                        return
             except SchemaError as exc:
                 self._reject(str(exc))
-                return rest
-        return rest
+                return
+            self._batches_read += 1
+        if damage is not None:
+            self._reject(damage)
 
     def native_output(self) -> str:
         return b"".join(self._native_out).decode("utf-8", "replace")

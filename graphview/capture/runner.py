@@ -1,7 +1,7 @@
 """The runner process, started by :mod:`graphview.app.runner_client` (``python -P -c BOOTSTRAP``).
 
-Runs one script under recording and writes its events, one JSON object per line, to the file
-descriptor given by ``--events-fd``. It is started by :mod:`graphview.app.runner_client`; a
+Runs one script under recording and writes its events, in batches (:mod:`graphview.core.channel`),
+to the file descriptor given by ``--events-fd``. It is started by :mod:`graphview.app.runner_client`; a
 clean interpreter per run keeps the script's state (default dtype, monkeypatches, CUDA
 context) out of graphview, and a crash of the script out of the app.
 
@@ -33,25 +33,24 @@ import time
 from typing import Callable
 
 from graphview.core.options import RunOptions
-from graphview.core.records import RecordBuffer
+from graphview.core.channel import BATCH_CAP, encode_batch
 
 
 class EventPipe:
-    """Writes events to the parent as records (:mod:`graphview.core.records`: one JSON line a
-    record, a record often carrying several events), in as few writes as keep a crash from
-    losing anything the script could see.
+    """Writes events to the parent in batches (:mod:`graphview.core.channel`: a pickle of a list
+    of events each), in as few writes as keep a crash from losing anything the script could see.
 
-    Events wait in a :class:`~graphview.core.records.RecordBuffer` while the recorder works
-    inside one torch call and are encoded and go out in one write when it hands control back to
-    the script (:meth:`handover`: an op returned, backward ended), at once for the script's
-    output and the run's and steps' boundaries, and otherwise within :data:`WRITE_EVERY_S` while
-    events keep coming (a backward of thousands of nodes: the record of the node running then
-    waits for the node's end, see ``RecordBuffer.take``), within :data:`LATE_WRITE_S` when none
-    follow (nodes freed by the script's ``del``, then a long stretch of plain Python, a node that
-    runs long: a small thread writes what waits). A crash in native code loses at most that much
-    of its events.
-    A write per event (11,000 a step of a 256-layer MLP) cost more than the recording itself,
-    and so did encoding each event as it came.
+    Events wait in a list while the recorder works inside one torch call and go out as one batch
+    in one write when it hands control back to the script (:meth:`handover`: an op returned,
+    backward ended), at once for the script's output and the run's and steps' boundaries, and
+    otherwise within :data:`WRITE_EVERY_S` while events keep coming (a backward of thousands of
+    nodes), within :data:`LATE_WRITE_S` when none follow (nodes freed by the script's ``del``,
+    then a long stretch of plain Python, a node that runs long: a small thread writes what
+    waits). A crash in native code loses at most that much of its events.
+    A write per event (11,000 a step of a 256-layer MLP) cost more than the recording itself;
+    merging the events into a trace's records and encoding those as JSON here cost a 256-layer
+    MLP step about 50 ms (a pickle of its events about 6 ms): whoever reads the channel and
+    writes a trace does that, in its own process.
 
     Before ``run_end`` the C library's and Python's own stdout/stderr buffers are flushed, so the
     parent has the script's native output before it learns that the run ended. A process forked
@@ -68,8 +67,9 @@ class EventPipe:
         self.lost = False
         _widen_pipe(fd)
         self._identity = _identity(fd)
-        self._buffer = RecordBuffer()
+        self._events: list[dict] = []
         self._unsent = b""
+        self._counts = [0, 0]  # events and batches handed to the channel
         self._since = time.perf_counter()
         self.broken = False
         self._closed = False
@@ -82,12 +82,12 @@ class EventPipe:
 
     @property
     def counts(self) -> tuple[int, int]:
-        """(events, records) written so far (and buffered, for the events)."""
-        return self._buffer.events, self._buffer.records
+        """(events, batches) written so far (the events waiting for their batch included)."""
+        return self._counts[0] + len(self._events), self._counts[1]
 
     def _forked(self) -> None:
         self._off = True
-        self._buffer, self._unsent = RecordBuffer(), b""
+        self._events, self._unsent = [], b""
         self._lock = threading.RLock()  # a fork may have copied it held
 
     def __call__(self, event: dict) -> None:
@@ -97,36 +97,45 @@ class EventPipe:
         if kind == "run_end":
             flush_native_output()
         with self._lock:
-            self._buffer.add(event)
-            if kind in _WRITE_AT_ONCE:
+            self._events.append(event)
+            if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
                 self._write()
-            elif time.perf_counter() - self._since >= WRITE_EVERY_S:
-                self._write(keep_open=True)  # (a node's end that comes next still goes into its record)
 
     def handover(self) -> None:
-        """Write what is buffered: control goes back to code that could crash the process."""
-        if len(self._buffer) or self._unsent:
+        """Write what is waiting: control goes back to code that could crash the process."""
+        if self._events or self._unsent:
             with self._lock:
                 self._write()
 
-    def _write(self, keep_open: bool = False) -> None:
+    def _write(self) -> None:
         if self._off:
             return
-        if len(self._buffer):
+        if self._events:
             # a Stop (SIGTERM raises in the script's thread) or a finaliser that emits while the
-            # records are encoded loses nothing (see RecordBuffer.take); what a write left goes
-            # first next time
+            # batch is encoded loses nothing: the events leave the list only once encoded, and
+            # what a write left goes first next time
+            events = self._events
             try:
-                self._unsent += self._buffer.take(keep_open).encode("ascii")
+                data = encode_batch(events)
             except MemoryError:  # at the script's memory limit: no room for a copy of them all
                 self._write_one_by_one()
                 return
+            if len(data) > BATCH_CAP:  # (names of megabytes, many of them): one batch an event
+                self._write_one_by_one()
+                return
+            # one statement: a Stop raised between two would send the events twice, or not at all
+            self._unsent, self._events = self._unsent + data, []
+            self._counts[0] += len(events)
+            self._counts[1] += 1
         if not self._unsent:
             return
         self._since = time.perf_counter()
         if _identity(self._fd) != self._identity:
             self._lose()
             return
+        self._send()
+
+    def _send(self) -> None:
         # a Stop (SIGTERM: StopRun raised in the script's thread) waits for the write: raised between
         # os.write's return and the slice below, it left the written bytes unsent, to go out twice
         masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -141,26 +150,25 @@ class EventPipe:
             signal.pthread_sigmask(signal.SIG_SETMASK, masked)
 
     def _write_one_by_one(self) -> None:
-        """Write what is unsent, then each buffered record on its own: one line's copy at a time (a
-        script at its memory limit left no room for a copy of every line at once)."""
+        """Write what is unsent, then each waiting event as a batch of its own: one event's copy at a
+        time (a script at its memory limit left no room for a copy of every event at once)."""
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
-            while len(self._buffer):
-                line = self._buffer.first_line()
-                for start in range(0, len(line), _PIECE):  # (a 24 MiB name: a MiB's copy at a time)
-                    data = memoryview(line[start:start + _PIECE].encode("ascii"))
-                    while data:
-                        data = data[os.write(self._fd, data):]
-                os.write(self._fd, b"\n")
-                self._buffer.drop_first()
+            while self._events:
+                data = memoryview(encode_batch(self._events[:1]))
+                while data:
+                    data = data[os.write(self._fd, data):]
+                del self._events[0]
+                self._counts[0] += 1
+                self._counts[1] += 1
         except (BrokenPipeError, OSError, ValueError):
             self.broken = self._off = True
 
     def _lose(self) -> None:
         """The script closed the channel (or replaced it): write nothing more, and say so once."""
         self.broken = self._off = self.lost = True
-        self._buffer, self._unsent = RecordBuffer(), b""
+        self._events, self._unsent = [], b""
         if self._on_lost is not None:
             on_lost, self._on_lost = self._on_lost, None
             on_lost()
@@ -176,7 +184,7 @@ class EventPipe:
         while not self._closed:
             # looks twice per LATE_WRITE_S: a line that came just after a write still waits at most that
             time.sleep(LATE_WRITE_S / 2)
-            if len(self._buffer) and time.perf_counter() - self._since >= LATE_WRITE_S / 2:
+            if self._events and time.perf_counter() - self._since >= LATE_WRITE_S / 2:
                 self.handover()
 
     def close(self) -> None:
@@ -239,13 +247,11 @@ def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
         pass
 
 
-#: the longest a line waits in the pipe's buffer while the recorder keeps working
+#: the longest an event waits in the pipe's list while the recorder keeps working
 WRITE_EVERY_S = 0.002
-#: the longest a line waits when nothing follows it (no handover, no other event)
+#: the longest an event waits when nothing follows it (no handover, no other event)
 LATE_WRITE_S = 0.02
 #: kinds written at once: the script's output (printed just before a crash) and the boundaries
-#: how much of a line the runner copies at once when the script left no memory for a whole line
-_PIECE = 1 << 20
 _WRITE_AT_ONCE = frozenset({"run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
                             "error", "phase", "backward_end", "optimizer_step", "paused", "resumed"})
 
@@ -381,7 +387,7 @@ def _kill_all(runner: int) -> None:
 
 def _write_end(fd: int, event: dict) -> None:
     try:
-        os.write(fd, (json.dumps(event, separators=(",", ":")) + "\n").encode("ascii"))
+        os.write(fd, encode_batch([event]))
     except OSError:  # the parent went away
         pass
 

@@ -13,14 +13,20 @@ from tests.app.test_faults import graphview_lines, start_cli
 
 pytestmark = pytest.mark.e2e
 
-# records one backward, writes its first argument as a line into graphview's event channel (the
-# descriptor graphview moved it to: the highest open one), then records a second backward
+# records one backward, writes into graphview's event channel (the descriptor graphview moved it to:
+# the highest open one) its first argument as a line of text, or, with a second argument "batch",
+# the object that the first one evaluates to framed as graphview's batches are (graphview/core/channel.py),
+# then records a second backward
 WRITES = """\
-import os, sys, torch
+import os, pickle, struct, sys, torch
 x = torch.ones(3, requires_grad=True)
 (x * 2).sum().backward()
 fd = max(int(n) for n in os.listdir("/proc/self/fd"))
-os.write(fd, sys.argv[1].encode() + b"\\n")
+if sys.argv[2:] == ["batch"]:
+    data = pickle.dumps(eval(sys.argv[1]), 5)
+    os.write(fd, b"GVB1" + struct.pack("<Q", len(data)) + data)
+else:
+    os.write(fd, sys.argv[1].encode() + b"\\n")
 (x * 3).sum().backward()
 print("second backward done")
 """
@@ -34,24 +40,30 @@ def record(tmp_path, text: str, *args: str, name: str = "script.py") -> tuple[in
     return proc.returncode, out, err, str(target)
 
 
+#: what a script writes into the channel: text, or (an expression, "batch") framed as a batch
 FOREIGN = {
-    "not JSON": "hello from the script",
-    "JSON but no object": "[1, 2, 3]",
-    "nested past the decoder": "[" * 100_000,
-    "a bad field": json.dumps({"ev": "tensor", "tid": "x"}),
-    "an unknown kind": json.dumps({"ev": "hello"}),
-    "an id no event introduced": json.dumps({"ev": "tensor_dead", "tid": 999_999}),
-    "a second start": json.dumps({"ev": "run_start", "script": None, "mode": "plain", "torch": None, "python": None,
-                                  "devices": [], "options": {}, "notes": []}),
-    "an early end": json.dumps({"ev": "run_end", "status": "ok", "exit_code": 0, "message": ""}),
-    "an empty line": "",
+    "text": ("hello from the script",),
+    "JSON": (json.dumps({"ev": "tensor", "tid": 999_999}),),
+    "an empty line": ("",),
+    "a batch that is no list": ("{'ev': 'tensor'}", "batch"),
+    "nested past any event": ("[{'ev': 'node_dead', 'vid': __import__('functools').reduce(lambda a, _: [a], range(99), [])}]", "batch"),
+    "a set": ("[{'ev': 'node_dead', 'vid': {1, 2}}]", "batch"),
+    "a key that is no string": ("[{'ev': 'node_dead', 1: 2}]", "batch"),
+    "a cycle": ("(lambda a: (a.append(a), [{'ev': 'node_dead', 'vid': a}])[1])([])", "batch"),
+    "a function to call": ("[os.system]", "batch"),
+    "a bad field": ("[{'ev': 'tensor', 'tid': 'x'}]", "batch"),
+    "an unknown kind": ("[{'ev': 'hello'}]", "batch"),
+    "an id no event introduced": ("[{'ev': 'tensor_dead', 'tid': 999_999}]", "batch"),
+    "a second start": ("[{'ev': 'run_start', 'script': None, 'mode': 'plain', 'torch': None, 'python': None, "
+                       "'devices': [], 'options': {}, 'notes': []}]", "batch"),
+    "an early end": ("[{'ev': 'run_end', 'status': 'ok', 'exit_code': 0, 'message': ''}]", "batch"),
 }
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the script finds the channel in /proc")
-@pytest.mark.parametrize("line", FOREIGN.values(), ids=FOREIGN.keys())
-def test_a_line_the_script_writes_into_the_channel_ends_the_run_in_one_line(tmp_path, line):
-    code, out, err, target = record(tmp_path, WRITES, line)
+@pytest.mark.parametrize("written", FOREIGN.values(), ids=FOREIGN.keys())
+def test_what_the_script_writes_into_the_channel_ends_the_run_in_one_line(tmp_path, written):
+    code, out, err, target = record(tmp_path, WRITES, *written)
     assert code == 1, err
     lines = graphview_lines(err)  # no traceback
     assert len(lines) == 1 and lines[0].startswith("graphview: the script wrote to graphview's event channel ("), err

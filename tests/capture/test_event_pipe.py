@@ -11,7 +11,8 @@ import pytest
 
 from graphview.capture import runner
 from graphview.capture.runner import EventPipe
-from graphview.core.records import event_encoder, expand
+from graphview.core.channel import BatchReader
+from graphview.core.records import event_encoder
 
 
 def _readable(fd: int) -> bytes:
@@ -25,8 +26,11 @@ def _readable(fd: int) -> bytes:
 
 
 def _events(data: bytes) -> list[dict]:
-    """The events of the records the pipe wrote (a record may carry several)."""
-    return [event for line in data.decode("ascii").splitlines() for event in expand(json.loads(line))]
+    """The events of the batches the pipe wrote, each batch whole."""
+    reader = BatchReader()
+    events = [event for batch in reader.feed(data) for event in batch]
+    assert reader.waiting == 0
+    return events
 
 
 @pytest.fixture
@@ -68,11 +72,11 @@ def test_a_long_native_call_still_writes_every_few_milliseconds(pipe, monkeypatc
     pipe({"ev": "bw_node", "bid": 1, "vid": 2, "grads_in": None})
     time.sleep(0.01)
     pipe({"ev": "bw_node", "bid": 1, "vid": 3, "grads_in": None})
-    # (the node running now waits for its end, to share its record, or for the next handover: the
-    # pipe's own thread hands over what waits LATE_WRITE_S after the last write)
-    assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 2]
+    # each came more than WRITE_EVERY_S after the write before: written with no handover
+    assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 2, 3]
+    pipe({"ev": "bw_node_done", "bid": 1, "vid": 3, "grads_out": []})  # (within WRITE_EVERY_S: waits)
     pipe.handover()
-    assert [event["vid"] for event in _events(_readable(read_fd))] == [3]
+    assert [event["ev"] for event in _events(_readable(read_fd))] == ["bw_node_done"]
 
 
 def test_close_writes_what_is_left(pipe):

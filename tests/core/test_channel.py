@@ -1,0 +1,144 @@
+"""The runner's event channel: batches read back whole, in any pieces, and nothing but plain
+events accepted from it (the script runs in the process that writes it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphview.core.channel import BATCH_CAP, DEPTH_MAX, MAGIC, BatchReader, ChannelError, encode_batch
+
+EVENTS = [
+    {"ev": "node", "vid": 3, "name": "MulBackward0", "next": [[None, 0], [2, 0]]},
+    {"ev": "tensor", "tid": 1, "name": "poids_é", "shape": [2, 3], "stats": {"min": -1.5e-45, "max": 3.4e38,
+                                                                          "mean": 0.1, "nan": 0, "hist": [1, 2]}},
+    {"ev": "stdout", "text": 'a "quoted"\nline \x00 and \ud800 as written'},
+    {"ev": "accumulate", "first": True, "grad": None, "big": 2 ** 80, "neg": -0.0, "odd": float("nan")},
+]
+
+
+def _frame(payload: bytes) -> bytes:
+    return MAGIC + struct.pack("<Q", len(payload)) + payload
+
+
+def test_batches_come_back_as_they_went_in_any_pieces():
+    data = encode_batch(EVENTS[:2]) + encode_batch(EVENTS[2:]) + encode_batch([])
+    whole = BatchReader().feed(data)
+    assert json.dumps(whole) == json.dumps([EVENTS[:2], EVENTS[2:], []])
+    reader = BatchReader()
+    by_byte = [batch for i in range(len(data)) for batch in reader.feed(data[i:i + 1])]
+    assert json.dumps(by_byte) == json.dumps(whole) and reader.waiting == 0 and reader.batches == 3
+
+
+def test_a_batch_cut_off_waits_and_is_not_taken_for_damage():
+    data = encode_batch(EVENTS)
+    reader = BatchReader()
+    assert reader.feed(data[:-5]) == [] and reader.waiting == len(data) - 5
+    assert len(reader.feed(data[-5:])[0]) == len(EVENTS)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6), max_size=6))
+def test_any_plain_events_pass_as_json_would_carry_them(events):
+    (batch,) = BatchReader().feed(encode_batch(events))
+    assert batch == json.loads(json.dumps(events))
+
+
+class _Version(str):
+    """A subclass of str, as torch's version string is."""
+
+
+def test_what_json_would_change_comes_out_as_json_makes_it():
+    from collections import OrderedDict
+
+    events = [{"ev": "run_start", "torch": _Version("2.13.0"), "ids": (1, (2, 3)), "by_vid": {1: "a", None: 2.5},
+               "odd": object(), "ordered": OrderedDict(a=1), "flag": {True: False, 1.5: None}}]
+    (batch,) = BatchReader().feed(encode_batch(events))
+    assert batch == json.loads(json.dumps(events, default=str))
+    assert type(batch[0]["torch"]) is str and batch[0]["ids"] == [1, [2, 3]] and batch[0]["by_vid"] == {"1": "a", "null": 2.5}
+
+
+class _Calls:
+    """Pickles as a call of ``os.system`` (what a hostile batch would ask the reader to run)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+NOT_PLAIN = {
+    "a list, not in a list": ({"ev": "x"}, "not a list of events"),
+    "no event": ([[1]], "not an event"),
+    "a set": ([{"ev": "x", "v": {1, 2}}], "set"),
+    "bytes": ([{"ev": "x", "v": b"\x00"}], "bytes"),
+    "a complex number": ([{"ev": "x", "v": 1j}], "names builtins.complex"),
+    "a key JSON cannot hold": ([{"ev": "x", (1, 2): 2}], "tuple key"),
+    "a class": ([{"ev": "x", "v": ValueError}], "names builtins.ValueError"),
+    "a function": ([{"ev": "x", "v": os.system}], "names posix.system"),
+}
+
+
+@pytest.mark.parametrize("value, says", NOT_PLAIN.values(), ids=NOT_PLAIN.keys())
+def test_what_is_not_a_plain_event_is_refused_and_says_what(value, says):
+    with pytest.raises(ChannelError, match=says):
+        BatchReader().feed(encode_batch([EVENTS[0]]) + _frame(pickle.dumps(value, 5)))
+
+
+def test_a_batch_that_asks_for_a_call_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    with pytest.raises(ChannelError, match="names posix.system") as caught:
+        BatchReader().feed(encode_batch(EVENTS[:1]) + _frame(pickle.dumps([_Calls(f"touch {marker}")], 5)))
+    assert not marker.exists()
+    assert json.dumps(caught.value.before) == json.dumps([EVENTS[:1]])  # what came before it, whole
+
+
+def test_a_cycle_and_deep_nesting_are_refused():
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(ChannelError, match=f"nested more than {DEPTH_MAX} deep"):
+        BatchReader().feed(_frame(pickle.dumps([{"ev": "x", "v": cycle}], 5)))
+    deep: list = []
+    for _ in range(DEPTH_MAX + 1):
+        deep = [deep]
+    with pytest.raises(ChannelError, match="nested"):
+        BatchReader().feed(_frame(pickle.dumps([{"ev": "x", "v": deep}], 5)))
+
+
+def test_a_list_shared_a_billion_ways_is_refused_at_once():
+    shared: list = [1, 2]
+    for _ in range(30):  # 2**30 paths to the innermost list, in a few hundred bytes
+        shared = [shared, shared]
+    data = _frame(pickle.dumps([{"ev": "x", "v": shared}], 5))
+    assert len(data) < 1000
+    with pytest.raises(ChannelError, match="shared many times"):  # (within its budget: not walked 2**30 times)
+        BatchReader().feed(data)
+
+
+def test_foreign_bytes_are_refused_at_their_first_byte():
+    for text in (b"\n", b"hello from the script\n", b'{"ev": "tensor"}\n', b"G\n"):
+        with pytest.raises(ChannelError, match="do not start as graphview's batches do"):
+            BatchReader().feed(encode_batch(EVENTS) + text)
+    assert BatchReader().feed(MAGIC[:3]) == []  # (the start of a batch: waits for the rest)
+
+
+def test_damaged_pickles_and_oversized_lengths_are_refused():
+    good = pickle.dumps(EVENTS, 5)
+    for damaged in (good[:-1], good[:10] + b"\xff" * 10 + good[20:], b"", b"\x80\x05garbage"):
+        with pytest.raises(ChannelError):
+            BatchReader().feed(_frame(damaged))
+    with pytest.raises(ChannelError, match="more than any of graphview's"):
+        BatchReader().feed(MAGIC + struct.pack("<Q", BATCH_CAP + 1))
