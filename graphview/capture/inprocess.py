@@ -1,9 +1,11 @@
 """Recording from inside a program or a notebook: ``with graphview.record("run.gvtrace"):``.
 
 The same :class:`~graphview.capture.recorder.Recorder` the runner process uses records what runs
-inside the block, in the user's own process and thread, and the events go to a trace file as
-they come (:class:`~graphview.core.trace.TraceWriter`: flushed at every step end and at least
-once a second). The trace is the one ``graphview record`` writes, and opens the same way.
+inside the block, in the user's own process and thread, and the events go, in batches written
+where control goes back to the program, to a process of graphview's that writes the trace file
+as they come (:mod:`graphview.core.trace_process`: flushed at every step end and at least once a
+second; the records and their JSON are made there, on another core). The trace is the one
+``graphview record`` writes, and opens the same way.
 
 Steps are the user's own loop: a step ends when ``optimizer.step()`` returns (any optimizer), or
 at ``rec.step()`` for a loop without one (once it is called, only its calls count).
@@ -31,11 +33,13 @@ from torch.overrides import _get_current_function_mode_stack
 
 from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.recorder import Recorder
+from graphview.capture.runner import EventPipe
 from graphview.capture.script import OBSERVER_NOTES, available_devices, error_event
 from graphview.core.events import OUTPUT_CAP
 from graphview.core.options import RunOptions
 from graphview.core.ranks import rank_path
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header
+from graphview.core.trace_process import TraceProcess
 
 _STEP_OPENING = frozenset({"op", "module_enter", "backward_start", "grad_reset", "optimizer_step", "tensor"})
 _OPTION_NAMES = ("retain_graph", "create_graph", "detach_at")
@@ -146,7 +150,8 @@ class Recording:
         self._scope = frame.f_globals
         self.step_number = 1  # the user's loop: the step running now
         self.status = "new"  # new -> waiting (before start_step) | recording <-> paused -> done
-        self._writer: TraceWriter | None = None
+        self._pipe: EventPipe | None = None  # the events, in batches, to the process writing the trace
+        self._trace_process: TraceProcess | None = None
         self._recorder: Recorder | None = None
         self._lock = threading.RLock()
         self._step_open = False
@@ -170,9 +175,15 @@ class Recording:
         header = make_header(script=self.script, options=self.options.to_dict(), origin="graphview.record()",
                              rank=self.rank, world_size=self.world_size)
         try:
-            self._writer = TraceWriter(self.path, header)
+            writer = TraceWriter(self.path, header)
         except TraceError as exc:
             raise OSError(f"graphview.record(): {exc}") from None
+        try:
+            self._trace_process = TraceProcess(writer)
+        except OSError as exc:
+            writer.abandon()
+            raise OSError(f"graphview.record(): cannot start the process that writes {self.path}: {exc}") from None
+        self._pipe = EventPipe(self._trace_process.events_fd)
         self._emit(self._run_start())
         self._hook = register_optimizer_step_post_hook(self._optimizer_stepped)
         self.status = "waiting"
@@ -210,25 +221,30 @@ class Recording:
 
     # ------------------------------------------------------------------ writing
     def _emit(self, event: dict) -> None:
+        """Hand ``event`` to the process writing the trace (see graphview/core/trace_process.py:
+        the events go in batches, written where control goes back to the program; one that can no
+        longer write, a full disk, says why at the end)."""
         with self._lock:
-            writer = self._writer
-            if writer is None or writer.failed is not None:
+            pipe = self._pipe
+            if pipe is None:
                 return
             if not self._step_open and event["ev"] in _STEP_OPENING and self.status == "recording":
                 self._step_open = True
-                self._write(writer, {"ev": "step_start", "step": self.step_number})
-            self._write(writer, event)
+                pipe({"ev": "step_start", "step": self.step_number})
+            pipe(event)
 
-    def _write(self, writer: TraceWriter, event: dict) -> None:
-        try:
-            writer.write(event)
-        except TraceError as exc:  # a full disk: the program goes on, the recording stops here
-            self.write_error = str(exc)
-            print(f"graphview: {exc}", file=sys.__stderr__)
+    def _handover(self) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            pipe.handover()
 
     # ------------------------------------------------------------------ the recording window
     def _begin_window(self) -> None:
-        self._recorder = Recorder(self._emit, self.script, self.options)
+        def emit(event: dict) -> None:
+            self._emit(event)
+
+        emit.handover = self._handover  # written where control goes back to the program
+        self._recorder = Recorder(emit, self.script, self.options)
         self._recorder.own_optimizer_hooks = False  # this recording's one hook calls it (_optimizer_stepped)
         self._recorder.script = self.script  # as Python names it (a notebook cell has no real path)
         self._recorder.extra_scopes.append(self._scope)
@@ -266,12 +282,12 @@ class Recording:
         self.status = "done"
         self._emit({"ev": "run_end", "status": status, "exit_code": exit_code, "message": message})
         with self._lock:
-            writer, self._writer = self._writer, None
-        try:
-            writer.close()
-        except TraceError as exc:
-            self.write_error = str(exc)
-            print(f"graphview: {exc}", file=sys.__stderr__)
+            pipe, self._pipe = self._pipe, None
+        pipe.close()
+        reason = self._trace_process.finish()
+        if reason is not None:  # (a full disk: the program went on, and what was written is kept)
+            self.write_error = reason
+            print(f"graphview: {reason}", file=sys.__stderr__)
 
     # ------------------------------------------------------------------ steps
     def step(self) -> None:

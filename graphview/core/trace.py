@@ -80,21 +80,30 @@ class TraceWriter:
     FLUSH_SECONDS = 1.0
     FLUSH_AT = frozenset({"step_end", "run_end", "error"})
 
-    def __init__(self, path: str | os.PathLike, header: dict | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, header: dict | None = None, *, started: IO[str] | None = None) -> None:
+        """``started``: the ``.partial`` file of ``path`` as another writer opened it and wrote its
+        header (a writer in another process: see graphview/core/trace_process.py), written on from here."""
         self.path = os.fspath(path)
         self.partial = self.path + PARTIAL_SUFFIX
         if is_script(self.path):
             raise TraceError(f"cannot write {self.path}: a trace named {SCRIPT_SUFFIX} would be taken for a script; "
                              f"name it {SUFFIX}")
-        try:
-            self._file: IO[str] = open_partial(self.path)
-        except OutputError as exc:
-            raise TraceError(str(exc)) from None
         self._buffer = RecordBuffer()
         self.failed: TraceWriteError | None = None
         self._dirty = False
+        if started is not None:
+            self._file: IO[str] = started
+            return
+        try:
+            self._file = open_partial(self.path)
+        except OutputError as exc:
+            raise TraceError(str(exc)) from None
         self._write_text(json.dumps(header or make_header(), separators=(",", ":")) + "\n")
         self.flush()
+
+    def fileno(self) -> int:
+        """The descriptor of the ``.partial`` file being written."""
+        return self._file.fileno()
 
     @property
     def count(self) -> int:

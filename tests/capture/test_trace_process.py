@@ -1,0 +1,87 @@
+"""``graphview.record()`` writes its trace in a process of its own: what a program that records
+itself keeps when it is killed, when its disk is full, and on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from graphview.core.trace import read_trace
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="signals and resource limits of Linux")
+
+
+def _run(tmp_path, body: str) -> tuple[subprocess.CompletedProcess, str]:
+    target = str(tmp_path / "run.gvtrace")
+    script = tmp_path / "program.py"
+    script.write_text("import os, resource, signal, time, torch, graphview\n"
+                      f"PATH = {target!r}\n" + body, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
+                          start_new_session=True)  # (its Ctrl-C goes to its own process group only)
+    return done, target
+
+
+def _read_when_written(path: str, backwards: int):
+    """The trace at ``path`` once the writing process, which outlives a killed program by a
+    moment, has written ``backwards`` backward calls into it."""
+    deadline = time.monotonic() + 60
+    while True:
+        trace = read_trace(path) if os.path.exists(path) else None
+        if trace is not None and sum(e["ev"] == "backward_end" for e in trace.events) >= backwards:
+            return trace
+        assert time.monotonic() < deadline, f"{path}: {trace and [e['ev'] for e in trace.events]}"
+        time.sleep(0.1)
+
+
+def test_a_program_killed_while_it_records_keeps_every_op_before_the_kill(tmp_path):
+    done, target = _run(tmp_path, """
+with graphview.record(PATH):
+    x = torch.ones(3, requires_grad=True)
+    for i in range(3):
+        (x * (i + 2)).sum().backward()
+    print("three backward calls", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert not os.path.exists(target)  # never renamed into place: a partial recording
+    trace = _read_when_written(target + ".partial", 3)
+    assert any("is a partial recording" in warning for warning in trace.warnings)
+    assert "".join(e["text"] for e in trace.events if e["ev"] == "stdout") == "three backward calls\n"
+
+
+def test_a_full_disk_stops_the_recording_not_the_program_and_says_why(tmp_path):
+    done, target = _run(tmp_path, """
+resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))  # what a full disk looks like to a writer
+with graphview.record(PATH) as rec:
+    x = torch.ones(64, requires_grad=True)
+    for i in range(40):
+        (x * i).sum().backward()
+print("the program went on:", rec.write_error is not None)
+""")
+    assert done.returncode == 0, done.stderr
+    assert "the program went on: True" in done.stdout
+    assert "graphview: cannot write" in done.stderr and "File too large" in done.stderr
+    assert not os.path.exists(target) and 0 < os.path.getsize(target + ".partial") <= 8192
+
+
+def test_ctrl_c_ends_the_recording_and_its_trace_is_written_whole(tmp_path):
+    done, target = _run(tmp_path, """
+try:
+    with graphview.record(PATH):
+        x = torch.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+        os.killpg(os.getpgrp(), signal.SIGINT)  # the terminal's Ctrl-C: to every process of the group
+        time.sleep(30)
+except KeyboardInterrupt:
+    print("interrupted")
+""")
+    assert done.returncode == 0 and "interrupted" in done.stdout, done.stderr
+    trace = read_trace(target)
+    assert trace.warnings == []
+    assert sum(e["ev"] == "backward_end" for e in trace.events) == 1
+    assert trace.events[-1]["ev"] == "run_end" and trace.events[-1]["status"] == "stopped"
