@@ -23,6 +23,7 @@ import queue
 import sys
 import threading
 import zlib
+from operator import itemgetter
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -41,6 +42,7 @@ _PICKLED = 5
 _PICKLE_START = pickle.PROTO + bytes([_PICKLED])  # (a JSON text starts with "{")
 #: the kind code of an event whose kind is not a string or came after 254 others (read from the event)
 _ODD = 255
+_KIND = itemgetter("ev")
 
 
 class EventLog:
@@ -73,12 +75,16 @@ class EventLog:
         if len(self._tail) >= self._size:
             self._seal()
 
-    def extend(self, events: list[dict], lines: list[bytes | int | None] | None = None) -> None:
+    def extend(self, events: list[dict], lines: list[bytes | int | None] | None = None) -> list:
         """Add ``events`` in order (``lines[i]``: the JSON text of ``events[i]``, or of its record
-        (see :class:`RecordLine`), when the caller has it), as :meth:`append` of each does."""
+        (see :class:`RecordLine`), when the caller has it), as :meth:`append` of each does.
+        Returns their kinds (each event's ``ev``, None where it has none)."""
         if not events:
-            return
-        kinds = [event.get("ev") for event in events]
+            return []
+        try:
+            kinds = list(map(_KIND, events))  # (in C: checked events are dicts with a kind)
+        except (KeyError, TypeError):
+            kinds = [event.get("ev") for event in events]
         try:
             for kind in dict.fromkeys(kinds):  # each kind once, in the order they first come
                 if kind not in self._codes:
@@ -99,6 +105,7 @@ class EventLog:
             if len(self._tail) >= self._size:
                 self._seal()
         self._kinds.extend(codes)  # last: a reader that counts the events finds each one stored
+        return kinds
 
     def _code(self, kind: object) -> int:
         """The kind byte of ``kind``, given it a new one if it is a string not seen yet (at most 255)."""

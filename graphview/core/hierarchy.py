@@ -180,15 +180,30 @@ def _rows_and_columns(nodes) -> Generator[None, None, tuple[dict, dict, dict]]:
             yield
         if not node.placed:
             continue
-        slots.setdefault(node.layer, []).append(node.slot)
+        layer, slot = node.layer, node.slot
+        # (no empty list or dict made to be thrown away, as setdefault would: 10^5 nodes)
+        in_row = slots.get(layer)
+        if in_row is None:
+            slots[layer] = [slot]
+        else:
+            in_row.append(slot)
         path = node.module
         while path:
-            rows.setdefault(path, {}).setdefault(node.layer, []).append(node.id)
+            by_row = rows.get(path)
+            if by_row is None:
+                by_row = rows[path] = {}
+            ids = by_row.get(layer)
+            if ids is None:
+                by_row[layer] = [node.id]
+            else:
+                ids.append(node.id)
             span = columns.get(path)
             if span is None:
-                columns[path] = [node.slot, node.slot]
-            else:
-                span[0], span[1] = min(span[0], node.slot), max(span[1], node.slot)
+                columns[path] = [slot, slot]
+            elif slot < span[0]:
+                span[0] = slot
+            elif slot > span[1]:
+                span[1] = slot
             path = path.rpartition(".")[0]
     return rows, columns, slots
 

@@ -18,6 +18,7 @@ import gc
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Callable, Iterable, Iterator
 
 # (ACCUMULATE_GRAD, BackwardCall and GradEntry are read from here too: they are the run's)
@@ -196,11 +197,12 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         if not isinstance(events, list):
             events = list(events)
         first = len(self.events)
-        self.events.extend(events, lines)
-        handlers = _HANDLERS
-        for index, event in enumerate(events, first):
-            kind = event.get("ev")
-            handler = handlers.get(kind) if type(kind) is str else None
+        kinds = self.events.extend(events, lines)
+        try:
+            handlers = list(map(_HANDLERS.get, kinds))  # (in C; None for a kind without a handler)
+        except TypeError:  # a kind that cannot be a key (an odd event)
+            handlers = [_HANDLERS.get(kind) if type(kind) is str else None for kind in kinds]
+        for index, event, handler in zip(count(first), events, handlers):
             if handler is not None:
                 handler(self, index, event)
 
@@ -302,13 +304,17 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
 
     def _note_value(self, tid: int, index: int, ev: dict) -> None:
         if "values" in ev:
-            summary = {"shape": ev.get("shape", self.tensors.get(tid, {}).get("shape")), "values": ev["values"]}
+            key = "values"
         elif "stats" in ev:
-            summary = {"shape": ev.get("shape", self.tensors.get(tid, {}).get("shape")), "stats": ev["stats"]}
+            key = "stats"
         else:
             return
-        history = self.values.setdefault(tid, [])
-        if not history or history[-1][1] != summary:
+        # (the tensor's shape looked up only where the event has none: a value event may not)
+        summary = {"shape": ev["shape"] if "shape" in ev else self.tensors.get(tid, {}).get("shape"), key: ev[key]}
+        history = self.values.get(tid)
+        if history is None:
+            self.values[tid] = [(index, summary)]
+        elif history[-1][1] != summary:
             history.append((index, summary))
 
     def _note_version(self, tid: int, index: int, ev: dict) -> None:
@@ -335,7 +341,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         get = ev.get
         node_id = f"op{vid}"
         # (id, vid, name, born, next, seq, leaf, custom, line, module): by position, a big run makes 10^5
-        node = OpNode(node_id, vid, ev["name"], index, [tuple(edge) for edge in get("next") or ()], get("seq"),
+        node = OpNode(node_id, vid, ev["name"], index, list(map(tuple, get("next") or ())), get("seq"),
                       get("leaf"), bool(get("custom")), get("line"), get("module"))
         op_nodes = self.op_nodes
         op_nodes[vid] = node

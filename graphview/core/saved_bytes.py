@@ -46,7 +46,9 @@ class SavedBytes:
         return True
 
     def _change(self, device: str, kind: str, delta: int) -> None:
-        live = self.live.setdefault(device, dict.fromkeys(KINDS, 0))
+        live = self.live.get(device)
+        if live is None:
+            live = self.live[device] = dict.fromkeys(KINDS, 0)
         live[kind if kind in live else "activation"] += delta
 
     def by_kind(self, device: str) -> tuple[int, int, int]:

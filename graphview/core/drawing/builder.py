@@ -45,6 +45,7 @@ class Drawing:
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self.inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
+        self._shape_texts: dict[tuple, str] = {}  # (dtype, shape) -> what a node of it says under its name
         self.lifetimes = Lifetimes(run, self.nodes, self._out, self.derived, self.inputs)
         self.placement = Placement(run, self.nodes, self._out, self.lifetimes.dead_index)
         self.order: list[str] = self.placement.order  # node ids in placement order
@@ -165,7 +166,23 @@ class Drawing:
             if module is None:
                 producer_op = run.producers.get(tnode.tid)
                 module = producer_op.get("module") if producer_op is not None else None
-        return DrawNode(tnode.id, draw_kind, name, _shape_text(info), tnode.born, tnode.tid, module, info.get("line"))
+        return DrawNode(tnode.id, draw_kind, name, self._shape_text(info), tnode.born, tnode.tid, module,
+                        info.get("line"))
+
+    def _shape_text(self, info: dict) -> str:
+        """:func:`shape_text` of a tensor's latest event, worked out once for each shape and dtype (a
+        one-element tensor's says its value: each its own)."""
+        values = info.get("values")
+        if values is not None and len(values) == 1:
+            return shape_text(info)
+        try:
+            key = (info.get("dtype", ""), tuple(info.get("shape") or ()))
+            text = self._shape_texts.get(key)
+        except TypeError:  # (no shape of sizes: said as it is)
+            return shape_text(info)
+        if text is None:
+            text = self._shape_texts[key] = shape_text(info)
+        return text
 
     def _connect(self, node: DrawNode, element) -> None:
         run = self.run
@@ -243,7 +260,8 @@ class Drawing:
 _BORN = itemgetter(0)
 
 
-def _shape_text(info: dict) -> str:
+def shape_text(info: dict) -> str:
+    """A tensor's shape and dtype (``2×4 float32``), or its value where it has one (``scalar = 0.5``)."""
     shape = info.get("shape") or []
     dims = "×".join(map(str, shape)) if shape else "scalar"
     values = info.get("values")

@@ -302,7 +302,8 @@ class Placement:
                 if pred.placed:
                     if depth:
                         floor = max(floor, pred.layer + depth + 1)
-                elif pred_id not in path and (pred_id, depth + 1) not in walked and not self._history(pred, current):
+                elif pred_id not in path and (pred_id, depth + 1) not in walked \
+                        and not (pred.kind in _NO_GRAD_TENSORS and self._history(pred, current)):
                     walked.add((pred_id, depth + 1))
                     path.add(pred_id)
                     stack.append((pred, depth + 1, iter(pred.preds)))
@@ -319,7 +320,8 @@ class Placement:
         nodes = self.nodes
 
         def waiting(n: DrawNode) -> list:
-            return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed and not self._history(nodes[p], n)]
+            return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed
+                    and not (nodes[p].kind in _NO_GRAD_TENSORS and self._history(nodes[p], n))]
 
         depth: dict[str, int] = {}
         most = {node.id: 0}  # node -> the most rows of its waiting predecessors' chains found so far
@@ -375,7 +377,8 @@ class Placement:
             current, preds = stack[-1]
             for pred_id in preds:
                 pred = nodes.get(pred_id)
-                if pred is not None and not pred.placed and not self._history(pred, current):
+                if pred is not None and not pred.placed \
+                        and not (pred.kind in _NO_GRAD_TENSORS and self._history(pred, current)):
                     self._put_above(pred, current)
                     stack.append((pred, iter(pred.preds)))
                     break
@@ -402,7 +405,8 @@ class Placement:
         """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
         without grad made before the model's first call, ``pred`` unnamed (Llama's rotary ``inv_freq`` is
         ``1 / base ** (arange(...) / dim)``, BERT's ``position_ids`` an ``arange(...).expand``): not
-        drawn above the buffer it made, unless something else uses it."""
+        drawn above the buffer it made, unless something else uses it. (False for a ``pred`` of any kind
+        but :data:`_NO_GRAD_TENSORS`: the walks up a chain, 10^5 steps in a big drawing, test that first.)"""
         return (pred.kind in _NO_GRAD_TENSORS and node.kind in _NO_GRAD_TENSORS and unnamed_title(pred.title)
                 and self._before_first_step(node.born)
                 and (self.run.tensors.get(node.ref) or {}).get("kind") == "buffer")

@@ -98,8 +98,9 @@ class Lifetimes:
                 grown = np.empty(size, dtype=np.int64)
                 grown[:first] = column[:first]
                 self._room[name] = grown
-        rows = []  # (born, dead, slot, layer, vid) of each new node, in one pass
-        add = rows.append
+        # each new node's born, dead, slot, layer and vid, in one pass, a list a column (as many
+        # arrays made from lists of numbers: a fifth of the time of one array made from rows)
+        borns, deads, slots, layers, vids = columns = ([], [], [], [], [])
         for node_id in new_ids:
             node = nodes[node_id]
             if node.kind in _OP_KINDS:  # (dead_index inline for the common kinds)
@@ -114,13 +115,16 @@ class Lifetimes:
                     dead = op.dead if op is not None else None
                 else:
                     dead = dead_index(node)
-            add((node.born, _NEVER if dead is None else dead, node.slot, node.layer, vid))
+            borns.append(node.born)
+            deads.append(_NEVER if dead is None else dead)
+            slots.append(node.slot)
+            layers.append(node.layer)
+            vids.append(vid)
         self._index_of.update(zip(new_ids, range(first, end)))
         self.ids.extend(new_ids)
         if count:
-            table = np.array(rows, dtype=np.int64).reshape(count, 5)
-            for column, name in enumerate(_COLUMNS):
-                self._room[name][first:end] = table[:, column]
+            for name, column in zip(_COLUMNS, columns):
+                self._room[name][first:end] = column
         fresh = np.nonzero((self.dead[first:] == _NEVER) & (self.vids[first:] >= 0))[0] + first
         self._pending = np.concatenate([self._pending, fresh])
 
