@@ -32,7 +32,7 @@ def device_name(device: torch.device, _names: dict = {}) -> str:  # noqa: B006 -
 
 
 def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
-              norm: bool = True, hist: bool = False, exact: bool = False) -> dict | None:
+              norm: bool = True, hist: bool = False, exact: bool = False, known_norm: float | None = None) -> dict | None:
     """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise.
 
     ``light`` (gradients flowing through backward) keeps only the norm of large tensors: one
@@ -42,9 +42,10 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     parameters, inputs and ``.grad``, a few tensors a step; not for every activation). These are
     what a user looks at when a gradient is None, NaN or huge: their statistics are exact, never
     sampled (see NOTE [Sampled statistics]). ``exact``: not sampled either (a gradient on its way
-    into a leaf's ``.grad``, shown beside it).
+    into a leaf's ``.grad``, shown beside it). ``known_norm``: the norm of ``t``'s values, exact,
+    as this module computed it a moment ago (:meth:`LightSummaries.known_norm`): not computed again.
     """
-    summary = _dense_host_summary(t, full_max, light, norm, hist, sample=not (hist or exact))
+    summary = _dense_host_summary(t, full_max, light, norm, hist, sample=not (hist or exact), known_norm=known_norm)
     if summary is not None:
         return summary
     summary = _summarize(t, full_max, light, norm, sample=not (hist or exact))
@@ -67,7 +68,8 @@ _PARAMETER = torch.nn.Parameter
 _STRIDED = torch.strided
 
 
-def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, sample: bool) -> dict | None:
+def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, sample: bool,
+                        known_norm: float | None = None) -> dict | None:
     """``summarize`` of the tensors a step summarizes by the thousand, in fewer calls: a plain
     float32 / float64 CPU tensor (or parameter) of more than ``full_max`` values whose elements
     fill a block of its memory, each once (contiguous, or transposed). The statistics and the
@@ -90,7 +92,7 @@ def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, s
         values = (_sample_of(read) if sampled else read).numpy()
     except (RuntimeError, TypeError):  # a negative view
         return None
-    stats = _numpy_stats(values, numel, light, norm, sampled)
+    stats = _numpy_stats(values, numel, light, norm, sampled, None if sampled else known_norm)
     if hist and "min" in stats:
         lo, hi = stats["min"], stats["max"]
         if isinstance(lo, float) and isinstance(hi, float):  # (NaN or Inf somewhere: no finite range to bin)
@@ -138,6 +140,23 @@ class LightSummaries:
         if key is not None and summary is not None and "stats" in summary and "note" not in summary:
             self._known[key] = (weakref.ref(t), summary["stats"])
         return summary
+
+
+    def known_norm(self, t) -> float | None:
+        """The exact norm of ``t``'s values when this call summarized the same memory, unchanged
+        since, a moment ago (a gradient that became a leaf's ``.grad``: AccumulateGrad took the
+        very tensor it received): what ``summarize(t)`` would compute again, one pass over it.
+        Only above BLAS_MAX values, where both compute it with the same einsum."""
+        if type(t) is not torch.Tensor or t.numel() <= BLAS_MAX or t.layout != torch.strided or not _dense(t):
+            return None
+        try:
+            known = self._known.get((t.data_ptr(), t.numel(), t.dtype, t.get_device(), t._version))
+        except RuntimeError:
+            return None
+        if known is None or known[0]() is None or "sampled" in known[1]:
+            return None
+        norm = known[1].get("norm")
+        return norm if type(norm) is float else None  # (a NaN or Inf: "nan" / "inf", counted anew)
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -362,7 +381,8 @@ _MIN, _MAX, _SUM = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 BLAS_MAX = 1 << 13
 
 
-def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sampled: bool = False) -> dict:
+def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sampled: bool = False,
+                 known_norm: float | None = None) -> dict:
     """min, max, mean (and norm), or the norm alone (``light``), on the calling thread.
 
     ``a`` may hold fewer values than the tensor's ``numel``: each of its values once, where the
@@ -383,7 +403,9 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sample
         lo, hi = float(_MIN(a, axis=None)), float(_MAX(a, axis=None))
         bound = max(abs(lo), abs(hi)) * count  # NaN: False below
         fmax = _FLOAT_MAX.get(a.dtype, 0.0)
-        if bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
+        if known_norm is not None and with_norm and bound < fmax:
+            total, norm = float(_SUM(a, axis=None)), known_norm
+        elif bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
             total = float(_SUM(a, axis=None))
             norm = math.sqrt(float(_square_norm(a)) * scale) if with_norm else None
         else:

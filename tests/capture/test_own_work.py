@@ -223,6 +223,31 @@ def test_the_gradient_sent_into_a_leaf_is_summarized_exactly_as_its_grad_is(reco
     assert abs(into_leaf["norm"] / grad["norm"] - 1) < 1e-6
 
 
+def test_a_grad_that_is_the_gradient_it_received_is_read_once_less_and_says_the_same(record, write_script,
+                                                                                   monkeypatch):
+    """AccumulateGrad keeps the very tensor it received as a leaf's first .grad: the norm its
+    bw_node event read a moment ago is that .grad's, not computed again (the other statistics and
+    the histogram are); every number is what summarizing the .grad afresh gives, and torch's."""
+    from graphview.capture import summaries
+
+    passes = []
+    real = summaries._einsum_square
+    monkeypatch.setattr(summaries, "_einsum_square", lambda a: passes.append(a.size) or real(a))
+    keep: dict = {}
+    run = record(write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "w = torch.randn(300, 200, requires_grad=True)\n"
+        "(w * 3).tanh().sum().backward()\n"), keep=keep)
+    # w's values as the op read it, the gradient out of tanh, the one into w: not again for w.grad
+    assert passes.count(60_000) == 3
+    w = next(t for t, i in run.tensors.items() if i.get("name") == "w")
+    shown = run.grads[w][-1].value["stats"]
+    grad = keep["w"].grad
+    assert shown == summaries.summarize(grad, hist=True)["stats"]
+    assert abs(shown["norm"] / torch.linalg.vector_norm(grad.double()).item() - 1) < 1e-6
+
+
 def test_an_increment_a_tensor_hook_changed_is_summarized_exactly(record, write_script):
     """A leaf's tensor hook hands AccumulateGrad another gradient than its feeder sent: what it
     receives, the increment of .grad, is summarized exactly, as the .grad it goes into."""

@@ -309,8 +309,8 @@ class BackwardHooks(TensorIdentity):
             if (first and same_as_arrived and grad is not None and numel <= FULL_VALUES_MAX
                     and _identity(grad) == incoming):
                 pass  # .grad is the increment itself: its full values are the increment's
-            else:
-                event["grad"] = summarize(grad, hist=True)
+            else:  # (its norm, when its bw_node read the same memory a moment ago: not read again)
+                event["grad"] = summarize(grad, hist=True, known_norm=call.light.known_norm(grad))
             self._emit_fn(event)
 
 
