@@ -34,8 +34,6 @@ class Drawing:
         self.nodes: dict[str, DrawNode] = {}
         self.edges: list[DrawEdge] = []
         self._edge_keys: set = set()
-        self._seen_tensor_nodes: set[str] = set()
-        self._seen_ops: set[int] = set()
         self._tensor_nodes_seen = 0  # entries of run.tensor_nodes / run.op_nodes looked at so far
         self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
@@ -84,19 +82,14 @@ class Drawing:
         knows besides the autograd structure wait for it too, and no call is ``final``."""
         run = self.run
         fresh: list[tuple[int, object]] = []
-        # the run's tables only grow (new keys at their end): look at the entries added since the
-        # last call, not at all of them again (a big trace streams in over hundreds of calls)
-        seen_tensors, seen_ops = self._seen_tensor_nodes, self._seen_ops
+        # the run's tables only grow, by new keys at their end (it never drops one, and a key given a
+        # new value keeps its place): the entries added since the last call are those past the count
+        # looked at then; all of them are not looked at again (a big trace streams in over hundreds of calls)
         for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None):
-            if tnode.id not in seen_tensors:
-                seen_tensors.add(tnode.id)
-                if tnode.info.get("kind") != "grad":  # a leaf's .grad the script read: shown on the leaf
-                    fresh.append((tnode.born, tnode))
+            if tnode.info.get("kind") != "grad":  # a leaf's .grad the script read: shown on the leaf
+                fresh.append((tnode.born, tnode))
         self._tensor_nodes_seen = len(run.tensor_nodes)
-        for op in islice(run.op_nodes.values(), self._ops_seen, None):
-            if op.vid not in seen_ops:
-                seen_ops.add(op.vid)
-                fresh.append((op.born, op))
+        fresh.extend((op.born, op) for op in islice(run.op_nodes.values(), self._ops_seen, None))
         self._ops_seen = len(run.op_nodes)
         fresh.sort(key=_BORN)
         if self._backlog:  # older than anything new: first

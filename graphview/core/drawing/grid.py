@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH, DrawNode
-from graphview.core.drawing.strips import GAP, Strip, Strips, branch_owner, within
+from graphview.core.drawing.strips import GAP, UNBOUNDED, Strip, Strips, branch_owner, within
 
 #: leaves that outlive a step's graph: the next step's graph is drawn around them again
 _LASTING = frozenset({"param", "input", "input_grad"})
@@ -84,8 +84,12 @@ class Grid:
         node_id, module, kind = node.id, node.module, node.kind
         side = module if side is None else side
         strips = self.strips
-        low, high = strips.bounds(side, layer)
-        want = slot = min(max(want, low), high)
+        if strips.strips:
+            low, high = strips.bounds(side, layer)
+            want = min(max(want, low), high)
+        else:  # (most drawings: no strip, and every node placed asks)
+            low, high = UNBOUNDED
+        slot = want
         if want in taken:
             for distance in range(0, 100000):
                 if want + distance <= high and self._free(taken, want + distance, node.born):
@@ -119,7 +123,8 @@ class Grid:
             self._track(node, layer, slot)
             if kind == "param":
                 self._model_weights.setdefault(module.partition(".")[0], []).append(node_id)
-        strips.grew(side, layer)
+        if strips.strips:
+            strips.grew(side, layer)
         self.order.append(node_id)
 
     def free_column(self, layer: int, born: int, module: str | None = None) -> int:

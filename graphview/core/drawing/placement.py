@@ -263,11 +263,14 @@ class Placement:
             layer = max(layer, self._chain_floor(node))  # (a node with no waiting pred has no chain)
         reach = 1 + max(map(self._chain_depth, waiting)) if waiting else 1  # rows it and its leaves take
         # a new, independent computation (nothing drawn before feeds it but weights and inputs) may
-        # start a branch beside what holds its rows (Whisper's decoder beside its encoder)
-        beside = all(p.kind in _STARTS_BESIDE for p in placed) and node.title not in _WEIGHT_VIEWS
+        # start a branch beside what holds its rows (Whisper's decoder beside its encoder): asked
+        # once, where its rows are another module's
+        beside = None
         # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
         # node that reads a tensor from a thousand rows up inside another module's box)
         while self.grid.foreign_rows(layer - reach + 1, layer, node.module, node.born):
+            if beside is None:
+                beside = all(p.kind in _STARTS_BESIDE for p in placed) and node.title not in _WEIGHT_VIEWS
             if beside:
                 beside = False
                 if self.grid.open_beside(node.module, layer - reach + 1, layer, node.born):

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 #: columns between a strip and what is left of it: one empty column
 GAP = 2
 _NO_LIMIT = 1 << 30
-_UNBOUNDED = (-_NO_LIMIT, _NO_LIMIT)
+#: the columns a node may take where no strip bounds them (every one a drawing can have)
+UNBOUNDED = (-_NO_LIMIT, _NO_LIMIT)
 
 
 def within(module: str | None, path: str) -> bool:
@@ -114,7 +115,7 @@ class Strips:
         """The least and greatest column a node of ``module`` may take in row ``layer``: from its
         strip's ``left``, and left of the gap before each strip right of it whose rows reach there."""
         if not self.strips:
-            return _UNBOUNDED
+            return UNBOUNDED
         own = self.of(module)
         low = own.left if own is not None else -_NO_LIMIT
         high = _NO_LIMIT
