@@ -38,6 +38,7 @@ from graphview.capture.script import OBSERVER_NOTES, available_devices, error_ev
 from graphview.core.events import OUTPUT_CAP
 from graphview.core.options import RunOptions
 from graphview.core.ranks import rank_path
+from graphview.core.files import PARTIAL_SUFFIX
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header
 from graphview.core.trace_process import TraceProcess
 
@@ -118,6 +119,10 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+#: how long leaving the block waits for the process writing the trace when no run_end could reach it
+LOST_PIPE_WAIT_S = 10.0
+
+
 class Recording:
     """What ``graphview.record(...)`` returns: a context manager, and the handle of its trace.
 
@@ -184,6 +189,7 @@ class Recording:
             writer.abandon()
             raise OSError(f"graphview.record(): cannot start the process that writes {self.path}: {exc}") from None
         self._pipe = EventPipe(self._trace_process.events_fd)
+        self._pid = os.getpid()  # (a process forked inside the block leaves the trace to this one)
         self._emit(self._run_start())
         self._hook = register_optimizer_step_post_hook(self._optimizer_stepped)
         self.status = "waiting"
@@ -284,7 +290,16 @@ class Recording:
         with self._lock:
             pipe, self._pipe = self._pipe, None
         pipe.close()
-        reason = self._trace_process.finish()
+        if os.getpid() != self._pid:  # a process forked inside the block: the trace is its parent's
+            self._trace_process.forget()
+            return
+        if pipe.lost or pipe.broken:  # (no run_end reached the writing process: it ends with the pipe)
+            reason = self._trace_process.finish(timeout=LOST_PIPE_WAIT_S)
+            if pipe.lost:
+                reason = (f"the program closed the pipe to the process writing {self.path}; what was "
+                          f"recorded before is kept in {self.path}{PARTIAL_SUFFIX}")
+        else:
+            reason = self._trace_process.finish()
         if reason is not None:  # (a full disk: the program went on, and what was written is kept)
             self.write_error = reason
             print(f"graphview: {reason}", file=sys.__stderr__)

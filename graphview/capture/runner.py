@@ -30,10 +30,12 @@ import signal
 import sys
 import threading
 import time
+import weakref
+from functools import partial
 from typing import Callable
 
 from graphview.core.options import RunOptions
-from graphview.core.channel import BATCH_CAP, encode_batch
+from graphview.core.channel import descriptor_identity, encode_batch
 
 
 class EventPipe:
@@ -66,8 +68,9 @@ class EventPipe:
         self._on_lost = on_lost
         self.lost = False
         _widen_pipe(fd)
-        self._identity = _identity(fd)
+        self._identity = descriptor_identity(fd)
         self._events: list[dict] = []
+        self._writing = False
         self._unsent = b""
         self._counts = [0, 0]  # events and batches handed to the channel
         self._since = time.perf_counter()
@@ -77,7 +80,7 @@ class EventPipe:
         # the script's thread and the late-line writer; re-entered when a finaliser emits
         self._lock = threading.RLock()
         if hasattr(os, "register_at_fork"):  # not os.getpid() per event: a system call each
-            os.register_at_fork(after_in_child=self._forked)
+            os.register_at_fork(after_in_child=partial(_forked, weakref.ref(self)))  # (kept by no fork hook)
         threading.Thread(target=self._write_late_lines, name="graphview-pipe", daemon=True).start()
 
     @property
@@ -108,37 +111,41 @@ class EventPipe:
                 self._write()
 
     def _write(self) -> None:
-        if self._off:
-            return
-        if self._events:
-            # a Stop (SIGTERM raises in the script's thread) or a finaliser that emits while the
-            # batch is encoded loses nothing: the events leave the list only once encoded, and
-            # what a write left goes first next time
-            events = self._events
+        if self._off or self._writing:
+            return  # (an event a finaliser emits while a batch is written goes with the next one)
+        self._writing = True
+        # a Stop (SIGTERM: StopRun raised in the script's thread) waits for the whole write: raised
+        # between taking the events and sending them, it would lose them, or send them twice
+        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            self._take_and_send()
+        finally:
+            self._writing = False
+            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+
+    def _take_and_send(self) -> None:
+        events, self._events = self._events, []  # (a finaliser's events from here on: in the new list)
+        if events:
             try:
                 data = encode_batch(events)
             except MemoryError:  # at the script's memory limit: no room for a copy of them all
-                self._write_one_by_one()
+                self._send_one_by_one(events)
                 return
-            if len(data) > BATCH_CAP:  # (names of megabytes, many of them): one batch an event
-                self._write_one_by_one()
-                return
-            # one statement: a Stop raised between two would send the events twice, or not at all
-            self._unsent, self._events = self._unsent + data, []
+            except BaseException:  # (Ctrl-C in the script's thread: they go next time)
+                self._events[:0] = events
+                raise
+            self._unsent += data
             self._counts[0] += len(events)
             self._counts[1] += 1
         if not self._unsent:
             return
         self._since = time.perf_counter()
-        if _identity(self._fd) != self._identity:
+        if descriptor_identity(self._fd) != self._identity:
             self._lose()
             return
         self._send()
 
     def _send(self) -> None:
-        # a Stop (SIGTERM: StopRun raised in the script's thread) waits for the write: raised between
-        # os.write's return and the slice below, it left the written bytes unsent, to go out twice
-        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
@@ -146,20 +153,17 @@ class EventPipe:
             self.broken = self._off = True
             if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
                 self._lose()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
 
-    def _write_one_by_one(self) -> None:
-        """Write what is unsent, then each waiting event as a batch of its own: one event's copy at a
-        time (a script at its memory limit left no room for a copy of every event at once)."""
+    def _send_one_by_one(self, events: list) -> None:
+        """Write what is unsent, then each of ``events`` as a batch of its own: one event's copy at
+        a time (a script at its memory limit left no room for a copy of every event at once)."""
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
-            while self._events:
-                data = memoryview(encode_batch(self._events[:1]))
+            for event in events:
+                data = memoryview(encode_batch([event]))
                 while data:
                     data = data[os.write(self._fd, data):]
-                del self._events[0]
                 self._counts[0] += 1
                 self._counts[1] += 1
         except (BrokenPipeError, OSError, ValueError):
@@ -192,10 +196,18 @@ class EventPipe:
             return
         self.handover()
         self._closed = self._off = True  # the writer thread ends at its next look
+        if self.lost or descriptor_identity(self._fd) != self._identity:
+            return  # (the script closed it: the number may be a file of the script's now)
         try:
             os.close(self._fd)
         except OSError:
             pass
+
+
+def _forked(pipe_ref: "weakref.ref[EventPipe]") -> None:
+    pipe = pipe_ref()
+    if pipe is not None:
+        pipe._forked()
 
 
 #: what in a script's text says it will import torch's compiler: every optimizer's constructor
@@ -225,15 +237,6 @@ def import_the_compiler_if_used(script: str) -> bool:
     except Exception:  # noqa: BLE001 - a torch without it, or one that fails: the script will say
         return False
     return True
-
-
-def _identity(fd: int) -> tuple | None:
-    """What ``fd`` is (device and inode), or None if it is not open."""
-    try:
-        st = os.fstat(fd)
-    except (OSError, ValueError):
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _widen_pipe(fd: int, size: int = 1 << 20) -> None:

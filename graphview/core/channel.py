@@ -3,7 +3,8 @@
 The runner hands its events to the process that started it (the window, or the command line) as
 they come, in batches: what one torch call made, written when control goes back to the script
 (see ``EventPipe`` in graphview/capture/runner.py). A batch on the pipe is a :data:`HEADER`
-(:data:`MAGIC` and the pickle's length) followed by ``pickle.dumps(events)``. Pickling a list of
+(:data:`MAGIC` and the pickle's length) followed by ``pickle.dumps(events)``, at most
+:data:`PICKLE_CAP` long (an event longer than that goes as JSON, behind :data:`JSON_MAGIC`). Pickling a list of
 dicts is one C call that writes floats as their 8 bytes: about 0.5 us an event, where merging
 events into a trace's records and encoding them as JSON cost the recording script about 4 us
 (the floats' shortest decimal forms most of it). The trace's records (graphview/core/records.py)
@@ -13,46 +14,71 @@ Whatever comes out of the pipe is treated as hostile (the script runs in the pro
 it): :class:`BatchReader` unpickles with no class or function the stream may name (a batch that
 names one is refused before anything of it is built), and accepts only what JSON carries: dicts,
 lists, strings, numbers, booleans and None (a tuple becomes a list and a number's key its text,
-as JSON makes them), nested at most :data:`DEPTH_MAX` deep (a cycle never ends), with no more
-containers than the batch's bytes could hold without sharing (a small batch that shares one list
-a billion ways is refused, not walked). Each event is then checked against the schema by the
-reader's caller, as a trace file's lines are.
+as JSON makes them; whole numbers within 64 bits), nested at most :data:`DEPTH_MAX` deep (a cycle
+never ends), with at most one container per two bytes of the batch (a small batch that shares
+one list a billion ways is refused, not walked). Each event is then checked against the schema by
+the reader's caller, as a trace file's lines are. Unpickling builds a batch's objects before they
+can be looked at: a hostile batch of :data:`PICKLE_CAP` bytes can make a few hundred MiB of them
+for a moment before it is refused, and the reading stops there.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import struct
 
-#: the first bytes of every batch: graphview's channel, format 1
+#: the first bytes of a batch whose events follow as a pickle
 MAGIC = b"GVB1"
-#: MAGIC and the length of the pickle that follows (8 bytes, little-endian)
+#: the first bytes of a batch whose events follow as JSON (one event whose pickle is over PICKLE_CAP)
+JSON_MAGIC = b"GVJ1"
+#: the magic and the length of what follows (8 bytes, little-endian)
 HEADER = struct.Struct("<4sQ")
-#: a batch longer than this is not graphview's (the runner writes a batch this long event by event)
-BATCH_CAP = 256 << 20
+#: a pickled batch is at most this long: unpickling builds its objects before they can be looked at
+#: (an empty set, 216 bytes, from one byte of pickle), so a hostile one makes at most a few hundred
+#: MiB of them before it is refused. A longer batch is written as several; a longer event, as JSON.
+PICKLE_CAP = 1 << 20
+#: a batch as JSON is at most this long (a trace's longest line: an event longer could not be read
+#: back from a trace either)
+JSON_CAP = 32 << 20
+#: the longest batch on the channel, its header included
+FRAME_MAX = HEADER.size + JSON_CAP
 #: plain events nest a few levels deep (a summary inside a list of gradients); deeper is not an event
 DEPTH_MAX = 32
+#: whole numbers in events fit in 64 bits (sizes, ids, an int64 or uint64 tensor's values); pickle
+#: carries any, and one of thousands of digits is slow to turn into text, or refuses to
+INT_LIMIT = 1 << 64
 
 _PROTOCOL = 5
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _STR = frozenset({str})
 _SHARED = "more values than its bytes hold: one list or object shared many times"
+_CAPS = {MAGIC: PICKLE_CAP, JSON_MAGIC: JSON_CAP}
 
 
 def encode_batch(events: list) -> bytes:
-    """``events`` framed for the channel: :data:`HEADER`, then their pickle. A batch holding
-    anything but dicts, lists, tuples, strings, numbers, booleans and None (torch's version
-    string, a subclass of str) is first made what JSON makes of it (its text, for an object JSON
-    does not know), as a trace would hold it."""
+    """``events`` framed for the channel: :data:`HEADER`, then their pickle (as several batches
+    where it would be longer than :data:`PICKLE_CAP`, and one event that long as JSON). A batch
+    holding anything but dicts, lists, tuples, strings, numbers, booleans and None (torch's
+    version string, a subclass of str) is first made what JSON makes of it (its text, for an
+    object JSON does not know), as a trace would hold it. (Sets and bytes are pickled as they
+    are, and refused by the reader: no event the recorder makes holds them.)"""
     buffer = io.BytesIO()
     try:
         _PlainPickler(buffer, _PROTOCOL).dump(events)
         data = buffer.getvalue()
     except _NotPlain:
-        data = pickle.dumps(json.loads(json.dumps(events, separators=(",", ":"), default=str)), _PROTOCOL)
-    return HEADER.pack(MAGIC, len(data)) + data
+        events = json.loads(json.dumps(events, separators=(",", ":"), default=str))
+        data = pickle.dumps(events, _PROTOCOL)
+    if len(data) <= PICKLE_CAP:
+        return HEADER.pack(MAGIC, len(data)) + data
+    if len(events) > 1:
+        half = len(events) // 2
+        return encode_batch(events[:half]) + encode_batch(events[half:])
+    text = json.dumps(events, separators=(",", ":"), default=str).encode("ascii")
+    return HEADER.pack(JSON_MAGIC, len(text)) + text
 
 
 class _NotPlain(Exception):
@@ -65,6 +91,16 @@ class _PlainPickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         raise _NotPlain
+
+
+def descriptor_identity(fd: int) -> tuple | None:
+    """What ``fd`` is (device and inode), or None if it is not open: a pipe's end is checked before
+    each use, since the program may close it and open a file of its own on its number."""
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
 
 
 class ChannelError(ValueError):
@@ -110,20 +146,21 @@ class BatchReader:
                 have = len(pending) - start
                 if not have:
                     break
-                if pending[start:start + min(have, 4)] != MAGIC[:have]:  # (at once: a short line too)
+                opening = bytes(pending[start:start + min(have, 4)])
+                if opening != MAGIC[:have] and opening != JSON_MAGIC[:have]:  # (at once: a short line too)
                     shown = bytes(pending[start:start + 30]).decode("utf-8", "replace").split("\n", 1)[0]
                     raise ChannelError(f"bytes that do not start as graphview's batches do: {shown!r}")
                 if have < size:
                     break
-                length = HEADER.unpack_from(pending, start)[1]
-                if length > BATCH_CAP:
+                magic, length = HEADER.unpack_from(pending, start)
+                if length > _CAPS[magic]:
                     raise ChannelError(f"a batch of {length:,} bytes, more than any of graphview's")
                 end = start + size + length
                 if len(pending) < end:
                     break
                 with memoryview(pending) as view:  # (released at once: the bytearray shrinks below)
                     data = bytes(view[start + size:end])
-                batches.append(decode(data))
+                batches.append(decode(data) if magic == MAGIC else decode_json(data))
                 self.batches += 1
                 start = end
         except ChannelError as exc:
@@ -143,9 +180,22 @@ def decode(data: bytes) -> list:
         raise ChannelError(f"not a batch of plain events ({str(exc)[:120]})") from None
     except Exception as exc:  # noqa: BLE001 - any damage the unpickler meets is the stream's
         raise ChannelError(f"not a batch of events ({type(exc).__name__})") from None
+    return _events(batch, len(data))
+
+
+def decode_json(data: bytes) -> list:
+    """The events of one batch's JSON (see :func:`encode_batch`), checked as :func:`decode`'s are."""
+    try:
+        batch = json.loads(data)
+    except (ValueError, RecursionError):  # (not UTF-8, not JSON, nested past the decoder)
+        raise ChannelError("not a batch of events (JSON that does not parse)") from None
+    return _events(batch, len(data))
+
+
+def _events(batch, size: int) -> list:
     if type(batch) is not list:
         raise ChannelError(f"a batch that is a {type(batch).__name__}, not a list of events")
-    budget = [2 * len(data) + 64]  # (see _plain)
+    budget = [size // 2 + 64]  # (see _plain)
     for index, event in enumerate(batch):
         if type(event) is not dict:
             raise ChannelError(f"a batch holding a {type(event).__name__}, not an event")
@@ -158,12 +208,15 @@ def decode(data: bytes) -> list:
 def _plain(value, depth: int, budget: list):
     """``value`` (a dict or a list) as JSON carries it: its tuples lists, its keys strings (as
     ``json.dumps`` writes an int, float, boolean or None key); :class:`ChannelError` for anything
-    JSON cannot hold, nesting past :data:`DEPTH_MAX` (a cycle never ends) and sharing.
+    JSON cannot hold, a whole number past :data:`INT_LIMIT`, nesting past :data:`DEPTH_MAX` (a
+    cycle never ends) and sharing.
 
-    Each container spends its length and one from ``budget``: a batch whose containers are all
-    its own (each one element takes a byte or more of the pickle) spends at most its length; one
-    that shares a list many times over (a pickle can refer back to an object: a few bytes that a
-    walk would read a billion times) runs out of it at twice its length."""
+    Each container spends its length and one from ``budget``, half the batch's length: graphview's
+    own events spend at most a fifth of their bytes (0.18 to 0.22 for a 256-layer MLP, a
+    transformer encoder, GPT-2), one container per two bytes at the most keeps what a batch holds
+    within about 32 times its length (a dict of 64 bytes from two bytes), and a batch that shares
+    a list many times over (a pickle can refer back to an object: a few bytes that a walk would
+    read a billion times) runs out of it."""
     budget[0] -= len(value) + 1
     if budget[0] < 0:
         raise ChannelError(_SHARED)
@@ -172,19 +225,29 @@ def _plain(value, depth: int, budget: list):
     if type(value) is dict:
         if not _STR.issuperset(map(type, value)):
             value = {_json_key(key): child for key, child in value.items()}
-        if _SCALARS.issuperset(map(type, value.values())):  # (most events: one C call, no loop)
-            return value
+        children = value.values()
+    else:
+        children = value
+    kinds = set(map(type, children))
+    if int in kinds:
+        _check_ints(children)
+    if kinds <= _SCALARS:  # (most events: no loop in Python)
+        return value
+    if type(value) is dict:
         for key, child in value.items():
-            kind = type(child)
-            if kind is list and _SCALARS.issuperset(map(type, child)):  # (a shape: no call)
-                budget[0] -= len(child) + 1
-            elif kind not in _SCALARS:
+            if type(child) not in _SCALARS:
                 value[key] = _plain_child(child, depth, budget)
-    elif not _SCALARS.issuperset(map(type, value)):
+    else:
         for index, child in enumerate(value):
             if type(child) not in _SCALARS:
                 value[index] = _plain_child(child, depth, budget)
     return value
+
+
+def _check_ints(values) -> None:
+    for number in values:
+        if type(number) is int and not -INT_LIMIT < number < INT_LIMIT:
+            raise ChannelError("a whole number of more than 64 bits, which no event holds")
 
 
 def _plain_child(child, depth: int, budget: list):
@@ -200,6 +263,8 @@ def _json_key(key) -> str:
     kind = type(key)
     if kind is str:
         return key
+    if kind is int:
+        _check_ints((key,))
     if kind is bool or key is None or kind is int or kind is float:
         return json.dumps(key)
     raise ChannelError(f"an object with a {kind.__name__} key, which JSON cannot hold")

@@ -24,8 +24,9 @@ import select
 import signal
 import subprocess
 import sys
+import time
 
-from graphview.core.channel import BatchReader, ChannelError
+from graphview.core.channel import BatchReader, ChannelError, descriptor_identity
 from graphview.core.isolated import SAFE_PATH, boot_code
 from graphview.core.trace import TraceError, TraceWriter
 
@@ -35,38 +36,70 @@ _BOOT = boot_code("from graphview.core.trace_process import main\nsys.exit(main(
 
 
 class TraceProcess:
-    """The program's side: starts the process that writes ``writer``'s trace, and the pipe to it."""
+    """The program's side: starts the process that writes ``writer``'s trace, and the pipes to it
+    (plain descriptors, each checked before use: the program may close them, and open files of its
+    own on their numbers, which graphview must then neither read nor close)."""
 
     def __init__(self, writer: TraceWriter) -> None:
         read_end, self.events_fd = os.pipe()
+        self._status_fd, status_end = os.pipe()
         fd = writer.fileno()
         try:
             self._process = subprocess.Popen(
                 [sys.executable, *SAFE_PATH, "-c", _BOOT, str(fd), writer.path], stdin=read_end,
-                stdout=subprocess.PIPE, pass_fds=(fd,), close_fds=True,
+                stdout=status_end, pass_fds=(fd,), close_fds=True,
                 start_new_session=True)  # (out of the terminal's process group: Ctrl-C is the program's alone)
         except BaseException:
             os.close(self.events_fd)
+            os.close(self._status_fd)
             raise
         finally:
             os.close(read_end)
+            os.close(status_end)
+        self._status = descriptor_identity(self._status_fd)
         writer.abandon()  # (this process's descriptor: the file stays open, and locked, in the other)
 
-    def finish(self) -> str | None:
+    def finish(self, timeout: float = FINISH_TIMEOUT_S) -> str | None:
         """Wait for the trace to be written (the events' pipe closed first); the reason it could
         not be, or None."""
+        deadline = time.monotonic() + timeout
+        if descriptor_identity(self._status_fd) != self._status:
+            out = None  # (the program closed it: the process's word is lost, its trace is not)
+        else:
+            out = _read_to_the_end(self._status_fd, deadline)
+            os.close(self._status_fd)
         try:
-            out, _ = self._process.communicate(timeout=FINISH_TIMEOUT_S)
+            self._process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-            return "the process writing the trace did not finish within 10 minutes; it was stopped"
+            return (f"the process writing the trace did not finish within {timeout:.0f} s; it was stopped, "
+                    "and what it wrote is kept as a partial recording")
+        if out is None:
+            return "the program closed graphview's pipe from the process writing the trace"
         lines = out.decode("utf-8", "replace").strip().splitlines()
         try:
             reason = json.loads(lines[-1])["error"] if lines else "the process writing the trace ended early"
         except (ValueError, KeyError, TypeError):
             reason = lines[-1][:300]
         return reason or None
+
+    def forget(self) -> None:
+        """In a process forked while recording: let go of the writing process, which is the
+        parent's (its result is the parent's to read), without waiting for it."""
+        if descriptor_identity(self._status_fd) == self._status:
+            os.close(self._status_fd)
+        self._process.returncode = 0  # (never waited for here: no warning that it still runs)
+
+
+def _read_to_the_end(fd: int, deadline: float) -> bytes:
+    chunks = []
+    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def main(argv: list[str]) -> int:
@@ -82,7 +115,10 @@ def main(argv: list[str]) -> int:
         writer.abandon()
     if reason is not None:
         _read_until_the_end(reader)
-    print(json.dumps({"error": reason}), flush=True)
+    try:
+        print(json.dumps({"error": reason}), flush=True)
+    except OSError:  # (the program is gone, killed: no one reads this; the trace says it all)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # (and Python's own flush at exit finds no pipe)
     return 0 if reason is None else 1
 
 

@@ -79,6 +79,26 @@ def test_a_long_native_call_still_writes_every_few_milliseconds(pipe, monkeypatc
     assert [event["ev"] for event in _events(_readable(read_fd))] == ["bw_node_done"]
 
 
+def test_an_event_a_finaliser_emits_while_a_batch_is_encoded_goes_once(pipe, monkeypatch):
+    """The collector runs finalisers where it likes, inside the encoding of a batch too: what one
+    emits then is neither sent twice (with the batch being encoded, then again) nor lost."""
+    pipe, read_fd = pipe
+    monkeypatch.setattr(runner, "WRITE_EVERY_S", 0.0)  # (each event would be written at once)
+    real, emitted = runner.encode_batch, []
+
+    def encode(events):
+        data = real(events)
+        if not emitted:
+            emitted.append(True)
+            pipe({"ev": "node_dead", "vid": 99})  # as a node's finaliser, run by the collector here
+        return data
+
+    monkeypatch.setattr(runner, "encode_batch", encode)
+    pipe({"ev": "node_dead", "vid": 1})
+    pipe.handover()
+    assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 99]
+
+
 def test_close_writes_what_is_left(pipe):
     pipe, read_fd = pipe
     pipe({"ev": "release", "sid": 3})

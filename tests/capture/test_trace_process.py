@@ -48,6 +48,7 @@ with graphview.record(PATH):
     os.kill(os.getpid(), signal.SIGKILL)
 """)
     assert done.returncode == -signal.SIGKILL, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr  # (the writing process, left alone, says nothing)
     assert not os.path.exists(target)  # never renamed into place: a partial recording
     trace = _read_when_written(target + ".partial", 3)
     assert any("is a partial recording" in warning for warning in trace.warnings)
@@ -85,3 +86,41 @@ except KeyboardInterrupt:
     assert trace.warnings == []
     assert sum(e["ev"] == "backward_end" for e in trace.events) == 1
     assert trace.events[-1]["ev"] == "run_end" and trace.events[-1]["status"] == "stopped"
+
+
+def test_a_process_forked_inside_the_block_leaves_it_without_waiting_or_a_false_error(tmp_path):
+    done, target = _run(tmp_path, """
+import sys
+with graphview.record(PATH) as rec:
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    child = os.fork()
+    if child == 0:
+        sys.exit(0)  # the child leaves the block too: the trace is the parent's
+    os.waitpid(child, 0)
+    (x * 3).sum().backward()
+print("parent:", rec.write_error)
+""")
+    assert done.returncode == 0, done.stderr
+    assert "parent: None" in done.stdout and "graphview:" not in done.stderr, done.stderr
+    trace = read_trace(target)
+    assert trace.warnings == [] and sum(e["ev"] == "backward_end" for e in trace.events) == 2
+
+
+def test_a_program_that_closes_graphviews_pipe_keeps_its_own_files_and_is_told(tmp_path):
+    done, target = _run(tmp_path, """
+with graphview.record(PATH) as rec:
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    os.closerange(3, 1024)  # graphview's pipes among them
+    log = open(PATH + ".log", "w")  # a file of the program's, on a number graphview's pipe had
+    (x * 3).sum().backward()
+log.write("still mine")
+log.close()
+print("write_error:", rec.write_error)
+""")
+    assert done.returncode == 0, done.stderr
+    assert open(target + ".log").read() == "still mine"
+    assert "write_error: the program closed the pipe to the process writing" in done.stdout
+    trace = _read_when_written(target + ".partial", 1)
+    assert any("is a partial recording" in warning for warning in trace.warnings)

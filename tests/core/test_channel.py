@@ -12,14 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphview.core.channel import BATCH_CAP, DEPTH_MAX, MAGIC, BatchReader, ChannelError, encode_batch
+from graphview.core.channel import (DEPTH_MAX, JSON_CAP, JSON_MAGIC, MAGIC, PICKLE_CAP, BatchReader, ChannelError,
+                                   encode_batch)
 
 EVENTS = [
     {"ev": "node", "vid": 3, "name": "MulBackward0", "next": [[None, 0], [2, 0]]},
     {"ev": "tensor", "tid": 1, "name": "poids_é", "shape": [2, 3], "stats": {"min": -1.5e-45, "max": 3.4e38,
                                                                           "mean": 0.1, "nan": 0, "hist": [1, 2]}},
     {"ev": "stdout", "text": 'a "quoted"\nline \x00 and \ud800 as written'},
-    {"ev": "accumulate", "first": True, "grad": None, "big": 2 ** 80, "neg": -0.0, "odd": float("nan")},
+    {"ev": "accumulate", "first": True, "grad": None, "big": 2 ** 63, "neg": -0.0, "odd": float("nan")},
 ]
 
 
@@ -44,7 +45,7 @@ def test_a_batch_cut_off_waits_and_is_not_taken_for_damage():
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers(-(2 ** 64) + 1, 2 ** 64 - 1) | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
     max_leaves=40)
 
@@ -140,5 +141,36 @@ def test_damaged_pickles_and_oversized_lengths_are_refused():
     for damaged in (good[:-1], good[:10] + b"\xff" * 10 + good[20:], b"", b"\x80\x05garbage"):
         with pytest.raises(ChannelError):
             BatchReader().feed(_frame(damaged))
-    with pytest.raises(ChannelError, match="more than any of graphview's"):
-        BatchReader().feed(MAGIC + struct.pack("<Q", BATCH_CAP + 1))
+    for magic, cap in ((MAGIC, PICKLE_CAP), (JSON_MAGIC, JSON_CAP)):
+        with pytest.raises(ChannelError, match="more than any of graphview's"):
+            BatchReader().feed(magic + struct.pack("<Q", cap + 1))
+    with pytest.raises(ChannelError, match="JSON that does not parse"):
+        BatchReader().feed(JSON_MAGIC + struct.pack("<Q", 5) + b"[{]}\n")
+
+
+def test_a_long_batch_goes_as_several_and_a_long_event_as_json():
+    events = [{"ev": "stdout", "text": "x" * 1000 + str(i)} for i in range(3000)]  # ~3 MB as one pickle
+    data = encode_batch(events)
+    reader = BatchReader()
+    batches = reader.feed(data)
+    assert len(batches) > 2 and [e for batch in batches for e in batch] == events
+    assert all(len(b) < len(events) for b in batches)
+    long_one = [{"ev": "module_enter", "path": "m" * (3 << 20), "t": ("a", 1)}]
+    data = encode_batch(long_one)
+    assert data.startswith(JSON_MAGIC)
+    assert BatchReader().feed(data) == [json.loads(json.dumps(long_one))]
+
+
+@pytest.mark.parametrize("where", ["a value", "a key", "a list"])
+def test_a_whole_number_past_64_bits_is_refused(where):
+    big = 10 ** 5000  # (its text: more digits than Python turns into text by default)
+    event = {"a value": {"ev": "x", "v": big}, "a key": {"ev": "x", big: 1}, "a list": {"ev": "x", "v": [1, -big]}}[where]
+    with pytest.raises(ChannelError, match="more than 64 bits"):
+        BatchReader().feed(_frame(pickle.dumps([event], 5)))
+    assert BatchReader().feed(encode_batch([{"ev": "x", "v": 2 ** 64 - 1, "w": [-(2 ** 64) + 1]}]))
+
+
+def test_many_containers_from_few_bytes_are_refused():
+    # one empty dict a byte of pickle: as plain as JSON, but 64 bytes of memory from each one
+    with pytest.raises(ChannelError, match="shared many times"):
+        BatchReader().feed(_frame(pickle.dumps([{"ev": "stdout", "text": "", "x": [{} for _ in range(100_000)]}], 5)))
