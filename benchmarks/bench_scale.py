@@ -44,7 +44,9 @@ from deep_mlp_script import STEP_SCRIPT  # noqa: E402
 # measure -> (target ratio, what the ratio is)
 TARGETS = {
     "transformer": (1.15, "transformer encoder, batch 32: recorded / plain step"),
-    "mlp256": (3.0, "256-layer MLP: recorded / plain step"),
+    # the recording-cost issue's bar for this figure, as bench_capture.py prints it (an older 3x
+    # here read as a second, contradicting bar)
+    "mlp256": (5.0, "256-layer MLP: recorded / plain step"),
     "mlp_deep": (None, "{layers}-layer Linear(16,16)+ReLU MLP: recorded / plain step"),
     "process": (1.5, "{layers}-layer MLP step, `graphview record` / `python`, whole processes"),
     "busy": (1.3, "the same record with the other core busy / idle, over `python`'s own busy / idle"),
