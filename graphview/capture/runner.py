@@ -77,11 +77,11 @@ class EventPipe:
         self.broken = False
         self._closed = False
         self._off = False  # a closed, broken or forked-off pipe writes nothing
-        # the script's thread and the late-line writer; re-entered when a finaliser emits
+        # the script's thread and the late writer; re-entered when a finaliser emits
         self._lock = threading.RLock()
         if hasattr(os, "register_at_fork"):  # not os.getpid() per event: a system call each
             os.register_at_fork(after_in_child=partial(_forked, weakref.ref(self)))  # (kept by no fork hook)
-        threading.Thread(target=self._write_late_lines, name="graphview-pipe", daemon=True).start()
+        threading.Thread(target=self._write_late_events, name="graphview-pipe", daemon=True).start()
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -177,16 +177,16 @@ class EventPipe:
             on_lost, self._on_lost = self._on_lost, None
             on_lost()
 
-    def _write_late_lines(self) -> None:
-        """Lines that no handover follows (the script freed a graph, then runs plain Python for a
+    def _write_late_events(self) -> None:
+        """Events that no handover follows (the script freed a graph, then runs plain Python for a
         while) are written within :data:`LATE_WRITE_S` of their coming.
 
         The thread looks on its own clock and is never woken by the script's thread: waking it
-        whenever a line came after a write (an Event set at every op) made it take the
-        interpreter lock from the script twice per op, which cost more than writing the lines
+        whenever an event came after a write (an Event set at every op) made it take the
+        interpreter lock from the script twice per op, which cost more than writing the events
         (about 30 ms of a 256-layer MLP step)."""
         while not self._closed:
-            # looks twice per LATE_WRITE_S: a line that came just after a write still waits at most that
+            # looks twice per LATE_WRITE_S: an event that came just after a write still waits at most that
             time.sleep(LATE_WRITE_S / 2)
             if self._events and time.perf_counter() - self._since >= LATE_WRITE_S / 2:
                 self.handover()
