@@ -114,7 +114,7 @@ class RunnerProcess:
         self._native_pending: list[tuple[str, bytes]] = []
         self._partial: dict[str, bytes] = {}
         self._checker = EventChecker()  # what a trace reader checks, in the same order
-        self._batches = BatchReader()
+        self._reader = BatchReader()
         self._batches_read = 0  # batches delivered whole
         self._ended_by_runner = False
         #: why the channel's lines stopped being delivered: the script wrote into it
@@ -373,7 +373,7 @@ class RunnerProcess:
         if self.foreign is not None:
             return
         try:
-            batches = self._batches.feed(chunk)
+            batches = self._reader.feed(chunk)
             damage = None
         except ChannelError as exc:
             batches, damage = exc.before, str(exc)

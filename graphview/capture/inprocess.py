@@ -24,6 +24,7 @@ import os
 import platform
 import sys
 import threading
+from functools import partial
 from typing import Callable
 
 import torch
@@ -37,8 +38,8 @@ from graphview.capture.runner import EventPipe
 from graphview.capture.script import OBSERVER_NOTES, available_devices, error_event
 from graphview.core.events import OUTPUT_CAP
 from graphview.core.options import RunOptions
-from graphview.core.ranks import rank_path
 from graphview.core.files import PARTIAL_SUFFIX
+from graphview.core.ranks import rank_path
 from graphview.core.trace import SUFFIX, TraceError, TraceWriter, make_header
 from graphview.core.trace_process import TraceProcess
 
@@ -157,6 +158,7 @@ class Recording:
         self.status = "new"  # new -> waiting (before start_step) | recording <-> paused -> done
         self._pipe: EventPipe | None = None  # the events, in batches, to the process writing the trace
         self._trace_process: TraceProcess | None = None
+        self._pid: int | None = None  # the process that began the block (a fork of it leaves the trace to it)
         self._recorder: Recorder | None = None
         self._lock = threading.RLock()
         self._step_open = False
@@ -189,7 +191,7 @@ class Recording:
             writer.abandon()
             raise OSError(f"graphview.record(): cannot start the process that writes {self.path}: {exc}") from None
         self._pipe = EventPipe(self._trace_process.events_fd)
-        self._pid = os.getpid()  # (a process forked inside the block leaves the trace to this one)
+        self._pid = os.getpid()
         self._emit(self._run_start())
         self._hook = register_optimizer_step_post_hook(self._optimizer_stepped)
         self.status = "waiting"
@@ -246,9 +248,7 @@ class Recording:
 
     # ------------------------------------------------------------------ the recording window
     def _begin_window(self) -> None:
-        def emit(event: dict) -> None:
-            self._emit(event)
-
+        emit = partial(Recording._emit, self)  # (a partial takes an attribute; no call between)
         emit.handover = self._handover  # written where control goes back to the program
         self._recorder = Recorder(emit, self.script, self.options)
         self._recorder.own_optimizer_hooks = False  # this recording's one hook calls it (_optimizer_stepped)

@@ -128,10 +128,7 @@ class LightSummaries:
         """``exact``: never from a sample (a sampled one known for the same memory is summarized anew)."""
         if not isinstance(t, torch.Tensor) or t.numel() < SHARED_MIN or t.layout != torch.strided:
             return summarize(t, light=True, exact=exact)
-        try:
-            key = (t.data_ptr(), t.numel(), t.dtype, t.get_device(), t._version) if _dense(t) else None
-        except RuntimeError:  # no storage of its own (a wrapper subclass, an inference tensor's version)
-            key = None
+        key = _memory_key(t)
         if key is not None:
             known = self._known.get(key)
             if known is not None and known[0]() is not None and not (exact and "sampled" in known[1]):
@@ -141,22 +138,28 @@ class LightSummaries:
             self._known[key] = (weakref.ref(t), summary["stats"])
         return summary
 
-
     def known_norm(self, t) -> float | None:
         """The exact norm of ``t``'s values when this call summarized the same memory, unchanged
         since, a moment ago (a gradient that became a leaf's ``.grad``: AccumulateGrad took the
         very tensor it received): what ``summarize(t)`` would compute again, one pass over it.
         Only above BLAS_MAX values, where both compute it with the same einsum."""
-        if type(t) is not torch.Tensor or t.numel() <= BLAS_MAX or t.layout != torch.strided or not _dense(t):
+        if type(t) is not torch.Tensor or t.numel() <= BLAS_MAX or t.layout != torch.strided:
             return None
-        try:
-            known = self._known.get((t.data_ptr(), t.numel(), t.dtype, t.get_device(), t._version))
-        except RuntimeError:
-            return None
+        key = _memory_key(t)
+        known = self._known.get(key) if key is not None else None
         if known is None or known[0]() is None or "sampled" in known[1]:
             return None
         norm = known[1].get("norm")
         return norm if type(norm) is float else None  # (a NaN or Inf: "nan" / "inf", counted anew)
+
+
+def _memory_key(t: torch.Tensor) -> tuple | None:
+    """The memory a dense tensor's values fill, as it is now (its version: a write in place
+    changes it), or None for one that does not fill a block of memory each value once."""
+    try:
+        return (t.data_ptr(), t.numel(), t.dtype, t.get_device(), t._version) if _dense(t) else None
+    except RuntimeError:  # no storage of its own (a wrapper subclass, an inference tensor's version)
+        return None
 
 
 def _dense(t: torch.Tensor) -> bool:

@@ -43,8 +43,6 @@ PICKLE_CAP = 1 << 20
 #: a batch as JSON is at most this long (a trace's longest line: an event longer could not be read
 #: back from a trace either)
 JSON_CAP = 32 << 20
-#: the longest batch on the channel, its header included
-FRAME_MAX = HEADER.size + JSON_CAP
 #: plain events nest a few levels deep (a summary inside a list of gradients); deeper is not an event
 DEPTH_MAX = 32
 #: whole numbers in events fit in 64 bits (sizes, ids, an int64 or uint64 tensor's values); pickle

@@ -40,18 +40,25 @@ def test_the_newest_first_ten_at_most_only_those_on_disk(tmp_path, qtbot):
     assert asked == [str(files[3])]
 
 
-def test_each_entry_reads_as_its_name_and_short_folder_with_the_path_in_its_tooltip(tmp_path, qtbot):
-    """A deep path (a temporary folder's) read as a long line of folders: the menu says the file's
-    name and its last folders, as the start page does, and keeps the whole path in the tooltip."""
+def _entry_for(tmp_path, path):
+    """The one entry File > Open recent shows once ``path`` (made empty) was opened, the recent
+    menu, and the File menu (kept by the caller: the entry lives as long as it does)."""
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
-    deep = tmp_path / "runs" / "2026" / "march" / "train.py"
-    deep.parent.mkdir(parents=True)
-    deep.write_text("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
     file_menu = QMenu("File")
     export = file_menu.addMenu("Export")
     recent = RecentMenu(settings, file_menu, export.menuAction(), _Opener().open)
-    recent.remember(str(deep))
+    recent.remember(str(path))
     (action,) = recent.menu.actions()
+    return recent, action, file_menu
+
+
+def test_each_entry_reads_as_its_name_and_short_folder_with_the_path_in_its_tooltip(tmp_path, qtbot):
+    """A deep path (a temporary folder's) read as a long line of folders: the menu says the file's
+    name and its last folders, as the start page does, and keeps the whole path in the tooltip."""
+    deep = tmp_path / "runs" / "2026" / "march" / "train.py"
+    recent, action, _file_menu = _entry_for(tmp_path, deep)
     assert action.text() == "train.py  —  …/2026/march"
     assert action.toolTip() == text_tip(str(deep)) and recent.menu.toolTipsVisible()
 
@@ -61,14 +68,8 @@ def test_a_file_named_like_markup_reads_as_its_name(tmp_path, qtbot):
     show those characters, never render them."""
     from PySide6.QtGui import QTextDocument
 
-    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
     named = tmp_path / "<img src=x><b>bold &amp;.gvtrace"  # (no "/": a file name holds none)
-    named.write_text("")
-    file_menu = QMenu("File")
-    export = file_menu.addMenu("Export")
-    recent = RecentMenu(settings, file_menu, export.menuAction(), _Opener().open)
-    recent.remember(str(named))
-    (action,) = recent.menu.actions()
+    _, action, _file_menu = _entry_for(tmp_path, named)
     assert action.text().startswith("<img src=x><b>bold &&amp;.gvtrace")  # (& doubled: no shortcut key)
     shown = QTextDocument()
     shown.setHtml(action.toolTip())  # as Qt renders a tooltip
