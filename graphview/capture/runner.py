@@ -35,7 +35,7 @@ from functools import partial
 from typing import Callable
 
 from graphview.core.options import RunOptions
-from graphview.core.channel import descriptor_identity, encode_batch
+from graphview.core.channel import BatchEncoder, descriptor_identity, encode_batch
 
 
 class EventPipe:
@@ -70,7 +70,9 @@ class EventPipe:
         _widen_pipe(fd)
         self._identity = descriptor_identity(fd)
         self._events: list[dict] = []
-        self._writing = False
+        self._encode = BatchEncoder().encode
+        self._writing = 0  # the thread writing a batch (its ident), 0 when none is
+        self._after_write: Callable[[], None] | None = None  # a stop that came while the script's thread wrote
         self._unsent = b""
         self._counts = [0, 0]  # events and batches handed to the channel
         self._since = time.perf_counter()
@@ -113,21 +115,31 @@ class EventPipe:
     def _write(self) -> None:
         if self._off or self._writing:
             return  # (an event a finaliser emits while a batch is written goes with the next one)
-        self._writing = True
-        # a Stop (SIGTERM: StopRun raised in the script's thread) waits for the whole write: raised
-        # between taking the events and sending them, it would lose them, or send them twice
-        masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        self._writing = threading.get_ident()
         try:
             self._take_and_send()
         finally:
-            self._writing = False
-            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
+            self._writing = 0
+            after, self._after_write = self._after_write, None
+            if after is not None:
+                after()
+
+    def stop_after_write(self, stop: Callable[[], None]) -> bool:
+        """For a signal handler that would raise in the script's thread (the runner's Stop): when
+        that thread is writing a batch, ``stop`` is called once the batch is written, and True
+        returned. Raised between taking the events and sending them, it would lose them, or send
+        them twice. (Python runs handlers in the main thread whichever thread the signal reached:
+        blocking the signal in the writing thread could not hold it off.)"""
+        if self._writing and self._writing == threading.get_ident():
+            self._after_write = stop
+            return True
+        return False
 
     def _take_and_send(self) -> None:
         events, self._events = self._events, []  # (a finaliser's events from here on: in the new list)
         if events:
             try:
-                data = encode_batch(events)
+                data = self._encode(events)
             except MemoryError:  # at the script's memory limit: no room for a copy of them all
                 self._send_one_by_one(events)
                 return
@@ -161,7 +173,7 @@ class EventPipe:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
             for event in events:
-                data = memoryview(encode_batch([event]))
+                data = memoryview(self._encode([event]))
                 while data:
                     data = data[os.write(self._fd, data):]
                 self._counts[0] += 1
@@ -486,8 +498,12 @@ def main(argv: list[str] | None = None) -> int:
     # Refcounting, and so every tensor's lifetime, is unchanged.
     gc.freeze()
 
-    def on_term(signum, frame):
+    def stop():
         raise StopRun("stopped by graphview")
+
+    def on_term(signum, frame):
+        if not pipe.stop_after_write(stop):  # (a batch being written goes whole first)
+            stop()
 
     signal.signal(signal.SIGTERM, on_term)
     _report_os_exit(pipe, os.path.abspath(args.script))

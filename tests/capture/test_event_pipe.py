@@ -84,7 +84,7 @@ def test_an_event_a_finaliser_emits_while_a_batch_is_encoded_goes_once(pipe, mon
     emits then is neither sent twice (with the batch being encoded, then again) nor lost."""
     pipe, read_fd = pipe
     monkeypatch.setattr(runner, "WRITE_EVERY_S", 0.0)  # (each event would be written at once)
-    real, emitted = runner.encode_batch, []
+    real, emitted = pipe._encode, []
 
     def encode(events):
         data = real(events)
@@ -93,7 +93,7 @@ def test_an_event_a_finaliser_emits_while_a_batch_is_encoded_goes_once(pipe, mon
             pipe({"ev": "node_dead", "vid": 99})  # as a node's finaliser, run by the collector here
         return data
 
-    monkeypatch.setattr(runner, "encode_batch", encode)
+    monkeypatch.setattr(pipe, "_encode", encode)
     pipe({"ev": "node_dead", "vid": 1})
     pipe.handover()
     assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 99]
@@ -130,3 +130,47 @@ def test_lines_no_handover_follows_are_written_soon(monkeypatch):
     finally:
         pipe.close()
         os.close(read_fd)
+
+
+def test_a_stop_that_comes_while_a_batch_is_written_waits_for_the_whole_batch(pipe, monkeypatch):
+    """The runner's SIGTERM handler raises Stop in the script's thread. Raised between taking the
+    events and sending them it would lose them (or send them twice): it comes once the batch is
+    written, and a stop outside a write is raised at once."""
+    import signal
+
+    pipe, read_fd = pipe
+
+    class Stop(Exception):
+        pass
+
+    def stop():
+        raise Stop
+
+    def on_term(signum, frame):
+        if not pipe.stop_after_write(stop):
+            stop()
+
+    real = pipe._encode
+
+    def encode(events):
+        on_term(signal.SIGTERM, None)  # as Python runs the handler: at a bytecode of this thread's
+        return real(events)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        monkeypatch.setattr(pipe, "_encode", encode)
+        pipe({"ev": "release", "sid": 1})
+        pipe({"ev": "release", "sid": 2})
+        with pytest.raises(Stop):
+            pipe.handover()
+        assert [event["sid"] for event in _events(_readable(read_fd))] == [1, 2]  # whole, once
+        monkeypatch.setattr(pipe, "_encode", real)
+        with pytest.raises(Stop):  # a real signal, not writing: at once
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10 ** 6):
+                pass
+        pipe({"ev": "release", "sid": 3})
+        pipe.handover()
+        assert [event["sid"] for event in _events(_readable(read_fd))] == [3]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

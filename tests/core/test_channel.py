@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphview.core.channel import (DEPTH_MAX, JSON_CAP, JSON_MAGIC, MAGIC, PICKLE_CAP, BatchReader, ChannelError,
-                                   encode_batch)
+from graphview.core.channel import (DEPTH_MAX, HEADER, JSON_CAP, JSON_MAGIC, MAGIC, PICKLE_CAP, BatchEncoder,
+                                   BatchReader, ChannelError, encode_batch)
 
 EVENTS = [
     {"ev": "node", "vid": 3, "name": "MulBackward0", "next": [[None, 0], [2, 0]]},
@@ -35,6 +35,29 @@ def test_batches_come_back_as_they_went_in_any_pieces():
     reader = BatchReader()
     by_byte = [batch for i in range(len(data)) for batch in reader.feed(data[i:i + 1])]
     assert json.dumps(by_byte) == json.dumps(whole) and reader.waiting == 0 and reader.batches == 3
+
+
+def test_one_encoder_for_many_batches_writes_each_as_a_fresh_pickle_would():
+    """The pipe's encoder keeps its pickler from one batch to the next: each batch is still the
+    pickle of its own events (no reference to an earlier batch's objects), after a batch that had
+    to go through JSON, a long one split in several, or one long event as JSON, too."""
+
+    class Text(str):  # (torch's version string: not plain, goes through JSON)
+        pass
+
+    encoder = BatchEncoder()
+    shared = {"min": 1.0, "max": 2.0}
+    batches = [EVENTS[:2], [{"ev": "v", "version": Text("2.13.0")}], [{"ev": "a", "s": shared}, {"ev": "b", "s": shared}],
+               [{"ev": "stdout", "text": "x" * 1000 + str(i)} for i in range(3000)], EVENTS[2:],
+               [{"ev": "module_enter", "path": "m" * (3 << 20)}], [], EVENTS[:1], EVENTS[:1]]
+    for events in batches:
+        data = encoder.encode(events)
+        assert data == encode_batch(events)
+        if len(data) < PICKLE_CAP and data.startswith(MAGIC):  # one batch: exactly pickle's own bytes
+            plain = json.loads(json.dumps(events, default=str)) if events and events[0]["ev"] == "v" else events
+            assert data == HEADER.pack(MAGIC, len(data) - HEADER.size) + pickle.dumps(plain, 5)
+    read = [e for data in map(encoder.encode, batches) for batch in BatchReader().feed(data) for e in batch]
+    assert json.dumps(read) == json.dumps([e for events in batches for e in events], default=str)  # (NaN: as text)
 
 
 def test_a_batch_cut_off_waits_and_is_not_taken_for_damage():
