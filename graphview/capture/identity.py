@@ -139,6 +139,11 @@ class TensorIdentity(RecorderState):
         key = id(t)
         entry = self._tensors.get(key)
         version = _version(t)
+        if entry is not None and entry[2] == version == entry[5] and entry[0]() is t \
+                and entry[4] == t.requires_grad:
+            # unchanged since it was last read in sync: its node too (torch gives a tensor another
+            # node only by a write in place, which changes its version, or with requires_grad)
+            return [entry[1], version]
         gf = self.grad_fn_of(t)
         if isinstance(gf, _Stale):
             gvid, is_leaf, synced = gf.vid, gf.vid is None, None
