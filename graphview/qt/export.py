@@ -129,18 +129,28 @@ class PaperPages:
             self.pages = [whole]
             return
         # too tall for one page: cut in parts, as wide as the paper, the way up that needs the fewest pages
-        choices = [self._parts(scene, source, caption, legend, colors, whole, landscape) for landscape in (False, True)]
+        gaps = _gaps(scene)
+        choices = [self._parts(gaps, source, caption, legend, colors, whole, landscape) for landscape in (False, True)]
         self.landscape, self.scale, self.pages = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
 
-    def _parts(self, scene, source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
+    def _parts(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
                landscape: bool) -> tuple[bool, float, list[ExportPage]]:
-        """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale, pages)."""
-        scale = self._fit_width(whole, landscape)
+        """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale,
+        pages), as few pages as a scale from the paper's width down to MIN_SCALE gives, at the largest
+        such scale (cut only between rows, at the paper's width a picture can need a page more for
+        its last row: the MLP sample's loss alone on a third page)."""
+        widest = self._fit_width(whole, landscape)
+        scales = [widest * (1 - 0.05 * k) for k in range(20) if widest * (1 - 0.05 * k) >= MIN_SCALE] or [widest]
+        choices = [self._parts_at(gaps, source, caption, legend, colors, whole, landscape, scale) for scale in scales]
+        return min(choices, key=lambda choice: (len(choice[2]), -choice[1]))
+
+    def _parts_at(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
+                  landscape: bool, scale: float) -> tuple[bool, float, list[ExportPage]]:
         room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
         probe = ExportPage(QRectF(source.left(), source.top(), source.width(), 1), caption + " · part 10 of 10",
                            legend, colors, whole.width)
         band = max(room - (probe.height - 1), 2 * GRAPH_MARGIN)
-        cuts = _cuts(scene, source, band)
+        cuts = _cuts(gaps, source, band)
         count = len(cuts) - 1
         pages = [ExportPage(QRectF(source.left(), top, source.width(), bottom - top),
                             f"{caption} · part {k + 1} of {count}" if caption and count > 1 else caption, legend,
@@ -178,17 +188,21 @@ class PaperPages:
             painter.restore()
 
 
-def _cuts(scene: GraphScene, source: QRectF, band: float) -> list[float]:
-    """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
-    the gap between two rows of nodes, never through a node or a shut box."""
-    spans = sorted((item.sceneBoundingRect().top(), item.sceneBoundingRect().bottom()) for item in scene.items()
-                   if solid(item))
-    gaps = []  # the middles of the gaps between rows
+def _gaps(scene: GraphScene) -> list[float]:
+    """The middles of the gaps between rows (scene y), where a page may end."""
+    spans = sorted((rect.top(), rect.bottom()) for rect in _uncut(scene))
+    gaps = []
     reach = None
     for top, bottom in spans:
         if reach is not None and top > reach:
             gaps.append((reach + top) / 2)
         reach = bottom if reach is None else max(reach, bottom)
+    return gaps
+
+
+def _cuts(gaps: list[float], source: QRectF, band: float) -> list[float]:
+    """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
+    a gap between two rows, never through a node, a shut box or an open box's name."""
     cuts = [source.top()]
     while source.bottom() - cuts[-1] > band:
         limit = cuts[-1] + band
@@ -196,6 +210,16 @@ def _cuts(scene: GraphScene, source: QRectF, band: float) -> list[float]:
         cuts.append(fitting[-1] if fitting else limit)
     cuts.append(source.bottom())
     return cuts
+
+
+def _uncut(scene: GraphScene):
+    """The scene rects a page's edge must not cross: nodes, shut boxes' cards, and the names open
+    boxes carry on their top border (between two rows, where a cut would halve them)."""
+    for item in scene.items():
+        if solid(item):
+            yield item.sceneBoundingRect()
+        elif isinstance(item, GroupItem) and item.isVisible():
+            yield item.mapRectToScene(item.label_rect())
 
 
 def _pdf(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale: float) -> int:

@@ -13,7 +13,8 @@ from graphview.core.captions import caption
 from graphview.core.drawing import Drawing
 from graphview.core.hierarchy import Layout, collapsed_at_level, module_boxes
 from graphview.core.options import RunOptions
-from graphview.qt.canvas import FILL, NODE_H, NODE_W
+from graphview.qt.canvas import FILL, NODE_H, NODE_W, GroupItem
+from graphview.qt.canvas.groups import solid
 from graphview.qt.export import content_rect, render_scene
 from graphview.qt.export_page import ExportPage
 from graphview.qt.widgets.legend import LEGEND
@@ -248,3 +249,28 @@ def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path
     note = notes[0]
     assert note.startswith("drawn as --depth 0") and "does not fit 2 A4 pages" in note and "so the graph fits" not in note
     assert pages > 1 and f"the PDF has {pages} pages" in notes[1]
+
+
+@pytest.mark.parametrize("sample, level", [("mlp_optimizer", "as shown"), ("transformer_block", None),
+                                           ("transformer_block", 1)])
+def test_pdf_pages_are_cut_where_no_node_box_card_or_box_name_is(window, record, sample, level):
+    """A tall picture is cut into pages between rows: never through a node, a shut box's card, or
+    an open box's name on its top border (the MLP sample's PDF had half of "model.2 · Linear" at
+    the foot of its first page and half at the head of its second)."""
+    from graphview.qt.export import PaperPages
+
+    run = record(model(sample))
+    show(window, run)
+    if level != "as shown":
+        window.view.change_level(level)
+    pages = PaperPages(window.scene, content_rect(window.scene), caption(run, window.cursor), True,
+                       ExportPage(QRectF()).colors)
+    cuts = [page.source.bottom() for page in pages.pages[:-1]]
+    assert cuts, "one page: nothing to check"
+    blocks = [item.sceneBoundingRect() for item in window.scene.items() if solid(item)]
+    names = [g.mapRectToScene(g.label_rect()) for g in window.scene.items()
+             if isinstance(g, GroupItem) and g.isVisible() and not g.collapsed]
+    assert names
+    for y in cuts:
+        assert not [r for r in blocks if r.top() < y < r.bottom()], y
+        assert not [r for r in names if r.top() < y < r.bottom()], y
