@@ -32,9 +32,9 @@ from graphview.core.queries.names import NameQueries
 from graphview.core.queries.outcome import Outcome
 from graphview.core.queries.reachability import Reachability
 from graphview.core.queries.values import ValueQueries
+# (Edge is read from here too: it is the run's)
+from graphview.core.run_edges import Edge, RunEdges
 from graphview.core.saved_bytes import SavedBytes
-
-_NO_ATTRS: dict = {}  # the attrs of every edge that has none (read, never changed)
 
 
 def _lean(ev: dict, keys: tuple) -> dict:
@@ -110,15 +110,6 @@ class SavedNode:
         return self.born <= index and (self.released is None or self.released > index)
 
 
-@dataclass(slots=True)
-class Edge:
-    source: str
-    target: str
-    kind: str  # "next" | "grad_fn" | "accumulate" | "saved" | "input" | "no_grad_op" | "detach" | "view"
-    born: int
-    attrs: dict = field(default_factory=dict)
-
-
 class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Reachability, MemoryQueries):
     """All that is known about one run, built from its events.
 
@@ -142,9 +133,9 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         self.op_nodes: dict[int, OpNode] = {}
         self.saved: dict[int, SavedNode] = {}
         self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
-        self.edges: list[Edge] = []
-        self._edge_keys: set = set()
-        self._edge_attrs: dict[tuple, dict] = {}
+        # the graph's edges (read as .edges; autograd's own made into Edges only when first read)
+        self._edges = RunEdges()
+        self._note_edge = self._edges.note
         self.ops: list[tuple[int, dict]] = []  # (index, op event)
         self.producers: dict[int, dict] = {}  # tid -> the last op event that output it
         self.made_by: dict[int, dict] = {}  # tid -> the first op event that output it (none: made unseen)
@@ -209,21 +200,21 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
     def __len__(self) -> int:
         return len(self.events)
 
-    def _add_edge(self, source: str, target: str, kind: str, born: int, items: tuple = ()) -> None:
-        """An edge, unless the run has it already; ``items``: its attrs as ``((name, value), ...)``
-        (an edge of the graph is one per source, target and kind; a ``next`` edge one per entry of
-        its source's ``next_functions``, so that an op given one tensor twice, ``w * w``, has two)."""
-        key = (source, target, kind, items if kind == "next" else None)
-        keys = self._edge_keys
-        if key in keys:
-            return
-        keys.add(key)
-        attrs = _NO_ATTRS
-        if items:  # edges with the same attrs share one dict of them (read, never changed)
-            attrs = self._edge_attrs.get(items)
-            if attrs is None:
-                attrs = self._edge_attrs[items] = dict(items)
-        self.edges.append(Edge(source, target, kind, born, attrs))
+    @property
+    def edges(self) -> list[Edge]:
+        """Every edge of the graph, in the order the run made them (see :mod:`graphview.core.run_edges`)."""
+        return self._edges.all()
+
+    @edges.setter
+    def edges(self, edges: list[Edge]) -> None:
+        """The edges so far replaced by ``edges`` (a test's run model that lost some)."""
+        self._edges.replace(edges)
+
+    @property
+    def side_edges(self) -> list[Edge]:
+        """The edges besides autograd's own structure: an op's input without grad, a detach, an op
+        under no_grad (:data:`~graphview.core.run_edges.SIDE_KINDS`), in the order the run made them."""
+        return self._edges.side
 
     def _on_run_start(self, index: int, ev: dict) -> None:
         self.start = ev
@@ -281,10 +272,10 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
             self._tensor_nodes_of.setdefault(tid, []).append(node)
             self._current_tensor_node[tid] = node_id
             if node.grad_fn is not None:
-                self._add_edge(node_id, f"op{node.grad_fn}", "grad_fn", index)
+                self._note_edge(("grad_fn", node_id, node.grad_fn, index))
                 self._tensor_nodes_with_grad_fn.setdefault(node.grad_fn, []).append(node)
             if ev.get("base") is not None and ev["base"] in self._current_tensor_node:
-                self._add_edge(node_id, self._current_tensor_node[ev["base"]], "view", index)
+                self._note_edge(("view", node_id, self._current_tensor_node[ev["base"]], index))
         else:
             node.version = ev.get("version", 0)
             node.info = info
@@ -343,17 +334,15 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         # (id, vid, name, born, next, seq, leaf, custom, line, module): by position, a big run makes 10^5
         node = OpNode(node_id, vid, ev["name"], index, list(map(tuple, get("next") or ())), get("seq"),
                       get("leaf"), bool(get("custom")), get("line"), get("module"))
-        op_nodes = self.op_nodes
-        op_nodes[vid] = node
+        self.op_nodes[vid] = node
+        note = self._note_edge
         for position, (child, input_nr) in enumerate(node.next):
             if child is not None:
-                known = op_nodes.get(child)
-                self._add_edge(node_id, known.id if known is not None else f"op{child}", "next", index,
-                               (("input_nr", input_nr), ("position", position)))
+                note(("next", node_id, child, index, input_nr, position))
         if node.leaf is not None:
             leaf_node = self._current_tensor_node.get(node.leaf)
             if leaf_node is not None:
-                self._add_edge(node.id, leaf_node, "accumulate", index)
+                note(("accumulate", node_id, leaf_node, index))
 
     def _on_node_dead(self, index: int, ev: dict) -> None:
         node = self.op_nodes.get(ev["vid"])
@@ -378,12 +367,12 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
             for tid_version, src in zip(ev.get("inputs") or (), inputs):
                 info = self.tensors.get(tid_version[0])
                 if src and info is not None and not info.get("requires_grad"):
-                    self._add_edge(src, node.id, "input", index)
+                    self._edges.add_side(src, node.id, "input", index)
         elif ev.get("op") not in ("detach", "detach_"):
             for src in inputs:
                 for dst in outputs:
                     if src and dst and src != dst:
-                        self._add_edge(src, dst, "no_grad_op", index, (("op", ev.get("op")),))
+                        self._edges.add_side(src, dst, "no_grad_op", index, (("op", ev.get("op")),))
         self._last_op = index
         made_by = self.made_by
         for tid, _ in ev.get("outputs") or ():
@@ -395,7 +384,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         src = self._current_tensor_node.get(ev["src"])
         dst = self._current_tensor_node.get(ev["dst"])
         if src and dst:
-            self._add_edge(src, dst, "detach", index, (("forced", bool(ev.get("forced"))),))
+            self._edges.add_side(src, dst, "detach", index, (("forced", bool(ev.get("forced"))),))
 
     def _on_saved(self, index: int, ev: dict) -> None:
         _lean(ev, _SAVED_STRINGS)
@@ -407,7 +396,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
-            self._add_edge(f"op{node.owner}", node.id, "saved", index, (("attr", node.attr),))
+            self._note_edge(("saved", node.owner, node.id, index, node.attr))
         if self._saved_bytes.save(node.device, node.storage, node.kind, node.bytes):
             self._memory_point(index, node.device)
 
@@ -417,7 +406,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
             node.owner = ev["owner"]
             node.attr = ev.get("attr")
             self.saved_by_owner.setdefault(node.owner, []).append(node)
-            self._add_edge(f"op{node.owner}", node.id, "saved", node.born, (("attr", node.attr),))
+            self._note_edge(("saved", node.owner, node.id, node.born, node.attr))
 
     def _on_release(self, index: int, ev: dict) -> None:
         node = self.saved.get(ev["sid"])

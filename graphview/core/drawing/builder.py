@@ -37,7 +37,7 @@ class Drawing:
         self._tensor_nodes_seen = 0  # entries of run.tensor_nodes / run.op_nodes looked at so far
         self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
-        self._processed_edges = 0
+        self._processed_edges = 0  # entries of run.side_edges looked at so far
         # (born, element) the run had that a time-limited update left for the next (oldest first)
         self._backlog: list[tuple[int, object]] = []
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
@@ -209,7 +209,7 @@ class Drawing:
         """Edges the run knows besides the autograd structure: inputs, detach, no-grad ops (those
         born before ``frontier``, when an update left the run's elements from there for later)."""
         run = self.run
-        edges = run.edges[self._processed_edges:]
+        edges = run.side_edges[self._processed_edges:]
         if frontier is not None:
             taken = 0
             for edge in edges:  # in the order of the run: born grows
@@ -218,7 +218,7 @@ class Drawing:
                 taken += 1
             edges = edges[:taken]
         for edge in edges:
-            if edge.kind in ("input", "detach", "no_grad_op") and edge.source in self.nodes and edge.target in self.nodes:
+            if edge.source in self.nodes and edge.target in self.nodes:
                 label = edge.attrs.get("op", "") if edge.kind == "no_grad_op" else ("detach" if edge.kind == "detach" else "")
                 self._edge(edge.source, edge.target, edge.kind, edge.born, label)
                 target = self.nodes[edge.target]
