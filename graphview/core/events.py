@@ -673,6 +673,15 @@ class EventChecker:
             return
         self.check_slowly(event)  # says what is wrong
 
+    def check_all(self, events: list[dict]) -> None:
+        """:meth:`check` of each of ``events`` (dicts, as a record expands into), in order."""
+        known, passes_of = self.known, _PASSES.get
+        for event in events:
+            kind = event.get("ev")
+            passes = passes_of(kind) if type(kind) is str else None
+            if passes is None or not passes(event, known):
+                self.check_slowly(event)  # says what is wrong
+
     def check_slowly(self, event: object) -> None:
         """:meth:`check` field by field and reference by reference, the first fault raised as a
         :class:`SchemaError` that names it (what :meth:`check` does when its compiled test fails)."""

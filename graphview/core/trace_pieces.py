@@ -186,12 +186,11 @@ class TracePieces:
                 _check(checker, event, path, number + offset)
             events.extend(items)
             return
-        check = checker.check
+        check_all = checker.check_all
         for offset, item in enumerate(items):
             try:
                 expanded = expand(item)
-                for event in expanded:
-                    check(event)
+                check_all(expanded)
             except SchemaError as exc:
                 raise TraceError(f"{path} is not a valid graphview trace: line {number + offset}: {exc}") from None
             if self._tidy and self._needs_tidying(lines[offset]):
