@@ -33,7 +33,6 @@ class Drawing:
         self.run = run
         self.nodes: dict[str, DrawNode] = {}
         self.edges: list[DrawEdge] = []
-        self._edge_keys: set = set()
         self._tensor_nodes_seen = 0  # entries of run.tensor_nodes / run.op_nodes looked at so far
         self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
@@ -187,9 +186,11 @@ class Drawing:
                     self._edge(leaf_id, node.id, "accumulate", op.born)
             output_of, nodes = self._output_of_op, self.nodes
             # an op given one tensor in several arguments (``w * w``) has an entry of next_functions
-            # for each: drawn as one arrow marked "×2", not as arrows on top of each other
+            # for each: drawn as one arrow marked "×2", not as arrows on top of each other (the only
+            # arrow a node could be given twice: each node is connected once, when it is made)
             entries = op.next
             times = Counter(entries) if len(entries) > 1 and len(set(entries)) < len(entries) else None
+            drawn = set() if len(entries) > 1 and len({child for child, _ in entries}) < len(entries) else None
             for child, input_nr in entries:
                 if child is None:
                     continue
@@ -197,6 +198,10 @@ class Drawing:
                 if src is None:
                     src = f"op{child}"
                 if src in nodes:
+                    if drawn is not None:
+                        if src in drawn:
+                            continue
+                        drawn.add(src)
                     count = times[(child, input_nr)] if times is not None else 1
                     self._edge(src, node.id, "flow", op.born, f"×{count}" if count > 1 else "")
         elif node.kind in ("intermediate",):
@@ -233,11 +238,8 @@ class Drawing:
         target_node = nodes.get(target)
         if source_node is not None and not source_node.placed:
             self.placement.meet(source_node, target_node)  # a leaf seen first as this op's input
-        key = (source, target, kind)
-        keys = self._edge_keys
-        if key in keys:
-            return
-        keys.add(key)
+        # (no two calls give one source, target and kind: a node's arrows are drawn when it is made,
+        # the run's side edges are each the run's once)
         edge = DrawEdge(source, target, kind, born, label)
         self.edges.append(edge)
         out = self._out.get(source)

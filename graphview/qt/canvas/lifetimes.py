@@ -39,7 +39,8 @@ class Lifetimes:
         self.scene = scene
         self.ids: list[str] = []
         self._room = {name: np.zeros(1024, dtype=np.int64) for name in _COLUMNS}
-        self._index_of: dict[str, int] = {}
+        self._index_of: dict[str, int] = {}  # node id -> its row: see _index
+        self._indexed = 0  # ids put in _index_of so far
         self._pending = np.zeros(0, dtype=np.int64)  # nodes that die with an autograd node not dead yet
         self._events = -1  # the run's length when the deaths were last looked at
 
@@ -75,7 +76,9 @@ class Lifetimes:
             ops = [op_nodes.get(v) for v in self.vids[unknown].tolist()]
             self.dead[unknown] = [op.dead if op is not None and op.dead is not None else _NEVER for op in ops]
             self._pending = unknown[self.dead[unknown] == _NEVER]
-        index_of, dead = self._index_of, self.dead
+        if not (drawing.derived or drawing.inputs):
+            return
+        index_of, dead = self._index(), self.dead
         # no-grad tensors made from others go with what they feed; inputs once torch freed them
         for node_id in chain(drawing.derived, drawing.inputs):
             i = index_of.get(node_id)
@@ -121,7 +124,6 @@ class Lifetimes:
             deads.append(_NEVER if dead is None else dead)
             vids.append(vid)
         columns = (list(map(_BORN, drawn)), deads, list(map(_SLOT, drawn)), list(map(_LAYER, drawn)), vids)
-        self._index_of.update(zip(new_ids, range(first, end)))
         self.ids.extend(new_ids)
         if count:
             for name, column in zip(_COLUMNS, columns):
@@ -132,9 +134,18 @@ class Lifetimes:
     def rows_of(self, node_ids) -> np.ndarray:
         """The rows of those of ``node_ids`` taken in so far."""
         self._arrays()
-        index_of = self._index_of
+        index_of = self._index()
         rows = [index_of.get(node_id) for node_id in node_ids]
         return np.array([row for row in rows if row is not None], dtype=np.int64)
+
+    def _index(self) -> dict[str, int]:
+        """Node id -> its row, for every node taken in: made when first asked for, and brought up to
+        date at each later ask (a big trace's open never asks: 10^5 entries it does not need)."""
+        ids, first = self.ids, self._indexed
+        if first < len(ids):
+            self._index_of.update(zip(ids[first:], range(first, len(ids))))
+            self._indexed = len(ids)
+        return self._index_of
 
     def cells(self, side: float) -> dict[tuple[int, int], list[str]]:
         """Every node's id by the cell of side ``side`` (scene units) its drawing place falls in,
