@@ -326,6 +326,18 @@ class Placement:
             return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed
                     and not (nodes[p].kind in _NO_GRAD_TENSORS and self._history(nodes[p], n))]
 
+        # a chain (each node waits on one other at most: a leaf, its AccumulateGrad, weight.t()) is
+        # counted on the way up; where a node waits on two, the walk below counts them all
+        rows, current, on_path = 1, node, {node.id}
+        while True:
+            preds = waiting(current)
+            if not preds or len(preds) == 1 and preds[0].id in on_path:  # (a cycle counts nothing)
+                return rows
+            if len(preds) > 1:
+                break
+            current = preds[0]
+            on_path.add(current.id)
+            rows += 1
         depth: dict[str, int] = {}
         most = {node.id: 0}  # node -> the most rows of its waiting predecessors' chains found so far
         stack = [(node, iter(waiting(node)))]
