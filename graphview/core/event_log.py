@@ -122,9 +122,10 @@ class EventLog:
     def _seal(self) -> None:
         events, lines = self._tail, self._tail_lines
         text = None
-        if all(type(line) is bytes for line in lines):
+        kinds = set(map(type, lines))  # (in C: a big trace seals thousands of blocks)
+        if kinds <= _LINES:
             text = b"\n".join(lines)
-        elif all(type(line) is RecordLine or type(line) is int for line in lines):
+        elif kinds <= _RECORD_LINES:
             text = self._records_text(lines)
         if text is None:  # (a live run's events: no line of their own)
             text = pickle.dumps(events, _PICKLED)
@@ -271,6 +272,11 @@ class RecordLine(bytes):
     first event the record holds; the events after it in the same record are given their
     position in it instead (1, 2, ...). A block of such events keeps the records' lines, as a
     block of a version-1 trace keeps the events' lines."""
+
+
+#: what a sealed block's lines are, when they are a trace's: its events' lines, or its records' (and positions in them)
+_LINES = frozenset({bytes})
+_RECORD_LINES = frozenset({RecordLine, int})
 
 
 class _Text(bytes):
