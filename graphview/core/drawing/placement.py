@@ -288,9 +288,39 @@ class Placement:
         below what is already placed above the chain (the next step's AccumulateGrad goes under
         the parameter drawn in step 1, not beside it).
 
-        A walk up the waiting chains with a stack of its own (a trace decides how long a chain is),
-        each node at each distance walked once; a node already on the path (a cycle, which autograd
-        never makes and the trace reader refuses) is not walked again."""
+        Each chain is walked up on its own where it is a chain (a weight, its AccumulateGrad,
+        weight.t(): each waits on one other at most); where one branches, :meth:`_branching_floor`
+        walks them all. A node already on the path (a cycle, which autograd never makes and the
+        trace reader refuses) is not walked again."""
+        nodes = self.nodes
+        floor = 0
+        for first in node.preds:
+            current = nodes.get(first)
+            if current is None or current.placed or first == node.id \
+                    or current.kind in _NO_GRAD_TENSORS and self._history(current, node):
+                continue  # (a placed one is no chain: it counts from a node one row up at least)
+            depth, path = 1, {node.id, first}
+            while current is not None:
+                up = None
+                for pred_id in current.preds:
+                    pred = nodes.get(pred_id)
+                    if pred is None:
+                        continue
+                    if pred.placed:
+                        floor = max(floor, pred.layer + depth + 1)
+                    elif pred_id not in path and not (pred.kind in _NO_GRAD_TENSORS and self._history(pred, current)):
+                        if up is not None:
+                            return self._branching_floor(node)
+                        up = pred
+                current = up
+                if up is not None:
+                    depth += 1
+                    path.add(up.id)
+        return floor
+
+    def _branching_floor(self, node: DrawNode) -> int:
+        """:meth:`_chain_floor` of chains that branch: a walk up them with a stack of its own (a trace
+        decides how long a chain is), each node at each distance walked once, none on the path again."""
         nodes = self.nodes
         floor = 0
         stack = [(node, 0, iter(node.preds))]
