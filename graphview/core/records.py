@@ -230,8 +230,20 @@ def _maker(keys: tuple[str, ...]):
     return env["make"]
 
 
-#: kind -> (the maker of its events from its records, how many values a record's first part holds)
-_MAKERS = {kind: (_maker(keys), len(keys)) for kind, keys in _KEYS.items()}
+#: kind -> (the maker of its events from its records, how many values a record's first part holds),
+#: for the kinds read so far (each made at its kind's first record: a trace holds a dozen kinds)
+_MAKERS: dict[str, tuple] = {}
+
+
+def _first_maker(record: list) -> tuple:
+    """The maker of the events of ``record``'s kind, made now; :class:`SchemaError` for a record of no kind."""
+    if record and type(record[0]) is str:
+        keys = _KEYS.get(record[0])
+        if keys is None:
+            raise SchemaError(f"unknown kind of event {record[0][:40]!r}")
+        maker = _MAKERS[record[0]] = (_maker(keys), len(keys))
+        return maker
+    raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
 
 
 def expand(record: object) -> list[dict]:
@@ -258,9 +270,7 @@ def _expand_into(record: object, events: list, packed: list, nested: bool) -> No
         raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
     maker = _MAKERS.get(record[0]) if record and type(record[0]) is str else None
     if maker is None:
-        if record and type(record[0]) is str:
-            raise SchemaError(f"unknown kind of event {record[0][:40]!r}")
-        raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
+        maker = _first_maker(record)
     make, count = maker
     kind = record[0]
     slots = SUMMARY_SLOTS.get(kind)
