@@ -189,8 +189,10 @@ class Drawing:
             # for each: drawn as one arrow marked "×2", not as arrows on top of each other (the only
             # arrow a node could be given twice: each node is connected once, when it is made)
             entries = op.next
-            times = Counter(entries) if len(entries) > 1 and len(set(entries)) < len(entries) else None
-            drawn = set() if len(entries) > 1 and len({child for child, _ in entries}) < len(entries) else None
+            times = drawn = None
+            if len(entries) > 1 and len({child for child, _ in entries}) < len(entries):  # a child twice
+                drawn = set()
+                times = Counter(entries) if len(set(entries)) < len(entries) else None
             for child, input_nr in entries:
                 if child is None:
                     continue
