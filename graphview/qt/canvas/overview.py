@@ -150,7 +150,9 @@ class Overview(QWidget):
                    visible.width() * s, visible.height() * s)
         painter.setPen(QPen(c.q("overview_mark"), 1.5))
         painter.setBrush(c.q("overview_mark_fill"))
-        painter.drawRect(r.intersected(QRectF(self.rect())))
+        # within the frame, its own outline whole: where the view shows space beyond the graph, the
+        # mark stops at the frame instead of running its line over (and past) the frame's
+        painter.drawRect(r.intersected(QRectF(self.rect()).adjusted(1.5, 1.5, -2, -2)))
 
     def _jump(self, pos) -> None:
         s, ox, oy = self._scale()
