@@ -45,5 +45,6 @@ def build_menus(window: QMainWindow, settings: QSettings, open: SignalInstance, 
     themes = ThemeMenu(view_menu, settings)  # applies the remembered theme (System at first)
     view_menu.addSeparator()  # panels closed with their × come back from here
     for dock in docks:
-        view_menu.addAction(dock.toggleViewAction())
+        if dock.features() & QDockWidget.DockWidgetClosable:  # (the timeline views are never closed: an
+            view_menu.addAction(dock.toggleViewAction())      # entry would sit there checked and greyed)
     return WindowMenus(actions, menus, recent, themes)

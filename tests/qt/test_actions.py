@@ -80,3 +80,14 @@ def test_triggering_an_action_runs_its_handler(window, record):
     assert window.cursor == timeline.last(run)
     window.actions["overview"].trigger()  # checkable: now off
     assert not window.actions["overview"].isChecked() and not window.view.overview.enabled
+
+
+def test_the_view_menu_offers_back_every_panel_that_can_be_closed_and_no_greyed_entry(window):
+    """A panel closed with its × comes back from View; the timeline views (never closed) get no
+    entry there, which sat checked and greyed."""
+    view = window.menus["&View"]
+    entries = [a for a in view.actions() if not a.isSeparator() and a.menu() is None]
+    docks = (window.code_dock, window.inspector_dock, window.toggles_dock)
+    assert [a.text() for a in entries if a in [d.toggleViewAction() for d in docks]] == [d.windowTitle() for d in docks]
+    assert window.bottom_dock.toggleViewAction() not in entries
+    assert all(d.toggleViewAction().isEnabled() for d in docks)
