@@ -140,9 +140,10 @@ class TensorIdentity(RecorderState):
         entry = self._tensors.get(key)
         version = _version(t)
         if entry is not None and entry[2] == version == entry[5] and entry[0]() is t \
-                and entry[4] == t.requires_grad:
+                and entry[4] == t.requires_grad and t.is_leaf == (entry[3] is None):
             # unchanged since it was last read in sync: its node too (torch gives a tensor another
-            # node only by a write in place, which changes its version, or with requires_grad)
+            # node by a write in place, which changes its version, or takes it away, detach_(),
+            # which leaves the version as it was but makes the tensor a leaf)
             return [entry[1], version]
         gf = self.grad_fn_of(t)
         if isinstance(gf, _Stale):

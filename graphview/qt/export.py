@@ -17,6 +17,7 @@ No dialogs here. The layout of a picture is :class:`graphview.qt.export_page.Exp
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from contextlib import contextmanager
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSize, QSizeF
@@ -114,6 +115,12 @@ def _svg(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale:
     painter.end()
 
 
+#: a picture cut into pages may be printed up to this much smaller than the paper's width, in
+#: SHRINK_STEPS steps, where that saves a page (its last rows alone on a page of their own)
+SHRINK_MAX = 0.1
+SHRINK_STEPS = 4
+
+
 class PaperPages:
     """A PDF's pages: the picture on :data:`~graphview.core.export.PAPER` (A4), portrait or
     landscape, at one scale for every page. A picture that fits one page readably (at
@@ -133,24 +140,25 @@ class PaperPages:
         choices = [self._parts(gaps, source, caption, legend, colors, whole, landscape) for landscape in (False, True)]
         self.landscape, self.scale, self.pages = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
 
-    def _parts(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
-               landscape: bool) -> tuple[bool, float, list[ExportPage]]:
+    def _parts(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors,
+               whole: ExportPage, landscape: bool) -> tuple[bool, float, list[ExportPage]]:
         """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale,
-        pages), as few pages as a scale from the paper's width down to MIN_SCALE gives, at the largest
-        such scale (cut only between rows, at the paper's width a picture can need a page more for
-        its last row: the MLP sample's loss alone on a third page)."""
+        pages), at the paper's width, or up to :data:`SHRINK_MAX` smaller where that saves a page
+        (cut only between rows, at the paper's width a picture can need a page more for its last
+        rows: the MLP sample's loss alone on a third page)."""
         widest = self._fit_width(whole, landscape)
-        scales = [widest * (1 - 0.05 * k) for k in range(20) if widest * (1 - 0.05 * k) >= MIN_SCALE] or [widest]
-        choices = [self._parts_at(gaps, source, caption, legend, colors, whole, landscape, scale) for scale in scales]
-        return min(choices, key=lambda choice: (len(choice[2]), -choice[1]))
-
-    def _parts_at(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors, whole: ExportPage,
-                  landscape: bool, scale: float) -> tuple[bool, float, list[ExportPage]]:
-        room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
         probe = ExportPage(QRectF(source.left(), source.top(), source.width(), 1), caption + " · part 10 of 10",
                            legend, colors, whole.width)
-        band = max(room - (probe.height - 1), 2 * GRAPH_MARGIN)
-        cuts = _cuts(gaps, source, band)
+        best: tuple[float, list[float]] | None = None
+        for k in range(SHRINK_STEPS + 1):
+            scale = widest * (1 - SHRINK_MAX * k / SHRINK_STEPS)
+            if k and scale < MIN_SCALE:
+                break
+            room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
+            cuts = _cuts(gaps, source, max(room - (probe.height - 1), 2 * GRAPH_MARGIN))
+            if best is None or len(cuts) < len(best[1]):
+                best = (scale, cuts)
+        scale, cuts = best
         count = len(cuts) - 1
         pages = [ExportPage(QRectF(source.left(), top, source.width(), bottom - top),
                             f"{caption} · part {k + 1} of {count}" if caption and count > 1 else caption, legend,
@@ -202,12 +210,13 @@ def _gaps(scene: GraphScene) -> list[float]:
 
 def _cuts(gaps: list[float], source: QRectF, band: float) -> list[float]:
     """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
-    a gap between two rows, never through a node, a shut box or an open box's name."""
+    a gap between two rows (``gaps``, ascending), never through a node, a shut box or an open box's name."""
     cuts = [source.top()]
     while source.bottom() - cuts[-1] > band:
         limit = cuts[-1] + band
-        fitting = [y for y in gaps if cuts[-1] + LAYER_HEIGHT / 2 < y <= limit]
-        cuts.append(fitting[-1] if fitting else limit)
+        last = bisect_right(gaps, limit) - 1  # the last gap within the band
+        fits = last >= 0 and gaps[last] > cuts[-1] + LAYER_HEIGHT / 2
+        cuts.append(gaps[last] if fits else limit)
     cuts.append(source.bottom())
     return cuts
 
