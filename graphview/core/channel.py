@@ -80,15 +80,16 @@ class BatchEncoder:
 
     def encode(self, events: list) -> bytes:
         buffer = self._buffer
-        buffer.seek(0)
-        buffer.truncate()
-        self._pickler.clear_memo()  # (each batch is a pickle of its own: nothing refers to an earlier one)
         try:
             self._pickler.dump(events)
             data = buffer.getvalue()
         except _NotPlain:
             events = json.loads(json.dumps(events, separators=(",", ":"), default=str))
             data = pickle.dumps(events, _PROTOCOL)
+        finally:  # each batch a pickle of its own, and nothing of it kept (a long string of the script's)
+            self._pickler.clear_memo()
+            buffer.seek(0)
+            buffer.truncate()
         if len(data) <= PICKLE_CAP:
             return HEADER.pack(MAGIC, len(data)) + data
         if len(events) > 1:

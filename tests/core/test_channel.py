@@ -60,6 +60,19 @@ def test_one_encoder_for_many_batches_writes_each_as_a_fresh_pickle_would():
     assert json.dumps(read) == json.dumps([e for events in batches for e in events], default=str)  # (NaN: as text)
 
 
+def test_the_encoder_keeps_nothing_of_a_batch_it_encoded():
+    """The pipe's encoder lives as long as the run: a long string of the script's in one batch is
+    not held by its pickler's memo or buffer until the next batch."""
+    import sys
+
+    encoder, text = BatchEncoder(), "x" * (1 << 19)
+    before = sys.getrefcount(text)
+    events = [{"ev": "stdout", "text": text}]
+    assert encoder.encode(events).startswith(MAGIC)  # (pickled: through the pickler and its memo)
+    del events
+    assert sys.getrefcount(text) == before
+
+
 def test_a_batch_cut_off_waits_and_is_not_taken_for_damage():
     data = encode_batch(EVENTS)
     reader = BatchReader()
