@@ -130,7 +130,7 @@ class EventPipe:
         returned. Raised between taking the events and sending them, it would lose them, or send
         them twice. (Python runs handlers in the main thread whichever thread the signal reached:
         blocking the signal in the writing thread could not hold it off.)"""
-        if self._writing and self._writing == threading.get_ident():
+        if self._writing == threading.get_ident():  # (0 when no thread writes: no thread's ident)
             self._after_write = stop
             return True
         return False

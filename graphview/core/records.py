@@ -301,14 +301,14 @@ def _expand_into(record: object, events: list, packed: list, nested: bool) -> No
             packed.append((event, slots))
         events.append(event)
     else:
-        _with_parts(kind, event, parts, events, packed)
+        _with_parts(kind, slots, event, parts, events, packed)
 
 
-def _with_parts(kind: str, event: dict, parts: dict, events: list, packed: list) -> None:
-    """``event`` and the events its record's ``parts`` carry, in the order they came (see _expand_into)."""
+def _with_parts(kind: str, slots, event: dict, parts: dict, events: list, packed: list) -> None:
+    """``event`` (of ``kind``, whose summary slots are ``slots``) and the events its record's
+    ``parts`` carry, in the order they came (see _expand_into)."""
     for nested in _records(parts.get("+with"), kind, "+with"):
         _expand_into(nested, events, packed, nested=True)
-    slots = SUMMARY_SLOTS.get(kind)
     if slots is not None:
         packed.append((event, slots))
     events.append(event)

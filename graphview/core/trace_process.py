@@ -66,7 +66,7 @@ class TraceProcess:
         if descriptor_identity(self._status_fd) != self._status:
             out = None  # (the program closed it: the process's word is lost, its trace is not)
         else:
-            out = _read_to_the_end(self._status_fd, deadline)
+            out = _read_status(self._status_fd, deadline)
             os.close(self._status_fd)
         try:
             self._process.wait(max(0.0, deadline - time.monotonic()))
@@ -92,7 +92,8 @@ class TraceProcess:
         self._process.returncode = 0  # (never waited for here: no warning that it still runs)
 
 
-def _read_to_the_end(fd: int, deadline: float) -> bytes:
+def _read_status(fd: int, deadline: float) -> bytes:
+    """What the writing process says on its status pipe, to the pipe's end or ``deadline``."""
     chunks = []
     while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
         chunk = os.read(fd, 1 << 16)
