@@ -85,7 +85,7 @@ class WindowDocks(QObject):
         return dock
 
     def grow_timeline(self, pixels: int) -> None:
-        """The memory tab is ``pixels`` short of showing its chart and the what-if summary below it:
+        """The memory tab is ``pixels`` short of showing its chart (and the what-if summary below it):
         the timeline views take that much from the panels beside them (the code pane, at 1366x768),
         leaving those at least a third of the column."""
         window, dock = self._window, self.timeline

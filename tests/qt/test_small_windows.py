@@ -60,6 +60,27 @@ def test_at_1366x768_the_chart_keeps_a_readable_plot_with_what_changed_below_it(
     assert chart.plotItem.vb.sceneBoundingRect().height() >= chart.READABLE_PLOT
 
 
+@pytest.mark.parametrize("height", [700, 728])
+def test_a_short_laptop_window_shows_the_whole_chart_with_its_event_axis(window, record, qtbot, height):
+    """At 1366x768 less a taskbar the timeline views' half of the column was a little short of
+    the chart's readable height: the tab scrolled, the event axis's title out of sight. The
+    views take that room from the code pane once; a dock the user makes shorter stays so."""
+    window.resize(1366, height)
+    run = record(TRANSFORMER)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(qtbot, 15)
+    chart, tab = window.memory, window.memory_tab
+    assert window.memory_tab.summary.isHidden() and not tab.wide
+    assert tab.viewport().height() >= chart.readable_height()
+    assert rect_in_window(window, tab.viewport()).contains(rect_in_window(window, chart))
+    assert tab.verticalScrollBar().maximum() == 0
+    # the user's choice after that stays: a shorter dock is not grown back
+    window.resizeDocks([window.bottom_dock], [160], __import__("PySide6.QtCore").QtCore.Qt.Vertical)
+    settle(qtbot)
+    assert tab.viewport().height() < chart.readable_height()
+
+
 def test_a_wide_memory_tab_puts_the_summary_beside_the_chart(window, record, qtbot):
     show_rerun(window, qtbot, record, (1800, 1100))
     tab, chart = window.memory_tab, window.memory

@@ -29,8 +29,9 @@ class MemoryTab(QScrollArea):
     """The chart and the summary, in a scroll area that scrolls only when the tab is shorter than
     the chart's readable height (plus a few lines of the summary below it).
 
-    ``sigShort(pixels)``: the summary has just appeared below the chart and the tab is ``pixels``
-    short of showing the chart and a few of its lines; the window may give the tab that room."""
+    ``sigShort(pixels)``: the tab is ``pixels`` short of showing the chart at its readable height
+    (the first time it is, in a short window), or the summary has just appeared below the chart and
+    the tab lacks room for the chart and a few of its lines; the window may give the tab that room."""
 
     sigShort = Signal(int)
 
@@ -61,6 +62,7 @@ class MemoryTab(QScrollArea):
         self._wide: bool | None = None
         self._asked = False  # the room was asked for (sigShort) for the summary shown now
         self._asking = False
+        self._asked_for_chart = False  # the room for the chart alone was asked for (once a window)
 
     @property
     def wide(self) -> bool:
@@ -97,6 +99,9 @@ class MemoryTab(QScrollArea):
         self.summary_scroll.setMaximumWidth(16777215)
         if not shown:
             self._asked = False
+            if room < chart_min and not self._asked_for_chart and not self._asking:
+                self._asking = True  # (a window a little short: the chart's room, asked for once)
+                QTimer.singleShot(0, self, self._ask_room)
             return
         width = max(1, self.viewport().width() - self.summary_scroll.verticalScrollBar().sizeHint().width())
         needed = self.summary.heightForWidth(width) if self.summary.hasHeightForWidth() else self.summary.sizeHint().height()
@@ -110,10 +115,19 @@ class MemoryTab(QScrollArea):
 
     def _ask_room(self) -> None:
         """The summary has just appeared below the chart: ask for the room of the chart's readable
-        height and the summary's first lines (:data:`SUMMARY_WANTED`), if the tab lacks it."""
+        height and the summary's first lines (:data:`SUMMARY_WANTED`), if the tab lacks it. With no
+        summary, the room of the chart's readable height, the first time the tab lacks it (a
+        1366x768 window less a taskbar left the chart's axis scrolled out of sight); a dock the
+        user makes shorter afterwards stays as they made it."""
         self._asking = False
-        if self.wide or self.summary.isHidden() or not self.isVisible():
+        if self.wide or not self.isVisible():
             return  # asked again when it is next arranged (the tab brought forward)
+        if self.summary.isHidden():  # the chart alone: its readable height, once (then the user's choice)
+            self._asked_for_chart = True
+            short = self.chart.readable_height() - self.viewport().height()
+            if short > 0:
+                self.sigShort.emit(short)
+            return
         self._asked = True
         width = max(1, self.viewport().width() - self.summary_scroll.verticalScrollBar().sizeHint().width())
         needed = self.summary.heightForWidth(width) if self.summary.hasHeightForWidth() else self.summary.sizeHint().height()
