@@ -11,19 +11,19 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
 from graphview.qt.canvas.nodes import NodeItem
-from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors
+from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors, stacking
 
 
 class EdgeItem(QGraphicsPathItem):
     def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         super().__init__()
-        self.setZValue(1)
         self.bind(edge, source, target, clear)
 
     def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         """Draw ``edge`` between two node items, as a new item would (an item a big scene took
         away is used again)."""
         self.edge = edge
+        self.setZValue(stacking(1, edge.source + edge.target))
         self.label = edge.label
         self.source, self.target = source, target
         self.clear = clear  # no node ever sits on the straight way: no detour needed

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, 
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
-from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, TENSOR_KINDS, colors
+from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, TENSOR_KINDS, colors, stacking
 from graphview.qt.formatting import elided, short_bytes, short_value
 from graphview.qt.plain import esc
 
@@ -56,12 +56,12 @@ class NodeItem(QGraphicsItem):
         self.setFlag(QGraphicsItem.ItemIsSelectable, True)
         self.setAcceptHoverEvents(True)
         self.setCursor(Qt.PointingHandCursor)
-        self.setZValue(2)
         self.bind(node)
 
     def bind(self, node: DrawNode) -> None:
         """Show ``node``, as a new item would (an item a big scene took away is used again)."""
         self.node = node
+        self.setZValue(stacking(2, node.id))
         self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
