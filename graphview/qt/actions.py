@@ -118,13 +118,20 @@ def _move(step: Callable) -> Callable[[Commands], None]:
 
 
 #: what the status bar says when Fit shows the graph's width around the current node, not all of it
-FIT_NOT_WHOLE = "Fit shows the graph's width: all of it would not read at this size (Ctrl+- zooms out; [ shuts boxes)"
+FIT_NOT_WHOLE = "Fit shows the graph's width: all of it would not read at this size (F again shows it all, small; [ shuts boxes)"
+#: and when Fit pressed again shows all of it
+FIT_WHOLE_SMALL = "Fit shows the whole graph, smaller than its text reads (F again: its width, readable)"
 
 
 def _fit(window: Commands) -> None:
     """View > Fit to window; where the whole graph would not read, the status bar says why Fit
-    did not show all of it (a newcomer read it as Fit not working)."""
-    if not window.view.fit():
+    did not show all of it (a newcomer read it as Fit not working), and Fit pressed again on that
+    view shows all of it, small (what a newcomer expected of Fit)."""
+    view = window.view
+    if view.showing_fit_width():
+        view.fit(whole=True)
+        window.statusBar().showMessage(FIT_WHOLE_SMALL, 10000)
+    elif not view.fit():
         window.statusBar().showMessage(FIT_NOT_WHOLE, 10000)
 
 

@@ -165,9 +165,13 @@ class GraphView(QGraphicsView):
         """:meth:`fits_readable` as it is now, as a function that asks Qt nothing (a thread may call it)."""
         return self.fitting.readable_fit()
 
-    def fit(self) -> bool:
+    def fit(self, whole: bool = False) -> bool:
         """View > Fit to window (:meth:`ViewFit.fit`); whether it shows the whole graph."""
-        return self.fitting.fit()
+        return self.fitting.fit(whole=whole)
+
+    def showing_fit_width(self) -> bool:
+        """Whether the view is as a fit showing only the graph's width left it (:meth:`ViewFit.showing_the_width`)."""
+        return self.fitting.showing_the_width()
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run (:meth:`ViewFit.fit_readable`)."""

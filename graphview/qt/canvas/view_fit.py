@@ -2,8 +2,9 @@
 the fit the window makes by itself after opening or finishing a run.
 
 A fit shows every node shown at the cursor if that reads; else it shows the graph's width at the
-smallest readable zoom around the cursor's node (the overview in the corner shows the whole). The
-window's own fit first shuts module boxes down to the deepest level that reads at fit.
+smallest readable zoom around the cursor's node (the overview in the corner shows the whole), and
+Fit pressed again on that view shows the whole graph, small. The window's own fit first shuts
+module boxes down to the deepest level that reads at fit.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class ViewFit:
         self._view = view
         self._region = region
         self._cursor = cursor
+        self._width_shown: tuple | None = None  # the view as a fit that showed the width left it
 
     def readable_scale(self) -> float:
         return readable_scale(self._view.logicalDpiY())
@@ -78,12 +80,27 @@ class ViewFit:
         port = self._view.viewport()
         return layout_fits(port.width(), port.height(), self.readable_scale())
 
-    def fit(self, fallback: str | None = None) -> bool:
-        """Show every node shown at the cursor (View > Fit to window), if that reads; else the
-        graph's width at the smallest readable zoom around :meth:`focus_rect`. Whether it shows
-        the whole graph."""
+    def fit(self, fallback: str | None = None, whole: bool = False) -> bool:
+        """Show every node shown at the cursor (View > Fit to window), if that reads (or
+        ``whole``: at whatever zoom that takes); else the graph's width at the smallest readable
+        zoom around :meth:`focus_rect`. Whether it shows the whole graph."""
         with self._region.held():
-            return self._fit(fallback)
+            shown = self._fit(fallback, whole)
+        self._note_width_shown(shown)
+        return shown
+
+    def showing_the_width(self) -> bool:
+        """Whether the view is as a fit that showed only the graph's width left it (nothing
+        scrolled, zoomed or stepped since): Fit pressed again then shows the whole graph."""
+        return self._width_shown is not None and self._width_shown == self._view_state()
+
+    def _note_width_shown(self, shown_whole: bool) -> None:
+        self._width_shown = None if shown_whole else self._view_state()
+
+    def _view_state(self) -> tuple:
+        view = self._view
+        return (view.transform().m11(), view.horizontalScrollBar().value(), view.verticalScrollBar().value(),
+                self._cursor(), view.viewport().size().toTuple())
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: a finished run too
@@ -93,7 +110,8 @@ class ViewFit:
         with self._region.held():
             if scene.boxes.open_to_fit(self.readable_fit()):
                 self._view.overview.schedule()
-            self._fit(fallback=scene.newest_shown())
+            shown = self._fit(fallback=scene.newest_shown())
+        self._note_width_shown(shown)
 
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the
@@ -134,7 +152,7 @@ class ViewFit:
             self._view.scale(readable, readable)
             self.center_on(point)
 
-    def _fit(self, fallback: str | None = None) -> bool:
+    def _fit(self, fallback: str | None = None, whole: bool = False) -> bool:
         view = self._view
         scene = view.scene()
         scene.boxes.settle()
@@ -151,7 +169,7 @@ class ViewFit:
                 return False
             zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
                        FIT_LARGEST)  # a tiny graph: not blown up
-            if zoom >= readable:
+            if zoom >= readable or whole:
                 view.resetTransform()
                 view.scale(zoom, zoom)
                 self.center_on(rect.center())
@@ -164,4 +182,4 @@ class ViewFit:
                 self.center_on(readable_centre(framed, focus, half_width, half_height))
             if view.viewport().rect() == port:
                 break
-        return zoom >= readable
+        return zoom >= readable or whole

@@ -73,7 +73,7 @@ def test_fit_says_in_the_status_bar_when_it_shows_the_width_and_not_the_whole_gr
     """A newcomer pressed F on a graph that does not read whole in the window and saw it cut off
     at the top: the status bar says why, and how to see all of it. A graph that fits says nothing."""
     from graphview.core.options import RunOptions
-    from graphview.qt.actions import FIT_NOT_WHOLE
+    from graphview.qt.actions import FIT_NOT_WHOLE, FIT_WHOLE_SMALL
 
     run = record(model("transformer_block"), steps=1)
     window.resize(1366, 768)
@@ -84,6 +84,19 @@ def test_fit_says_in_the_status_bar_when_it_shows_the_width_and_not_the_whole_gr
     view = window.view
     assert view.transform().m11() == pytest.approx(view.readable_scale())  # the whole would not read
     assert window.statusBar().message() == FIT_NOT_WHOLE
+    # F again, on that view: all of it, small (what the newcomer expected); and again: the width
+    window.actions["fit"].trigger()
+    port = QRectF(view.viewport().rect())
+    assert view.transform().m11() < view.readable_scale()
+    assert port.contains(QRectF(view.mapFromScene(view.scene().shown_rect()).boundingRect()))
+    assert window.statusBar().message() == FIT_WHOLE_SMALL
+    window.actions["fit"].trigger()
+    assert view.transform().m11() == pytest.approx(view.readable_scale())
+    assert window.statusBar().message() == FIT_NOT_WHOLE
+    # moved since the width was shown (a scroll): F fits as the first time, the width
+    view.verticalScrollBar().setValue(view.verticalScrollBar().value() + 40)
+    window.actions["fit"].trigger()
+    assert view.transform().m11() == pytest.approx(view.readable_scale())
     small = record(write_script("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"))
     window.begin_run(small.start["script"], RunOptions(), small)
     window.set_cursor(timeline.next_backward(small, 0))
