@@ -22,6 +22,9 @@ from graphview.qt.canvas.view_region import RegionFollow
 FIT_MARGIN = 40
 #: the largest zoom a fit takes (a tiny graph is not blown up)
 FIT_LARGEST = 1.4
+#: how far (screen pixels) the view may move after a fit that showed the graph's width, and Fit
+#: pressed again still shows the whole graph (a scroll bar that comes or goes moves it by half its width)
+WIDTH_FIT_SLACK_PX = 24
 #: the smallest height of a text on screen, in pixels, that fit and opening a level keep
 READABLE_TEXT_PX = 9.0
 
@@ -90,17 +93,24 @@ class ViewFit:
         return shown
 
     def showing_the_width(self) -> bool:
-        """Whether the view is as a fit that showed only the graph's width left it (nothing
-        scrolled, zoomed or stepped since): Fit pressed again then shows the whole graph."""
-        return self._width_shown is not None and self._width_shown == self._view_state()
+        """Whether the view is as a fit that showed only the graph's width left it (not zoomed,
+        stepped or moved by more than a scroll bar's width since): Fit pressed again then shows
+        the whole graph. (A scroll bar that comes or goes after the fit moves the view's centre
+        by half its width: that is no move of the user's.)"""
+        if self._width_shown is None:
+            return False
+        scale, cursor, centre = self._width_shown
+        now = self._centre()
+        slack = WIDTH_FIT_SLACK_PX / scale
+        return (self._view.transform().m11() == scale and self._cursor() == cursor
+                and abs(now.x() - centre.x()) <= slack and abs(now.y() - centre.y()) <= slack)
 
     def _note_width_shown(self, shown_whole: bool) -> None:
-        self._width_shown = None if shown_whole else self._view_state()
+        self._width_shown = None if shown_whole else (self._view.transform().m11(), self._cursor(), self._centre())
 
-    def _view_state(self) -> tuple:
+    def _centre(self) -> QPointF:
         view = self._view
-        return (view.transform().m11(), view.horizontalScrollBar().value(), view.verticalScrollBar().value(),
-                self._cursor(), view.viewport().size().toTuple())
+        return view.mapToScene(view.viewport().rect().center())
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run: a finished run too
