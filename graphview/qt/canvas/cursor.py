@@ -293,20 +293,39 @@ class CursorState:
         """Where the shown node event ``index`` is about is drawn (its box, or the shut module box
         holding it), in scene units, found without making an item (a view zoomed out beyond
         reading makes none): None when that node is not shown at ``index``."""
+        places = self.places_at_event(index, 1)
+        return places[0] if places else None
+
+    def places_at_event(self, index: int, most: int) -> list[QRectF]:
+        """Where the shown nodes event ``index`` is about are drawn, the likeliest first (see
+        :meth:`nodes_of_event`: an op's output tensor, then the grad_fn node it made), at most
+        ``most`` of them; a shut module box holding several, once. Empty when the likeliest is
+        inside a box that is not shown."""
         scene = self.scene
         hidden_by = scene.boxes._hidden_by
+        places: list[QRectF] = []
         for node_id in self.nodes_of_event(index):
             group = hidden_by.get(node_id)
             if group is not None:
-                return group.sceneBoundingRect() if group.isVisible() else None
-            if node_id in self.visible and node_id in scene._taken:
+                if not group.isVisible():
+                    break
+                rect = group.sceneBoundingRect()
+            elif node_id in self.visible and node_id in scene._taken:
                 item = scene.node_items.get(node_id)
                 if item is not None:
-                    return item.mapRectToScene(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H))
-                where = scene.place_of(node_id)
-                if where is not None:
-                    return QRectF(where[0] - NODE_W / 2, where[1] - NODE_H / 2, NODE_W, NODE_H)
-        return None
+                    rect = item.mapRectToScene(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H))
+                else:
+                    where = scene.place_of(node_id)
+                    if where is None:
+                        continue
+                    rect = QRectF(where[0] - NODE_W / 2, where[1] - NODE_H / 2, NODE_W, NODE_H)
+            else:
+                continue
+            if rect not in places:
+                places.append(rect)
+                if len(places) >= most:
+                    break
+        return places
 
     def item_at_event(self, index: int) -> QGraphicsItem | None:
         """The shown node event ``index`` is about: the grad_fn node a backward step runs, or the

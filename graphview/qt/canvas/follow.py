@@ -25,6 +25,10 @@ def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
             max(0, min(int(LAYER_HEIGHT * scale) + 8, down)))
 
 
+#: the nodes of one moment that following keeps in view together, at most (an op's outputs and its node)
+FOOTPRINT_NODES = 4
+
+
 class Follow:
     """Scrolls ``view`` after the cursor (``cursor`` says where it is) and after a box's relayout."""
 
@@ -47,7 +51,23 @@ class Follow:
         if view.transform().m11() < self._fit.readable_scale():
             self._fit.readable_around(where.center())
             return
-        view.ensureVisible(where, *follow_margins(view, where))
+        view.ensureVisible(*self._footprint(where))
+
+    def _footprint(self, where: QRectF) -> tuple:
+        """``ensureVisible``'s arguments for a step that made or ran ``where``: with the rest of
+        what that moment is about where it fits on screen (an op's output tensor and the grad_fn
+        node above it, with its "saved" badge: followed by the tensor alone, the node was left
+        cut off at the top edge), else ``where`` alone, each with :func:`follow_margins`."""
+        view = self._view
+        scale = view.transform().m11()
+        port = view.viewport().rect()
+        around = QRectF(where)
+        for place in view.scene().places_at_event(self._cursor(), FOOTPRINT_NODES):
+            wider = around.united(place)
+            if wider.width() * scale > port.width() or wider.height() * scale > port.height():
+                break
+            around = wider
+        return (around, *follow_margins(view, around))
 
     def box_relaying(self, at: QPointF) -> None:
         """A box at ``at`` (scene units) is about to be opened or shut: remember where it is on screen."""

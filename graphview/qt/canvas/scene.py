@@ -357,6 +357,10 @@ class GraphScene(QGraphicsScene):
         """Where the shown node event ``index`` is about is drawn, without making an item."""
         return self.at_cursor.place_at_event(index)
 
+    def places_at_event(self, index: int, most: int) -> list[QRectF]:
+        """Where the shown nodes event ``index`` is about are drawn, the likeliest first, at most ``most``."""
+        return self.at_cursor.places_at_event(index, most)
+
     def item_at_event(self, index: int) -> QGraphicsItem | None:
         """The shown node (or the shut box holding it) event ``index`` is about."""
         return self.at_cursor.item_at_event(index)

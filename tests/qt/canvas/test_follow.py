@@ -72,6 +72,27 @@ def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backw
     assert QRectF(view.viewport().rect()).contains(_on_screen(view, scene.place_at_event(view.cursor_index)))
 
 
+def test_stepping_onto_an_op_brings_its_output_and_its_node_in_together(canvas, record):
+    """Followed by its output tensor alone, the AddmmBackward0 a linear layer made was left cut
+    off at the view's top edge, its "saved" badge with it: the op's node, its output and the row
+    above the node (the inputs it took) are all on screen."""
+    scene, view = canvas
+    run = record(model("mlp_optimizer"), steps=1)
+    index = next(i for i, ev in enumerate(run.events) if ev.get("ev") == "op" and ev.get("op") == "linear")
+    show_at(canvas, run, index)
+    output, node = scene.places_at_event(index, 2)
+    assert node.bottom() <= output.top()  # (the node above its output, a row apart)
+    view.resetTransform()
+    far = scene.sceneRect().bottom()
+    view.centerOn(QPointF(output.center().x(), far))  # the graph's other end: both out of view
+    port = QRectF(view.viewport().rect())
+    assert not port.intersects(_on_screen(view, node)) and not port.intersects(_on_screen(view, output))
+    view.follow_cursor()
+    assert port.contains(_on_screen(view, output))
+    assert port.contains(_on_screen(view, node).adjusted(0, -LAYER_HEIGHT, 0, 0))  # and the row above it
+    assert view.scene().place_at_event(index) == output  # (the moment is still about its output first)
+
+
 def test_to_backward_brings_the_loss_backward_starts_from_into_view(window, record):
     from graphview.core.options import RunOptions
 
