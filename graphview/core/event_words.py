@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from graphview.core.events import summary_text
-from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.run import ACCUMULATE_GRAD, Run, node_title
 from graphview.core.timeline import program_name
 
 
@@ -37,7 +37,7 @@ class Names:
             return f"node {vid}"
         if op.name == ACCUMULATE_GRAD:
             return f"AccumulateGrad({self.run.tensor_name(op.leaf) or 'leaf'})"
-        return op.name
+        return node_title(op.name)
 
     def tensor(self, tid) -> str:
         return self.run.tensor_name(tid) or f"tensor {tid}"

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Callable, Iterable, Iterator
 
-# (ACCUMULATE_GRAD, BackwardCall and GradEntry are read from here too: they are the run's)
-from graphview.core.backward_intake import ACCUMULATE_GRAD, BackwardCall, BackwardIntake, GradEntry
+# (ACCUMULATE_GRAD, BackwardCall, GradEntry and node_title are read from here too: they are the run's)
+from graphview.core.backward_intake import ACCUMULATE_GRAD, BackwardCall, BackwardIntake, GradEntry, node_title
 from graphview.core.event_log import EventLog
 from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.queries.gradients import GradientLedger

@@ -50,3 +50,21 @@ def test_the_backward_graphview_calls_for_a_step_reads_as_a_sentence(record):
     assert [describe(run, i) for i in starts] == [
         "backward() #1 starts: graphview calls it on the loss step() returned",
         "backward() #2 starts: graphview calls it on the loss step() returned"]
+
+
+def test_a_node_torch_makes_in_cpp_is_named_without_its_namespace(record):
+    """The in-place sample's CopySlices showed in its box, elided to the box's width, as
+    "torch::autograd::…Slices": the drawing and the words name it CopySlices (the run keeps torch's
+    own name, which the inspector and exports give in full)."""
+    from graphview.core.drawing import Drawing
+    from tests.conftest import model
+
+    run = record(model("inplace_ops"))
+    copy = [op for op in run.op_nodes.values() if op.name == "torch::autograd::CopySlices"]
+    assert copy  # (the sample writes into a slice in place)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    assert {drawing.nodes[op.id].title for op in copy} == {"CopySlices"}
+    runs = [describe(run, i) for i, e in enumerate(run.events)
+            if e["ev"] == "bw_node" and e["vid"] in {op.vid for op in copy}]
+    assert runs and all(text.endswith("runs CopySlices") for text in runs), runs

@@ -20,7 +20,7 @@ from graphview.core.drawing.lifetimes import Lifetimes
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
 from graphview.core.drawing.placement import Placement, buffer_module
 from graphview.core.events import summary_text
-from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.run import ACCUMULATE_GRAD, Run, node_title
 
 
 class Drawing:
@@ -132,7 +132,7 @@ class Drawing:
             sub = op.op or ""
             if op.line is not None:
                 sub = f"{sub} · line {op.line}" if sub else f"line {op.line}"
-            return DrawNode(op.id, "op", op.name, sub, op.born, op.vid, op.module, op.line)
+            return DrawNode(op.id, "op", node_title(op.name), sub, op.born, op.vid, op.module, op.line)
         tnode = element
         info = tnode.info
         kind = info.get("kind")
