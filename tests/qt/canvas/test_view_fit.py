@@ -105,6 +105,12 @@ def test_fit_says_in_the_status_bar_when_it_shows_the_width_and_not_the_whole_gr
     assert abs(bar.value() - was) > 40
     window.actions["fit"].trigger()
     assert view.transform().m11() == pytest.approx(view.readable_scale())
+    # the note goes with the view it describes: a step, a zoom, a level of boxes
+    for action in ("step", "zoom_in", "shut_level"):
+        window.actions["fit"].trigger()
+        assert window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL)
+        window.actions[action].trigger()
+        assert window.statusBar().currentMessage() == "", action
     small = record(write_script("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"))
     window.begin_run(small.start["script"], RunOptions(), small)
     window.set_cursor(timeline.next_backward(small, 0))
