@@ -30,12 +30,14 @@ def shown_message(message: str, cursor: int, events: int | None) -> str:
     return message
 
 
-def paint_message(view: QGraphicsView, painter: QPainter, text: str) -> None:
-    """``text`` in the middle of the viewport of ``view``."""
+def paint_message(view: QGraphicsView, painter: QPainter, text: str, hint: bool = False) -> None:
+    """``text`` in the middle of the viewport of ``view``: in the colour of a problem (a run that
+    stopped before autograd recorded anything), or of a plain note where it is a ``hint`` (the
+    start of a run: in red, a newcomer's first screen read as an error)."""
     painter.save()
     painter.resetTransform()
     area = QRectF(view.viewport().rect()).adjusted(40, 40, -40, -40)
-    painter.setPen(colors().q("message"))
+    painter.setPen(colors().q("subtitle" if hint else "message"))
     painter.setFont(QFont("DejaVu Sans", 11))
     painter.drawText(area, Qt.AlignCenter | Qt.TextWordWrap, text)
     painter.restore()

@@ -102,7 +102,7 @@ class GraphView(QGraphicsView):
                 or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
             canvas_notes.paint_graph_gone(self, painter)
             return
-        canvas_notes.paint_message(self, painter, self.shown_message())
+        canvas_notes.paint_message(self, painter, self.shown_message(), hint=self.message == START_HINT)
 
     def shown_message(self) -> str:
         """The note on the empty canvas: the start hint says where the cursor is once it moved on."""

@@ -21,6 +21,35 @@ def test_the_start_hint_says_where_the_cursor_is_once_it_has_moved_on():
     assert shown_message(failed, 60, 120) == failed  # any other message stays as it is
 
 
+def _ink(view) -> dict[str, int]:
+    """How many of the viewport's pixels are in the canvas's problem red and in its plain-note grey."""
+    from graphview.qt.canvas.style import colors
+
+    image = view.viewport().grab().toImage()
+    wanted = {key: colors().q(key).rgb() & 0xFFFFFF for key in ("message", "subtitle")}
+    counts = dict.fromkeys(wanted, 0)
+    for y in range(0, image.height(), 2):
+        for x in range(image.width()):
+            pixel = image.pixel(x, y) & 0xFFFFFF
+            for key, rgb in wanted.items():
+                counts[key] += pixel == rgb
+    return counts
+
+
+def test_the_start_hint_is_a_plain_note_and_a_problem_is_red(canvas, qtbot):
+    """The start of a run read as an error to a newcomer: its hint was in the red of a run that
+    stopped before autograd recorded anything. It is in the grey of the canvas's plain text."""
+    scene, view = canvas
+    view.set_message(START_HINT)
+    qtbot.wait(20)
+    hint = _ink(view)
+    assert hint["subtitle"] > 20 and hint["message"] == 0, hint
+    view.set_message("The script stopped at line 3 before autograd recorded anything")
+    qtbot.wait(20)
+    problem = _ink(view)
+    assert problem["message"] > 20 and problem["subtitle"] == 0, problem
+
+
 def test_the_canvas_says_when_no_graph_is_alive(canvas, record):
     run = record(model("mlp_optimizer"), steps=2)
     scene, view = canvas
