@@ -12,6 +12,10 @@ GRAD_MODES = ("grad", "no_grad", "inference_mode")
 AUTOCAST_DTYPES = ("bfloat16", "float16")  # torch.autocast's dtypes (float16 needs an accelerator)
 
 
+#: :meth:`RunOptions.label` of options that change nothing
+DEFAULT_LABEL = "default"
+
+
 @dataclass
 class RunOptions:
     retain_graph: bool = False  # force retain_graph=True on every backward
@@ -71,7 +75,7 @@ class RunOptions:
             parts.append(self.device)
         if self.args:
             parts.append("args " + args_text(self.args))
-        return ", ".join(parts) or "default"
+        return ", ".join(parts) or DEFAULT_LABEL
 
 
 def args_text(args: list[str]) -> str:

@@ -19,7 +19,7 @@ from functools import partial
 from PySide6.QtCore import QObject, QTimer
 
 from graphview.core import timeline
-from graphview.core.options import RunOptions
+from graphview.core.options import DEFAULT_LABEL, RunOptions
 from graphview.core.run import Run, bulk_load
 from graphview.qt.actions import update_enabled
 from graphview.qt.event_slices import Slices
@@ -145,7 +145,7 @@ class RunController(QObject):
             w.memory.add_overlay(earlier, name, OVERLAY_COLORS[i % len(OVERLAY_COLORS)])
         w.show_workspace()
         name = os.path.basename(script_path) if script_path else "run"
-        w.setWindowTitle(f"graphview — {name} [{options.label()}]")
+        w.setWindowTitle(window_title(name, options))
         self.refresh_source()
         if run.events:  # a trace: all of it at once
             w.progress.finish()
@@ -328,3 +328,10 @@ def overlay_names(earlier_runs: list[tuple[str, Run]]) -> list[tuple[str, Run]]:
         number = f" {seen[label]}" if counts[label] > 1 else ""
         named.append((f"earlier run{number}: {label} options", run))
     return named
+
+
+def window_title(name: str, options: RunOptions) -> str:
+    """``graphview — train.py``, with the run's options where they are not the defaults
+    (``[retain_graph=on, detach at fc2]``): a bare "[default]" read as nothing a newcomer knew."""
+    label = options.label()
+    return f"graphview — {name}" if label == DEFAULT_LABEL else f"graphview — {name} [{label}]"

@@ -103,3 +103,13 @@ def test_a_replaced_run_is_freed_though_the_collector_froze_it_while_shown(windo
     qtbot.wait(20)
     gc.collect()
     assert gone() is None
+
+
+def test_the_title_names_the_script_and_only_options_that_change_something(window, record):
+    """A run with the default options was titled "graphview — mlp_optimizer.py [default]", which
+    read as nothing a newcomer knew; options that change the run are still named."""
+    run = record(model("mlp_optimizer"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(steps=3), run)
+    assert window.windowTitle() == "graphview — mlp_optimizer.py"
+    window.begin_run(run.start["script"], RunOptions(retain_graph=True, detach_at=["model.1"]), run)
+    assert window.windowTitle() == "graphview — mlp_optimizer.py [retain_graph=on, detach at model.1]"
