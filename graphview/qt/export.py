@@ -145,26 +145,53 @@ class PaperPages:
         """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale,
         pages), at the paper's width, or up to :data:`SHRINK_MAX` smaller where that saves a page
         (cut only between rows, at the paper's width a picture can need a page more for its last
-        rows: the MLP sample's loss alone on a third page)."""
+        rows: the MLP sample's loss alone on a third page).
+
+        The first page has the whole caption; the others name the script and the part, and the
+        open module box they begin inside (its frame runs down the page, its name was left on the
+        page before): the same moment's three lines on every page took the room of a row."""
         widest = self._fit_width(whole, landscape)
-        probe = ExportPage(QRectF(source.left(), source.top(), source.width(), 1), caption + " · part 10 of 10",
-                           legend, colors, whole.width)
+        boxes = _open_boxes(self.scene) if caption else []
+        script = caption.partition(" · ")[0]
+
+        def page(k: int, count: int, top: float, bottom: float) -> ExportPage:
+            if not caption or count == 1:
+                text = caption
+            elif k == 0:
+                text = f"{caption} · part 1 of {count}"
+            else:
+                text = f"{script} · part {k + 1} of {count}{_inside(boxes, top)}"
+            return ExportPage(QRectF(source.left(), top, source.width(), bottom - top), text, legend, colors,
+                              whole.width)
+
+        frames = [page(0, 10, source.top(), source.top() + 1).height - 1,  # (a unit of graph, as "part 10 of 10")
+                  page(1, 10, source.bottom(), source.bottom() + 1).height - 1]
+        for _ in range(3):  # again, with the room they take, where a page's caption came out a line longer
+            scale, cuts = self._cuts(gaps, source, frames, landscape, widest)
+            count = len(cuts) - 1
+            pages = [page(k, count, top, bottom) for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
+            taller = max(p.height - p.graph_rect.height() for p in pages[1:]) if count > 1 else 0.0
+            if taller <= frames[1]:
+                break
+            frames[1] = taller
+        return landscape, scale, pages
+
+    def _cuts(self, gaps: list[float], source: QRectF, frames: list[float], landscape: bool, widest: float
+              ) -> tuple[float, list[float]]:
+        """(scale, cuts): the largest scale from ``widest`` down by SHRINK_MAX at most that needs the
+        fewest pages, and where its parts begin and end, for a first page whose caption and legend
+        take ``frames[0]`` scene units and later pages ``frames[1]``."""
         best: tuple[float, list[float]] | None = None
         for k in range(SHRINK_STEPS + 1):
             scale = widest * (1 - SHRINK_MAX * k / SHRINK_STEPS)
             if k and scale < MIN_SCALE:
                 break
             room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
-            cuts = _cuts(gaps, source, max(room - (probe.height - 1), 2 * GRAPH_MARGIN))
+            bands = [max(room - frame, 2 * GRAPH_MARGIN) for frame in frames]
+            cuts = _cuts(gaps, source, bands)
             if best is None or len(cuts) < len(best[1]):
                 best = (scale, cuts)
-        scale, cuts = best
-        count = len(cuts) - 1
-        pages = [ExportPage(QRectF(source.left(), top, source.width(), bottom - top),
-                            f"{caption} · part {k + 1} of {count}" if caption and count > 1 else caption, legend,
-                            colors, whole.width)
-                 for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
-        return landscape, scale, pages
+        return best
 
     def paper(self, landscape: bool | None = None) -> tuple[float, float]:
         landscape = self.landscape if landscape is None else landscape
@@ -208,17 +235,31 @@ def _gaps(scene: GraphScene) -> list[float]:
     return gaps
 
 
-def _cuts(gaps: list[float], source: QRectF, band: float) -> list[float]:
-    """Where the parts of a tall picture begin and end (scene y), each at most ``band`` tall: in
-    a gap between two rows (``gaps``, ascending), never through a node, a shut box or an open box's name."""
+def _cuts(gaps: list[float], source: QRectF, bands: list[float]) -> list[float]:
+    """Where the parts of a tall picture begin and end (scene y), the first at most ``bands[0]``
+    tall and the others ``bands[1]``: in a gap between two rows (``gaps``, ascending), never
+    through a node, a shut box or an open box's name."""
     cuts = [source.top()]
-    while source.bottom() - cuts[-1] > band:
+    while source.bottom() - cuts[-1] > (band := bands[min(len(cuts) - 1, 1)]):
         limit = cuts[-1] + band
         last = bisect_right(gaps, limit) - 1  # the last gap within the band
         fits = last >= 0 and gaps[last] > cuts[-1] + LAYER_HEIGHT / 2
         cuts.append(gaps[last] if fits else limit)
     cuts.append(source.bottom())
     return cuts
+
+
+def _open_boxes(scene: GraphScene) -> list[tuple[str, QRectF]]:
+    """The open module boxes drawn: each one's name and its frame (scene units)."""
+    return [(item.label(), item.mapRectToScene(item.rect)) for item in scene.items()
+            if isinstance(item, GroupItem) and item.isVisible() and not item.collapsed]
+
+
+def _inside(boxes: list[tuple[str, QRectF]], y: float) -> str:
+    """" · inside NAME": the innermost open box a page beginning at scene ``y`` continues (its
+    frame ran on from the page before, its name left there), as the page's caption says it."""
+    around = [(frame.width(), name) for name, frame in boxes if frame.top() < y < frame.bottom()]
+    return f" · inside {min(around)[1]}" if around else ""
 
 
 def _uncut(scene: GraphScene):

@@ -87,6 +87,11 @@ def test_a_graph_too_tall_for_a_page_gets_a_page_per_part(qapp, transformer, tmp
         assert a4(page)
         assert f"part {k + 1} of {count}" in text
         assert "forward data flow" in text  # the legend
+    # the moment in full on the first page; the others name the script, the part, and the open
+    # box they begin inside (its frame ran down the page unnamed: a new user's complaint)
+    assert "holds" in texts[0] and not any("holds" in text for text in texts[1:])
+    assert all(f"transformer_block.py · part {k + 2} of {count}" in text for k, text in enumerate(texts[1:]))
+    assert any(" · inside encoder.layers.0" in text for text in texts[1:])
     # every node is on some page, whole: its title appears
     for title in ("embed.weight", "NllLossBackward0", "EmbeddingBackward0", "AddmmBackward0"):
         assert any(title in text for text in texts), title
