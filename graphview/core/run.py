@@ -187,6 +187,15 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         lines = getattr(events, "lines", None)
         if not isinstance(events, list):
             events = list(events)
+        if len(events) <= _CHUNK:
+            self._extend(events, lines)
+            return
+        # a big list (a whole trace) a chunk at a time: each chunk's events are still in the
+        # processor's cache when their handlers read them again (the same as one call for all)
+        for start in range(0, len(events), _CHUNK):
+            self._extend(events[start:start + _CHUNK], lines[start:start + _CHUNK] if lines is not None else None)
+
+    def _extend(self, events: list[dict], lines: list | None) -> None:
         first = len(self.events)
         kinds = self.events.extend(events, lines)
         try:
@@ -249,36 +258,53 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
 
     def _on_tensor(self, index: int, ev: dict) -> None:
         tid = ev["tid"]
-        previous = self.tensors.get(tid)
+        tensors = self.tensors
+        previous = tensors.get(tid)
         info = dict(ev)
         info["ev"] = "tensor"  # equal to the decoded one (it is this handler's kind), and shared
         _lean(info, _TENSOR_STRINGS)
         if previous is not None:
-            info.setdefault("name", None)
-            if info["name"] is None:
+            if info.get("name") is None:
                 info["name"] = previous.get("name")
-        self.tensors[tid] = info
-        if previous is None and info.get("line") is not None:
+        elif info.get("line") is not None:
             self.first_line[tid] = info["line"]
+        tensors[tid] = info
         self._note_value(tid, index, ev)
-        self._note_version(tid, index, ev)
+        version = ev.get("version")
+        if version is not None:  # (_note_version, inline: every tensor event has one)
+            history = self._versions.get(tid)
+            if history is None:
+                self._versions[tid] = [(index, version)]
+            elif history[-1][1] != version:
+                history.append((index, version))
         self.devices.add(ev.get("device", "cpu"))
         node_id = self._current_tensor_node.get(tid)
         node = self.tensor_nodes.get(node_id) if node_id else None
-        if node is None or node.grad_fn != ev.get("grad_fn"):
-            node_id = f"t{tid}" if node is None else f"t{tid}v{ev.get('version', 0)}"
-            node = TensorNode(node_id, tid, ev.get("version", 0), index, ev.get("grad_fn"), info)
-            self.tensor_nodes[node_id] = node
-            self._tensor_nodes_of.setdefault(tid, []).append(node)
-            self._current_tensor_node[tid] = node_id
-            if node.grad_fn is not None:
-                self._note_edge(("grad_fn", node_id, node.grad_fn, index))
-                self._tensor_nodes_with_grad_fn.setdefault(node.grad_fn, []).append(node)
-            if ev.get("base") is not None and ev["base"] in self._current_tensor_node:
-                self._note_edge(("view", node_id, self._current_tensor_node[ev["base"]], index))
+        grad_fn = ev.get("grad_fn")
+        if node is None or node.grad_fn != grad_fn:
+            self._new_tensor_node(index, ev, tid, info, node is None)
         else:
             node.version = ev.get("version", 0)
             node.info = info
+
+    def _new_tensor_node(self, index: int, ev: dict, tid: int, info: dict, first: bool) -> None:
+        """A node for a tensor first seen, or for a new grad_fn state of one (``first``: not seen before)."""
+        node_id = f"t{tid}" if first else f"t{tid}v{ev.get('version', 0)}"
+        node = TensorNode(node_id, tid, ev.get("version", 0), index, ev.get("grad_fn"), info)
+        self.tensor_nodes[node_id] = node
+        of = self._tensor_nodes_of.get(tid)
+        if of is None:
+            self._tensor_nodes_of[tid] = [node]
+        else:
+            of.append(node)
+        current = self._current_tensor_node
+        current[tid] = node_id
+        if node.grad_fn is not None:
+            self._note_edge(("grad_fn", node_id, node.grad_fn, index))
+            self._tensor_nodes_with_grad_fn.setdefault(node.grad_fn, []).append(node)
+        base = ev.get("base")
+        if base is not None and base in current:
+            self._note_edge(("view", node_id, current[base], index))
 
     def _on_name(self, index: int, ev: dict) -> None:
         info = self.tensors.get(ev["tid"])
@@ -440,6 +466,8 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         return run_info(self)
 
 
+#: events :meth:`Run.extend` puts into the log at once before handling them (a few hundred kilobytes of dicts)
+_CHUNK = 256
 #: kind -> the method of :class:`Run` that takes in an event of that kind (``_on_<kind>``)
 _HANDLERS: dict[str, Callable] = {name[4:]: getattr(Run, name) for name in dir(Run) if name.startswith("_on_")}
 
