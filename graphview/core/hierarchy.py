@@ -175,6 +175,9 @@ def _rows_and_columns(nodes) -> Generator[None, None, tuple[dict, dict, dict]]:
     rows: dict[str, dict[int, list[str]]] = {}
     columns: dict[str, list[int]] = {}
     slots: dict[int, list[int]] = {}
+    # module path -> (its nodes by row, its columns) and those of each path holding it, innermost
+    # first: found once for each module (10^5 nodes, a few hundred modules)
+    held: dict[str, list[tuple[dict, list]]] = {}
     for count, node in enumerate(nodes, 1):
         if count % STEP == 0:
             yield
@@ -187,25 +190,40 @@ def _rows_and_columns(nodes) -> Generator[None, None, tuple[dict, dict, dict]]:
             slots[layer] = [slot]
         else:
             in_row.append(slot)
-        path = node.module
-        while path:
-            by_row = rows.get(path)
-            if by_row is None:
-                by_row = rows[path] = {}
+        module = node.module
+        if not module:
+            continue
+        tables = held.get(module)
+        if tables is None:
+            tables = held[module] = _tables_of(module, rows, columns, slot)
+        for by_row, span in tables:
             ids = by_row.get(layer)
             if ids is None:
                 by_row[layer] = [node.id]
             else:
                 ids.append(node.id)
-            span = columns.get(path)
-            if span is None:
-                columns[path] = [slot, slot]
-            elif slot < span[0]:
+            if slot < span[0]:
                 span[0] = slot
             elif slot > span[1]:
                 span[1] = slot
-            path = path.rpartition(".")[0]
     return rows, columns, slots
+
+
+def _tables_of(module: str, rows: dict, columns: dict, slot: int) -> list[tuple[dict, list]]:
+    """The nodes by row and the columns of ``module`` and of each path holding it (innermost first),
+    made where a path has none yet (its columns from ``slot``, the column of its first node)."""
+    tables = []
+    path = module
+    while path:
+        by_row = rows.get(path)
+        if by_row is None:
+            by_row = rows[path] = {}
+        span = columns.get(path)
+        if span is None:
+            span = columns[path] = [slot, slot]
+        tables.append((by_row, span))
+        path = path.rpartition(".")[0]
+    return tables
 
 
 def _calls(rows: dict, columns: dict, slots: dict, types: dict[str, str]) -> Generator[None, None, list[ModuleBox]]:
