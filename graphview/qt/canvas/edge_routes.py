@@ -40,37 +40,40 @@ class EdgeRouting:
     def take_new(self) -> None:
         """Take in the edges the drawing gained since the last call."""
         edges = self.scene.drawing.edges
-        take = self.take
-        for number, edge in enumerate(edges[self.done:], start=self.done):
-            take(number, edge)
+        self._take_each(enumerate(edges[self.done:], start=self.done))
         self.done = len(edges)
 
     def take(self, number: int, edge=None) -> None:
         """Take in drawing edge ``number`` (``edge``, when the caller has it) once both its nodes
         are taken in (until then it waits for the missing one, without holding up the edges after it)."""
-        scene = self.scene
         if edge is None:
-            edge = scene.drawing.edges[number]
-        source, target = edge.source, edge.target
-        taken = scene._taken
-        waits_for = source if source not in taken else (target if target not in taken else None)
-        if waits_for is not None:
-            self.blocked.setdefault(waits_for, []).append(number)
-            return
-        ids_of = self.ids_of  # (called for every edge of a big run: no loops over the two ends)
-        numbers = ids_of.get(source)
-        if numbers is None:
-            ids_of[source] = [number]
-        else:
-            numbers.append(number)
-        numbers = ids_of.get(target)
-        if numbers is None:
-            ids_of[target] = [number]
-        else:
-            numbers.append(number)
+            edge = self.scene.drawing.edges[number]
+        self._take_each(((number, edge),))
+
+    def _take_each(self, numbered) -> None:
+        """:meth:`take` of each ``(number, edge)`` in ``numbered``, in order (a big run's 10^5 edges
+        in one loop, without a call each)."""
+        scene = self.scene
+        taken, ids_of, blocked = scene._taken, self.ids_of, self.blocked
         items = scene.region_items.node_items
-        if source in items and target in items:  # (a big scene: most nodes have no item)
-            self.make(number, initial=True)
+        for number, edge in numbered:
+            source, target = edge.source, edge.target
+            waits_for = source if source not in taken else (target if target not in taken else None)
+            if waits_for is not None:
+                blocked.setdefault(waits_for, []).append(number)
+                continue
+            numbers = ids_of.get(source)  # (no loop over the two ends)
+            if numbers is None:
+                ids_of[source] = [number]
+            else:
+                numbers.append(number)
+            numbers = ids_of.get(target)
+            if numbers is None:
+                ids_of[target] = [number]
+            else:
+                numbers.append(number)
+            if source in items and target in items:  # (a big scene: most nodes have no item)
+                self.make(number, initial=True)
 
     def make(self, number: int, initial: bool = False) -> None:
         scene = self.scene

@@ -25,6 +25,7 @@ the rest, one job each:
 from __future__ import annotations
 
 import time
+from itertools import compress
 
 from PySide6.QtCore import QRectF, Signal
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
@@ -239,6 +240,9 @@ class GraphScene(QGraphicsScene):
         # where they look, and items are made there (3,000 made first, then dropped, cost ~0.2 s)
         unmade = budget is None and self.region is None and len(placed) + len(waiting) > VIRTUAL_ABOVE \
             and any(hasattr(view, "update_region") for view in self.views())
+        if unmade and not blocked:  # (a big trace opened: 10^5 nodes, none with an item yet)
+            self._take_in_whole()
+            return unmade
         while taken < len(waiting) and (limit is None or (made if not virtual else taken) < limit):
             if deadline is not None and taken & 63 == 63 and time.perf_counter() > deadline:
                 break
@@ -267,6 +271,40 @@ class GraphScene(QGraphicsScene):
                     routes.take(number)  # an edge that waited for this node
         self._waiting = unplaced + waiting[taken:]
         return unmade
+
+    def _take_in_whole(self) -> None:
+        """What :meth:`_take_in` does, in bulk, for a drawing taken in whole that makes no items yet
+        (no edge waits for a node): the placed nodes waiting are taken in, in order, and the views
+        asked where they look once the ``VIRTUAL_ABOVE + 1``-th node is in, as it does one by one."""
+        nodes, waiting, placed = self.drawing.nodes, self._waiting, self._placed
+        flags = [nodes[node_id].placed for node_id in waiting]
+        now = list(compress(waiting, flags))
+        crossing = VIRTUAL_ABOVE + 1 - len(placed)  # the node that makes the drawing big, if it comes now
+        if 0 < crossing <= len(now):
+            placed.extend(now[:crossing])
+            self._taken.update(now[:crossing])
+            self._note_outputs(now[:crossing - 1])
+            if self.region is None:
+                self._ask_views_for_region()
+            now = now[crossing - 1:]
+            self._note_outputs(now[:1])
+            now = now[1:]
+        placed.extend(now)
+        self._taken.update(now)
+        self._note_outputs(now)
+        self._waiting = list(compress(waiting, [not flag for flag in flags]))
+
+    def _note_outputs(self, node_ids: list[str]) -> None:
+        """Note the tensors among ``node_ids`` under the autograd node that made each (see CursorState.tensors_of_op)."""
+        tensor_nodes, of_op = self.drawing.run.tensor_nodes, self.at_cursor.tensors_of_op
+        for node_id in node_ids:
+            tnode = tensor_nodes.get(node_id)
+            if tnode is not None and tnode.grad_fn is not None:
+                made = of_op.get(tnode.grad_fn)
+                if made is None:
+                    of_op[tnode.grad_fn] = [node_id]
+                else:
+                    made.append(node_id)
 
     def _show(self, item: QGraphicsItem, visible: bool) -> None:
         """Show or hide an item for the cursor. A hidden one also leaves the scene: every step of
