@@ -86,10 +86,12 @@ class EventLog:
         except (KeyError, TypeError):
             kinds = [event.get("ev") for event in events]
         try:
-            for kind in dict.fromkeys(kinds):  # each kind once, in the order they first come
-                if kind not in self._codes:
-                    self._code(kind)
             codes = list(map(self._codes.get, kinds))
+            if None in codes:  # a kind not seen before: each new one given a code, in the order they first come
+                for kind in dict.fromkeys(kinds):
+                    if kind not in self._codes:
+                        self._code(kind)
+                codes = list(map(self._codes.get, kinds))
         except TypeError:  # a kind that cannot be a key (an odd event): one at a time
             codes = [self._code(kind) for kind in kinds]
         if None in codes:  # kinds without a code of their own (no string, or after 254 others)

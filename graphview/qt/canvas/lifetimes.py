@@ -111,17 +111,16 @@ class Lifetimes:
         for node in drawn:
             if node.kind in _OP_KINDS:  # (dead_index inline for the common kinds)
                 vid = node.ref
-                op = op_nodes.get(vid)
-                dead = op.dead if op is not None else None
             else:
                 tnode = tensor_nodes.get(node.id)
-                vid = tnode.grad_fn if tnode is not None and tnode.grad_fn is not None else -1
-                if vid >= 0:
-                    op = op_nodes.get(vid)
-                    dead = op.dead if op is not None else None
-                else:
+                vid = tnode.grad_fn if tnode is not None else None
+                if vid is None:  # a tensor without grad_fn: a leaf, an input
                     dead = dead_index(node)
-            deads.append(_NEVER if dead is None else dead)
+                    deads.append(_NEVER if dead is None else dead)
+                    vids.append(-1)
+                    continue
+            op = op_nodes.get(vid)
+            deads.append(_NEVER if op is None or op.dead is None else op.dead)
             vids.append(vid)
         columns = (list(map(_BORN, drawn)), deads, list(map(_SLOT, drawn)), list(map(_LAYER, drawn)), vids)
         self.ids.extend(new_ids)
