@@ -113,33 +113,8 @@ def _has_script(window: Commands) -> bool:
     return bool(window.script_path)
 
 
-def _changing_the_view(act: Callable) -> Callable:
-    """``act``, which changes what the canvas shows (a step, a zoom, a level of boxes): the note
-    a Fit left in the status bar, which no longer describes the view, goes at once (it stayed
-    for its ten seconds over a view at another zoom)."""
-    def changed(window: Commands, *args):
-        if window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL):
-            window.statusBar().clearMessage()
-        return act(window, *args)
-
-    return changed
-
-
 def _move(step: Callable) -> Callable[[Commands], None]:
-    return _changing_the_view(lambda window: window.move(step))
-
-
-def _zoom(factor: float) -> Callable[[Commands], None]:
-    return _changing_the_view(lambda window: window.view.zoom(factor))
-
-
-def _level(delta: int | None) -> Callable[[Commands], None]:
-    """Open (1) or shut (-1) module boxes one level, or open them all (None)."""
-    return _changing_the_view(lambda window: window.view.change_level(delta))
-
-
-def _zoom_to_selection(window: Commands) -> None:
-    window.view.zoom_to_selection()
+    return lambda window: window.move(step)
 
 
 #: what the status bar says when Fit shows the graph's width around the current node, not all of it
@@ -151,13 +126,23 @@ FIT_WHOLE_SMALL = "Fit shows all of the graph, smaller than its text reads: F ag
 def _fit(window: Commands) -> None:
     """View > Fit to window; where the whole graph would not read, the status bar says why Fit
     did not show all of it (a newcomer read it as Fit not working), and Fit pressed again on that
-    view shows all of it, small (what a newcomer expected of Fit)."""
+    view shows all of it, small (what a newcomer expected of Fit). The note goes once the view
+    changes (:func:`forget_fit_note`)."""
     view = window.view
     if view.showing_fit_width():
         view.fit(whole=True)
-        window.statusBar().showMessage(FIT_WHOLE_SMALL, 8000)
+        if view.transform().m11() < view.readable_scale():
+            window.statusBar().showMessage(FIT_WHOLE_SMALL, 10000)
     elif not view.fit():
-        window.statusBar().showMessage(FIT_NOT_WHOLE, 8000)
+        window.statusBar().showMessage(FIT_NOT_WHOLE, 10000)
+
+
+def forget_fit_note(window: Commands) -> None:
+    """What the canvas shows changed (a step, a zoom, a box opened or shut): a Fit's note in the
+    status bar no longer describes it and goes at once (it stayed its ten seconds over a view at
+    another zoom)."""
+    if window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL):
+        window.statusBar().clearMessage()
 
 
 RUN, VIEW, FILE, EXPORT, HELP = "&Run", "&View", "&File", "&File/&Export", "&Help"
@@ -196,14 +181,14 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("restart", "Restart", RUN, lambda w: w.restart(), ("Ctrl+R",), "Restart", _has_script),
     ActionSpec("stop", "Stop", RUN, lambda w: w.sigStopRequested.emit(), ("Escape",), "Stop ■", _going),
     ActionSpec("fit", "Fit to window", VIEW, _fit, ("F",)),
-    ActionSpec("zoom_selection", "Zoom to selection", VIEW, _changing_the_view(_zoom_to_selection), ("Z",)),
-    ActionSpec("zoom_in", "Zoom in", VIEW, _zoom(1.25), ("Ctrl++", "Ctrl+=")),
-    ActionSpec("zoom_out", "Zoom out", VIEW, _zoom(0.8), ("Ctrl+-",)),
-    ActionSpec("open_level", "Open module boxes one level deeper", VIEW, _level(1), ("]",),
+    ActionSpec("zoom_selection", "Zoom to selection", VIEW, lambda w: w.view.zoom_to_selection(), ("Z",)),
+    ActionSpec("zoom_in", "Zoom in", VIEW, lambda w: w.view.zoom(1.25), ("Ctrl++", "Ctrl+=")),
+    ActionSpec("zoom_out", "Zoom out", VIEW, lambda w: w.view.zoom(0.8), ("Ctrl+-",)),
+    ActionSpec("open_level", "Open module boxes one level deeper", VIEW, lambda w: w.view.change_level(1), ("]",),
                enabled_when=_has_run, separator_before=True),
-    ActionSpec("shut_level", "Shut module boxes one level up", VIEW, _level(-1), ("[",),
+    ActionSpec("shut_level", "Shut module boxes one level up", VIEW, lambda w: w.view.change_level(-1), ("[",),
                enabled_when=_has_run),
-    ActionSpec("open_all", "Open every module box", VIEW, _level(None), ("Ctrl+]",),
+    ActionSpec("open_all", "Open every module box", VIEW, lambda w: w.view.change_level(None), ("Ctrl+]",),
                enabled_when=_has_run),
     ActionSpec("find", "Find node", VIEW, lambda w: w.search.setFocus(), ("Ctrl+F",)),
     ActionSpec("overview", "Overview in the corner", VIEW, lambda w, on: w.view.set_overview_enabled(on),

@@ -19,7 +19,7 @@ from graphview.core import timeline
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
-from graphview.qt.actions import update_enabled
+from graphview.qt.actions import forget_fit_note, update_enabled
 from graphview.qt.canvas import GraphScene, GraphView, NodeItem
 from graphview.qt.export_dialogs import ExportDialogs
 from graphview.qt.share_exports import ShareExports
@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         self.view.sigCheckpointRequested.connect(self.toggles.request_checkpoint)
         self.diagnostics.sigTryCheckpoint.connect(self.toggles.request_checkpoint)
         self.view.sigGradcheckRequested.connect(self._request_gradcheck)
+        self.view.sigShownChanged.connect(lambda: forget_fit_note(self))
         self.setStatusBar(ElidingStatusBar())  # a long message ends in "…" before the run's summary
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.status_label)  # no stretch: messages need the room

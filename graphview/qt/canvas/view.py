@@ -36,6 +36,7 @@ class GraphView(QGraphicsView):
     sigDetachRequested = Signal(str)
     sigGradcheckRequested = Signal(str)
     sigCheckpointRequested = Signal(str)  # a module path or pattern to re-run under checkpoint
+    sigShownChanged = Signal()  # a step, a zoom, a box opened or shut: what the view shows is not what it was
 
     def __init__(self, scene: GraphScene, parent=None) -> None:
         super().__init__(scene, parent)
@@ -57,6 +58,7 @@ class GraphView(QGraphicsView):
         self.halo = Halo(self, lambda: self.cursor_index)
         scene.boxes.sigRelaying.connect(lambda at: self.follow.box_relaying(at))
         scene.boxes.sigRelaid.connect(lambda *moved: self.follow.box_relaid(*moved))
+        scene.boxes.sigRelaid.connect(lambda *_: self.sigShownChanged.emit())
         scene.sceneRectChanged.connect(self._scene_grew)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(lambda *_: self.update_region())  # (not the bar's value as ``widen``)
@@ -71,12 +73,14 @@ class GraphView(QGraphicsView):
         self.setSceneRect(QRectF())  # the new run's scene, not what a fit widened for the last one
 
     def set_cursor(self, index: int) -> None:
-        self.cursor_index = index
+        moved, self.cursor_index = index != self.cursor_index, index
         if self.message:  # (it may say where the cursor is)
             self.viewport().update()
         self.halo.moved()
         self.overview.schedule()
         self.overview.sync()
+        if moved:
+            self.sigShownChanged.emit()
 
     def set_overview_enabled(self, enabled: bool) -> None:
         self.overview.enabled = enabled
@@ -143,6 +147,7 @@ class GraphView(QGraphicsView):
         scale = self.transform().m11() * factor
         if 0.02 <= scale <= 6:
             self.scale(factor, factor)
+            self.sigShownChanged.emit()
 
     def zoom_to_selection(self) -> None:
         items = self.scene().selectedItems()
@@ -170,8 +175,8 @@ class GraphView(QGraphicsView):
         return self.fitting.fit(whole=whole)
 
     def showing_fit_width(self) -> bool:
-        """Whether the view is as a fit showing only the graph's width left it (:meth:`ViewFit.showing_the_width`)."""
-        return self.fitting.showing_the_width()
+        """Whether the view is as a fit showing only the graph's width left it (:meth:`ViewFit.showing_fit_width`)."""
+        return self.fitting.showing_fit_width()
 
     def fit_readable(self) -> None:
         """What the window shows by itself after opening or finishing a run (:meth:`ViewFit.fit_readable`)."""
@@ -184,8 +189,9 @@ class GraphView(QGraphicsView):
     def change_level(self, delta: int | None) -> None:
         """View > Open / shut module boxes one level (``delta`` 1 / -1), or open every box (None); then fit."""
         self.scene().boxes.change_level(delta)
-        self.fit()
+        self.fitting.fit(pressed=False)
         self.overview.schedule()
+        self.sigShownChanged.emit()
 
     # ------------------------------------------------------------------ following (:class:`Follow`)
     def follow_cursor(self) -> None:

@@ -83,30 +83,34 @@ class ViewFit:
         port = self._view.viewport()
         return layout_fits(port.width(), port.height(), self.readable_scale())
 
-    def fit(self, fallback: str | None = None, whole: bool = False) -> bool:
+    def fit(self, fallback: str | None = None, whole: bool = False, pressed: bool = True) -> bool:
         """Show every node shown at the cursor (View > Fit to window), if that reads (or
         ``whole``: at whatever zoom that takes); else the graph's width at the smallest readable
-        zoom around :meth:`focus_rect`. Whether it shows the whole graph."""
+        zoom around :meth:`focus_rect`. Whether it shows the whole graph. ``pressed``: the user's
+        Fit (a second press may show the whole graph: :meth:`showing_fit_width`), not one the
+        window makes by itself (after opening a level of boxes)."""
         with self._region.held():
             shown = self._fit(fallback, whole)
-        self._note_width_shown(shown)
+        self._note_width_shown(shown or not pressed)
         return shown
 
-    def showing_the_width(self) -> bool:
-        """Whether the view is as a fit that showed only the graph's width left it (not zoomed,
-        stepped or moved by more than a scroll bar's width since): Fit pressed again then shows
-        the whole graph. (A scroll bar that comes or goes after the fit moves the view's centre
-        by half its width: that is no move of the user's.)"""
+    def showing_fit_width(self) -> bool:
+        """Whether the view is as a fit that showed only the graph's width left it: the same graph
+        (no box opened or shut, no step), not zoomed, and not moved by more than a scroll bar's
+        width since. Fit pressed again then shows the whole graph. (A scroll bar that comes or
+        goes after the fit moves the view's centre by half its width: that is no move of the user's.)"""
         if self._width_shown is None:
             return False
-        scale, cursor, centre = self._width_shown
+        scale, cursor, shown, centre = self._width_shown
         now = self._centre()
         slack = WIDTH_FIT_SLACK_PX / scale
         return (self._view.transform().m11() == scale and self._cursor() == cursor
+                and self._view.scene().shown_rect() == shown
                 and abs(now.x() - centre.x()) <= slack and abs(now.y() - centre.y()) <= slack)
 
     def _note_width_shown(self, shown_whole: bool) -> None:
-        self._width_shown = None if shown_whole else (self._view.transform().m11(), self._cursor(), self._centre())
+        self._width_shown = None if shown_whole else (self._view.transform().m11(), self._cursor(),
+                                                       self._view.scene().shown_rect(), self._centre())
 
     def _centre(self) -> QPointF:
         view = self._view
@@ -120,8 +124,8 @@ class ViewFit:
         with self._region.held():
             if scene.boxes.open_to_fit(self.readable_fit()):
                 self._view.overview.schedule()
-            shown = self._fit(fallback=scene.newest_shown())
-        self._note_width_shown(shown)
+            self._fit(fallback=scene.newest_shown())
+        self._width_shown = None  # (the window's own fit: the user's first F is a Fit's first press)
 
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the

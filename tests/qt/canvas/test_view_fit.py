@@ -105,12 +105,22 @@ def test_fit_says_in_the_status_bar_when_it_shows_the_width_and_not_the_whole_gr
     assert abs(bar.value() - was) > 40
     window.actions["fit"].trigger()
     assert view.transform().m11() == pytest.approx(view.readable_scale())
-    # the note goes with the view it describes: a step, a zoom, a level of boxes
-    for action in ("step", "zoom_in", "shut_level"):
+    # the note goes with the view it describes: a step, a zoom (the wheel's too), a level of boxes
+    for change in ("step", "zoom_in", "shut_level", "wheel"):
         window.actions["fit"].trigger()
         assert window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL)
-        window.actions[action].trigger()
-        assert window.statusBar().currentMessage() == "", action
+        if change == "wheel":
+            view.zoom(1.15)  # (what a turn of the wheel does)
+        else:
+            window.actions[change].trigger()
+        assert window.statusBar().currentMessage() == "", change
+    # a graph changed since the width was shown (every box opened): F shows the new graph's width
+    window.actions["open_level"].trigger()
+    window.actions["fit"].trigger()
+    assert window.statusBar().currentMessage() == FIT_NOT_WHOLE
+    window.actions["open_all"].trigger()
+    window.actions["fit"].trigger()
+    assert view.transform().m11() == pytest.approx(view.readable_scale())
     small = record(write_script("import torch\nx = torch.ones(2, requires_grad=True)\n(x * 3).sum().backward()\n"))
     window.begin_run(small.start["script"], RunOptions(), small)
     window.set_cursor(timeline.next_backward(small, 0))
