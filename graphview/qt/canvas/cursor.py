@@ -262,9 +262,9 @@ class CursorState:
 
     def nodes_of_event(self, index: int) -> list[str]:
         """The node ids event ``index`` is about, the likeliest first: the grad_fn node a backward
-        step runs, or the node an op made (its output tensor, else its grad_fn); where a backward
-        call starts, the tensor it was called on (the loss), else that tensor's grad_fn; where it
-        ends, the last node it ran."""
+        step runs, or the nodes an op made (its first output tensor, its grad_fn, its other
+        outputs); where a backward call starts, the tensor it was called on (the loss), else that
+        tensor's grad_fn; where it ends, the last node it ran."""
         run = self.scene.run
         if run is None or not 0 <= index < len(run.events):
             return []
@@ -281,10 +281,12 @@ class CursorState:
             return [f"op{call.order[-1]}"] if call is not None and call.order else []
         if ev.get("vid") is not None:
             candidates.append(f"op{ev['vid']}")
-        for tid, _ in ev.get("outputs") or ():
-            candidates.extend(n.id for n in run._tensor_nodes_of.get(tid, ()))
+        outputs = [n.id for tid, _ in ev.get("outputs") or () for n in run._tensor_nodes_of.get(tid, ())]
+        # the first output, then the op's node (following keeps the two in view together), then the rest
+        candidates.extend(outputs[:1])
         if ev.get("grad_fn") is not None:
             candidates.append(f"op{ev['grad_fn']}")
+        candidates.extend(outputs[1:])
         if ev.get("tid") is not None:
             candidates.extend(n.id for n in run._tensor_nodes_of.get(ev["tid"], ()))
         return candidates

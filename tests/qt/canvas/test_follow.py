@@ -93,6 +93,21 @@ def test_stepping_onto_an_op_brings_its_output_and_its_node_in_together(canvas, 
     assert view.scene().place_at_event(index) == output  # (the moment is still about its output first)
 
 
+def test_an_op_with_many_outputs_is_about_its_first_output_and_its_node_first(canvas, record, write_script):
+    """A split into four made four tensors before its SplitBackward0 in the moment's nodes: the
+    footprint of four took only outputs, never the node following was meant to keep in view."""
+    scene, view = canvas
+    run = record(write_script("import torch\nw = torch.ones(8, 4, requires_grad=True)\n"
+                              "parts = (w * 2).split(2)\nsum(p.sum() for p in parts).backward()\n"))
+    index = next(i for i, ev in enumerate(run.events) if ev.get("ev") == "op" and ev.get("op") == "split")
+    show_at(canvas, run, index)
+    split = f"op{run.events[index]['grad_fn']}"
+    assert len(run.events[index]["outputs"]) == 4
+    nodes = scene.at_cursor.nodes_of_event(index)
+    assert nodes[1] == split and nodes[0].startswith("t") and len(nodes) == 5
+    assert scene.places_at_event(index, 2)[1].center() == QPointF(*scene.place_of(split))  # the node's place, second
+
+
 def test_to_backward_brings_the_loss_backward_starts_from_into_view(window, record):
     from graphview.core.options import RunOptions
 
