@@ -175,4 +175,4 @@ def stacking(layer: int, key: str) -> float:
     items of a layer that overlap (two edges into one node) are stacked by their names, not by
     the order they came into the scene, which follows the order of a set of names: the same
     picture every time, whatever Python's string hashing."""
-    return layer + (zlib.crc32(key.encode()) & 0xFFFF) / (1 << 20)
+    return layer + zlib.crc32(key.encode()) / (1 << 34)  # (below layer + 0.25: the next layers stay above)
