@@ -20,14 +20,6 @@ from graphview.core.event_log import EventLog
 from graphview.core.event_refs import EventRefs, GradsIn
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
-#: the namespace of the names torch gives the nodes it makes in C++ (CopySlices, GraphRoot, Error)
-_CPP_NAMESPACE = "torch::autograd::"
-
-
-def node_title(name: str) -> str:
-    """An autograd node's name as views show it: ``CopySlices``, not ``torch::autograd::CopySlices``
-    (a node's box, elided to its width, showed "torch::autograd::…Slices")."""
-    return name[len(_CPP_NAMESPACE):] if name.startswith(_CPP_NAMESPACE) else name
 
 
 class GradEntry:

@@ -17,7 +17,7 @@ from graphview.core.events import summary_text
 from graphview.core import files
 from graphview.core.files import OutputError, WriteError, write_file
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
-from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.run import Run, node_title
 from graphview.core.text import visible, xml_text
 
 #: the paper a PDF is printed on: A4, in points (portrait; a page may be turned landscape)
@@ -167,7 +167,7 @@ def _op_nodes(run: Run, at: int | None, limit: int) -> list[dict]:
         node = {
             "id": op.id,
             "kind": "op",
-            "op": "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name,
+            "op": node_title(op.name),
             "vid": op.vid,
             "seq": op.seq,
             "module": op.module,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Callable, Iterable, Iterator
 
-# (ACCUMULATE_GRAD, BackwardCall, GradEntry and node_title are read from here too: they are the run's)
-from graphview.core.backward_intake import ACCUMULATE_GRAD, BackwardCall, BackwardIntake, GradEntry, node_title
+# (ACCUMULATE_GRAD, BackwardCall and GradEntry are read from here too: they are the run's)
+from graphview.core.backward_intake import ACCUMULATE_GRAD, BackwardCall, BackwardIntake, GradEntry
 from graphview.core.event_log import EventLog
 from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.queries.gradients import GradientLedger
@@ -35,6 +35,17 @@ from graphview.core.queries.values import ValueQueries
 # (Edge is read from here too: it is the run's)
 from graphview.core.run_edges import Edge, RunEdges
 from graphview.core.saved_bytes import SavedBytes
+
+
+#: the namespace of the names torch gives the nodes it makes in C++ (AccumulateGrad, CopySlices, GraphRoot)
+_CPP_NAMESPACE = "torch::autograd::"
+
+
+def node_title(name: str) -> str:
+    """An autograd node's name as graphview shows it (its box, the words of the timeline, the
+    inspector, the graph's data): ``CopySlices``, not ``torch::autograd::CopySlices`` (a box,
+    elided to its width, showed "torch::autograd::…Slices"). The run keeps torch's own name."""
+    return name[len(_CPP_NAMESPACE):] if name.startswith(_CPP_NAMESPACE) else name
 
 
 def _lean(ev: dict, keys: tuple) -> dict:

@@ -54,8 +54,8 @@ def test_the_backward_graphview_calls_for_a_step_reads_as_a_sentence(record):
 
 def test_a_node_torch_makes_in_cpp_is_named_without_its_namespace(record):
     """The in-place sample's CopySlices showed in its box, elided to the box's width, as
-    "torch::autograd::…Slices": the drawing and the words name it CopySlices (the run keeps torch's
-    own name, which the inspector and exports give in full)."""
+    "torch::autograd::…Slices": the drawing, the words and the graph's data name it CopySlices, as
+    they name AccumulateGrad (the run keeps torch's own name)."""
     from graphview.core.drawing import Drawing
     from tests.conftest import model
 
@@ -68,3 +68,7 @@ def test_a_node_torch_makes_in_cpp_is_named_without_its_namespace(record):
     runs = [describe(run, i) for i, e in enumerate(run.events)
             if e["ev"] == "bw_node" and e["vid"] in {op.vid for op in copy}]
     assert runs and all(text.endswith("runs CopySlices") for text in runs), runs
+    from graphview.core.export import graph_data
+
+    ops = {node["vid"]: node["op"] for node in graph_data(run)["nodes"] if node["kind"] == "op"}
+    assert {ops[op.vid] for op in copy} == {"CopySlices"} and "torch::autograd::AccumulateGrad" not in ops.values()

@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
 from graphview.core.events import SAMPLE_NOTE
-from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
+from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode, node_title
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
 from graphview.qt.plain import esc
@@ -121,7 +121,7 @@ class Inspector(QTextBrowser):
             op = run.op_nodes.get(int(node_id[2:]))
             if op is None:
                 return self.show_empty()
-            title = "AccumulateGrad" if op.name == ACCUMULATE_GRAD else op.name
+            title = node_title(op.name)
             rows = self._op_rows(run, op, index) + self._backward_rows(run, op, index)
         else:
             tnode = run.tensor_nodes.get(node_id)
@@ -188,7 +188,7 @@ class Inspector(QTextBrowser):
         nexts = []
         for child, nr in op.next[:LIST_SHOWN + 1]:
             name = run.op_nodes[child].name if child in run.op_nodes else "None (no grad needed)"
-            nexts.append(esc(name.replace(ACCUMULATE_GRAD, "AccumulateGrad")))
+            nexts.append(esc(node_title(name)))
         rows.append(("next_functions", listed(nexts, len(op.next)) or "none"))
         state = "freed by backward" if op.freed is not None and op.freed <= index else "alive"
         runs = [(bid, i) for bid, i in op.executed if i <= index]
@@ -235,7 +235,7 @@ class Inspector(QTextBrowser):
                     if child not in run.op_nodes:  # an input that needs no gradient
                         labels.append("→ <span class='muted'>(no grad needed)</span>")
                         continue
-                    target = run.op_nodes[child].name.replace(ACCUMULATE_GRAD, "AccumulateGrad")
+                    target = node_title(run.op_nodes[child].name)
                     labels.append(f"→ {esc(target)}: {esc(capped(g, 6))}")
                 shown = listed(labels, min(len(op.next), len(outs)))
                 rows.append((f"grad out (backward {call.bid})", shown or "none"))
