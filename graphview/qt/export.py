@@ -25,7 +25,7 @@ from PySide6.QtGui import QFont, QGuiApplication, QImage, QPageLayout, QPageSize
 from PySide6.QtSvg import QSvgGenerator
 
 from graphview.core import timeline
-from graphview.core.captions import caption as caption_of
+from graphview.core.captions import caption as caption_of, script_name
 from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.export import (ALL_OPEN, DEFAULT_PAGES, GRAPH_MARGIN, MIN_SCALE, PAPER, PAPER_MARGIN, PAPER_NAME,
                                    ExportError, check_writable, default_fits, save)
@@ -125,8 +125,9 @@ class PaperPages:
     """A PDF's pages: the picture on :data:`~graphview.core.export.PAPER` (A4), portrait or
     landscape, at one scale for every page. A picture that fits one page readably (at
     :data:`~graphview.core.export.MIN_SCALE` or more) is one page; a taller one is cut between
-    rows of nodes into parts, a page each, every page with the caption (which says the part) and
-    the legend. (The bundled transformer was one page 712 x 6,545 pt: 2.3 m.)"""
+    rows of nodes into parts, a page each, every page with the legend, the first with the caption
+    and the part, the others with the script's name, the part and the open box they begin inside.
+    (The bundled transformer was one page 712 x 6,545 pt: 2.3 m.)"""
 
     def __init__(self, scene: GraphScene, source: QRectF, caption: str, legend: bool, colors: CanvasColors) -> None:
         self.scene = scene
@@ -152,42 +153,40 @@ class PaperPages:
         page before): the same moment's three lines on every page took the room of a row."""
         widest = self._fit_width(whole, landscape)
         boxes = _open_boxes(self.scene) if caption else []
-        script = caption.partition(" · ")[0]
+        script = script_name(self.scene.run) if self.scene.run is not None else ""
 
-        def page(k: int, count: int, top: float, bottom: float) -> ExportPage:
+        def page(k: int, count: int, top: float, bottom: float, inside: str = "") -> ExportPage:
             if not caption or count == 1:
                 text = caption
             elif k == 0:
                 text = f"{caption} · part 1 of {count}"
             else:
-                text = f"{script} · part {k + 1} of {count}{_inside(boxes, top)}"
+                text = " · ".join(filter(None, (script, f"part {k + 1} of {count}"))) + inside
             return ExportPage(QRectF(source.left(), top, source.width(), bottom - top), text, legend, colors,
                               whole.width)
 
-        frames = [page(0, 10, source.top(), source.top() + 1).height - 1,  # (a unit of graph, as "part 10 of 10")
-                  page(1, 10, source.bottom(), source.bottom() + 1).height - 1]
-        for _ in range(3):  # again, with the room they take, where a page's caption came out a line longer
-            scale, cuts = self._cuts(gaps, source, frames, landscape, widest)
-            count = len(cuts) - 1
-            pages = [page(k, count, top, bottom) for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
-            taller = max(p.height - p.graph_rect.height() for p in pages[1:]) if count > 1 else 0.0
-            if taller <= frames[1]:
-                break
-            frames[1] = taller
+        # what the caption and legend take (with a unit of graph): on the first page, and on the
+        # others at their tallest, whichever box a page begins inside ("part 10 of 10": the widest)
+        first = page(0, 10, source.top(), source.top() + 1).height - 1
+        later = max(page(1, 10, source.top(), source.top() + 1, f" · inside {name}").height - 1
+                    for name in {""} | {name for name, _ in boxes})
+        scale, cuts = self._cuts(gaps, source, (first, later), landscape, widest)
+        count = len(cuts) - 1
+        pages = [page(k, count, top, bottom, _inside(boxes, top)) for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
         return landscape, scale, pages
 
-    def _cuts(self, gaps: list[float], source: QRectF, frames: list[float], landscape: bool, widest: float
-              ) -> tuple[float, list[float]]:
+    def _cuts(self, gaps: list[float], source: QRectF, around: tuple[float, float], landscape: bool,
+              widest: float) -> tuple[float, list[float]]:
         """(scale, cuts): the largest scale from ``widest`` down by SHRINK_MAX at most that needs the
         fewest pages, and where its parts begin and end, for a first page whose caption and legend
-        take ``frames[0]`` scene units and later pages ``frames[1]``."""
+        take ``around[0]`` scene units and later pages ``around[1]``."""
         best: tuple[float, list[float]] | None = None
         for k in range(SHRINK_STEPS + 1):
             scale = widest * (1 - SHRINK_MAX * k / SHRINK_STEPS)
             if k and scale < MIN_SCALE:
                 break
             room = (self.paper(landscape)[1] - 2 * PAPER_MARGIN) / scale  # a page's height in scene units
-            bands = [max(room - frame, 2 * GRAPH_MARGIN) for frame in frames]
+            bands = [max(room - taken, 2 * GRAPH_MARGIN) for taken in around]
             cuts = _cuts(gaps, source, bands)
             if best is None or len(cuts) < len(best[1]):
                 best = (scale, cuts)

@@ -28,8 +28,8 @@ def _ink(view) -> dict[str, int]:
     image = view.viewport().grab().toImage()
     wanted = {key: colors().q(key).rgb() & 0xFFFFFF for key in ("message", "subtitle")}
     counts = dict.fromkeys(wanted, 0)
-    for y in range(0, image.height(), 2):
-        for x in range(image.width()):
+    for y in range(image.height() // 3, image.height() * 2 // 3):  # (the note is in the middle)
+        for x in range(0, image.width(), 2):
             pixel = image.pixel(x, y) & 0xFFFFFF
             for key, rgb in wanted.items():
                 counts[key] += pixel == rgb
