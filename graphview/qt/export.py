@@ -168,11 +168,12 @@ class PaperPages:
         # what the caption and legend take (with a unit of graph): on the first page, and on the
         # others at their tallest, whichever box a page begins inside ("part 10 of 10": the widest)
         first = page(0, 10, source.top(), source.top() + 1).height - 1
-        later = max(page(1, 10, source.top(), source.top() + 1, f" · inside {name}").height - 1
+        later = max(page(9, 10, source.top(), source.top() + 1, f" · inside {name}").height - 1
                     for name in {""} | {name for name, _ in boxes})
         scale, cuts = self._cuts(gaps, source, (first, later), landscape, widest)
         count = len(cuts) - 1
-        pages = [page(k, count, top, bottom, _inside(boxes, top)) for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
+        pages = [page(k, count, top, bottom, _inside(boxes, top))
+                 for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
         return landscape, scale, pages
 
     def _cuts(self, gaps: list[float], source: QRectF, around: tuple[float, float], landscape: bool,
