@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QLineEdit, QMainWindow, QMenu, QStatusBar, QToolBa
 from graphview.core import timeline
 from graphview.core.run import Run
 from graphview.qt import theme as themes
-from graphview.qt.canvas import GraphView
+from graphview.qt.canvas import GraphView, first_drawn
 from graphview.qt.player import Player
 
 Shortcut = Union[str, QKeySequence.StandardKey]
@@ -117,6 +117,13 @@ def _move(step: Callable) -> Callable[[Commands], None]:
     return lambda window: window.move(step)
 
 
+def _step_forward(window: Commands) -> None:
+    """Step (→): the next op, or from an empty canvas the first moment that draws something
+    (:mod:`graphview.qt.canvas.first_drawn`)."""
+    scene = window.view.scene()
+    window.move(lambda run, cursor: first_drawn.step_forward(scene, run, cursor))
+
+
 #: what the status bar says when Fit shows the graph's width around the current node, not all of it
 FIT_NOT_WHOLE = "Fit shows the graph's width, where its text reads: F again shows all of it ([ shuts boxes)"
 #: and when Fit pressed again shows all of it
@@ -165,7 +172,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                enabled_when=_has_run),
     ActionSpec("quit", "&Quit", FILE, lambda w: w.close(), (QKeySequence.Quit,), separator_before=True),
     ActionSpec("back", "Step back", RUN, _move(timeline.step_back), ("Left",), "◀ Back", _has_run),
-    ActionSpec("step", "Step", RUN, _move(timeline.step_forward), ("Right",), "Step ▶", _has_run),
+    ActionSpec("step", "Step", RUN, _step_forward, ("Right",), "Step ▶", _has_run),
     ActionSpec("over", "Step over module call", RUN, _move(timeline.step_over_module), ("Down",), "Over module",
                _has_run),
     ActionSpec("to_backward", "Run to next backward", RUN, _move(timeline.next_backward), ("B",), "To backward",
