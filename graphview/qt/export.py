@@ -137,23 +137,11 @@ class PaperPages:
             self.pages = [whole]
             return
         # too tall for one page: cut in parts, as wide as the paper, the way up that needs the fewest pages
-        gaps = _gaps(scene)
-        choices = [self._parts(gaps, source, caption, legend, colors, whole, landscape) for landscape in (False, True)]
-        self.landscape, self.scale, self.pages = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
-
-    def _parts(self, gaps: list[float], source: QRectF, caption: str, legend: bool, colors: CanvasColors,
-               whole: ExportPage, landscape: bool) -> tuple[bool, float, list[ExportPage]]:
-        """The picture cut into parts a page each on paper turned ``landscape``: (landscape, scale,
-        pages), at the paper's width, or up to :data:`SHRINK_MAX` smaller where that saves a page
-        (cut only between rows, at the paper's width a picture can need a page more for its last
-        rows: the MLP sample's loss alone on a third page).
-
-        The first page has the whole caption; the others name the script and the part, and the
-        open module box they begin inside (its frame runs down the page, its name was left on the
-        page before): the same moment's three lines on every page took the room of a row."""
-        widest = self._fit_width(whole, landscape)
-        boxes = _open_boxes(self.scene) if caption else []
-        script = script_name(self.scene.run) if self.scene.run is not None else ""
+        # the first page has the whole caption; the others name the script and the part, and the
+        # open module box they begin inside (its frame runs down the page, its name was left on the
+        # page before): the same moment's three lines on every page took the room of a row
+        boxes = _open_boxes(scene) if caption else []
+        script = script_name(scene.run) if scene.run is not None else ""
 
         def page(k: int, count: int, top: float, bottom: float, inside: str = "") -> ExportPage:
             if not caption or count == 1:
@@ -170,17 +158,23 @@ class PaperPages:
         first = page(0, 10, source.top(), source.top() + 1).height - 1
         later = max(page(9, 10, source.top(), source.top() + 1, f" · inside {name}").height - 1
                     for name in {""} | {name for name, _ in boxes})
-        scale, cuts = self._cuts(gaps, source, (first, later), landscape, widest)
+        gaps = _gaps(scene)
+        choices = []
+        for landscape in (False, True):
+            scale, cuts = self._cuts(gaps, source, (first, later), landscape, self._fit_width(whole, landscape))
+            choices.append((landscape, scale, cuts))
+        self.landscape, self.scale, cuts = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
         count = len(cuts) - 1
-        pages = [page(k, count, top, bottom, _inside(boxes, top))
-                 for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
-        return landscape, scale, pages
+        self.pages = [page(k, count, top, bottom, _inside(boxes, top))
+                      for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
 
     def _cuts(self, gaps: list[float], source: QRectF, around: tuple[float, float], landscape: bool,
               widest: float) -> tuple[float, list[float]]:
-        """(scale, cuts): the largest scale from ``widest`` down by SHRINK_MAX at most that needs the
-        fewest pages, and where its parts begin and end, for a first page whose caption and legend
-        take ``around[0]`` scene units and later pages ``around[1]``."""
+        """(scale, cuts) on paper turned ``landscape``: the largest scale from ``widest`` (the
+        paper's width) down by SHRINK_MAX at most that needs the fewest pages (cut only between
+        rows, at the paper's width a picture can need a page more for its last rows: the MLP
+        sample's loss alone on a third page), and where its parts begin and end, for a first page
+        whose caption and legend take ``around[0]`` scene units and later pages ``around[1]``."""
         best: tuple[float, list[float]] | None = None
         for k in range(SHRINK_STEPS + 1):
             scale = widest * (1 - SHRINK_MAX * k / SHRINK_STEPS)

@@ -45,24 +45,24 @@ class Follow:
         smallest readable zoom around it; a readable one scrolls only when the node is not well
         inside it (a view the user placed stays)."""
         view = self._view
-        where = view.scene().place_at_event(self._cursor())
-        if where is None:
+        places = view.scene().places_at_event(self._cursor(), FOOTPRINT_NODES)
+        if not places:
             return
         if view.transform().m11() < self._fit.readable_scale():
-            self._fit.readable_around(where.center())
+            self._fit.readable_around(places[0].center())
             return
-        view.ensureVisible(*self._footprint(where))
+        view.ensureVisible(*self._footprint(places))
 
-    def _footprint(self, where: QRectF) -> tuple:
-        """``ensureVisible``'s arguments for a step that made or ran ``where``: with the rest of
-        what that moment is about where it fits on screen (an op's output tensor and the grad_fn
-        node above it, with its "saved" badge: followed by the tensor alone, the node was left
-        cut off at the top edge), else ``where`` alone, each with :func:`follow_margins`."""
+    def _footprint(self, places: list[QRectF]) -> tuple:
+        """``ensureVisible``'s arguments for a step whose moment is about the nodes at ``places``,
+        the likeliest first: all of them that fit on screen together (an op's output tensor and
+        the grad_fn node above it, with its "saved" badge: followed by the tensor alone, the node
+        was left cut off at the top edge), else the first alone, each with :func:`follow_margins`."""
         view = self._view
         scale = view.transform().m11()
         port = view.viewport().rect()
-        around = QRectF(where)
-        for place in view.scene().places_at_event(self._cursor(), FOOTPRINT_NODES):
+        around = QRectF(places[0])
+        for place in places[1:]:
             wider = around.united(place)
             if wider.width() * scale > port.width() or wider.height() * scale > port.height():
                 break
