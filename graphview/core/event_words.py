@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from graphview.core.events import summary_text
-from graphview.core.run import ACCUMULATE_GRAD, Run, node_title
+from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.queries.names import node_title
 from graphview.core.timeline import program_name
 
 

@@ -17,7 +17,8 @@ from graphview.core.events import summary_text
 from graphview.core import files
 from graphview.core.files import OutputError, WriteError, write_file
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
-from graphview.core.run import Run, node_title
+from graphview.core.run import Run
+from graphview.core.queries.names import node_title
 from graphview.core.text import visible, xml_text
 
 #: the paper a PDF is printed on: A4, in points (portrait; a page may be turned landscape)

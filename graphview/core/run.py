@@ -32,20 +32,8 @@ from graphview.core.queries.names import NameQueries
 from graphview.core.queries.outcome import Outcome
 from graphview.core.queries.reachability import Reachability
 from graphview.core.queries.values import ValueQueries
-# (Edge is read from here too: it is the run's)
 from graphview.core.run_edges import Edge, RunEdges
 from graphview.core.saved_bytes import SavedBytes
-
-
-#: the namespace of the names torch gives the nodes it makes in C++ (AccumulateGrad, CopySlices, GraphRoot)
-_CPP_NAMESPACE = "torch::autograd::"
-
-
-def node_title(name: str) -> str:
-    """An autograd node's name as graphview shows it (its box, the words of the timeline, the
-    inspector, the graph's data): ``CopySlices``, not ``torch::autograd::CopySlices`` (a box,
-    elided to its width, showed "torch::autograd::…Slices"). The run keeps torch's own name."""
-    return name[len(_CPP_NAMESPACE):] if name.startswith(_CPP_NAMESPACE) else name
 
 
 def _lean(ev: dict, keys: tuple) -> dict:
@@ -198,9 +186,6 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         lines = getattr(events, "lines", None)
         if not isinstance(events, list):
             events = list(events)
-        if len(events) <= _CHUNK:
-            self._extend(events, lines)
-            return
         # a big list (a whole trace) a chunk at a time: each chunk's events are still in the
         # processor's cache when their handlers read them again (the same as one call for all)
         for start in range(0, len(events), _CHUNK):

@@ -40,7 +40,7 @@ class RunEdges:
         self.note = self.notes.append
         self.side: list[Edge] = []  # the edges of SIDE_KINDS, in order
         self._made: list[Edge] = []  # the notes made into edges so far
-        self._read = 0  # notes looked at so far
+        self._read = 0  # notes looked at (made into edges, or found there already) and not yet dropped
         self._keys: set = set()
         self._side_keys: set = set()
         self._attrs: dict[tuple, dict] = {}
@@ -67,7 +67,8 @@ class RunEdges:
         """The edges noted so far replaced by ``edges`` (the edges noted later are added to them)."""
         with self._lock:
             self._made = list(edges)
-            self._read = len(self.notes)
+            del self.notes[:]  # (the notes so far are in ``edges`` now)
+            self._read = 0
 
     def _make(self) -> None:
         notes, made, keys = self.notes, self._made, self._keys
@@ -82,7 +83,8 @@ class RunEdges:
                 continue
             keys.add(key)
             made.append(Edge(source, target, kind, born, self._shared(items) if items else _NO_ATTRS))
-        self._read = end
+        del notes[:end]  # (made into edges: not kept twice; ``note`` appends to the same list)
+        self._read = 0
 
     def _shared(self, items: tuple) -> dict:
         """The attrs ``items`` give: edges with the same attrs share one dict of them (read, never changed)."""

@@ -9,7 +9,8 @@ from graphview.capture.fidelity import walk_graph
 from graphview.capture.recorder import Recorder
 from graphview.core.drawing import Drawing
 from graphview.core.export import graph_data
-from graphview.core.run import Run, node_title
+from graphview.core.run import Run
+from graphview.core.queries.names import node_title
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"
 

@@ -20,7 +20,8 @@ from graphview.core.drawing.lifetimes import Lifetimes
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
 from graphview.core.drawing.placement import Placement, buffer_module
 from graphview.core.events import summary_text
-from graphview.core.run import ACCUMULATE_GRAD, Run, node_title
+from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.queries.names import node_title
 
 
 class Drawing:

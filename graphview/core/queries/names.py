@@ -1,6 +1,16 @@
-"""What a run's tensors and modules are called, and which autograd nodes sent NaN or Inf."""
+"""What a run's tensors, modules and autograd nodes are called, and which nodes sent NaN or Inf."""
 
 from __future__ import annotations
+
+#: the namespace of the names torch gives the nodes it makes in C++ (AccumulateGrad, CopySlices, GraphRoot)
+_CPP_NAMESPACE = "torch::autograd::"
+
+
+def node_title(name: str) -> str:
+    """An autograd node's name as graphview shows it (its box, the words of the timeline, the
+    inspector, the graph's data): ``CopySlices``, not ``torch::autograd::CopySlices`` (a box,
+    elided to its width, showed "torch::autograd::…Slices"). The run keeps torch's own name."""
+    return name[len(_CPP_NAMESPACE):] if name.startswith(_CPP_NAMESPACE) else name
 
 
 class NameQueries:

@@ -39,8 +39,7 @@ class Lifetimes:
         self.scene = scene
         self.ids: list[str] = []
         self._room = {name: np.zeros(1024, dtype=np.int64) for name in _COLUMNS}
-        self._index_of: dict[str, int] = {}  # node id -> its row: see _index
-        self._indexed = 0  # ids put in _index_of so far
+        self._index_of: dict[str, int] = {}  # node id -> its row: see _index (the first rows' ids)
         self._pending = np.zeros(0, dtype=np.int64)  # nodes that die with an autograd node not dead yet
         self._events = -1  # the run's length when the deaths were last looked at
 
@@ -140,10 +139,9 @@ class Lifetimes:
     def _index(self) -> dict[str, int]:
         """Node id -> its row, for every node taken in: made when first asked for, and brought up to
         date at each later ask (a big trace's open never asks: 10^5 entries it does not need)."""
-        ids, first = self.ids, self._indexed
+        ids, first = self.ids, len(self._index_of)  # (ids are unique: one entry each)
         if first < len(ids):
             self._index_of.update(zip(ids[first:], range(first, len(ids))))
-            self._indexed = len(ids)
         return self._index_of
 
     def cells(self, side: float) -> dict[tuple[int, int], list[str]]:

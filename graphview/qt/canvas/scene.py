@@ -232,8 +232,8 @@ class GraphScene(QGraphicsScene):
         # a big scene makes few items: it takes in more nodes a slice, but not without bound
         virtual = self.virtual
         limit = None if budget is None else (budget * 25 if virtual else budget)
-        nodes, tensor_nodes = self.drawing.nodes, self.drawing.run.tensor_nodes
-        placed, taken_in, of_op = self._placed, self._taken, self.at_cursor.tensors_of_op
+        nodes = self.drawing.nodes
+        placed, taken_in = self._placed, self._taken
         region_items, routes = self.region_items, self.edge_routes
         blocked = routes.blocked
         # a drawing taken in whole that will be big makes no items yet: once it is, the views say
@@ -260,9 +260,7 @@ class GraphScene(QGraphicsScene):
                 virtual = self.virtual
             if region_items.grid is not None and budget is not None:
                 region_items.index(node_id)
-            tnode = tensor_nodes.get(node_id)
-            if tnode is not None and tnode.grad_fn is not None:
-                of_op.setdefault(tnode.grad_fn, []).append(node_id)
+            self._note_outputs((node_id,))
             if not unmade and (not virtual or region_items.in_region(node_id)):
                 region_items.make_item(node_id, node.born <= self.cursor)
                 made += 1

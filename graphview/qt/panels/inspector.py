@@ -7,7 +7,8 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
 from graphview.core.events import SAMPLE_NOTE
-from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode, node_title
+from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
+from graphview.core.queries.names import node_title
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
 from graphview.qt.plain import esc
