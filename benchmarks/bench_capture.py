@@ -9,7 +9,8 @@ step; the floor, a step under a ``TorchFunctionMode`` and ``saved_tensors_hooks`
 with backward, the same and a pre-hook and a hook on every node of each backward call, which
 only log too (what any recorder that sees the engine's order and every node's gradients pays,
 as graphview does, before it builds, summarizes or writes anything); a step
-recorded by graphview; and with ``--profiler`` a step under ``torch.profiler.profile(
+recorded by graphview (of a model of its own, built alike, which only recorded steps train, as
+in a script graphview records); and with ``--profiler`` a step under ``torch.profiler.profile(
 record_shapes=True, profile_memory=True, with_stack=True)`` (its exit, which builds its results,
 included); with ``--unwritten`` a step recorded into nowhere (the recorder's own work, no batch
 and no pipe). Each ratio is formed per repetition (a recorded step over the plain step next to it)
@@ -294,12 +295,17 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
     emit.handover = pipe.handover  # as the runner's pipe: written where control goes back to the script
 
     step = make_step()
+    # a recorded step trains a model of its own (built alike: the same seed): in a script graphview
+    # records, only recorded steps change the parameters, so a step finds them as the last one left
+    # them; stepped by the plain step in between, every parameter would be new to the recorder at
+    # each step (a tensor event with its exact statistics and histogram, 514 of them on the MLP)
+    recorded_step = make_step()
     recorder = Recorder(emit, __file__)
     floor, floor_with_backward = Floor(), FloorWithBackward()
 
     def recorded():
         with recorder:
-            step()
+            recorded_step()
 
     def floored():
         with floor:
@@ -311,11 +317,11 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
 
     variants = {"plain": step, "floor": floored, "floor_backward": floored_with_backward, "recorded": recorded}
     if unwritten:  # the recorder's own work alone: its events go nowhere (no JSON, no pipe)
-        silent = Recorder(lambda event: None, __file__)
+        silent, silent_step = Recorder(lambda event: None, __file__), make_step()
 
         def unwritten_step():
             with silent:
-                step()
+                silent_step()
 
         variants["unwritten"] = unwritten_step
     times = _interleaved(variants, reps, before_timing=kinds.clear)
