@@ -67,27 +67,28 @@ def encode_batch(events: list) -> bytes:
 
 
 class BatchEncoder:
-    """:func:`encode_batch` for a writer of many small batches (one a torch call): its pickler and
-    buffer are made once, not per batch (a third of the encoding of a batch of ten events). The
-    bytes are those :func:`encode_batch` gives. Not for two threads at once: the writer holds its
-    lock around each batch."""
+    """:func:`encode_batch` for a writer of many small batches (one a torch call): its buffer is
+    made once, not per batch. Each batch gets a pickler of its own (1.2 us): a pickler kept and
+    cleared instead keeps its memo table as large as its largest batch made it (it never shrinks),
+    and clearing walks all of it: after one batch of a backward's thousands of events, each later
+    batch of twenty paid ~25 us for it (12 ms of a 256-layer MLP's step). The bytes are those
+    :func:`encode_batch` gives. Not for two threads at once: the writer holds its lock around
+    each batch."""
 
-    __slots__ = ("_buffer", "_pickler")
+    __slots__ = ("_buffer",)
 
     def __init__(self) -> None:
         self._buffer = io.BytesIO()
-        self._pickler = _PlainPickler(self._buffer, _PROTOCOL)
 
     def encode(self, events: list) -> bytes:
         buffer = self._buffer
-        try:
-            self._pickler.dump(events)
+        try:  # each batch a pickle of its own, and nothing of it kept (a long string of the script's)
+            _PlainPickler(buffer, _PROTOCOL).dump(events)
             data = buffer.getvalue()
         except _NotPlain:
             events = json.loads(json.dumps(events, separators=(",", ":"), default=str))
             data = pickle.dumps(events, _PROTOCOL)
-        finally:  # each batch a pickle of its own, and nothing of it kept (a long string of the script's)
-            self._pickler.clear_memo()
+        finally:
             buffer.seek(0)
             buffer.truncate()
         if len(data) <= PICKLE_CAP:
