@@ -44,6 +44,9 @@ class Commands(Protocol):
     search: QLineEdit
     sigStopRequested: SignalInstance
 
+    @property
+    def cursor(self) -> int: ...
+
     def open_dialog(self) -> None: ...
     def export_image(self) -> None: ...
     def export_data(self) -> None: ...
@@ -117,11 +120,15 @@ def _move(step: Callable) -> Callable[[Commands], None]:
     return lambda window: window.move(step)
 
 
-def _step_forward(window: Commands) -> None:
-    """Step (→): the next op, or from an empty canvas the first moment that draws something
+def _step(forward: bool) -> Callable[[Commands], None]:
+    """Step (→) or Step back (←): one stop, passing over the stops where the canvas draws nothing
     (:mod:`graphview.qt.canvas.first_drawn`)."""
-    scene = window.view.scene()
-    window.move(lambda run, cursor: first_drawn.step_forward(scene, run, cursor))
+    def press(window: Commands) -> None:
+        if window.run is None or not window.run.events:
+            return
+        first_drawn.step(window.view.scene(), window.run, max(0, window.cursor), forward,
+                         lambda index: window.move(lambda run, cursor: index))
+    return press
 
 
 #: what the status bar says when Fit shows the graph's width around the current node, not all of it
@@ -171,8 +178,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("export_web_page", "Web page to step through…", EXPORT, lambda w: w.export_web_page(),
                enabled_when=_has_run),
     ActionSpec("quit", "&Quit", FILE, lambda w: w.close(), (QKeySequence.Quit,), separator_before=True),
-    ActionSpec("back", "Step back", RUN, _move(timeline.step_back), ("Left",), "◀ Back", _has_run),
-    ActionSpec("step", "Step", RUN, _step_forward, ("Right",), "Step ▶", _has_run),
+    ActionSpec("back", "Step back", RUN, _step(False), ("Left",), "◀ Back", _has_run),
+    ActionSpec("step", "Step", RUN, _step(True), ("Right",), "Step ▶", _has_run),
     ActionSpec("over", "Step over module call", RUN, _move(timeline.step_over_module), ("Down",), "Over module",
                _has_run),
     ActionSpec("to_backward", "Run to next backward", RUN, _move(timeline.next_backward), ("B",), "To backward",

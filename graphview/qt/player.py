@@ -7,15 +7,15 @@ from typing import Callable
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QSlider
 
-from graphview.core import timeline
-from graphview.qt.canvas import GraphScene
+from graphview.qt.canvas import GraphScene, first_drawn
 from graphview.qt.formatting import short_value
 from graphview.qt.session import Session
 
 
 class Player(QObject):
-    """Steps the session's cursor forward on a timer, ``speed`` steps a second; ``scene`` shows
-    the pulses, ``keep_in_view`` scrolls the canvas to the cursor's node after each step.
+    """Steps the session's cursor forward on a timer, ``speed`` steps a second, as Step (→) does
+    (a run of stops where the canvas draws nothing goes by in one step); ``scene`` shows the
+    pulses, ``keep_in_view`` scrolls the canvas to the cursor's node after each step.
 
     Attributes
     ----------
@@ -65,7 +65,7 @@ class Player(QObject):
             self.timer.stop()
             return
         session.follow_live = False
-        self.step_to(timeline.step_forward(run, session.cursor))
+        first_drawn.step(self.scene, run, session.cursor, True, self.step_to)  # past what draws nothing
         self.keep_in_view()
 
     def step_to(self, index: int) -> None:

@@ -18,7 +18,8 @@ START_HINT = ("The start of the run (event 0).\nStep forward (→) to watch auto
 #: what it says once the cursor has left event 0 with nothing to draw yet (GPT-2's constructor: 60 ops)
 NOTHING_YET = ("Nothing to draw yet at event {index} / {last}: a tensor is drawn once an op uses it (what a "
                "model's constructor makes waits for the forward that uses it).\nStep forward (→) goes to the "
-               "first op that draws something; Next step (Shift+→) and To backward skip ahead.")
+               "first op that draws something, Step back (←) to the last that drew something or the start; Next "
+               "step (Shift+→) and To backward skip ahead.")
 
 
 def shown_message(message: str, cursor: int, events: int | None) -> str:

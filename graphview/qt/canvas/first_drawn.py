@@ -1,14 +1,18 @@
-"""Step forward past what draws nothing: a model's constructor runs ops (GPT-2's: about 60) whose
+"""Stepping past what draws nothing: a model's constructor runs ops (GPT-2's: about 60) whose
 tensors wait, inside the model's shut box, for the forward that uses them, so a newcomer pressed
-→ sixty times at an empty canvas and read it as a dead app. From a moment where the canvas draws
-nothing yet, Step goes to the first moment it draws something."""
+→ sixty times at an empty canvas and read it as a dead app; ← from the first op drawn walked back
+through them as long, and Play showed them one by one for seconds. Step (→), Step back (←) and
+Play pass over a run of stops where the canvas draws nothing at once: → and Play to the next stop
+that draws something, ← to the previous one, or the start."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 from graphview.core import timeline
 from graphview.core.run import Run
 
-#: the stops Step looks through for the first that draws something, at most (then one step, as ever)
+#: the stops looked through for one that draws something, at most (then one step, as ever)
 PROBED_STOPS = 2000
 
 
@@ -18,22 +22,57 @@ def draws_anything(scene) -> bool:
             or any(group.isVisible() for group in scene.groups.values()))
 
 
-def step_forward(scene, run: Run, cursor: int) -> int:
-    """Step (→) from ``cursor``: the next stop; where the canvas draws nothing at ``cursor``, the
-    first stop at which it draws something, before the run's first backward (the scene is moved
-    there to look; a live or a big run, where the scene knows only part of what is drawn, steps
-    as ever)."""
-    target = timeline.step_forward(run, cursor)
-    if scene.live or scene.virtual or scene.drawing is None or scene.cursor != cursor or draws_anything(scene):
-        return target
-    backward = timeline.next_backward(run, cursor)
-    probe = target
+def step(scene, run: Run, cursor: int, forward: bool, go: Callable[[int], None]) -> None:
+    """Step from ``cursor`` (where the scene is) one stop forward, or back, by ``go(index)``, passing
+    over the stops where the canvas draws nothing: from a moment that draws nothing, straight to the
+    nearest stop that way that draws something (back: or the start; forward: or the end); from one
+    that draws something, one stop, and on in the same way where that stop draws nothing. A live or
+    a big run, where the scene knows only part of what is drawn, steps one stop as ever."""
+    one = timeline.step_forward(run, cursor) if forward else timeline.step_back(run, cursor)
+    if _draws_nothing(scene, cursor):
+        found = _nearest_drawn(scene, run, cursor, forward)
+        go(one if found is None else found)
+        return
+    go(one)
+    if _draws_nothing(scene, one):  # the stop it led onto draws nothing: on past it
+        found = _nearest_drawn(scene, run, one, forward)
+        if found is not None:
+            go(found)
+
+
+def _draws_nothing(scene, cursor: int) -> bool:
+    """The scene is at ``cursor``, knows all that is drawn there (a finished run, not a big one) and
+    draws nothing."""
+    if scene.live or scene.virtual or scene.drawing is None or scene.cursor != cursor:
+        return False
+    return not draws_anything(scene)
+
+
+def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
+    """The nearest stop after ``cursor`` (``forward``), or before it, at which the canvas draws
+    something; the end (the start) where none does before it. Looked for through at most
+    :data:`PROBED_STOPS` stops, never across a backward call (forward, past the next one's start;
+    back, before the last one's end), the scene moved to each to look: None, with the scene back
+    at ``cursor``, where none is found."""
+    if forward:
+        one_stop, end, bound = timeline.step_forward, timeline.last(run), timeline.next_backward(run, cursor)
+    else:
+        one_stop, end, bound = timeline.step_back, 0, _last_backward_end(run, cursor)
+    probe = cursor
     for _ in range(PROBED_STOPS):
-        scene.set_cursor(probe)
-        if draws_anything(scene):
-            return probe
-        following = timeline.step_forward(run, probe)
-        if following <= probe or following > backward:
+        following = one_stop(run, probe)
+        if following == probe or (following > bound if forward else following < bound):
             break
         probe = following
-    return target
+        scene.set_cursor(probe)
+        if probe == end or draws_anything(scene):
+            return probe
+    if probe != cursor:
+        scene.set_cursor(cursor)
+    return None
+
+
+def _last_backward_end(run: Run, cursor: int) -> int:
+    """The event that ended the last backward call before ``cursor``; 0 where none did."""
+    found = run.events.find({"backward_end"}, cursor - 1, -1) if cursor > 0 else None
+    return found if found is not None else 0

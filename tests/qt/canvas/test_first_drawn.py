@@ -1,25 +1,46 @@
-"""Step (→) from an empty canvas goes to the first moment that draws something: a Hugging Face
-model's constructor ran about 60 ops whose tensors wait in its shut box, and a newcomer pressed →
-at an empty canvas that long. Where the canvas draws something, Step goes op by op as ever."""
+"""Step (→), Step back (←) and Play pass over a run of stops where the canvas draws nothing: a
+Hugging Face model's constructor ran about 60 ops whose tensors wait in its shut box, and a newcomer
+pressed → at an empty canvas that long, ← from the first op drawn walked back through them one by
+one, and Play showed them for seconds. Where the canvas draws something, each goes op by op as ever.
+What the canvas draws at each stop is found by moving the window there, stop by stop."""
 
 from __future__ import annotations
 
+import pytest
+
 from graphview.core import timeline
 from graphview.core.options import RunOptions
+from graphview.core.run import Run
 from graphview.qt.canvas.first_drawn import draws_anything
-from tests.conftest import model, zoo
+from tests.conftest import model, record_each, zoo
 
 
-def test_step_from_an_empty_canvas_goes_to_the_first_moment_that_draws_something(window, record):
-    run = record(zoo("gpt2_lm"), steps=1)
+@pytest.fixture(scope="module")
+def gpt2() -> Run:
+    """The test zoo's GPT-2 (a random config), one step: its constructor's ops draw nothing."""
+    return Run(record_each([zoo("gpt2_lm")], steps=1)[zoo("gpt2_lm")])
+
+
+def first_drawn_stop(window, run: Run) -> int:
+    """The first stop after event 0 at which the canvas draws something, found stop by stop."""
+    stop = timeline.step_forward(run, 0)
+    window.set_cursor(stop)
+    while not draws_anything(window.view.scene()):
+        stop = timeline.step_forward(run, stop)
+        window.set_cursor(stop)
+    return stop
+
+
+def test_step_from_an_empty_canvas_goes_to_the_first_moment_that_draws_something(window, gpt2):
+    run = gpt2
     window.begin_run(run.start["script"], RunOptions(), run)
+    landed = first_drawn_stop(window, run)
+    assert timeline.step_forward(run, 0) < landed < timeline.next_backward(run, 0)  # the constructor's ops
     window.set_cursor(0)
     scene = window.view.scene()
     assert not draws_anything(scene)
     window.actions["step"].trigger()
-    landed = window.cursor
-    assert landed > timeline.step_forward(run, 0)  # (more than one op: the constructor's went by)
-    assert landed < timeline.next_backward(run, 0) and draws_anything(scene)
+    assert window.cursor == landed and draws_anything(scene)
     window.set_cursor(timeline.step_back(run, landed))  # the stop before: nothing drawn yet
     assert not draws_anything(scene)
     # from there, the first that draws again; and op by op once something is drawn
@@ -29,9 +50,68 @@ def test_step_from_an_empty_canvas_goes_to_the_first_moment_that_draws_something
     assert window.cursor == timeline.step_forward(run, landed)
 
 
-def test_where_the_first_op_draws_step_goes_op_by_op(window, record):
+def test_step_back_past_what_draws_nothing_goes_to_the_start(window, gpt2):
+    run = gpt2
+    window.begin_run(run.start["script"], RunOptions(), run)
+    landed = first_drawn_stop(window, run)
+    after = timeline.step_forward(run, landed)
+    window.set_cursor(after)
+    window.actions["back"].trigger()  # where the stop before draws something: op by op
+    assert window.cursor == landed and draws_anything(window.view.scene())
+    window.actions["back"].trigger()  # before it, the constructor's ops draw nothing: the start at once
+    assert window.cursor == 0
+    middle = timeline.step_back(run, timeline.step_back(run, landed))
+    assert 0 < middle
+    window.set_cursor(middle)  # from inside those ops (a click in the timeline)
+    assert not draws_anything(window.view.scene())
+    window.actions["back"].trigger()
+    assert window.cursor == 0
+
+
+def test_play_passes_over_what_draws_nothing_then_goes_op_by_op(window, gpt2, qtbot):
+    run = gpt2
+    window.begin_run(run.start["script"], RunOptions(), run)
+    landed = first_drawn_stop(window, run)
+    window.set_cursor(0)
+    player = window.player
+    player.timer.timeout.connect(player.stop)  # one tick of Play, then pause
+    player.toggle()
+    qtbot.waitUntil(lambda: not player.playing, timeout=30000)
+    assert window.cursor == landed
+    player.toggle()
+    qtbot.waitUntil(lambda: not player.playing, timeout=30000)
+    assert window.cursor == timeline.step_forward(run, landed)
+
+
+def test_where_the_first_op_draws_step_and_step_back_go_op_by_op(window, record):
     run = record(model("mlp_optimizer"), steps=1)
     window.begin_run(run.start["script"], RunOptions(), run)
     window.set_cursor(0)
+    first = timeline.step_forward(run, 0)
     window.actions["step"].trigger()
-    assert window.cursor == timeline.step_forward(run, 0) and draws_anything(window.view.scene())
+    assert window.cursor == first and draws_anything(window.view.scene())
+    window.actions["step"].trigger()
+    window.actions["back"].trigger()
+    assert window.cursor == first
+    window.actions["back"].trigger()
+    assert window.cursor == 0
+
+
+def test_where_nothing_is_ever_drawn_step_goes_to_the_end_and_step_back_to_the_start(window, record, write_script):
+    """A script that only builds a model: its constructor's ops never draw anything, and → and ←
+    each go from one end of the run to the other in one press."""
+    run = record(write_script(
+        "import torch\n"
+        "class Positions(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        for _ in range(4):\n"
+        "            torch.zeros(8).add_(1).mul_(2)  # scratch a constructor throws away\n"
+        "        self.table = torch.nn.Embedding(8, 2)\n"
+        "model = Positions()\n"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert timeline.step_forward(run, timeline.step_forward(run, 0)) < timeline.last(run)  # several stops
+    window.actions["step"].trigger()
+    assert window.cursor == timeline.last(run) and not draws_anything(window.view.scene())
+    window.actions["back"].trigger()
+    assert window.cursor == 0
