@@ -65,7 +65,7 @@ def _add_run_options(p: argparse.ArgumentParser, steps: int = 1) -> None:
     g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
     g.add_argument("--steps", type=int, default=steps, help=f"step scripts: number of steps (default {steps}"
-                   + (", as the app runs a script: some pitfalls show only from step to step)" if steps > 1 else ")"))
+                   + (", as the app runs a script)" if steps == APP_STEPS else ")"))
     g.add_argument("--checkpoint", action="append", default=[], metavar="MODULE",
                    help="run this module's forward under torch.utils.checkpoint.checkpoint(..., use_reentrant=False): "
                         "its activations are recomputed in backward instead of saved (a path such as "
@@ -183,7 +183,7 @@ def _add_export(sub) -> None:
                           f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
                           "for one page gets a page per part)")
     _add_animation_options(exp)
-    _add_run_options(exp)
+    _add_run_options(exp, steps=APP_STEPS)  # what the user watched in the app
 
 
 def _add_animation_options(exp: argparse.ArgumentParser) -> None:

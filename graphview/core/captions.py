@@ -1,6 +1,6 @@
 """What an exported picture says under its title, and the file names graphview suggests.
 
-``caption(run, 120)`` is ``"transformer_block.py · step 1 · event 120 of 503: line 30: linear ..."``,
+``caption(run, 120)`` is ``"transformer_block.py · step 1 of 3 · event 120 of 1491: line 30: linear ..."``,
 ``file_stem(run, 120)`` is ``"transformer_block-step1-event120"``: both name the script, the
 training step and the event a picture shows, so a folder of exports reads like the timeline.
 """
@@ -36,12 +36,26 @@ def step_at(run: Run, index: int) -> int | None:
     return None
 
 
+def steps_planned(run: Run) -> int | None:
+    """How many steps a step script's run was given (``--steps``, the app's Run options); None for
+    any other run, or where the trace's count is no whole number at least as large as every step
+    number it holds."""
+    start = run.start or {}
+    options = start.get("options") if start.get("mode") == "step" else None
+    planned = options.get("steps") if isinstance(options, dict) else None
+    if type(planned) is not int or planned < 1 or any(step["step"] > planned for step in run.steps):
+        return None
+    return planned
+
+
 def caption(run: Run, index: int) -> str:
-    """Script · step · event and what happened there, and what backward holds then, in one line."""
+    """Script · step (of how many a step script was given) · event and what happened there, and
+    what backward holds then, in one line."""
     parts = [script_name(run) or "graphview run"]
     step = step_at(run, index)
     if step is not None:
-        parts.append(f"step {step}")
+        planned = steps_planned(run)
+        parts.append(f"step {step} of {planned}" if planned else f"step {step}")
     if 0 <= index < len(run.events):
         parts.append(f"event {index} of {len(run.events) - 1}: {describe(run, index)}")
         held = held_at(run, index)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field
 
-#: steps of a step script the app runs when it opens one (and ``graphview check`` by default: a
-#: graph kept from step to step, a gradient growing across optimizer steps show only after one)
+#: steps of a step script the app runs when it opens one, and ``graphview export`` and ``graphview
+#: check`` by default: an export shows the run the user watched, and a graph kept from step to step
+#: or a gradient growing across optimizer steps shows only after a first step
 APP_STEPS = 3
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
 AUTOCAST_DTYPES = ("bfloat16", "float16")  # torch.autocast's dtypes (float16 needs an accelerator)

@@ -58,6 +58,42 @@ def test_export_straight_from_a_script_with_options(tmp_path):
     assert out.read_text().startswith("digraph")
 
 
+def exported_caption(path) -> str:
+    import pypdf
+
+    return " ".join(pypdf.PdfReader(str(path)).pages[0].extract_text().split())
+
+
+def test_export_of_a_step_script_shows_the_run_the_app_runs(app, tmp_path):
+    """The app ran the transformer sample for three steps ("/ 1491" in its window) and ``graphview
+    export`` for one (its PDF said "event 229 of 511"). The export records the run the app records,
+    and its caption says which moment of it, and which step of how many, it shows."""
+    from graphview.core import timeline
+
+    assert app.open(model("mlp_optimizer"))
+    assert app.wait_idle(90)
+    watched = app.window.run
+    assert watched.status == "ok" and [s["step"] for s in watched.steps] == [1, 2, 3]
+    out = tmp_path / "mlp.pdf"
+    result = graphview("export", model("mlp_optimizer"), "-o", out)
+    assert result.returncode == 0, result.stderr
+    at = timeline.overview(watched)  # the last step's backward, its graph complete
+    assert watched.steps[-1]["start"] < at < watched.steps[-1]["end"]
+    assert f"mlp_optimizer.py · step 3 of 3 · event {at} of {len(watched.events) - 1}: " in exported_caption(out)
+
+
+def test_export_steps_n_records_n_steps(record, tmp_path):
+    from graphview.core import timeline
+
+    out = tmp_path / "mlp.pdf"
+    result = graphview("export", model("mlp_optimizer"), "-o", out, "--steps", "2")
+    assert result.returncode == 0, result.stderr
+    run = record(model("mlp_optimizer"), steps=2)
+    assert len(run.steps) == 2
+    at = timeline.overview(run)
+    assert f"mlp_optimizer.py · step 2 of 2 · event {at} of {len(run.events) - 1}: " in exported_caption(out)
+
+
 def test_step_script_loss_matches_a_plain_run(tmp_path):
     """Recorded losses of 3 steps equal what the script prints when run by python itself."""
     trace = tmp_path / "mlp.gvtrace"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphview.core.event_words import describe
 from graphview.core.held import held_at, human
-from graphview.core.captions import caption, file_stem, step_at
+from graphview.core.captions import caption, file_stem, step_at, steps_planned
 from graphview.core.run import Run
 from tests.conftest import lesson, model
 
@@ -19,11 +19,30 @@ def test_a_step_script_is_captioned_with_its_step_and_event(record):
     last = len(run.events) - 1
     held = held_at(run, index)
     assert held.activations > 0 and held.weights > 0
-    assert caption(run, index) == (f"mlp_optimizer.py · step 2 · event {index} of {last}: {describe(run, index)}"
+    assert caption(run, index) == (f"mlp_optimizer.py · step 2 of 3 · event {index} of {last}: {describe(run, index)}"
                                    f" · holds {human(held.total)} for backward: {human(held.activations)} of activations, "
                                    f"and {human(held.weights)} of weights and {human(held.inputs)} of inputs it holds anyway")
     assert file_stem(run, index) == f"mlp_optimizer-step2-event{index}"
     assert file_stem(run) == "mlp_optimizer"
+
+
+def test_a_step_says_of_how_many_only_where_the_run_says_so_plainly(record):
+    """"step 2 of 3" comes from the steps the run was given; a trace's count that is no whole number,
+    or less than a step it holds, is left out rather than shown."""
+    run = record(model("mlp_optimizer"), steps=2)
+    assert steps_planned(run) == 2
+    index = run.steps[1]["start"]
+    assert f" · step 2 of 2 · event {index} of " in caption(run, index)
+    options = run.start["options"]
+    for bad in (1, 0, -3, "2", 2.0, True, None):
+        run.start["options"] = dict(options, steps=bad)
+        assert steps_planned(run) is None, bad
+        assert f" · step 2 · event {index} of " in caption(run, index), bad
+    run.start["options"] = "steps"
+    assert steps_planned(run) is None
+    run.start["options"] = dict(options)
+    run.start["mode"] = "inprocess"  # graphview.record(): the loop is the program's, its length unknown
+    assert steps_planned(run) is None
 
 
 def test_a_plain_script_has_no_step(record):

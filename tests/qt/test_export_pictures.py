@@ -116,7 +116,7 @@ def test_pdf_holds_the_caption_and_the_legend(window, transformer, tmp_path):
     window.export_image(str(path))
     text = words(pypdf.PdfReader(str(path)).pages[0].extract_text())
     expected = caption(transformer, window.cursor)
-    assert expected.startswith("transformer_block.py · step 1 · event ")
+    assert expected.startswith("transformer_block.py · step 1 of 1 · event ")
     assert words(expected) in text
     for entry in LEGEND:
         assert entry.text in text, entry.text

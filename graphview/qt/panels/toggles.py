@@ -6,7 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from graphview.core.options import AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
+from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 from graphview.qt.plain import plain_label
 
 
@@ -42,7 +42,7 @@ class TogglesPanel(QWidget):
         self.device.addItem("script's choice", None)
         self.steps = QSpinBox()
         self.steps.setRange(1, 1000)
-        self.steps.setValue(3)
+        self.steps.setValue(APP_STEPS)
         self.detach = QComboBox()
         self.detach.setEditable(True)
         self.detach.addItem("")
