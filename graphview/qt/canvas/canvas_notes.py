@@ -22,9 +22,18 @@ NOTHING_YET = ("Nothing to draw yet at event {index} / {last}: a tensor is drawn
                "step (Shift+→) and To backward skip ahead.")
 
 
-def shown_message(message: str, cursor: int, events: int | None) -> str:
+#: and at the run's end (a script that only builds a model: → goes there in one press)
+NOTHING_AT_END = ("The end of the run (event {index}), with nothing to draw: a tensor is drawn once an op uses it "
+                  "(what a model's constructor makes waits for a forward that uses it).\nStep back (←) goes to "
+                  "the last op that drew something, or the start.")
+
+
+def shown_message(message: str, cursor: int, events: int | None, ended: bool = False) -> str:
     """The note on the empty canvas, ``message``, at event ``cursor`` of a run of ``events`` events
-    (None: no drawing yet): the start hint says where the cursor is once it moved on."""
+    (None: no drawing yet): the start hint says where the cursor is once it moved on, and that the
+    run is over where the cursor is at the event that ``ended`` it."""
+    if message == START_HINT and cursor > 0 and ended:
+        return NOTHING_AT_END.format(index=cursor)
     if message == START_HINT and cursor > 0:
         last = events - 1 if events is not None else cursor  # (as the timeline counts)
         return NOTHING_YET.format(index=cursor, last=last)

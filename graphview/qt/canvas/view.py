@@ -111,8 +111,11 @@ class GraphView(QGraphicsView):
     def shown_message(self) -> str:
         """The note on the empty canvas: the start hint says where the cursor is once it moved on."""
         drawing = self.scene().drawing
-        return canvas_notes.shown_message(self.message, self.cursor_index,
-                                          len(drawing.run.events) if drawing is not None else None)
+        if drawing is None:
+            return canvas_notes.shown_message(self.message, self.cursor_index, None)
+        events, cursor = drawing.run.events, self.cursor_index
+        ended = 0 <= cursor == len(events) - 1 and events.kind(cursor) == "run_end"
+        return canvas_notes.shown_message(self.message, cursor, len(events), ended)
 
     def halo_rect(self) -> QRectF | None:
         """Where the halo that marks the cursor's node is drawn (:meth:`Halo.rect`)."""

@@ -7,7 +7,7 @@ import pytest
 
 from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
-from graphview.qt.canvas.canvas_notes import NOTHING_YET, START_HINT, shown_message
+from graphview.qt.canvas.canvas_notes import NOTHING_AT_END, NOTHING_YET, START_HINT, shown_message
 from tests.conftest import SAMPLES, model
 from tests.qt.canvas.conftest import show_at, shown_canvas
 
@@ -17,6 +17,8 @@ def test_the_start_hint_says_where_the_cursor_is_once_it_has_moved_on():
     assert shown_message(START_HINT, 60, 120) == NOTHING_YET.format(index=60, last=119)
     assert "event 60 / 119" in shown_message(START_HINT, 60, 120)
     assert shown_message(START_HINT, 5, None) == NOTHING_YET.format(index=5, last=5)  # (no drawing yet)
+    assert shown_message(START_HINT, 119, 120, ended=True) == NOTHING_AT_END.format(index=119)
+    assert shown_message(START_HINT, 119, 120) == NOTHING_YET.format(index=119, last=119)  # (a live run's newest)
     failed = "The script failed before its first op."
     assert shown_message(failed, 60, 120) == failed  # any other message stays as it is
 

@@ -113,5 +113,7 @@ def test_where_nothing_is_ever_drawn_step_goes_to_the_end_and_step_back_to_the_s
     assert timeline.step_forward(run, timeline.step_forward(run, 0)) < timeline.last(run)  # several stops
     window.actions["step"].trigger()
     assert window.cursor == timeline.last(run) and not draws_anything(window.view.scene())
+    said = window.view.shown_message()  # (not "→ goes to the first op that draws something")
+    assert said.startswith(f"The end of the run (event {window.cursor}), with nothing to draw") and "←" in said
     window.actions["back"].trigger()
     assert window.cursor == 0
