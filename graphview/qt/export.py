@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from contextlib import contextmanager
+from functools import cached_property
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRectF, QSize, QSizeF
 from PySide6.QtGui import QFont, QGuiApplication, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
@@ -135,6 +136,7 @@ class PaperPages:
         self.landscape, self.scale = self._one_page(whole)
         if self.scale >= MIN_SCALE:
             self.pages = [whole]
+            self.count = 1
             return
         # too tall for one page: cut in parts, as wide as the paper, the way up that needs the fewest pages
         # the first page has the whole caption; the others name the script and the part, and the
@@ -164,9 +166,15 @@ class PaperPages:
             scale, cuts = self._cuts(gaps, source, (first, later), landscape, self._fit_width(whole, landscape))
             choices.append((landscape, scale, cuts))
         self.landscape, self.scale, cuts = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
-        count = len(cuts) - 1
-        self.pages = [page(k, count, top, bottom, _inside(boxes, top))
-                      for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
+        self.count = len(cuts) - 1
+        self._parts = (page, cuts, boxes)
+
+    @cached_property
+    def pages(self) -> list[ExportPage]:
+        """Each page's picture, made when first asked for (the count needs only where the cuts are)."""
+        page, cuts, boxes = self._parts
+        return [page(k, self.count, top, bottom, _inside(boxes, top))
+                for k, (top, bottom) in enumerate(zip(cuts, cuts[1:]))]
 
     def _cuts(self, gaps: list[float], source: QRectF, around: tuple[float, float], landscape: bool,
               widest: float) -> tuple[float, list[float]]:
@@ -307,16 +315,30 @@ def render_scene(scene: GraphScene, path: str, scale: float = 1.0, caption: str 
     if not scale > 0:
         raise ExportError(f"the scale must be greater than 0, not {scale}")
     check_writable(path)
-    scene.boxes.settle()  # a box opening or shutting glides: the picture shows every node at its place
+    with _whole(scene), canvas_colors(scene, style.LIGHT if theme == "light" else None) as colors:
+        return _render(scene, path, suffix, scale, caption, legend, colors)
+
+
+@contextmanager
+def _whole(scene: GraphScene):
+    """Every item of ``scene`` at its place for the duration of an export: a box opening or
+    shutting glides (the picture shows every node where it ends), and a big scene makes items
+    near its view only (the picture has them all)."""
+    scene.boxes.settle()
     region = scene.region
     if region is not None:
-        scene.set_region(None)  # a big scene makes items near its view only: the picture has them all
+        scene.set_region(None)
     try:
-        with canvas_colors(scene, style.LIGHT if theme == "light" else None) as colors:
-            return _render(scene, path, suffix, scale, caption, legend, colors)
+        yield
     finally:
         if region is not None:
             scene.set_region(region)
+
+
+def pdf_page_count(scene: GraphScene, caption: str = "", legend: bool = True) -> int:
+    """The pages a PDF of ``scene`` as it is drawn now has (:class:`PaperPages`), without writing it."""
+    with _whole(scene), _without_ligatures():
+        return PaperPages(scene, content_rect(scene), caption, legend, style.colors()).count
 
 
 @contextmanager
@@ -381,32 +403,51 @@ def render_run(run: Run, path: str, at: int | None = None, scale: float = 1.0, c
     boxes open down to that level, deeper ones shut; :data:`ALL_OPEN`: every box open; None: open
     down to the deepest level at which the graph fits two paper pages readably
     (:func:`~graphview.core.export.default_fits`). A PDF too tall for one page gets a page per part.
-    ``notes`` gets what a user should know of the picture (which boxes were shut to fit, the pages
-    of a PDF). Returns what :func:`render_scene` returns."""
+    ``notes`` gets what a user should know of the picture (:func:`_picture_notes`). Returns what
+    :func:`render_scene` returns."""
     scene = GraphScene()
     scene.set_run(run)
     index = timeline.overview(run) if at is None else at
     if not 0 <= index < len(run.events):
         raise ExportError(f"--at {at} is outside the run (it has events 0 to {len(run.events) - 1})")
     scene.set_cursor(index)
+    shut = None
     if depth is None:
         level, rows = scene.boxes.shut_to_fit(default_fits)
-        if level is not None and notes is not None:
-            layout = scene.boxes.layout
-            shut = layout.size() if layout is not None else (rows, 1)
-            fits = (f"so the graph fits {DEFAULT_PAGES} {PAPER_NAME} pages at most" if default_fits(*shut) else
-                    f"the fewest rows it can take ({shut[0]}: even with every module shut it does not fit "
-                    f"{DEFAULT_PAGES} {PAPER_NAME} pages)")
-            notes.append(f"drawn as --depth {level}: modules at level {level} and deeper are shut, one box each, "
-                         f"{fits} (every box open: {rows} rows, {rows * LAYER_HEIGHT:,.0f} pt tall); "
-                         "--depth all opens every box")
+        shut = (level, rows) if level is not None else None
     elif depth != ALL_OPEN:
         scene.boxes.show_down_to(depth)
-    used = render_scene(scene, path, scale, caption_of(run, index) if caption else "", legend, theme)
-    if path.lower().endswith(".pdf") and notes is not None and used and used > 1:
-        notes.append(f"the graph does not fit one {PAPER_NAME} page readably: the PDF has {used} pages, "
-                     "a part of the graph each")
+    text = caption_of(run, index) if caption else ""
+    used = render_scene(scene, path, scale, text, legend, theme)
+    if notes is not None:
+        pages = used if path.lower().endswith(".pdf") else None
+        notes.extend(_picture_notes(scene, shut, pages, text, legend))
     return used
+
+
+def _picture_notes(scene: GraphScene, shut: tuple[int, int] | None, pages: int | None, caption: str,
+                   legend: bool) -> list[str]:
+    """What a user should know of a picture just written from ``scene``: the level its module boxes
+    were shut at and why (``shut``: that level and the rows the graph takes with every box open;
+    None where none was shut to fit), and of a PDF the pages it has (``pages``, None for PNG and
+    SVG) and, where boxes were shut, the pages it would have with every box open. Leaves every box
+    of ``scene`` open when it counts those."""
+    written = "" if not pages else (f"the PDF has {pages} page" if pages == 1 else
+                                    f"the PDF has {pages} pages, a part of the graph each")
+    if shut is None:
+        return [f"the graph does not fit one {PAPER_NAME} page readably: {written}"] if pages and pages > 1 else []
+    level, rows = shut
+    layout = scene.boxes.layout
+    size = layout.size() if layout is not None else (rows, 1)
+    why = (f"to keep the graph within {DEFAULT_PAGES} {PAPER_NAME} pages" if default_fits(*size) else
+           f"the fewest rows it can take ({size[0]}: even with every module shut it does not fit "
+           f"{DEFAULT_PAGES} {PAPER_NAME} pages)")
+    opened = f"every box open: {rows} rows, {rows * LAYER_HEIGHT:,.0f} pt tall"
+    if pages:
+        scene.boxes.set_all(set())
+        opened += f", on {pdf_page_count(scene, caption, legend)} pages"
+    return [f"drawn as --depth {level}: modules at level {level} and deeper are shut, one box each, {why}"
+            + (f"; {written}" if written else "") + f" ({opened}); --depth all opens every box"]
 
 
 def save_png(pixmap, path: str) -> None:

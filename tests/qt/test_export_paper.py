@@ -64,13 +64,29 @@ def test_the_transformer_sample_prints_on_one_a4_page_by_default(qapp, transform
     pages = render_run(transformer, str(pdf), notes=notes)
     reader = pypdf.PdfReader(str(pdf))
     assert pages == len(reader.pages) == 1 and a4(reader.pages[0])
-    assert any("fits 2 A4 pages at most" in note for note in notes)
-    render_run(transformer, str(png), scale=2.0)
+    # the note says what was written (it said "so the graph fits 2 A4 pages at most" over a
+    # one-page PDF), and the pages the PDF would have with every box open, as --depth all writes it
+    opened = len(pypdf.PdfReader(str(render_all(transformer, tmp_path))).pages)
+    assert opened > 2
+    assert notes == [f"drawn as --depth 0: modules at level 0 and deeper are shut, one box each, to keep the graph "
+                     f"within 2 A4 pages; the PDF has 1 page (every box open: 66 rows, 6,336 pt tall, on {opened} "
+                     "pages); --depth all opens every box"]
+    picture: list[str] = []  # a PNG has no pages to speak of
+    render_run(transformer, str(png), scale=2.0, notes=picture)
+    assert picture == ["drawn as --depth 0: modules at level 0 and deeper are shut, one box each, to keep the graph "
+                       "within 2 A4 pages (every box open: 66 rows, 6,336 pt tall); --depth all opens every box"]
     image = QImage(str(png))
     assert image.height() <= 2 * (PAPER[1] / MIN_SCALE) and image.width() <= 2 * (PAPER[1] / MIN_SCALE)
     if shutil.which("pdfinfo"):  # poppler reads it as a printer would
         info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
         assert "Pages:           1" in info and "(A4)" in info
+
+
+def render_all(run, folder):
+    """The PDF of ``run`` with every module box open (``--depth all``)."""
+    path = folder / "every_box_open.pdf"
+    render_run(run, str(path), depth="all")
+    return path
 
 
 def test_a_graph_too_tall_for_a_page_gets_a_page_per_part(qapp, transformer, tmp_path):

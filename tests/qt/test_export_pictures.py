@@ -218,6 +218,10 @@ def test_a_real_models_picture_is_drawn_shut_to_fit_and_says_so(qapp, record, tm
     opened = pdf("all", everything)
     assert not any(n.startswith("drawn as") for n in everything)
     assert len(opened) > len(fitted)
+    # the pages written, and those every box open takes, as read back from both PDFs
+    page_s = "page" if len(fitted) == 1 else "pages, a part of the graph each"
+    assert f"; the PDF has {len(fitted)} {page_s} (every box open: " in note
+    assert f" pt tall, on {len(opened)} pages); " in note and len(notes) == 1
     for page in list(fitted) + list(opened):  # A4, either way up
         assert sorted((round(float(page.mediabox.width)), round(float(page.mediabox.height)))) == [595, 842]
     same: list[str] = []
@@ -246,9 +250,14 @@ def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path
         "h.sum().backward()\n"))
     notes: list[str] = []
     pages = render_run(run, str(tmp_path / "tall.pdf"), notes=notes)
-    note = notes[0]
-    assert note.startswith("drawn as --depth 0") and "does not fit 2 A4 pages" in note and "so the graph fits" not in note
-    assert pages > 1 and f"the PDF has {pages} pages" in notes[1]
+    assert pages == len(pypdf.PdfReader(str(tmp_path / "tall.pdf")).pages) > 1
+    render_run(run, str(tmp_path / "open.pdf"), depth="all")
+    opened = len(pypdf.PdfReader(str(tmp_path / "open.pdf")).pages)
+    assert opened > pages
+    [note] = notes
+    assert note.startswith("drawn as --depth 0") and "does not fit 2 A4 pages" in note and "to keep the graph" not in note
+    assert f"; the PDF has {pages} pages, a part of the graph each (every box open: " in note
+    assert f" pt tall, on {opened} pages); --depth all opens every box" in note
 
 
 @pytest.mark.parametrize("sample, level", [("mlp_optimizer", "as shown"), ("transformer_block", None),
