@@ -12,7 +12,7 @@ from typing import Callable
 from graphview.core import timeline
 from graphview.core.run import Run
 
-#: the stops looked through for one that draws something, at most (then one step, as ever)
+#: the stops looked through for one that draws something, at most (a press then lands on the last of them)
 PROBED_STOPS = 2000
 
 
@@ -25,16 +25,17 @@ def draws_anything(scene) -> bool:
 def step(scene, run: Run, cursor: int, forward: bool, go: Callable[[int], None]) -> None:
     """Step from ``cursor`` (where the scene is) one stop forward, or back, by ``go(index)``, passing
     over the stops where the canvas draws nothing: from a moment that draws nothing, straight to the
-    nearest stop that way that draws something (back: or the start; forward: or the end); from one
-    that draws something, one stop, and on in the same way where that stop draws nothing. A live or
-    a big run, where the scene knows only part of what is drawn, steps one stop as ever."""
+    nearest stop that way that draws something or where the script failed (back: or the start;
+    forward: or the end); from one that draws something, one stop, and on in the same way where that
+    stop draws nothing. A live or a big run, where the scene knows only part of what is drawn, steps
+    one stop as ever."""
     one = timeline.step_forward(run, cursor) if forward else timeline.step_back(run, cursor)
     if _draws_nothing(scene, cursor):
         found = _nearest_drawn(scene, run, cursor, forward)
         go(one if found is None else found)
         return
     go(one)
-    if _draws_nothing(scene, one):  # the stop it led onto draws nothing: on past it
+    if _draws_nothing(scene, one) and not _is_error(run, one):  # the stop it led onto draws nothing: on past it
         found = _nearest_drawn(scene, run, one, forward)
         if found is not None:
             go(found)
@@ -50,10 +51,11 @@ def _draws_nothing(scene, cursor: int) -> bool:
 
 def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
     """The nearest stop after ``cursor`` (``forward``), or before it, at which the canvas draws
-    something; the end (the start) where none does before it. Looked for through at most
-    :data:`PROBED_STOPS` stops, never across a backward call (forward, past the next one's start;
-    back, before the last one's end), the scene moved to each to look: None, with the scene back
-    at ``cursor``, where none is found."""
+    something or the script failed; the end (the start) where none does before it. Looked for
+    through at most :data:`PROBED_STOPS` stops (the last of them, where none of them draws
+    anything: each press gets that far on), never across a backward call (forward, past the next
+    one's start; back, before the last one's end), the scene moved to each to look: None, with the
+    scene back at ``cursor``, where a backward call comes first."""
     if forward:
         one_stop, end, bound = timeline.step_forward, timeline.last(run), timeline.next_backward(run, cursor)
     else:
@@ -65,11 +67,18 @@ def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
             break
         probe = following
         scene.set_cursor(probe)
-        if probe == end or draws_anything(scene):
+        if probe == end or draws_anything(scene) or _is_error(run, probe):
             return probe
+    else:  # as far as it looks, nothing drawn: there (the next press looks on from it, not from one stop on)
+        return probe
     if probe != cursor:
         scene.set_cursor(cursor)
     return None
+
+
+def _is_error(run: Run, index: int) -> bool:
+    """Whether the script failed at event ``index``: a stop worth landing on, drawn or not."""
+    return run.events.kind(index) == "error"
 
 
 def _last_backward_end(run: Run, cursor: int) -> int:

@@ -117,3 +117,61 @@ def test_where_nothing_is_ever_drawn_step_goes_to_the_end_and_step_back_to_the_s
     assert said.startswith(f"The end of the run (event {window.cursor}), with nothing to draw") and "←" in said
     window.actions["back"].trigger()
     assert window.cursor == 0
+
+
+#: a constructor that fails (a 4x4 weight given a 3x3 copy) after ops that draw nothing
+FAILING_CONSTRUCTOR = (
+    "import torch\n"
+    "class Net(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        for _ in range(3):\n"
+    "            torch.zeros(4).add_(1)  # scratch\n"
+    "        self.a = torch.nn.Linear(4, 4)\n"
+    "        self.a.weight.data.copy_(torch.ones(3, 3))\n"
+    "model = Net()\n")
+
+
+def test_step_and_step_back_land_where_the_script_failed_though_nothing_is_drawn(window, record, write_script):
+    """The error of a constructor that fails is a stop to land on, drawn or not (→ went from the
+    start to the run's end past it, and ← back to the start)."""
+    run = record(write_script(FAILING_CONSTRUCTOR))
+    failed = run.events.indices({"error"})[0]
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(0)
+    window.actions["step"].trigger()
+    assert window.cursor == failed and not draws_anything(window.view.scene())
+    window.set_cursor(timeline.last(run))
+    window.actions["back"].trigger()
+    assert window.cursor == failed
+
+
+def test_a_press_gets_as_far_as_it_looked_through_what_draws_nothing(window, record, write_script, monkeypatch):
+    """Past more stops that draw nothing than a press looks through, each press lands on the last
+    it looked at (it went one stop on, after looking through all of them, at every press)."""
+    from graphview.qt.canvas import first_drawn
+
+    monkeypatch.setattr(first_drawn, "PROBED_STOPS", 10)
+    run = record(write_script(
+        "import torch\n"
+        "class Big(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        for _ in range(12):\n"
+        "            torch.zeros(4).add_(1).mul_(2)  # scratch\n"
+        "        self.lin = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x)\n"
+        "model = Big()\n"
+        "model(torch.randn(3, 4)).sum().backward()\n"))
+    stops = [0]
+    while len(stops) < 25:
+        stops.append(timeline.step_forward(run, stops[-1]))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(0)
+    window.actions["step"].trigger()
+    assert window.cursor == stops[10] and not draws_anything(window.view.scene())
+    window.actions["step"].trigger()
+    assert window.cursor == stops[20]
+    window.actions["back"].trigger()
+    assert window.cursor == stops[10]
