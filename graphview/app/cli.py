@@ -172,7 +172,7 @@ def _add_export(sub) -> None:
                      help=f"PNG: pixels per scene unit, greater than 0 (default {DEFAULT_SCALE:g}; "
                           "lowered if the image would be too large)")
     exp.add_argument("--at", type=int, default=None, metavar="EVENT",
-                     help="the graph as it was after this event index (default: every graph of the run)")
+                     help="the graph as it was after this event index (default: data formats hold every graph of the run, a step script's steps each; pictures the last graph complete)")
     exp.add_argument("--no-legend", dest="legend", action="store_false",
                      help="PNG, SVG, PDF: leave out the legend of node and edge kinds below the graph")
     exp.add_argument("--no-caption", dest="caption", action="store_false",
