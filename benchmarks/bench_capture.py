@@ -49,8 +49,11 @@ from graphview.capture.runner import EventPipe, import_the_compiler_if_used  # n
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the event the bench sends (through the same pipe) where the timed steps begin
+_TIMED = "bench_timed_steps_begin"
 #: the parent's side of the pipe: reads batches as runner_client does, checks and writes them as
-#: `graphview record` does, and prints the records and bytes of the trace it wrote
+#: `graphview record` does, and prints the records and bytes of the trace it wrote for the timed
+#: steps (those before are written too, uncounted: the events after them refer to theirs)
 _PARENT = f"""
 import os, sys, tempfile, time
 from graphview.core.channel import BatchReader
@@ -59,15 +62,20 @@ from graphview.core.trace import TraceWriter
 reader, checker = BatchReader(), EventChecker()
 folder = tempfile.mkdtemp()
 writer = TraceWriter(os.path.join(folder, "bench.gvtrace"))
+before = (0, 0)
 while chunk := os.read(0, 1 << 16):
     for batch in reader.feed(chunk):
         for event in batch:
+            if event.get("ev") == "{_TIMED}":
+                writer.flush()
+                before = (writer.records, os.fstat(writer.fileno()).st_size)
+                continue
             checker.check(event)
             writer.write(event)
     writer.tick()
     len(chunk) < {_FULL_READ} and time.sleep({READ_PACE_S})
 writer.close()
-print(writer.records, os.path.getsize(writer.path))
+print(writer.records - before[0], os.path.getsize(writer.path) - before[1])
 os.remove(writer.path)
 os.rmdir(folder)
 """
@@ -293,6 +301,13 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
         pipe(event)
 
     emit.handover = pipe.handover  # as the runner's pipe: written where control goes back to the script
+    batches_before = [0]
+
+    def timing_starts() -> None:  # after the warm-up steps (the first recorded one introduces every
+        kinds.clear()             # parameter and module, a one-off the figures of a step leave out)
+        pipe({"ev": _TIMED})
+        pipe.handover()
+        batches_before[0] = pipe.counts[1]
 
     step = make_step()
     # a recorded step trains a model of its own (built alike: the same seed): in a script graphview
@@ -324,7 +339,7 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
                 silent_step()
 
         variants["unwritten"] = unwritten_step
-    times = _interleaved(variants, reps, before_timing=kinds.clear)
+    times = _interleaved(variants, reps, before_timing=timing_starts)
     ratio = {key: _median_ratio(times[key], times["plain"]) for key in variants}
     if profiler:
         # a pass of its own, after the others: once torch.profiler has run, a TorchFunctionMode
@@ -332,11 +347,11 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
         profiled = _interleaved({"plain": step, "profiler": _profiled(step)}, reps)
         ratio["profiler"] = _median_ratio(profiled["profiler"], profiled["plain"])
     pipe.close()
-    batches = pipe.counts[1]
+    batches = pipe.counts[1] - batches_before[0]
     sink.stdin.close()
     records, total_bytes = map(int, (sink.stdout.read() or b"0 0").split())
     sink.wait()
-    recorded_steps = reps + 2
+    recorded_steps = reps
     events = sum(kinds.values()) / reps
     return {"model": name, "plain_ms": statistics.median(times["plain"]) * 1e3,
             "recorded_ms": statistics.median(times["recorded"]) * 1e3,
