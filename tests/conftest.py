@@ -45,6 +45,17 @@ def tiny_gpt2(layers: int = 2) -> str:
             "    return model(input_ids=ids, labels=ids).loss\n")
 
 
+#: a script that only builds a model: its constructor's ops (several stops) never draw anything
+ONLY_BUILDS_A_MODEL = ("import torch\n"
+                       "class Positions(torch.nn.Module):\n"
+                       "    def __init__(self):\n"
+                       "        super().__init__()\n"
+                       "        for _ in range(4):\n"
+                       "            torch.zeros(8).add_(1).mul_(2)  # scratch a constructor throws away\n"
+                       "        self.table = torch.nn.Embedding(8, 2)\n"
+                       "model = Positions()\n")
+
+
 def record_each(scripts, steps: int = 2) -> dict[str, list[dict]]:
     """Each script's events, recorded in-process (what a runner sends); each run must end ok."""
     from graphview.capture.script import run_script

@@ -407,8 +407,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if suffix in ANIMATION_SUFFIXES:
         fmt = _export_animation(run, args)
     elif suffix in WEB_SUFFIXES:
+        from graphview.app.gui import qt_app
         from graphview.qt.web_page import write_web_page
 
+        qt_app()  # the window's canvas, offscreen, says where the page's Step and Back go
         moments = write_web_page(run, args.output)
         fmt = f"a web page that steps through {moments} moments"
     elif suffix in IMAGE_SUFFIXES:

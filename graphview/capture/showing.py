@@ -40,11 +40,13 @@ def export_svg(trace: str, timeout: float = 120) -> str:
 
 
 def export_web_page(trace: str, timeout: float = 120) -> str:
-    """The web page player of the trace (``graphview export TRACE -o run.html``), as text."""
+    """The web page player of the trace (``graphview export TRACE -o run.html``), as text (the
+    window's canvas, offscreen, says where its Step and Back go)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     with tempfile.TemporaryDirectory(prefix="graphview-") as folder:
         out = os.path.join(folder, "run.html")
         done = subprocess.run(_cli("export", trace, "-o", out), capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              env=env, stdin=subprocess.DEVNULL)
         if not os.path.exists(out):
             reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             raise RuntimeError(f"graphview could not write the page of {trace}: {visible(reason)}")

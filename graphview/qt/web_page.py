@@ -6,7 +6,9 @@ Nothing is fetched (no network, no CDN) and nothing from the trace is ever marku
 the run holds goes into one JSON block (with ``<``, ``>`` and ``&`` escaped as ``\\u003c`` ...) and
 reaches the page through ``textContent`` alone. The page holds the graph once and, for each node,
 the few moments its look changes (born, running, freed, destroyed, a new ``.grad``), so a run's
-states stream compactly: the player works them out for the moment shown.
+states stream compactly: the player works them out for the moment shown. Step and Back pass over
+the moments where the window draws nothing, as its → and ← do: the page holds where they go from
+each moment where that is not the next or the previous one (:mod:`graphview.qt.web_page_stops`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from graphview.core.files import write_file
 from graphview.core.held import busiest_device, held_at, held_by_nodes
 from graphview.core.run import Run
 from graphview.qt.formatting import human_bytes, short_value
+from graphview.qt.web_page_stops import moment_skips
 
 #: moments (the events Step forward stops at) a page holds at most; more are sampled evenly
 MAX_MOMENTS = 5000
@@ -33,7 +36,8 @@ WEB_SUFFIXES = (".html", ".htm")
 
 
 def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
-    """Everything the player shows, as plain data (see the module's docstring)."""
+    """Everything the player shows, as plain data (see the module's docstring). Needs a
+    QApplication (the window's canvas says where Step and Back go)."""
     if not run.events:
         raise ExportError("the run has no events: nothing to show")
     drawing = Drawing(run)
@@ -66,6 +70,7 @@ def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
         "nodes": nodes,
         "edges": edges,
         "moments": [_moment(run, index, number) for index in moments],
+        "skips": moment_skips(run, moments, nodes),
         "memory": _memory(run),
     }
 

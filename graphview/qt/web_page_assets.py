@@ -1,7 +1,8 @@
 """The web page's template: its markup, style and player script (see :mod:`graphview.qt.web_page`).
 
 The run's data replaces ``/*DATA*/`` inside a ``<script type="application/json">`` block; the
-script reads it with ``JSON.parse`` and puts every string on the page with ``textContent``. The
+script reads it with ``JSON.parse`` and puts every string on the page with ``textContent``. Step
+and Back look up where they go in the data's ``skips`` (:mod:`graphview.qt.web_page_stops`). The
 Content-Security-Policy forbids anything from outside the file.
 """
 
@@ -78,7 +79,8 @@ PAGE = r"""<!DOCTYPE html>
     <svg id="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 130"></svg>
     <p id="chart-note" class="keys"></p>
     <h2>Keys</h2>
-    <p class="keys"><kbd>→</kbd> step · <kbd>←</kbd> back · <kbd>b</kbd> to the next backward ·
+    <p class="keys"><kbd>→</kbd> step · <kbd>←</kbd> back (moments the window draws nothing at, such as a
+      model's constructor, go by in one press) · <kbd>b</kbd> to the next backward ·
       <kbd>n</kbd> next backward node · <kbd>e</kbd> end of the step · <kbd>Home</kbd> / <kbd>End</kbd>.
       Hover a node for its details.</p>
     <h2>Legend</h2>
@@ -263,9 +265,13 @@ function next(kinds) {
   for (let k = current + 1; k < D.moments.length; k++) if (kinds.includes(D.moments[k].kind)) return k;
   return D.moments.length - 1;
 }
+// Step and Back pass over the moments the window draws nothing at (a model's constructor) in one
+// press, as its → and ← do: where they go from such a moment, if not the next or previous one
+const SKIPS = {step: new Map(D.skips.step), back: new Map(D.skips.back)};
+function passing(name, way) { return SKIPS[name].has(current) ? SKIPS[name].get(current) : current + way; }
 const ACTIONS = {
   first: () => show(0), last: () => show(D.moments.length - 1),
-  back: () => show(current - 1), step: () => show(current + 1),
+  back: () => show(passing("back", -1)), step: () => show(passing("step", 1)),
   "to-backward": () => show(next(["backward_start"])),
   "backward-node": () => show(next(["bw_node"])),
   "end-of-step": () => show(next(["backward_end", "optimizer_step", "run_end"])),

@@ -14,9 +14,14 @@ import urllib.request
 
 import pytest
 
-from graphview.qt.web_page import page_data, page_html, write_web_page
+from graphview.core import timeline
 from graphview.core.export import ExportError
-from tests.conftest import LESSONS, lesson
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from graphview.qt.web_page import page_data, page_html, write_web_page
+from tests.conftest import LESSONS, ONLY_BUILDS_A_MODEL, lesson, model, record_each, zoo
+
+pytestmark = pytest.mark.usefixtures("qapp")  # the window's canvas says where Step and Back go
 
 
 def _data(html: str) -> dict:
@@ -68,6 +73,102 @@ def test_every_lesson_exports_as_a_page_under_a_megabyte(record, tmp_path, name)
     path = tmp_path / "x.html"
     assert write_web_page(record(lesson(name)), str(path)) >= 1
     assert path.stat().st_size < 1 << 20
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Run:
+    """The test zoo's GPT-2 (a random config), one step: the window draws nothing for its
+    constructor's ops (their tensors wait in the model's shut box), the page draws them flat."""
+    return Run(record_each([zoo("gpt2_lm")], steps=1)[zoo("gpt2_lm")])
+
+
+def page_goes(data: dict, k: int, name: str) -> int:
+    """The event the page's Step (``"step"``) or Back (``"back"``) shows from moment ``k``."""
+    way = 1 if name == "step" else -1
+    to = {start: end for start, end in data["skips"][name]}.get(k, min(max(k + way, 0), len(data["moments"]) - 1))
+    return data["moments"][to]["at"]
+
+
+def window_goes(window, at: int, name: str) -> int:
+    """The event the window's → (``"step"``) or ← (``"back"``) goes to from event ``at``."""
+    window.set_cursor(at)
+    window.actions[name].trigger()
+    return window.cursor
+
+
+def test_step_and_back_pass_over_what_the_window_draws_nothing_at_as_the_window_does(window, gpt2):
+    run = gpt2
+    data = page_data(run)
+    at = [m["at"] for m in data["moments"]]
+    window.begin_run(run.start["script"], RunOptions(), run)
+    landed = window_goes(window, 0, "step")  # the first op drawn, past the constructor's ops
+    assert timeline.step_forward(run, timeline.step_forward(run, 0)) < landed < timeline.next_backward(run, 0)
+    assert page_goes(data, 0, "step") == landed
+    k = at.index(landed)
+    inside = k // 2  # a moment among the constructor's, where the page draws its parameters
+    assert any(n["born"] <= at[inside] and n["kind"] == "param" for n in data["nodes"])
+    for moment in (0, 1, inside, k - 1, k, k + 1, len(at) - 1):
+        for name in ("step", "back"):
+            assert page_goes(data, moment, name) == window_goes(window, at[moment], name), (moment, name)
+    assert page_goes(data, k, "back") == 0 and page_goes(data, k + 1, "back") == landed  # then op by op
+
+
+#: a model whose constructor runs 14 throwaway ops, and fails at its end where ``fail`` is true
+SCRATCH_CONSTRUCTOR = ("import torch\n"
+                       "class Net(torch.nn.Module):\n"
+                       "    def __init__(self, fail):\n"
+                       "        super().__init__()\n"
+                       "        for _ in range(14):\n"
+                       "            torch.ones(3).mul_(3)  # scratch\n"
+                       "        self.lin = torch.nn.Linear(3, 1)\n"
+                       "        if fail:\n"
+                       "            self.lin.weight.data.copy_(torch.ones(2, 2))\n")
+
+
+@pytest.mark.parametrize("then", ["Net(fail=True)\n", "net = Net(fail=False)\nnet(torch.randn(2, 3)).sum().backward()\n"],
+                         ids=["fails", "trains"])
+def test_from_every_moment_step_and_back_go_where_the_window_goes(window, record, write_script, monkeypatch, then):
+    """Where the script failed is a moment to land on, and past more moments that draw nothing than
+    the window looks through (here 10) a press lands on the last it looked at: the page as the window."""
+    from graphview.qt.canvas import first_drawn
+
+    monkeypatch.setattr(first_drawn, "PROBED_STOPS", 10)
+    run = record(write_script(SCRATCH_CONSTRUCTOR + then))
+    data = page_data(run)
+    assert data["skips"]["step"] and data["skips"]["back"]
+    window.begin_run(run.start["script"], RunOptions(), run)
+    for k, moment in enumerate(data["moments"]):
+        for name in ("step", "back"):
+            assert page_goes(data, k, name) == window_goes(window, moment["at"], name), (k, name)
+
+
+def test_a_run_too_big_to_draw_whole_steps_moment_by_moment_as_in_the_window(gpt2, monkeypatch):
+    """Where the window draws only what is near its view (more nodes than it draws whole: here a
+    smaller limit), its → steps one stop at a time, and so does the page's Step."""
+    from graphview.qt.canvas import region
+
+    assert page_data(gpt2)["skips"]["step"]
+    monkeypatch.setattr(region, "VIRTUAL_ABOVE", 100)
+    data = page_data(gpt2)
+    assert len(data["nodes"]) > 100 and data["skips"] == {"step": [], "back": []}
+    assert page_goes(data, 0, "step") == timeline.step_forward(gpt2, 0)
+
+
+def test_where_the_first_op_draws_step_and_back_go_moment_by_moment(record):
+    run = record(model("mlp_optimizer"), steps=1)
+    data = page_data(run)
+    assert data["skips"] == {"step": [], "back": []}
+    assert page_goes(data, 0, "step") == timeline.step_forward(run, 0)
+    assert page_goes(data, 1, "back") == 0
+
+
+def test_where_nothing_is_ever_drawn_step_goes_to_the_end_and_back_to_the_start(window, record, write_script):
+    run = record(write_script(ONLY_BUILDS_A_MODEL))
+    data = page_data(run)
+    last = len(data["moments"]) - 1
+    assert last >= 3 and page_goes(data, 0, "step") == timeline.last(run) and page_goes(data, last, "back") == 0
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert window_goes(window, 0, "step") == timeline.last(run) and window_goes(window, timeline.last(run), "back") == 0
 
 
 # ------------------------------------------------------------------ in a real browser
@@ -152,5 +253,27 @@ def test_a_student_steps_through_the_second_backward_offline(record, tmp_path):
         chrome.key("ArrowRight")
         assert chrome.js("return document.getElementById('slider').value") == "1"
         assert chrome.js("return document.getElementById('where').textContent") == f"moment 2 of {len(data['moments'])}"
+    finally:
+        chrome.close()
+
+
+@browser
+def test_a_student_steps_past_a_models_constructor_in_one_press_as_in_the_window(window, gpt2, tmp_path):
+    run = gpt2
+    window.begin_run(run.start["script"], RunOptions(), run)
+    landed = window_goes(window, 0, "step")
+    path = tmp_path / "gpt2.html"
+    write_web_page(run, str(path))
+    caption = "return document.getElementById('caption').textContent"
+    chrome = Browser(tmp_path)
+    try:
+        chrome.do("POST", "/url", {"url": path.as_uri()})
+        chrome.key("ArrowRight")
+        assert chrome.js(caption).startswith(f"event {landed} of")
+        chrome.key("ArrowRight")  # something is drawn: op by op
+        assert chrome.js(caption).startswith(f"event {timeline.step_forward(run, landed)} of")
+        chrome.key("ArrowLeft")
+        chrome.key("ArrowLeft")
+        assert chrome.js(caption).startswith("event 0 of")
     finally:
         chrome.close()

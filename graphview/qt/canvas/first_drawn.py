@@ -59,7 +59,7 @@ def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
     if forward:
         one_stop, end, bound = timeline.step_forward, timeline.last(run), timeline.next_backward(run, cursor)
     else:
-        one_stop, end, bound = timeline.step_back, 0, _last_backward_end(run, cursor)
+        one_stop, end, bound = timeline.step_back, 0, last_backward_end(run, cursor)
     probe = cursor
     for _ in range(PROBED_STOPS):
         following = one_stop(run, probe)
@@ -81,7 +81,7 @@ def _is_error(run: Run, index: int) -> bool:
     return run.events.kind(index) == "error"
 
 
-def _last_backward_end(run: Run, cursor: int) -> int:
+def last_backward_end(run: Run, cursor: int) -> int:
     """The event that ended the last backward call before ``cursor``; 0 where none did."""
     found = run.events.find({"backward_end"}, cursor - 1, -1) if cursor > 0 else None
     return found if found is not None else 0

@@ -12,7 +12,7 @@ from graphview.core import timeline
 from graphview.core.options import RunOptions
 from graphview.core.run import Run
 from graphview.qt.canvas.first_drawn import draws_anything
-from tests.conftest import model, record_each, zoo
+from tests.conftest import ONLY_BUILDS_A_MODEL, model, record_each, zoo
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +100,7 @@ def test_where_the_first_op_draws_step_and_step_back_go_op_by_op(window, record)
 def test_where_nothing_is_ever_drawn_step_goes_to_the_end_and_step_back_to_the_start(window, record, write_script):
     """A script that only builds a model: its constructor's ops never draw anything, and → and ←
     each go from one end of the run to the other in one press."""
-    run = record(write_script(
-        "import torch\n"
-        "class Positions(torch.nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        for _ in range(4):\n"
-        "            torch.zeros(8).add_(1).mul_(2)  # scratch a constructor throws away\n"
-        "        self.table = torch.nn.Embedding(8, 2)\n"
-        "model = Positions()\n"))
+    run = record(write_script(ONLY_BUILDS_A_MODEL))
     window.begin_run(run.start["script"], RunOptions(), run)
     assert timeline.step_forward(run, timeline.step_forward(run, 0)) < timeline.last(run)  # several stops
     window.actions["step"].trigger()
