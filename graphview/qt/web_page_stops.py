@@ -74,18 +74,24 @@ def _nearest_landing(lands: list[bool], way: int) -> list[int | None]:
 
 
 def window_draws(run: Run, moments: list[int], nodes: list[dict]) -> list[bool]:
-    """Whether the window's canvas draws a node or a module box at each of ``moments``. Where the
-    page draws no node, the window draws nothing; where the page draws an autograd node, the
-    window draws it or the box it is in (its module has run); elsewhere (tensors only: a
-    constructor's parameters) a scene is moved there to look. True throughout for a big run (as
-    the window, which draws only what is near its view, takes it: one stop at a time)."""
+    """Whether the window's canvas draws a node or a module box at each of ``moments``.
+
+    Where the page draws no node, the window draws nothing; where the page draws an autograd node,
+    the window draws it or the box it is in (its module has run). A shut box hides the tensors in
+    it (a constructor's parameters) until its module's first autograd node is born: so, before the
+    run's first autograd node, where the page draws only tensors, a scene is moved there to look;
+    later, and in a run with no autograd node (every box's tensors shown), what the page draws the
+    window draws too. True throughout for a big run (as the window, which draws only what is near
+    its view, takes it: one stop at a time)."""
     if len(nodes) > region.VIRTUAL_ABOVE:
         return [True] * len(moments)
-    shown, ops_shown = _shown_counts(moments, nodes), _shown_counts(moments, [n for n in nodes if n["kind"] == "op"])
-    drawn = [ops > 0 for ops in ops_shown]
+    ops = [n for n in nodes if n["kind"] == "op"]
+    shown, ops_shown = _shown_counts(moments, nodes), _shown_counts(moments, ops)
+    drawn = [count > 0 for count in shown]
+    first_op = min((n["born"] for n in ops), default=-1)
     scene = None
     for k, at in enumerate(moments):
-        if drawn[k] or not shown[k]:
+        if at >= first_op or ops_shown[k] or not shown[k]:
             continue
         if scene is None:
             scene = _scene(run)

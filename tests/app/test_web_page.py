@@ -142,6 +142,30 @@ def test_from_every_moment_step_and_back_go_where_the_window_goes(window, record
             assert page_goes(data, k, name) == window_goes(window, moment["at"], name), (k, name)
 
 
+def test_a_run_with_no_autograd_node_is_not_looked_at_in_the_windows_canvas(window, record, write_script, monkeypatch):
+    """No autograd node, so no box hides the tensors in it: the window draws what the page draws,
+    and no canvas is moved moment by moment to say so (in a no-grad loop of 969 ops each move cost
+    ~0.3 s: the page took minutes to write)."""
+    from graphview.qt import web_page_stops
+
+    def no_canvas(run):
+        raise AssertionError("the window's canvas was made")
+
+    run = record(write_script("import torch\n"
+                              "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))\n"
+                              "x = torch.randn(3, 4)\n"
+                              "with torch.no_grad():\n"
+                              "    for _ in range(3):\n"
+                              "        x = model(x).tanh().repeat(1, 2)\n"))
+    monkeypatch.setattr(web_page_stops, "_scene", no_canvas)
+    data = page_data(run)
+    assert not any(n["kind"] == "op" for n in data["nodes"]) and len(data["nodes"]) > 10
+    window.begin_run(run.start["script"], RunOptions(), run)
+    for k, moment in enumerate(data["moments"]):
+        for name in ("step", "back"):
+            assert page_goes(data, k, name) == window_goes(window, moment["at"], name), (k, name)
+
+
 def test_a_run_too_big_to_draw_whole_steps_moment_by_moment_as_in_the_window(gpt2, monkeypatch):
     """Where the window draws only what is near its view (more nodes than it draws whole: here a
     smaller limit), its → steps one stop at a time, and so does the page's Step."""
