@@ -244,6 +244,36 @@ def test_a_long_no_grad_chain_is_drawn_and_steps_through(write_script, record):
     assert any(drawing.visible(n, end) for n in drawing.nodes.values())
 
 
+class _CountedGets:
+    """A drawing's table of edges as its lifetimes read it, counting the reads."""
+
+    def __init__(self, table: dict) -> None:
+        self.table, self.reads = table, 0
+
+    def get(self, key, default=None):
+        self.reads += 1
+        return self.table.get(key, default)
+
+
+def test_a_no_grad_residual_stream_is_walked_once_not_once_a_path(write_script, record):
+    """``h = h + torch.tanh(h)`` under no_grad: each tensor feeds the next two ways, so the paths
+    from the first to the last double with each block (a transformer's residual stream, generating
+    under no_grad). The end of each, not known while the last is alive, was worked out again along
+    every path: a 4-layer GPT-2 generating 4 tokens took 161 s to draw 1,200 of its events, and its
+    export never ended. Each tensor is now asked once while the run does not grow."""
+    script = write_script("import torch\nh = torch.ones(4)\nwith torch.no_grad():\n"
+                          "    for _ in range(12):\n        h = h + torch.tanh(h)\nprint(h.sum().item())\n")
+    run = record(script)
+    drawing = Drawing(run)
+    counted = drawing.lifetimes.out = _CountedGets(drawing.lifetimes.out)
+    drawing.update(final=True)
+    end = len(run.events) - 1
+    assert len(drawing.derived) >= 24
+    changing = drawing.derived_changing(0, end)
+    assert set(changing) == {n for n in drawing.derived if drawing.lifetimes.dead_index(drawing.nodes[n]) is None}
+    assert counted.reads <= 4 * len(drawing.nodes)  # (once a path: over 10,000 reads)
+
+
 def test_a_variable_named_like_tensor_keeps_its_name(write_script, record):
     run = record(write_script("import torch\ntensor_a = torch.ones(3)\nw = torch.ones(3, requires_grad=True)\n"
                               "loss = (w * tensor_a).sum()\nloss.backward()\n"))
