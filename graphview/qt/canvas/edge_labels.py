@@ -37,6 +37,7 @@ ALONG = (0.5, 0.38, 0.62, 0.26, 0.74, 0.16, 0.84)
 GAP = 6.0
 #: how often a placement asked for while nodes glide looks whether they stopped (ms)
 GLIDE_POLL_MS = 40
+_NO_RECTS = np.empty((0, 4))
 
 
 class EdgeLabels:
@@ -47,7 +48,7 @@ class EdgeLabels:
         self.scene = scene
         self._pending = False
         self._solids: list = []  # while placing: the solid items (see groups.solid)
-        self._solid_rects = np.empty((0, 4))  # and their scene bounding rects (left, top, right, bottom)
+        self._solid_rects = _NO_RECTS  # and their scene bounding rects (left, top, right, bottom)
 
     def schedule(self) -> None:
         """A labelled edge moved, appeared or went: place the labels again soon."""
@@ -77,6 +78,7 @@ class EdgeLabels:
         for edge in edges:
             edge.put_label(*self._best_spot(edge, placed))
             placed.append(edge.label_rect.adjusted(-GAP / 2, -GAP / 2, GAP / 2, GAP / 2))
+        self._solids, self._solid_rects = [], _NO_RECTS  # (no item kept past the placement)
 
     def _best_spot(self, edge: "LabeledEdgeItem", placed: list[QRectF]) -> tuple[float, bool, bool]:
         """The first spot clear of the labels placed and of the nodes; where none is, the one that
