@@ -34,7 +34,7 @@ def moment_skips(run: Run, moments: list[int], nodes: list[dict]) -> dict[str, l
     if all(drawn):
         return skips
     # where the script failed is a moment to land on, drawn or not
-    lands = [drawn[k] or run.events.kind(at) == "error" for k, at in enumerate(moments)]
+    lands = [drawn[k] or first_drawn.is_error(run, at) for k, at in enumerate(moments)]
     last = len(moments) - 1
     for name, way in (("step", 1), ("back", -1)):
         nearest = _nearest_landing(lands, way)

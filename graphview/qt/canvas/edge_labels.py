@@ -37,7 +37,6 @@ ALONG = (0.5, 0.38, 0.62, 0.26, 0.74, 0.16, 0.84)
 GAP = 6.0
 #: how often a placement asked for while nodes glide looks whether they stopped (ms)
 GLIDE_POLL_MS = 40
-_NO_RECTS = np.empty((0, 4))
 
 
 class EdgeLabels:
@@ -47,8 +46,6 @@ class EdgeLabels:
         """``scene``: the :class:`~graphview.qt.canvas.scene.GraphScene` that holds them."""
         self.scene = scene
         self._pending = False
-        self._solids: list = []  # while placing: the solid items (see groups.solid)
-        self._solid_rects = _NO_RECTS  # and their scene bounding rects (left, top, right, bottom)
 
     def schedule(self) -> None:
         """A labelled edge moved, appeared or went: place the labels again soon."""
@@ -71,16 +68,15 @@ class EdgeLabels:
     def place(self) -> None:
         edges = [edge for edge in self.scene.labeled_edges() if edge.isVisible()]
         edges.sort(key=_top_left)
-        scene = self.scene
-        self._solids = [item for item in chain(scene.node_items.values(), scene.groups.values()) if solid(item)]
-        self._solid_rects = np.array([item.sceneBoundingRect().getCoords() for item in self._solids]).reshape(-1, 4)
+        solids = _SolidItems(self.scene)
         placed: list[QRectF] = []
         for edge in edges:
-            edge.put_label(*self._best_spot(edge, placed))
+            edge.put_label(*self._best_spot(edge, placed, solids))
             placed.append(edge.label_rect.adjusted(-GAP / 2, -GAP / 2, GAP / 2, GAP / 2))
-        self._solids, self._solid_rects = [], _NO_RECTS  # (no item kept past the placement)
 
-    def _best_spot(self, edge: "LabeledEdgeItem", placed: list[QRectF]) -> tuple[float, bool, bool]:
+    @staticmethod
+    def _best_spot(edge: "LabeledEdgeItem", placed: list[QRectF],
+                   solids: "_SolidItems") -> tuple[float, bool, bool]:
         """The first spot clear of the labels placed and of the nodes; where none is, the one that
         covers no node and the least of those labels (the middle if every spot covers a node)."""
         best, least = (0.5, True, False), None
@@ -88,7 +84,7 @@ class EdgeLabels:
             for below in (False, True):
                 for right in (True, False):
                     rect = edge.label_rect_at(along, right, below)
-                    if self._covers_a_node(rect):
+                    if solids.meet(rect):
                         continue
                     covered = sum(_area(rect.intersected(other)) for other in placed if rect.intersects(other))
                     if not covered:
@@ -97,21 +93,30 @@ class EdgeLabels:
                         best, least = (along, right, below), covered
         return best
 
-    def _covers_a_node(self, rect: QRectF) -> bool:
+
+class _SolidItems:
+    """The solid items of a scene (see :func:`~graphview.qt.canvas.groups.solid`) as one placement
+    finds them, asked whether a spot meets one."""
+
+    def __init__(self, scene) -> None:
+        self.items = [item for item in chain(scene.node_items.values(), scene.groups.values()) if solid(item)]
+        self.rects = np.array([item.sceneBoundingRect().getCoords() for item in self.items]).reshape(-1, 4)
+
+    def meet(self, rect: QRectF) -> bool:
         """Whether a solid item's shape (a node's: its body, not the room kept for its badges) meets
         ``rect``, as ``scene.items(rect)`` tells it, asked of the solid items alone: the scene asked
         every item whose bounding rect holds the spot, each long edge's too (a no-grad GPT-2
         generating tokens: 0.4 s a placement, after every step)."""
         left, top, right, bottom = rect.getCoords()
-        rects = self._solid_rects
+        rects = self.rects
         near = np.flatnonzero((rects[:, 0] <= right) & (rects[:, 2] >= left) & (rects[:, 1] <= bottom)
                               & (rects[:, 3] >= top))
         if not len(near):
             return False
         spot = QPainterPath()
         spot.addRect(rect)
-        solids = self._solids
-        return any(solids[i].collidesWithPath(solids[i].mapFromScene(spot), Qt.IntersectsItemShape) for i in near)
+        items = self.items
+        return any(items[i].collidesWithPath(items[i].mapFromScene(spot), Qt.IntersectsItemShape) for i in near)
 
 
 def _area(rect: QRectF) -> float:

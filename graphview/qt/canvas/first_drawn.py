@@ -35,7 +35,7 @@ def step(scene, run: Run, cursor: int, forward: bool, go: Callable[[int], None])
         go(one if found is None else found)
         return
     go(one)
-    if _draws_nothing(scene, one) and not _is_error(run, one):  # the stop it led onto draws nothing: on past it
+    if _draws_nothing(scene, one) and not is_error(run, one):  # the stop it led onto draws nothing: on past it
         found = _nearest_drawn(scene, run, one, forward)
         if found is not None:
             go(found)
@@ -67,7 +67,7 @@ def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
             break
         probe = following
         scene.set_cursor(probe)
-        if probe == end or draws_anything(scene) or _is_error(run, probe):
+        if probe == end or draws_anything(scene) or is_error(run, probe):
             return probe
     else:  # as far as it looks, nothing drawn: there (the next press looks on from it, not from one stop on)
         return probe
@@ -76,7 +76,7 @@ def _nearest_drawn(scene, run: Run, cursor: int, forward: bool) -> int | None:
     return None
 
 
-def _is_error(run: Run, index: int) -> bool:
+def is_error(run: Run, index: int) -> bool:
     """Whether the script failed at event ``index``: a stop worth landing on, drawn or not."""
     return run.events.kind(index) == "error"
 
