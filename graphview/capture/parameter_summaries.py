@@ -7,7 +7,8 @@ of them on a few thousand values. Here the parameters that share a shape and a f
 stacked into one array, and each statistic is one call over its rows; the histograms of all rows
 are one ``bincount`` over ``row * HIST_BINS + bin``. The numbers are those ``summarize`` gives:
 the same min, max, sum (NumPy's pairwise sum along each row is the one it makes of a flat
-array), NaN and Inf counts, and the same bins by torch.histc's own arithmetic; the norm is one
+array; a parameter of more than BLOCKED_ABOVE values, alone in its row, is read a block at a
+time by the same ``blocked_reductions``), NaN and Inf counts, and the same bins by torch.histc's own arithmetic; the norm is one
 ``einsum`` per row (``summarize`` uses BLAS's dot up to ``BLAS_MAX`` values: they differ in the
 last bits). Like ``summarize``, this runs on NumPy (no torch op besides reading each parameter,
 so torch.profiler lists nothing else of graphview's, and no wait on torch's intra-op threads).
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 
 from graphview.capture.summaries import (
-    _FLOAT_MAX, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, summarize,
+    _FLOAT_MAX, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, blocked_reductions, summarize,
 )
 from graphview.core.events import FULL_VALUES_MAX
 
@@ -118,10 +119,15 @@ def _values_of(arrays: list[np.ndarray], shape: tuple) -> list[dict]:
 def _stats_of_rows(a: np.ndarray) -> list[dict]:
     """``summarize``'s statistics and histogram of each row of ``a`` (one parameter a row)."""
     count, numel = a.shape
-    with np.errstate(all="ignore"):  # (overflow: an Inf in the statistics, as summarize says it)
-        lo, hi = np.minimum.reduce(a, axis=1), np.maximum.reduce(a, axis=1)
-        totals = np.add.reduce(a, axis=1)
-        squares = np.einsum("ij,ij->i", a, a)
+    if numel > BLOCKED_ABOVE and a.flags.c_contiguous:  # read a block at a time, as summarize reads it
+        lows, highs, sums, square_sums = zip(*(blocked_reductions(row, True) for row in a))
+        lo, hi = np.array(lows, dtype=a.dtype), np.array(highs, dtype=a.dtype)
+        totals, squares = np.array(sums), np.array(square_sums)
+    else:
+        with np.errstate(all="ignore"):  # (overflow: an Inf in the statistics, as summarize says it)
+            lo, hi = np.minimum.reduce(a, axis=1), np.maximum.reduce(a, axis=1)
+            totals = np.add.reduce(a, axis=1)
+            squares = np.einsum("ij,ij->i", a, a)
     out = []
     for row, (low, high, total, square) in enumerate(zip(lo.tolist(), hi.tolist(), totals.tolist(), squares.tolist())):
         norm = math.sqrt(square)

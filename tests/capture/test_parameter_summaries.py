@@ -24,8 +24,10 @@ def _number(v):
     return _CLEAN.get(v, v) if isinstance(v, str) else v
 
 
-def _assert_torch_says(p: torch.Tensor, summary: dict) -> None:
-    """``summary`` of parameter ``p`` against torch's own reductions of ``p``."""
+def _assert_torch_says(p: torch.Tensor, summary: dict, norm_in_double: bool = False) -> None:
+    """``summary`` of parameter ``p`` against torch's own reductions of ``p`` (``norm_in_double``:
+    the norm against torch's in double precision, for a tensor whose float32 norm torch itself
+    rounds further than that)."""
     p = p.detach()
     assert summary["shape"] == list(p.shape)
     if p.numel() <= FULL_VALUES_MAX:
@@ -37,7 +39,7 @@ def _assert_torch_says(p: torch.Tensor, summary: dict) -> None:
     assert stats["numel"] == p.numel()
     assert stats["nan"] == int(torch.isnan(p).sum()) and stats["inf"] == int(torch.isinf(p).sum())
     # the norm in the parameter's float type, as torch computes it (an Inf where float32 overflows)
-    norm = torch.linalg.vector_norm(p if p.dtype == torch.float64 else p.float()).item()
+    norm = torch.linalg.vector_norm(p.double() if norm_in_double or p.dtype == torch.float64 else p.float()).item()
     assert _number(stats["norm"]) == pytest.approx(norm, rel=2e-6, nan_ok=True)
     mean, spread = p.double().mean().item(), p.double().abs().mean().item()
     if math.isfinite(_number(stats["mean"])) or not math.isfinite(mean):
@@ -175,3 +177,37 @@ def test_torch_profiler_lists_nothing_of_the_summaries_but_reads():
     # what Tensor.numpy() calls (detach, to, resolve_conj, resolve_neg), as test_inprocess lists them
     reads = {"aten::detach", "detach", "aten::to", "aten::resolve_conj", "aten::resolve_neg"}
     assert {e.key for e in prof.key_averages()} <= reads
+
+
+def test_large_parameters_read_a_block_at_a_time_say_what_torch_says(monkeypatch):
+    """Above BLOCKED_ABOVE values min, max, the sum and the sum of squares are made a block of
+    BLOCK values at a time, each block read once (NOTE [Statistics a block at a time] in
+    summaries.py): still torch's numbers, with a NaN or an Inf in a middle block or in the last,
+    shorter one, in float32 and float64; and the same numbers whether a parameter is summarized
+    alone or with the others of its shape."""
+    from graphview.capture import parameter_summaries, summaries
+    from graphview.capture.summaries import BLOCK, BLOCKED_ABOVE
+
+    blocks_read = []
+
+    def counted(flat, squares):
+        blocks_read.append(-(-flat.size // BLOCK))
+        return summaries.blocked_reductions(flat, squares)
+
+    monkeypatch.setattr(parameter_summaries, "blocked_reductions", counted)
+    torch.manual_seed(4)
+    numel = BLOCKED_ABOVE + 2 * BLOCK + 33  # the last block shorter than the others
+    params = []
+    for dtype in (torch.float32, torch.float64):
+        for where, bad in ((None, 0.0), (BLOCK + 7, math.nan), (numel - 1, math.inf), (3 * BLOCK, -math.inf)):
+            values = torch.randn(numel, dtype=dtype) * 2 + 0.25
+            if where is not None:
+                values[where] = bad
+            params.append(torch.nn.Parameter(values))
+    summaries_together = summarize_parameters(params)
+    assert blocks_read == [-(-numel // BLOCK)] * len(params)  # each read a block at a time
+    for p, summary in zip(params, summaries_together):  # (closer to the exact norm than torch's float32 one)
+        _assert_torch_says(p, summary, norm_in_double=True)
+    _assert_as_summarize(params, summaries_together)
+    assert [s["stats"]["nan"] for s in summaries_together] == [0, 1, 0, 0] * 2
+    assert [s["stats"]["inf"] for s in summaries_together] == [0, 0, 1, 1] * 2
