@@ -13,7 +13,7 @@ Pure Python, no Qt, no torch.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Generator
 
@@ -227,32 +227,40 @@ def _tables_of(module: str, rows: dict, columns: dict, slot: int) -> list[tuple[
 
 
 def _calls(rows: dict, columns: dict, slots: dict, types: dict[str, str]) -> Generator[None, None, list[ModuleBox]]:
-    """A box for each call of each module path (of two nodes or more)."""
+    """A box for each call of each module path (of two nodes or more). A call of a path ends where
+    a call of the path holding it does: a list of blocks that never runs itself (``transformer.h``)
+    has a call inside each call of its model, not one across a generation loop's four."""
 
     def apart(first: int, last: int, left: int, right: int) -> bool:
         """Whether rows first..last hold a node in columns left..right: a call ended there (rows
         with nothing in a branch's columns are where it waited for the branch beside it)."""
         return any(left <= c <= right for row in range(first, last + 1) for c in slots.get(row, ()))
 
-    boxes: list[ModuleBox] = []
+    found: dict[str, list[ModuleBox]] = {}
+    tops: dict[str, list[int]] = {}  # path -> the first row of each of its calls
     looked = 0
-    for path, by_row in rows.items():
+    for path in sorted(rows, key=lambda p: p.count(".")):  # (the path holding one first)
+        by_row = rows[path]
+        outer = tops.get(path.rpartition(".")[0])
         calls: list[ModuleBox] = []
-        previous = None
+        previous = within = None
         for layer in sorted(by_row):
-            if previous is None or layer - previous > 1 and apart(previous + 1, layer - 1, *columns[path]):
+            inside = bisect_right(outer, layer) if outer else None  # which call of the path holding it
+            if previous is None or inside != within \
+                    or layer - previous > 1 and apart(previous + 1, layer - 1, *columns[path]):
                 key = path if not calls else f"{path}#{len(calls) + 1}"
                 calls.append(ModuleBox(key, path, types.get(path), top=layer))
             members = by_row[layer]
             calls[-1].members.update(members)
             calls[-1].bottom = layer
-            previous = layer
+            previous, within = layer, inside
             looked += len(members)
             if looked >= STEP:  # (the model's path holds every node: pauses inside it too)
                 looked = 0
                 yield
-        boxes.extend(box for box in calls if len(box.members) >= 2)
-    return boxes
+        tops[path] = [call.top for call in calls]
+        found[path] = calls
+    return [box for path in rows for box in found[path] if len(box.members) >= 2]
 
 
 #: a chain of fewer no-grad tensors made before the step is drawn as it is

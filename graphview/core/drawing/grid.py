@@ -74,9 +74,10 @@ class Grid:
         dead = self.dead_index(self.nodes[occupant])
         return dead is not None and dead <= born
 
-    def put(self, node: DrawNode, layer: int, want: int, side: str | None = None) -> None:
+    def put(self, node: DrawNode, layer: int, want: int, side: str | None = None, holds_row: bool = False) -> None:
         """Put ``node`` in row ``layer``, in the free slot nearest ``want`` among the columns its
-        strip allows there (``side``: the module whose strip counts, if not the node's own)."""
+        strip allows there (``side``: the module whose strip counts, if not the node's own).
+        ``holds_row``: the row counts it as its module's whatever its kind (see below)."""
         occupied = self._occupied
         taken = occupied.get(layer)
         if taken is None:
@@ -110,8 +111,9 @@ class Grid:
         # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
         # the first iteration's graph, and the second went below it). A tensor without grad is an
         # input until an edge made later says it was detached: counting those would make the
-        # layout depend on how the run was read
-        if kind in _ROW_KINDS or module is not None and kind in _WEIGHT_KINDS:
+        # layout depend on how the run was read. Unless the placement says it holds its row: a
+        # result of an op the script ran under no_grad, whose graph is made of such results alone
+        if holds_row or kind in _ROW_KINDS or module is not None and kind in _WEIGHT_KINDS:
             row = self._row_modules.get(layer)
             if row is None:
                 row = self._row_modules[layer] = {}

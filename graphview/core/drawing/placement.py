@@ -52,6 +52,8 @@ from graphview.core.run import Run
 
 #: what is drawn above its first user, in its module's box by its name
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
+#: what waits for its first user when it appears (see Placement._waits)
+_DEFERRABLE = frozenset({"param", "input_grad", "input", "accumulate"})
 #: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
 _NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
 #: what a node read from before it may still start a branch beside: leaves, not computed tensors
@@ -59,6 +61,13 @@ _STARTS_BESIDE = frozenset({"param", "accumulate", "input", "input_grad", "detac
 #: ops that only view a weight (``weight.t()`` of a tied head, read far below): no branch of their own
 _WEIGHT_VIEWS = frozenset({"TBackward0", "TransposeBackward0", "PermuteBackward0", "ViewBackward0",
                            "ExpandBackward0", "UnsqueezeBackward0", "SqueezeBackward0", "SqueezeBackward1"})
+
+
+def _weights_first(node: DrawNode) -> tuple[bool, bool]:
+    """The order leaves waiting above a node are placed in: weights, a module's others, the rest."""
+    return node.kind != "param", node.module is None
+
+
 #: how far (in events) a streaming run's leaf nobody uses waits before it is drawn anyway
 _WAIT_EVENTS = 200
 
@@ -80,6 +89,63 @@ def buffer_module(run: Run, tid: int) -> str | None:
     return info["name"].rpartition(".")[0] or None
 
 
+def made_without_grad(run: Run, node: DrawNode) -> bool:
+    """Whether ``node`` is a tensor an op made from drawn tensors under ``no_grad`` (or
+    ``inference_mode``) once the model was built: in a generation loop every node is one, and its
+    rows are its module's as an op's are (:meth:`Grid.put`), so module boxes do not overlap there either."""
+    if node.kind != "detached" or not node.preds:
+        return False
+    producer = run.producers.get(node.ref)
+    if producer is None or producer.get("mode", "grad") == "grad":
+        return False
+    end = setup_end(run)
+    return end is None or node.born >= end
+
+
+def _leaf(nodes: dict[str, DrawNode], node: DrawNode) -> bool:
+    """Whether ``node`` is a leaf nothing drawn feeds: it goes just above its first user."""
+    return node.kind in _DEFERRABLE and not any(p in nodes for p in node.preds)
+
+
+class _Above:
+    """The nodes the end of a run places just above their first user (which waits to be placed
+    too) rather than for themselves (see :meth:`Placement.settle`): a leaf nothing drawn feeds (a
+    weight, an input), as when an op of a graph reads it; or, under no_grad, a tensor made from
+    unnamed ones (``arange``) and weights drawn already: the position ids a generation loop's model
+    makes at each call. Placed for themselves, all of them went to the top of the drawing, in the
+    rows of the model's first call: its weights in a row above every block, a later call's position
+    embedding just below the weight it reads, far from its user."""
+
+    def __init__(self, run: Run, nodes: dict[str, DrawNode], out: dict[str, list[DrawEdge]]) -> None:
+        self.run, self.nodes, self.out = run, nodes, out
+        self.ids: set[str] = set()
+        self.made: set[str] = set()  # of those, unnamed leaves and what is made from them alone
+
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self.ids
+
+    def clear(self) -> None:
+        self.ids.clear()
+        self.made.clear()
+
+    def take(self, node: DrawNode) -> bool:
+        """Whether ``node`` (waiting to be placed at the end) goes above its first user: kept if so."""
+        nodes = self.nodes
+        if not any(e.target in nodes and not nodes[e.target].placed for e in self.out.get(node.id, ())):
+            return False  # no user waits
+        preds = [p for p in node.preds if p in nodes]
+        if not preds and node.kind in _DEFERRABLE:  # a leaf
+            if unnamed_title(node.title):
+                self.made.add(node.id)
+        elif not (made_without_grad(self.run, node) and any(p in self.made for p in preds)
+                  and all(p in self.made or nodes[p].placed and nodes[p].kind in _DEFERRABLE for p in preds)):
+            return False
+        else:
+            self.made.add(node.id)
+        self.ids.add(node.id)
+        return True
+
+
 class Placement:
     """Places the nodes of one drawing on its :class:`Grid`.
 
@@ -94,6 +160,7 @@ class Placement:
         self.grid = Grid(nodes, dead_index)
         self.order = self.grid.order  # node ids in placement order
         self._deferred: list[str] = []  # leaves (and the like) waiting for their first user
+        self._above = _Above(run, nodes, out)  # of those, the ones the end of a run places above their user
 
     # ------------------------------------------------------------------ entry points
     def arrive(self, node: DrawNode) -> None:
@@ -117,7 +184,7 @@ class Placement:
         being read, whose end is sure to come): nothing is placed before the end. Unnamed tensors
         nobody uses are not placed (unless something uses them later: then above their user)."""
         horizon = now - _WAIT_EVENTS if not patient else -1
-        still = []
+        still, users_first = [], []
         for node_id in self._deferred:
             node = self.nodes[node_id]
             if node.placed:
@@ -125,9 +192,16 @@ class Placement:
             if final or node.born < horizon and self._shown_unused(node):
                 if self._unused_constant(node) or final and self._scratch(node):
                     continue  # not drawn unless something uses it later (then it goes above its user)
+                if self._above.take(node):
+                    users_first.append(node)  # goes above its first user, placed below
+                    continue
                 self._place_chain(node)
             else:
                 still.append(node_id)
+        for node in users_first:  # (a user that was not placed after all: as before)
+            if not node.placed:
+                self._place_chain(node)
+        self._above.clear()
         self._deferred = still
 
     # ------------------------------------------------------------------ which nodes wait
@@ -279,9 +353,15 @@ class Placement:
             layer += 1
         if want is None:
             want = self.grid.free_column(layer, node.born, node.module)
-        self.grid.put(node, layer, want)
-        for pred in waiting:  # lazily placed leaves (and their AccumulateGrad) go just above
-            self._place_above(pred, node)
+        self.grid.put(node, layer, want, holds_row=made_without_grad(self.run, node))
+        if waiting:
+            for pred in waiting:
+                self._name_late(pred)
+            # lazily placed leaves (and their AccumulateGrad) go just above: weights first, then the
+            # rest of a module's, so that a tensor without grad from another module (or from none)
+            # then keeps out of their box (outside_boxes)
+            for pred in sorted(waiting, key=_weights_first):
+                self._place_above(pred, node)
 
     def _chain_floor(self, node: DrawNode) -> int:
         """The highest row ``node`` may take so that every leaf chain waiting above it still sits
@@ -401,7 +481,8 @@ class Placement:
             current, preds = stack[-1]
             for pred_id in preds:
                 pred = nodes.get(pred_id)
-                if pred is not None and not pred.placed and pred_id not in seen:
+                if pred is not None and not pred.placed and pred_id not in seen \
+                        and pred_id not in self._above and not _leaf(nodes, pred):
                     seen.add(pred_id)
                     stack.append((pred, iter(pred.preds)))
                     break
@@ -444,7 +525,7 @@ class Placement:
                 elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
                     slot = self.grid.beside_models(row, slot, node.born, node.module)
             slot = self.grid.outside_boxes(row, slot, side if side is not None else node.module, node.module)
-        self.grid.put(node, row, slot, side)
+        self.grid.put(node, row, slot, side, made_without_grad(self.run, node))
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
         """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors

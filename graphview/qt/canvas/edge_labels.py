@@ -66,7 +66,7 @@ class EdgeLabels:
             self.place()
 
     def place(self) -> None:
-        edges = [edge for edge in self.scene.labeled_edges() if edge.isVisible()]
+        edges = _one_label_a_route([edge for edge in self.scene.labeled_edges() if edge.isVisible()])
         edges.sort(key=_top_left)
         solids = _SolidItems(self.scene)
         placed: list[QRectF] = []
@@ -117,6 +117,39 @@ class _SolidItems:
         spot.addRect(rect)
         items = self.items
         return any(items[i].collidesWithPath(items[i].mapFromScene(spot), Qt.IntersectsItemShape) for i in near)
+
+
+#: the ops a label of edges that run one way names, at most
+NAMED_OPS = 3
+
+
+def _one_label_a_route(edges: list["LabeledEdgeItem"]) -> list["LabeledEdgeItem"]:
+    """The edges whose labels are placed: of those that run one way to or from a shut box (the
+    weights of a model's first call, read by each later call, both boxes shut: fifty edges on one
+    curve), the first, saying their ops, each once, and how many they are (``layer_norm, addmm
+    ×50``); the others say nothing. Every other edge says its own label."""
+    routes: dict[tuple, list] = {}
+    kept = []
+    for edge in edges:
+        if not edge.rerouted:
+            if edge.relabelled:  # (one that said what a bundle of edges did: its own again)
+                edge.show_label(edge.edge.label)
+            kept.append(edge)
+            continue
+        path = edge.path()
+        start, end = path.pointAtPercent(0.0), path.pointAtPercent(1.0)
+        routes.setdefault((round(start.x()), round(start.y()), round(end.x()), round(end.y())), []).append(edge)
+    for same in routes.values():
+        if len(same) == 1:
+            text = same[0].edge.label
+        else:
+            ops = list(dict.fromkeys(edge.edge.label for edge in same if edge.edge.label))
+            text = ", ".join(ops[:NAMED_OPS]) + (", …" if len(ops) > NAMED_OPS else "") + f" ×{len(same)}"
+        same[0].show_label(text)
+        for edge in same[1:]:
+            edge.show_label("")
+        kept.append(same[0])
+    return kept
 
 
 def _area(rect: QRectF) -> float:

@@ -31,6 +31,7 @@ class EdgeRouting:
         self.blocked: dict[str, list[int]] = {}  # node id not taken in yet -> edges waiting for it
         self.into: dict[str, list[EdgeItem]] = {}  # node id -> the items of the edges into it
         self.out_of: dict[str, list[EdgeItem]] = {}  # node id -> the items of the edges from it
+        self._clear_of: tuple = (None, {})  # a layout, and which straight ways between its units are clear
 
     @property
     def items(self) -> list[EdgeItem]:
@@ -145,13 +146,29 @@ class EdgeRouting:
         if source_group is not None or target_group is not None:
             start = source_group.anchor_out() if source_group else edge.source.pos() + QPointF(0, NODE_H / 2)
             end = target_group.anchor_in() if target_group else edge.target.pos() - QPointF(0, NODE_H / 2 + 2)
-            edge.route(start, end)
+            edge.route_down(start, end, self._clear(source_group.key if source_group else edge.edge.source,
+                                                    target_group.key if target_group else edge.edge.target))
             edge.rerouted = True
         elif moving:
             edge.rerouted = False
             edge.route_between_nodes()
         else:
             edge.default_route()
+
+    def _clear(self, source: str, target: str) -> bool:
+        """Whether the straight way between two units of the layout (a node, a shut box) passes
+        no other: an edge from a shut box runs down a lane between columns where it would not (the
+        weights a generation loop's first call holds, read by the calls below it)."""
+        layout = self.scene.boxes.layout
+        if layout is None:
+            return False
+        if self._clear_of[0] is not layout:
+            self._clear_of = (layout, {})
+        known = self._clear_of[1]
+        clear = known.get((source, target))
+        if clear is None:
+            clear = known[(source, target)] = layout.path_clear(source, target, NODE_W / 2 + 12)
+        return clear
 
     def pulse(self, node_id: str, grads: list, duration_ms: int) -> None:
         """Animate the gradients a node sends backwards along its incoming edges."""

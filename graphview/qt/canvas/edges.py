@@ -38,12 +38,15 @@ class EdgeItem(QGraphicsPathItem):
             self.route_between_nodes()
 
     def route_between_nodes(self) -> None:
-        """Adjacent rows: one S-curve. Farther apart: the edge leaves its node, runs down the lane
-        between two columns (nodes never sit there) and turns into its target, instead of
-        cutting straight across the nodes of the rows in between."""
-        start = self.source.pos() + QPointF(0, NODE_H / 2)
-        end = self.target.pos() - QPointF(0, NODE_H / 2 + 2)
-        if end.y() - start.y() <= LAYER_HEIGHT or self.clear:
+        self.route_down(self.source.pos() + QPointF(0, NODE_H / 2), self.target.pos() - QPointF(0, NODE_H / 2 + 2),
+                        self.clear)
+
+    def route_down(self, start: QPointF, end: QPointF, clear: bool) -> None:
+        """Adjacent rows, or nothing on the straight way (``clear``): one S-curve. Farther apart:
+        the edge leaves its node (or shut box), runs down the lane between two columns (nodes never
+        sit there) and turns into its target, instead of cutting straight across the nodes of the
+        rows in between."""
+        if end.y() - start.y() <= LAYER_HEIGHT or clear:
             self.route(start, end)
             return
         side = 1.0 if end.x() >= start.x() else -1.0
@@ -124,8 +127,20 @@ class LabeledEdgeItem(EdgeItem):
     def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         self._label_width = label_width(edge.label) if edge.label else 0.0
         self.label_spot = LabeledEdgeItem.label_spot  # (an item used again: not its last edge's spot)
+        self.relabelled = False
         super().bind(edge, source, target, clear)
         self.put_label(*self.label_spot)  # (the same path as its last edge's: no setPath to place it)
+
+    #: whether it says another text than its edge's label (see :meth:`show_label`)
+    relabelled = False
+
+    def show_label(self, text: str) -> None:
+        """Say ``text`` beside the edge instead of its own label (nothing: ``""``)."""
+        self.relabelled = text != self.edge.label
+        if text != self.label:
+            self.label = text
+            self._label_width = label_width(text) if text else 0.0
+            self.put_label(*self.label_spot)
 
     def label_rect_at(self, along: float, right: bool, below: bool = False) -> QRectF:
         """Where the label goes beside the point ``along`` its path."""
