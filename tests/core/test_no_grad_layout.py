@@ -133,3 +133,28 @@ def test_boxes_of_a_generation_loop_do_not_overlap_and_weights_sit_above_their_u
     for param in params:
         first = min(users[param.id], key=lambda n: n.born)
         assert param.layer == first.layer - 1, param.title
+
+
+#: a step with grad, the loop under no_grad, then the model with grad again on what it generated
+TRAIN_GENERATE_TRAIN = GENERATE.replace("calls = 0\n", "calls = 0\nmodel(ids).logsumexp(-1).mean().backward()\n") + """
+loss = model(ids).logsumexp(-1).mean()
+loss.backward()
+"""
+
+
+def test_a_generation_between_two_steps_with_grad_stays_beside_what_it_reads(record, write_script):
+    # the last forward reads the ids the loop made: the loop's tensors are placed upwards from it, one
+    # above the other, where no module holds the rows for them
+    keep: dict = {}
+    run = record(write_script(TRAIN_GENERATE_TRAIN), keep=keep)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    assert keep["calls"] == 3 and keep["loss"].grad_fn is not None  # torch: a loop between graphs
+    nodes = drawing.nodes
+    assert sum(1 for n in nodes.values() if n.placed and n.kind == "detached") >= keep["calls"] * 10
+    gaps = [abs(nodes[e.source].slot - nodes[e.target].slot) for e in drawing.edges
+            if nodes[e.source].placed and nodes[e.target].placed]
+    # each goes beside the boxes of the rows it is drawn in (8 columns from its input at most here), not
+    # beside every tensor the loop drew above the last forward (32 columns, the loop's tensors fanned
+    # out over 59 columns)
+    assert max(gaps) <= 12

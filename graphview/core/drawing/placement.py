@@ -525,7 +525,12 @@ class Placement:
                 elif not user.module:  # (a model's own forward, path "": GPT-2's loss pads its labels)
                     slot = self.grid.beside_models(row, slot, node.born, node.module)
             slot = self.grid.outside_boxes(row, slot, side if side is not None else node.module, node.module)
-        self.grid.put(node, row, slot, side, made_without_grad(self.run, node))
+        # its rows are its module's only where the end of a run put it above its user (the position ids
+        # of a generation loop's call, _Above). Not in a chain walked up from an op that reads a no-grad
+        # result (a script that generates under no_grad, then runs its model with grad on what it made):
+        # placed upwards row by row, each tensor held its row, and the next, of another module, went
+        # beside all of them (outside_boxes), a generation of 3 tokens 42 columns wide
+        self.grid.put(node, row, slot, side, node.id in self._above and made_without_grad(self.run, node))
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
         """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
