@@ -127,13 +127,14 @@ def _one_label_a_route(edges: list["LabeledEdgeItem"]) -> list["LabeledEdgeItem"
     """The edges whose labels are placed: of those that run one way to or from a shut box (the
     weights of a model's first call, read by each later call, both boxes shut: fifty edges on one
     curve), the first, saying their ops, each once, and how many they are (``layer_norm, addmm
-    ×50``); the others say nothing. Every other edge says its own label."""
+    ×50``; each op's name as its own label says it, cut: at most some 160 characters in all); the
+    others say nothing. Every other edge says its own label."""
     routes: dict[tuple, list] = {}
     kept = []
     for edge in edges:
         if not edge.rerouted:
             if edge.relabelled:  # (one that said what a bundle of edges did: its own again)
-                edge.show_label(edge.edge.label)
+                edge.show_label(edge.own_label)
             kept.append(edge)
             continue
         path = edge.path()
@@ -141,9 +142,9 @@ def _one_label_a_route(edges: list["LabeledEdgeItem"]) -> list["LabeledEdgeItem"
         routes.setdefault((round(start.x()), round(start.y()), round(end.x()), round(end.y())), []).append(edge)
     for same in routes.values():
         if len(same) == 1:
-            text = same[0].edge.label
+            text = same[0].own_label
         else:
-            ops = list(dict.fromkeys(edge.edge.label for edge in same if edge.edge.label))
+            ops = list(dict.fromkeys(edge.own_label for edge in same if edge.own_label))
             text = ", ".join(ops[:NAMED_OPS]) + (", …" if len(ops) > NAMED_OPS else "") + f" ×{len(same)}"
         same[0].show_label(text)
         for edge in same[1:]:

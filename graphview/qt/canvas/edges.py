@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
+from graphview.core.text import visible
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors, stacking
 
@@ -113,6 +114,19 @@ def label_width(text: str) -> float:
     return QFontMetricsF(LABEL_FONT).horizontalAdvance(text) + 2 * LABEL_PAD
 
 
+#: the characters of an op's name a label says at most: a trace's strings run to 4,096 characters
+#: (torch's op names to some 30); beyond, it is cut with an ellipsis
+LABEL_CHARS = 48
+
+
+def label_text(text: str) -> str:
+    """``text`` (an op's name, a trace's string) as a label says it: on one line, a line break or
+    another character that is not printable escaped (``\\n``, :func:`~graphview.core.text.visible`),
+    :data:`LABEL_CHARS` characters at most."""
+    text = visible(text[:LABEL_CHARS + 1])  # (one more: a longer one is cut, with "…")
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
 class LabeledEdgeItem(EdgeItem):
     """An edge with a label beside it (``detach``, the op of a no-grad edge), where the scene's
     :class:`~graphview.qt.canvas.edge_labels.EdgeLabels` puts it (until then, beside its middle).
@@ -125,18 +139,20 @@ class LabeledEdgeItem(EdgeItem):
     label_spot = (0.5, True, False)
 
     def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
-        self._label_width = label_width(edge.label) if edge.label else 0.0
+        self.own_label = label_text(edge.label)  # (a trace's string: cut, on one line)
+        self._label_width = label_width(self.own_label) if self.own_label else 0.0
         self.label_spot = LabeledEdgeItem.label_spot  # (an item used again: not its last edge's spot)
         self.relabelled = False
         super().bind(edge, source, target, clear)
+        self.label = self.own_label
         self.put_label(*self.label_spot)  # (the same path as its last edge's: no setPath to place it)
 
-    #: whether it says another text than its edge's label (see :meth:`show_label`)
+    #: whether it says another text than its own label (see :meth:`show_label`)
     relabelled = False
 
     def show_label(self, text: str) -> None:
         """Say ``text`` beside the edge instead of its own label (nothing: ``""``)."""
-        self.relabelled = text != self.edge.label
+        self.relabelled = text != self.own_label
         if text != self.label:
             self.label = text
             self._label_width = label_width(text) if text else 0.0

@@ -6,6 +6,8 @@ down a lane between columns rather than across the nodes between the boxes."""
 from __future__ import annotations
 
 from graphview.core.hierarchy import collapsed_at_level
+from graphview.core.run import Run
+from graphview.qt.canvas.edges import LABEL_CHARS
 from tests.core.test_no_grad_layout import GENERATE
 from tests.qt.canvas.conftest import shown_canvas
 
@@ -13,13 +15,17 @@ from tests.qt.canvas.conftest import shown_canvas
 def _shut(qtbot, record, write_script):
     keep: dict = {}
     run = record(write_script(GENERATE), keep=keep)
+    return _shut_run(qtbot, run), keep
+
+
+def _shut_run(qtbot, run):
     scene, _view = shown_canvas(qtbot, 1000, 700)
     scene.set_run(run)
     scene.set_cursor(len(run.events) - 1)
     scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
     qtbot.waitUntil(lambda: not scene.boxes.gliding)
     scene.edge_labels.settle()
-    return scene, keep
+    return scene
 
 
 def _ends(edge) -> tuple:
@@ -63,3 +69,23 @@ def test_an_edge_from_a_shut_box_runs_around_the_nodes_between(qtbot, record, wr
             # it: a node, a little wider than half a column each side, may touch its edge)
             body = node.sceneBoundingRect().adjusted(24, 4, -24, -4)
             assert not any(body.contains(point) for point in points), (edge.edge.source, node.node.title)
+
+
+def test_labels_from_a_trace_with_long_op_names_stay_short_plain_and_on_one_line(qtbot, record, write_script):
+    # a trace is someone else's data: an op's name may be any string of up to 4,096 characters. Said
+    # whole, a label of a bundle named three of them: some 12,000 characters on two lines, wider than
+    # 70,000 px
+    events = [dict(event) for event in record(write_script(GENERATE)).events]
+    for event in events:
+        if event["ev"] == "op":
+            event["op"] = f"{event['op']}\n<b>{'x' * 4000}</b>"
+    scene = _shut_run(qtbot, Run(events))
+    labels = [edge.label for edge in scene.labeled_edges() if edge.isVisible() and edge.label]
+    bundles = [label for label in labels if " ×" in label]
+    assert labels and bundles
+    for label in labels:
+        assert label.isprintable() and "<b>" in label  # one line, its text as it is (no markup read)
+        assert len(label) <= 3 * LABEL_CHARS + 20, len(label)  # three names cut, the count
+    for label in bundles:
+        names = label.rpartition(" ×")[0].split(", ")
+        assert all(len(name) == LABEL_CHARS and name.endswith("…") for name in names if name != "…")
