@@ -8,9 +8,9 @@ stacked into one array, and each statistic is one call over its rows; the histog
 are one ``bincount`` over ``row * HIST_BINS + bin``. The numbers are those ``summarize`` gives:
 the same min, max, sum (NumPy's pairwise sum along each row is the one it makes of a flat
 array; a parameter of more than BLOCKED_ABOVE values, alone in its row, is read a block at a
-time by the same ``blocked_reductions``), NaN and Inf counts, and the same bins by torch.histc's own arithmetic; the norm is one
-``einsum`` per row (``summarize`` uses BLAS's dot up to ``BLAS_MAX`` values: they differ in the
-last bits). Like ``summarize``, this runs on NumPy (no torch op besides reading each parameter,
+time by the same ``blocked_reductions``), NaN and Inf counts, and the same bins by torch.histc's
+own arithmetic; the norm is one ``einsum`` per row (``summarize`` uses BLAS's dot up to
+``BLAS_MAX`` values: they differ in the last bits). Like ``summarize``, this runs on NumPy (no torch op besides reading each parameter,
 so torch.profiler lists nothing else of graphview's, and no wait on torch's intra-op threads).
 Any other parameter (another dtype or device, not contiguous, a subclass, sparse, quantized,
 meta) is summarized by ``summarize`` itself.
