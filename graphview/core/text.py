@@ -38,6 +38,20 @@ def visible(text: object, newlines: bool = False) -> str:
     return "".join(c if c.isprintable() or (newlines and c == "\n") else _escape(c) for c in s)
 
 
+#: the characters of an op's name an edge's label says at most (the window's and the web page's):
+#: a trace's strings run to 4,096 characters (torch's op names to some 30); beyond, it is cut with an
+#: ellipsis
+LABEL_CHARS = 48
+
+
+def label_text(text: str) -> str:
+    """``text`` (an op's name, a trace's string) as an edge's label says it: on one line, a line
+    break or another character that is not printable escaped (``\\n``, :func:`visible`),
+    :data:`LABEL_CHARS` characters at most."""
+    text = visible(text[:LABEL_CHARS + 1])  # (one more: a longer one is cut, with "…")
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
 def visible_lines(text: object) -> str:
     """:func:`visible` keeping line breaks."""
     return visible(text, newlines=True)

@@ -25,6 +25,7 @@ from graphview.core.export import ExportError
 from graphview.core.files import write_file
 from graphview.core.held import busiest_device, held_at, held_by_nodes
 from graphview.core.run import Run
+from graphview.core.text import label_text
 from graphview.qt.formatting import human_bytes, short_value
 from graphview.qt.web_page_stops import moment_skips
 
@@ -61,8 +62,8 @@ def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
             if grads:
                 entry["grads"] = grads
         nodes.append(entry)
-    edges = [[number[e.source], number[e.target], e.kind, e.born, e.label] for e in drawing.edges
-             if e.source in number and e.target in number]
+    edges = [[number[e.source], number[e.target], e.kind, e.born, label_text(e.label) if e.label else e.label]
+             for e in drawing.edges if e.source in number and e.target in number]  # (labels as the window cuts them)
     moments = timeline.stops_between(run, 0, len(run.events) - 1, max_moments)
     return {
         "script": script_name(run) or "graphview run",

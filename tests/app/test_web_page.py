@@ -301,3 +301,23 @@ def test_a_student_steps_past_a_models_constructor_in_one_press_as_in_the_window
         assert chrome.js(caption).startswith("event 0 of")
     finally:
         chrome.close()
+
+
+def test_edge_labels_from_a_trace_with_long_op_names_are_cut_as_the_window_cuts_them(record, write_script):
+    """An op's name is a trace's string, up to 4,096 characters of any text: the page's edge labels
+    say at most LABEL_CHARS characters of it, on one line, as the window's do (a label of the whole
+    name was thousands of pixels wide)."""
+    from graphview.core.text import LABEL_CHARS
+
+    events = [dict(event) for event in record(write_script(
+        "import torch\n"
+        "x = torch.randn(4)\n"
+        "y = (x * 2).relu()\n"
+        "z = y.detach() + 1\n")).events]
+    for event in events:
+        if event["ev"] == "op":
+            event["op"] = f"{event['op']}\n<b>{'x' * 4000}</b>"
+    labels = [edge[4] for edge in page_data(Run(events))["edges"] if edge[4]]
+    assert any(label.endswith("…") for label in labels)  # (an op's, cut; "detach" is the page's own word)
+    for label in labels:
+        assert len(label) <= LABEL_CHARS and label.isprintable(), label

@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
-from graphview.core.text import visible
+from graphview.core.text import label_text
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors, stacking
 
@@ -112,19 +112,6 @@ LABEL_FONT = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
 def label_width(text: str) -> float:
     """The width of a label box holding ``text``."""
     return QFontMetricsF(LABEL_FONT).horizontalAdvance(text) + 2 * LABEL_PAD
-
-
-#: the characters of an op's name a label says at most: a trace's strings run to 4,096 characters
-#: (torch's op names to some 30); beyond, it is cut with an ellipsis
-LABEL_CHARS = 48
-
-
-def label_text(text: str) -> str:
-    """``text`` (an op's name, a trace's string) as a label says it: on one line, a line break or
-    another character that is not printable escaped (``\\n``, :func:`~graphview.core.text.visible`),
-    :data:`LABEL_CHARS` characters at most."""
-    text = visible(text[:LABEL_CHARS + 1])  # (one more: a longer one is cut, with "…")
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
 class LabeledEdgeItem(EdgeItem):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from graphview.core.hierarchy import collapsed_at_level
 from graphview.core.run import Run
-from graphview.qt.canvas.edges import LABEL_CHARS
+from graphview.core.text import LABEL_CHARS
 from tests.core.test_no_grad_layout import GENERATE
 from tests.qt.canvas.conftest import shown_canvas
 
