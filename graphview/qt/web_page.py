@@ -62,8 +62,8 @@ def page_data(run: Run, max_moments: int = MAX_MOMENTS) -> dict:
             if grads:
                 entry["grads"] = grads
         nodes.append(entry)
-    edges = [[number[e.source], number[e.target], e.kind, e.born, label_text(e.label) if e.label else e.label]
-             for e in drawing.edges if e.source in number and e.target in number]  # (labels as the window cuts them)
+    edges = [[number[e.source], number[e.target], e.kind, e.born, label_text(e.label)]  # (cut as the window's)
+             for e in drawing.edges if e.source in number and e.target in number]
     moments = timeline.stops_between(run, 0, len(run.events) - 1, max_moments)
     return {
         "script": script_name(run) or "graphview run",

@@ -134,7 +134,7 @@ class _Above:
         if not any(e.target in nodes and not nodes[e.target].placed for e in self.out.get(node.id, ())):
             return False  # no user waits
         preds = [p for p in node.preds if p in nodes]
-        if not preds and node.kind in _DEFERRABLE:  # a leaf
+        if _leaf(nodes, node):
             if unnamed_title(node.title):
                 self.made.add(node.id)
         elif not (made_without_grad(self.run, node) and any(p in self.made for p in preds)
@@ -258,9 +258,6 @@ class Placement:
         end = setup_end(self.run)
         return end is not None and index < end
 
-    def _deferrable(self, node: DrawNode) -> bool:
-        return node.kind in ("param", "input_grad", "input", "accumulate")
-
     def _waits(self, node: DrawNode) -> bool:
         """Leaves, their AccumulateGrad, and ops fed only by those (``weight.t()``) wait for a user;
         so does an unnamed tensor a model's constructor makes (BERT's view of its zeroed padding row):
@@ -279,7 +276,7 @@ class Placement:
                     return False
                 preds.append(pred)
         if not preds:
-            return self._deferrable(node)
+            return node.kind in _DEFERRABLE
         return node.kind == "op" and all(p.kind == "accumulate" for p in preds)
 
     # ------------------------------------------------------------------ where a node goes
