@@ -43,15 +43,29 @@ class Follow:
         """Stepping: keep the cursor's node (the node a backward step runs, the op the cursor
         made; the shut box holding it) in view. A view zoomed out beyond reading is zoomed to the
         smallest readable zoom around it; a readable one scrolls only when the node is not well
-        inside it (a view the user placed stays)."""
+        inside it (a view the user placed stays). At the end of a run (End, or Play reaching it:
+        a moment of no node) the view shows what the run ended with, as the window's own fit does:
+        the whole graph where that reads, else its width around the last node made (left where it
+        was, the view showed nodes cut at its edge, or none)."""
         view = self._view
-        places = view.scene().places_at_event(self._cursor(), FOOTPRINT_NODES)
+        scene = view.scene()
+        places = scene.places_at_event(self._cursor(), FOOTPRINT_NODES)
         if not places:
+            if self._at_run_end():
+                self._fit.fit(fallback=scene.newest_shown(), pressed=False)
             return
         if view.transform().m11() < self._fit.readable_scale():
             self._fit.readable_around(places[0].center())
             return
         view.ensureVisible(*self._footprint(places))
+
+    def _at_run_end(self) -> bool:
+        """Whether the cursor is on the end of a run (its last event, the run's end)."""
+        drawing = self._view.scene().drawing
+        if drawing is None:
+            return False
+        events, cursor = drawing.run.events, self._cursor()
+        return 0 <= cursor == len(events) - 1 and events.kind(cursor) == "run_end"
 
     def _footprint(self, places: list[QRectF]) -> tuple:
         """``ensureVisible``'s arguments for a step whose moment is about the nodes at ``places``,

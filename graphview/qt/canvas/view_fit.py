@@ -130,7 +130,9 @@ class ViewFit:
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the
         cursor's node (the node a backward step runs, the op the cursor made; the shut box that
-        holds it), else the selected node, else node ``fallback`` if it is shown."""
+        holds it), else the selected node, else node ``fallback`` if it is shown, else the node
+        shown at the cursor that was made last (where the run is: at its end, Fit showed the top of
+        the graph, End its last nodes)."""
         scene = self._view.scene()
         where = scene.place_at_event(self._cursor())
         if where is not None:
@@ -138,6 +140,8 @@ class ViewFit:
         selected = [item for item in scene.selectedItems() if item.isVisible()]
         if selected:
             return selected[0].sceneBoundingRect()
+        if fallback is None:
+            fallback = scene.newest_shown()
         if fallback is not None and scene.shown_at_cursor(fallback):
             group = scene.boxes._hidden_by.get(fallback)
             if group is not None:

@@ -129,3 +129,48 @@ def test_to_backward_brings_the_loss_backward_starts_from_into_view(window, reco
     halo = view.halo.rect()
     assert halo is not None and halo.contains(view.mapFromScene(scene.item_for(loss[0]).sceneBoundingRect().center()))
     assert view.halo.color() == colors().q("running_border")
+
+
+#: a model generating tokens under no_grad, greedily (no autograd node: the run's end draws nothing of its own)
+GENERATES = ("import torch\n"
+             "torch.manual_seed(0)\n"
+             "model = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.Linear(16, 16), torch.nn.Tanh(),\n"
+             "                            torch.nn.Linear(16, 50))\n"
+             "ids = torch.tensor([[1, 2, 3]])\n"
+             "with torch.no_grad():\n"
+             "    for _ in range(4):\n"
+             "        logits = model(ids)\n"
+             "        nxt = logits[:, -1].argmax(-1, keepdim=True)\n"
+             "        ids = torch.cat([ids, nxt], dim=1)\n")
+
+
+def test_the_end_of_a_run_shows_its_last_nodes_whole_and_fit_stays_there(window, record, write_script):
+    """End on a GPT-2 generating under no_grad left the view where the opening had put it, off
+    the graph: nodes cut at the left edge until F was pressed (and F then showed the graph's top,
+    not its end). At the run's end the view shows what the run ended with: the graph whole where it
+    reads, else its width at a readable zoom around the last node made."""
+    from graphview.core.options import RunOptions
+
+    run = record(write_script(GENERATES))
+    window.resize(1366, 768)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    view, scene = window.view, window.scene
+    view.resetTransform()
+    view.centerOn(scene.sceneRect().right() + 400, scene.sceneRect().top())  # scrolled aside, off the graph
+    window.actions["to_end"].trigger()
+    assert window.cursor == len(run.events) - 1 and run.events[-1]["ev"] == "run_end"
+    newest = scene.newest_shown()
+    assert newest == max(scene.at_cursor.visible, key=lambda n: scene.drawing.nodes[n].born)
+    assert run.events[scene.drawing.nodes[newest].born]["shape"] == [1, 7]  # the last ids
+
+    def in_view() -> None:
+        port = QRectF(view.viewport().rect())
+        assert port.contains(_on_screen(view, scene.item_for(newest).sceneBoundingRect()))
+        shown = _on_screen(view, scene.shown_rect())  # no node cut at the left or right edge
+        assert port.left() <= shown.left() and shown.right() <= port.right()
+        assert view.transform().m11() >= view.readable_scale() - 1e-9
+
+    in_view()
+    assert _on_screen(view, scene.shown_rect()).height() > view.viewport().height()  # (not the whole: the end)
+    window.actions["fit"].trigger()  # F at the end: still the end, not the graph's top
+    in_view()
