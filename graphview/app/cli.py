@@ -50,7 +50,10 @@ WEB_SUFFIXES = (".html", ".htm")  # the web page player, graphview.qt.web_page
 DEFAULT_SCALE = 2.0
 
 
-def _add_run_options(p: argparse.ArgumentParser, steps: int = 1) -> None:
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The run options of record, export, check and diff: those of the app's Run options panel,
+    with its defaults (a step script runs APP_STEPS steps in every command, as in the app: a
+    trace recorded, compared or exported is the run the user watched)."""
     g = p.add_argument_group("run options (the toggles)")
     g.add_argument("--retain-graph", action="store_true", help="force retain_graph=True on every backward")
     g.add_argument("--create-graph", action="store_true", help="force create_graph=True on every backward")
@@ -64,8 +67,8 @@ def _add_run_options(p: argparse.ArgumentParser, steps: int = 1) -> None:
                    help="same as --grad-mode inference_mode")
     g.add_argument("--accumulate", action="store_true", help="step scripts: do not zero grads between steps")
     g.add_argument("--device", help="default device for the script: cpu, cuda:N or mps")
-    g.add_argument("--steps", type=int, default=steps, help=f"step scripts: number of steps (default {steps}"
-                   + (", as the app runs a script)" if steps == APP_STEPS else ")"))
+    g.add_argument("--steps", type=int, default=APP_STEPS,
+                   help=f"step scripts: number of steps (default {APP_STEPS}, as the app runs a script)")
     g.add_argument("--checkpoint", action="append", default=[], metavar="MODULE",
                    help="run this module's forward under torch.utils.checkpoint.checkpoint(..., use_reentrant=False): "
                         "its activations are recomputed in backward instead of saved (a path such as "
@@ -183,7 +186,7 @@ def _add_export(sub) -> None:
                           f"deepest level at which the graph fits two {PAPER_NAME} pages readably; a PDF too tall "
                           "for one page gets a page per part)")
     _add_animation_options(exp)
-    _add_run_options(exp, steps=APP_STEPS)  # what the user watched in the app
+    _add_run_options(exp)
 
 
 def _add_animation_options(exp: argparse.ArgumentParser) -> None:
@@ -216,7 +219,7 @@ def _add_check(sub) -> None:
     chk.add_argument("--measure", action="store_true",
                      help="re-record the script once per checkpoint suggestion, with --checkpoint, and print "
                           "the peak it measured (give the script itself: the script a trace names is never run)")
-    _add_run_options(chk, steps=APP_STEPS)
+    _add_run_options(chk)
 
 
 def _add_diff(sub) -> None:

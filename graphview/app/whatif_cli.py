@@ -7,7 +7,7 @@ import argparse
 from typing import Callable
 
 from graphview.app.inputs import say, shown
-from graphview.core.options import RunOptions
+from graphview.core.options import APP_STEPS, RunOptions
 from graphview.core.run import Run
 from graphview.core.trace import SUFFIX
 from graphview.core.whatif import (checkpoint_suggestions, compare_runs, comparison_lines, measured_text,
@@ -73,7 +73,7 @@ def print_suggestions(run: Run, args: argparse.Namespace, remeasure: Measure) ->
         if not measure:
             hint = f"--checkpoint '{shown(s.pattern)}'" if "*" in s.pattern else f"--checkpoint {shown(s.pattern)}"
             steps = ((run.start or {}).get("options") or {}).get("steps", 1)
-            if run.steps and steps != 1:  # (record runs 1 step unless told: as many as this run had)
+            if run.steps and steps != APP_STEPS:  # (record runs the app's steps unless told: as many as this run had)
                 hint += f" --steps {steps}"
             say(f"    try it: graphview record {shown(script or args.source)} {hint} -o checkpointed{SUFFIX}")
             continue

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field
 
-#: steps of a step script the app runs when it opens one, and ``graphview export`` and ``graphview
-#: check`` by default: an export shows the run the user watched, and a graph kept from step to step
-#: or a gradient growing across optimizer steps shows only after a first step
+#: steps of a step script the app runs when it opens one, and every ``graphview`` command (record,
+#: export, check, diff) by default: a trace or an export holds the run the user watched, and a graph
+#: kept from step to step or a gradient growing across optimizer steps shows only after a first step
 APP_STEPS = 3
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
 AUTOCAST_DTYPES = ("bfloat16", "float16")  # torch.autocast's dtypes (float16 needs an accelerator)

@@ -82,6 +82,26 @@ def test_export_of_a_step_script_shows_the_run_the_app_runs(app, tmp_path):
     assert f"mlp_optimizer.py · step 3 of 3 · event {at} of {len(watched.events) - 1}: " in exported_caption(out)
 
 
+def test_record_and_diff_run_a_step_script_for_the_steps_the_app_runs(tmp_path):
+    """The app, export and check run a step script 3 times; record and diff ran it once: a trace
+    recorded of the run one watched held a third of it, and ``diff SCRIPT --step-a 1 --step-b 3``
+    was refused ("the run has no step 3 (it has 1)"). Every command now runs the app's steps."""
+    from graphview.app.cli import build_parser
+    from graphview.core.options import APP_STEPS
+
+    script = model("mlp_optimizer")
+    for command in (["record", script, "-o", "x.gvtrace"], ["export", script, "-o", "x.png"], ["check", script],
+                    ["diff", script]):
+        assert build_parser().parse_args(command).steps == APP_STEPS == 3, command[0]
+    trace = tmp_path / "mlp.gvtrace"
+    assert graphview("record", script, "-o", trace, "-q").returncode == 0
+    info = json.loads(graphview("info", trace, "--json").stdout)
+    assert info["steps"] == APP_STEPS and info["options"]["steps"] == APP_STEPS and info["backward_calls"] == 3
+    result = graphview("diff", script, "--step-a", "1", "--step-b", str(APP_STEPS))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("graphview: 0 nodes removed, 0 added, ")  # (one graph a step)
+
+
 def test_export_steps_n_records_n_steps(record, tmp_path):
     from graphview.core import timeline
 
