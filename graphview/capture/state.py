@@ -146,6 +146,7 @@ class RecorderState:
         self.saved_devices: set[str] = set()  # device types of the tensors saved through a script's hooks
         self._recompute: list[int] = []  # bids of the backward calls whose checkpoint recompute is running
         self._module_hooks: list[Any] = []  # the global module hooks' handles (replaced under torch.compile)
+        self._unobserved_steps: dict[type, Any] = {}  # optimizer classes looked at -> torch's step they replaced (None: kept)
         self._compile_safe_on = False  # torch.compile is in use: hooks run under Dynamo, not traced
         self._compile_noted = False  # said once per run that torch.compile'd code runs op by op
         self._read_detach_points()
@@ -289,6 +290,11 @@ class RecorderState:
                 return None, True
             f = f.f_back
         return None, False
+
+    def mode_innermost(self) -> bool:
+        """Whether this recorder's own torch-function mode is this thread's innermost one."""
+        depth = torch._C._len_torch_function_stack()
+        return bool(depth) and getattr(torch._C._get_function_stack_at(depth - 1), "recorder", None) is self
 
     @staticmethod
     def current_mode() -> str:

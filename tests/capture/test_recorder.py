@@ -135,3 +135,77 @@ def test_the_recorder_keeps_nothing_per_step_across_a_long_run():
                 after_five = sizes()
         assert sizes() == after_five
         assert len(recorder._grad_of) <= len(list(model.parameters()))
+
+
+def test_torchs_own_optimizer_step_runs_without_the_recording_mode(write_script, record):
+    """An SGD step's calls are torch's own (its frames in torch/optim): they run without the
+    recording mode, not through it to be skipped. What the script does around and inside a step
+    is recorded as before: its step pre-hook's ops, an LBFGS closure's forward and backward. The
+    parameters are torch's, and every optimizer class's step is torch's own again afterwards."""
+    from graphview.capture.hooks.ops import OpHooks
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    hooked = torch.optim.SGD.__dict__["step"]
+    calls_in_step = []
+    original = OpHooks._on_torch_function
+
+    def counting(self, func, args, kwargs):
+        if self._in_step and "record_function" not in str(func):  # (torch's step-hook wrapper's profiler range)
+            calls_in_step.append(func)
+        return original(self, func, args, kwargs)
+
+    recorder = Recorder(lambda e: None, __file__)
+    recorder._in_step = False
+    OpHooks._on_torch_function = counting
+    try:
+        with recorder:
+            for _ in range(2):
+                model(torch.ones(4, 3)).sum().backward()
+                recorder._in_step = True
+                optimizer.step()
+                recorder._in_step = False
+                optimizer.zero_grad()
+    finally:
+        OpHooks._on_torch_function = original
+    assert calls_in_step == []
+    assert torch.optim.SGD.__dict__["step"] is hooked
+
+    run = record(write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "w = torch.ones(2, requires_grad=True)\n"
+        "sgd = torch.optim.SGD([w], lr=0.5)\n"
+        "sgd.register_step_pre_hook(lambda opt, args, kwargs: print(float(w.square().sum())))\n"
+        "lbfgs = torch.optim.LBFGS([w], max_iter=1)\n"
+        "def closure():\n"
+        "    lbfgs.zero_grad()\n"
+        "    loss = (w * 3).sum()\n"
+        "    loss.backward()\n"
+        "    return loss\n"
+        "for _ in range(2):\n"
+        "    (w * 2).sum().backward()\n"
+        "    sgd.step()\n"
+        "    sgd.zero_grad()\n"
+        "    lbfgs.step(closure)\n"
+    ))
+    ops = [op["op"] for _, op in run.ops]
+    assert ops.count("square") == 2  # the step pre-hook's, each step
+    assert ops.count("mul") == 4  # (w * 2) and the closure's (w * 3), each step
+    assert len(run.backwards) == 4
+    plain = torch.ones(2, requires_grad=True)
+    sgd, lbfgs = torch.optim.SGD([plain], lr=0.5), torch.optim.LBFGS([plain], max_iter=1)
+
+    def plain_closure():
+        lbfgs.zero_grad()
+        loss = (plain * 3).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(2):
+        (plain * 2).sum().backward()
+        sgd.step()
+        sgd.zero_grad()
+        lbfgs.step(plain_closure)
+    assert run.value_at(run.tensor_by_name("w"))["values"] == plain.tolist()
