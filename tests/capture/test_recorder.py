@@ -138,8 +138,8 @@ def test_the_recorder_keeps_nothing_per_step_across_a_long_run():
 
 
 def test_torchs_own_optimizer_step_runs_without_the_recording_mode(write_script, record):
-    """An SGD step's calls are torch's own (its frames in torch/optim): they run without the
-    recording mode, not through it to be skipped. What the script does around and inside a step
+    """An SGD step's calls, and zero_grad's, are torch's own: they run without the recording
+    mode, not through it to be skipped. What the script does around and inside a step
     is recorded as before: its step pre-hook's ops, an LBFGS closure's forward and backward. The
     parameters are torch's, and every optimizer class's step is torch's own again afterwards."""
     from graphview.capture.hooks.ops import OpHooks
@@ -165,8 +165,8 @@ def test_torchs_own_optimizer_step_runs_without_the_recording_mode(write_script,
                 model(torch.ones(4, 3)).sum().backward()
                 recorder._in_step = True
                 optimizer.step()
+                optimizer.zero_grad()  # (recorded as one event, not its calls)
                 recorder._in_step = False
-                optimizer.zero_grad()
     finally:
         OpHooks._on_torch_function = original
     assert calls_in_step == []

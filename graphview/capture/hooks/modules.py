@@ -233,7 +233,11 @@ class ModuleHooks(TensorIdentity):
                     params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
                     tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
                 with recorder.quiet():  # the script's zero_grad, as torch runs it
-                    result = original(obj, *args, **kwargs)
+                    if recorder.mode_innermost():  # (ignored either way: its calls skip the mode too)
+                        with torch.overrides._pop_mode_temporarily():
+                            result = original(obj, *args, **kwargs)
+                    else:
+                        result = original(obj, *args, **kwargs)
                 frame, _ = recorder.user_frame(2)
                 recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
                                    "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
