@@ -449,10 +449,13 @@ def _whole_reductions(a: np.ndarray, with_norm: bool, scale: float,
 # and making the four passes over each block while it is in the cache takes 32 ms (one core, best
 # of five; a 2.4M-value weight 1.80 -> 1.65 ms). So a contiguous array of more than
 # BLOCKED_ABOVE values is reduced block by block: min and max are the same numbers; the sum and
-# the sum of squares add up the blocks' own (NumPy's pairwise sum within a block, the blocks'
-# sums added as Python floats, in double precision), which differs from one pairwise sum over the
-# whole array in the last bits (closer to the exact sum: its error grows with the block, not the
-# tensor). A block's own float32 sum can still overflow (an Inf in the mean, as over the whole)
+# the sum of squares add up the blocks' own (an einsum within a block, the blocks' sums added as
+# Python floats, in double precision), which differs from one pairwise sum over the whole array in
+# the last bits (its error grows with the block, not the tensor). A block's sum is einsum's, not
+# NumPy's pairwise ``add.reduce``: 5.0 us against 14.3 us for 64K float32 values in the cache, its
+# error beside the exact sum 1.5e-6 to 2.6e-6 of it against 0.6e-6 to 1.3e-6 (torch's own float32
+# sum 0.9e-6 to 2.2e-6; 20 random blocks each of four kinds); GPT-2 small's parameters summarized
+# together 98-105 ms -> 84-89 ms (thread CPU time, two alternated pairs). A block's own float32 sum can still overflow (an Inf in the mean, as over the whole)
 # where its values come near float32's limit; added across blocks in double, a sum beyond
 # float32's range that no block's overflows is a finite mean.
 #: arrays of more values are reduced a block at a time (1 MiB of float32)
@@ -471,7 +474,7 @@ def blocked_reductions(flat: np.ndarray, squares: bool) -> tuple[float, float, f
             block = flat[start:start + BLOCK]
             lows.append(_MIN(block))
             highs.append(_MAX(block))
-            total += float(_SUM(block))
+            total += float(_c_einsum(block, _ONE_AXIS, []))
             if squares:
                 square_sum += float(_einsum_square(block))
         lo, hi = float(_MIN(np.array(lows), axis=None)), float(_MAX(np.array(highs), axis=None))
@@ -490,6 +493,7 @@ except ImportError:  # (NumPy 1)
     except ImportError:
         _c_einsum = np.einsum
 _AXES = [list(range(n)) for n in range(33)]
+_ONE_AXIS = _AXES[1]
 
 
 def _einsum_square(a: np.ndarray):
