@@ -160,7 +160,8 @@ def test_the_no_graph_note_covers_nothing_drawn_where_a_place_is_clear(canvas, r
     scene, view = canvas
     show_at(canvas, run, len(run.events) - 1)
     view.change_level(1)
-    view.fit()
+    view.fit()  # (the graph's width around the last node made: the leaves at the bottom)
+    view.verticalScrollBar().setValue(view.verticalScrollBar().minimum())  # its top, where the leaves begin
     gone = scene.graph_gone_at()
     assert gone is not None
     note = graph_gone_note_rect(view, GRAPH_GONE.format(event=gone), QFont("DejaVu Sans", 9))
