@@ -26,6 +26,7 @@ import numpy as np
 from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QPainterPath
 
+from graphview.core.drawing.nodes import LAYER_HEIGHT
 from graphview.qt.canvas.groups import solid
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class EdgeLabels:
 
     def place(self) -> None:
         edges = _one_label_a_route([edge for edge in self.scene.labeled_edges() if edge.isVisible()])
-        edges.sort(key=_top_left)
+        edges.sort(key=_placed_first)
         solids = _SolidItems(self.scene)
         placed: list[QRectF] = []
         for edge in edges:
@@ -157,6 +158,13 @@ def _area(rect: QRectF) -> float:
     return rect.width() * rect.height()
 
 
-def _top_left(edge: "LabeledEdgeItem") -> tuple[float, float]:
-    middle = edge.path().pointAtPercent(0.5)
-    return middle.y(), middle.x()
+def _placed_first(edge: "LabeledEdgeItem") -> tuple[bool, float, float]:
+    """The order labels are placed in: those of edges between nodes a row apart from the top, then
+    the others from the top. Such an edge has a few spots, beside the gap between its two nodes;
+    a longer edge passes many. Placed from the top alone, a long edge's label could take the gap
+    first (a GPT-2 generating under no_grad: "embedding, layer_norm, addmm ×52", the weights the
+    first call's box hands each later call, in the gap between the generated ids and the next
+    call's box) and the short edge's own ("view") was written over it."""
+    path = edge.path()
+    middle = path.pointAtPercent(0.5)
+    return path.length() > LAYER_HEIGHT, middle.y(), middle.x()

@@ -117,3 +117,39 @@ def test_an_item_used_again_for_another_edge_starts_with_its_label_at_the_middle
     moved.bind(other.edge, other.source, other.target)
     assert moved.label_spot == LabeledEdgeItem.label_spot
     assert moved.label_rect == moved.label_rect_at(*LabeledEdgeItem.label_spot)  # its new label's width
+
+
+#: a 2-layer GPT-2 from a random config generating 4 tokens, greedily, under no_grad
+GENERATES = ("import torch\n"
+             "from transformers import GPT2Config, GPT2LMHeadModel\n"
+             "torch.manual_seed(0)\n"
+             "model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50))\n"
+             "model.eval()\n"
+             "ids = torch.tensor([[1, 2, 3]])\n"
+             "with torch.no_grad():\n"
+             "    for _ in range(4):\n"
+             "        logits = model(ids).logits\n"
+             "        nxt = logits[:, -1].argmax(-1, keepdim=True)\n"
+             "        ids = torch.cat([ids, nxt], dim=1)\n")
+
+
+def test_a_label_of_many_edges_leaves_the_gap_between_two_rows_to_the_edge_that_crosses_it(qtbot, record, write_script):
+    """Each call of a model generating under no_grad, its box shut, reads the weights the first
+    call's box holds: one label says those edges ("embedding, layer_norm, addmm ×28"). It took the
+    gap between the generated ids and the next call's box, and that edge's own label ("view") was
+    written over it. The edges between nodes a row apart are labelled first."""
+    run = record(write_script(GENERATES))
+    scene, view = shown_canvas(qtbot, 1000, 700)
+    end = len(run.events) - 1
+    show_at((scene, view), run, end)
+    scene.boxes.open_to_fit(view.readable_fit())  # (as the window opens a finished run: boxes shut to read)
+    scene.edge_labels.settle()
+    labeled = [edge for edge in scene.labeled_edges() if edge.isVisible() and edge.label]
+    bundles = [edge for edge in labeled if "×" in edge.label]
+    views = [edge for edge in labeled if edge.label == "view"]
+    assert len(bundles) >= 3 and len(views) >= 3  # (a bundle of weights and a "view" into each later call)
+    overlapping = [(a.label, b.label) for a, b in combinations(labeled, 2) if a.label_rect.intersects(b.label_rect)]
+    assert overlapping == []
+    nodes = [item for item in scene.items() if isinstance(item, NodeItem) and item.isVisible()]
+    for edge in labeled:
+        assert not any(node.mapToScene(node.shape()).intersects(edge.label_rect) for node in nodes), edge.label
