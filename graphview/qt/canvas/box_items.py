@@ -236,6 +236,8 @@ class BoxItems:
         drawing = scene.drawing
         x, y = layout.position(box.key)
         ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
+        if not ops:  # none now: destroyed by backward, or never made (a call under no_grad)
+            group.made_graph = any(drawing.nodes[m].kind in ("op", "accumulate") for m in box.members)
         held = held_by_nodes(run, {n.ref for n in ops}, index) if run is not None else Held()
         states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
         running = self._running is not None and self._running in states

@@ -37,6 +37,7 @@ class GroupItem(QGraphicsObject):
         self.rect = QRectF()
         self.members = 0  # nodes inside shown at the cursor
         self.ops = 0  # autograd nodes inside shown at the cursor
+        self.made_graph = True  # the call made an autograd node (one under no_grad made none: no graph "now")
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
         self.held = Held()  # the same, split: activations, and the weights and inputs held anyway
         self.running = False  # a node inside is executing at the cursor
@@ -109,7 +110,9 @@ class GroupItem(QGraphicsObject):
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
         if self.box.setup:  # no autograd node inside: what it made
             return f"{self.members} tensors" if self.members != 1 else "1 tensor"
-        if self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
+        if self.ops == 0 and self.members and not self.made_graph:  # no_grad, inference_mode, frozen weights
+            text = f"{self.members} tensors, no graph" if self.members != 1 else "1 tensor, no graph"
+        elif self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
             text = "no graph now"
         else:
             text = f"{self.ops} ops" if self.ops != 1 else "1 op"

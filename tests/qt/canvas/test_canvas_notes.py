@@ -88,6 +88,24 @@ def test_a_shut_box_whose_graph_is_gone_says_so(canvas, record):
     assert {g.summary() for g in shut} == {"no graph now"}
 
 
+def test_a_shut_box_of_a_call_under_no_grad_says_it_made_no_graph(canvas, record, write_script):
+    """A model generating under no_grad: each call's box said "no graph now", as if backward had
+    destroyed a graph that was never made. It says what it holds and that it made no graph."""
+    from tests.qt.canvas.test_follow import GENERATES
+
+    run = record(write_script(GENERATES))
+    scene, view = canvas
+    scene.set_run(run)
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 0))
+    scene.set_cursor(len(run.events) - 1)
+    shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    assert len(shut) == 4  # the model's four calls
+    for group in shut:
+        assert group.ops == 0 and group.members > 1
+        assert not any(scene.drawing.nodes[m].kind in ("op", "accumulate") for m in group.box.members)
+        assert group.summary() == f"{group.members} tensors, no graph"
+
+
 def test_a_grad_the_script_read_as_none_says_none_on_its_tensor(canvas, record):
     """``print(h.grad)`` of a non-leaf prints None: once the script has read it, h's pill says so
     (before, it says nothing: an unread .grad is no news); x, a leaf, shows the 24 torch computes."""
