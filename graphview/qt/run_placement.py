@@ -100,6 +100,8 @@ class RunPlacement:
             self.keep_in_view(always=True)  # the same node as before, or the error
         elif final or not self._top_shown:
             self._top_shown = show_top(self.view) or self._top_shown
+        fitting = self.view.fitting
+        fitting.clear_edges(fitting.focus_rect())  # no node cut in half at the view's edges
 
     def cancel(self) -> None:
         self.active = False

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from graphview.core import timeline
 from graphview.core.options import RunOptions
 from graphview.qt.run_placement import START_HINT
-from tests.conftest import lesson, model
+from tests.conftest import ROOT, lesson, model
 
 
 def stream(window, qtbot, run, options, batch: int = 25) -> None:
@@ -181,3 +183,52 @@ def test_fit_shows_everything_even_when_scroll_bars_come(window, record):
         else:  # too tall to read whole: all of its width, readable
             assert view.transform().m11() >= view.readable_scale() * 0.999, cursor
             assert seen.left() <= shown.left() and shown.right() <= seen.right(), cursor
+
+
+def cut_at_the_edges(window) -> list[str]:
+    """The nodes and shut boxes the canvas's edges cut (part in view, part out of it)."""
+    from PySide6.QtCore import QRectF
+
+    from graphview.qt.canvas.groups import solid
+
+    view = window.view
+    port = QRectF(view.viewport().rect())
+    items = list(window.scene.node_items.values()) + list(window.scene.groups.values())
+    cut = []
+    for item in items:
+        if solid(item):
+            on_screen = QRectF(view.mapFromScene(item.sceneBoundingRect()).boundingRect())
+            if on_screen.intersects(port) and not port.contains(on_screen):
+                cut.append(item.node.title if hasattr(item, "node") else item.key)
+    return cut
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, qtbot, streamed):
+    """An 8-row pitfall that failed opened at its error on a laptop's screen (1366x768) with its
+    last node cut in half at the bottom edge: a view showing part of a graph is moved by up to half
+    a row so that its edges fall between nodes, the error's node kept in view; F does the same."""
+    from graphview.qt.canvas.view_fit import clear_shift
+
+    run = record(str(ROOT / "sample_models" / "pitfalls" / "inplace_on_saved.py"))
+    window.resize(1366, 768)
+    if streamed:
+        stream(window, qtbot, run, RunOptions())
+    else:
+        window.begin_run(run.start["script"], RunOptions(), run)
+    assert run.errors and window.cursor == run.errors[0][0]
+    view = window.view
+    assert view.transform().m11() == pytest.approx(view.readable_scale())  # (the whole would not read)
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.height() < window.scene.shown_rect().height()  # part of the graph
+    assert cut_at_the_edges(window) == []
+    error = window.scene.place_at_event(window.cursor)
+    assert shown.contains(error)
+    window.actions["fit"].trigger()
+    assert cut_at_the_edges(window) == []
+    # the move: the least that clears both edges, within the limit, the kept span inside
+    assert clear_shift(0, 100, [(90, 130)], None, 50) == -11  # up, past the block's top
+    # 6 up (out of the block at the top) cuts the one at the bottom, 6 down the other way: 21 up clears both
+    assert clear_shift(0, 100, [(95, 130), (-20, 5)], None, 50) == -21
+    assert clear_shift(0, 100, [(30, 160)], None, 50) == 0  # no move of 50 or less clears it
+    assert clear_shift(0, 100, [(90, 130)], (40, 95), 50) == 31  # not up: that would leave 90-95 of 40-95 out

@@ -9,12 +9,14 @@ module boxes down to the deepest level that reads at fit.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
+from graphview.qt.canvas.groups import solid
 from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT
 from graphview.qt.canvas.view_region import RegionFollow
 
@@ -63,6 +65,27 @@ def readable_centre(framed: QRectF, focus: QRectF | None, half_width: float, hal
     y = focus.center().y() if focus is not None else framed.top()
     return QPointF(inside(x, framed.left(), framed.right(), half_width),
                    inside(y, framed.top(), framed.bottom(), half_height))
+
+
+def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep: tuple[float, float] | None,
+                most: float) -> float:
+    """How far to move a view that shows ``low`` to ``high`` (scene units, along one axis) so that
+    none of ``blocks`` (each from its low to its high end) is cut by its edges: the smallest such
+    move of at most ``most`` that keeps ``keep`` inside; 0 if none is cut, or none will do."""
+
+    def cut(edge: float) -> bool:
+        return any(a < edge < b for a, b in blocks)
+
+    if not cut(low) and not cut(high):
+        return 0.0
+    moves = sorted({edge_move for a, b in blocks for edge in (low, high)
+                    for edge_move in (a - edge - 1.0, b - edge + 1.0) if abs(edge_move) <= most}, key=abs)
+    for move in moves:
+        if keep is not None and not (low + move <= keep[0] and keep[1] <= high + move):
+            continue
+        if not cut(low + move) and not cut(high + move):
+            return move
+    return 0.0
 
 
 class ViewFit:
@@ -126,6 +149,22 @@ class ViewFit:
                 self._view.overview.schedule()
             self._fit(fallback=scene.newest_shown())
         self._width_shown = None  # (the window's own fit: the user's first F is a Fit's first press)
+
+    def clear_edges(self, focus: QRectF | None) -> None:
+        """Move a view that shows part of the graph by up to half a row (half a column across) so
+        that no node or shut box is cut at its edges, the focus kept in view (a failed 8-row
+        lesson opened at its error on a laptop's screen with its loss cut in half at the bottom)."""
+        view = self._view
+        shown = view.mapToScene(view.viewport().rect()).boundingRect()
+        scene = view.scene()
+        blocks = [item.sceneBoundingRect() for item in chain(scene.node_items.values(), scene.groups.values())
+                  if solid(item)]
+        dy = clear_shift(shown.top(), shown.bottom(), [(b.top(), b.bottom()) for b in blocks],
+                         (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2)
+        dx = clear_shift(shown.left(), shown.right(), [(b.left(), b.right()) for b in blocks],
+                         (focus.left(), focus.right()) if focus is not None else None, SLOT_WIDTH / 2)
+        if dx or dy:
+            self.center_on(shown.center() + QPointF(dx, dy))
 
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the
@@ -198,6 +237,7 @@ class ViewFit:
                 view.scale(readable, readable)
                 half_width, half_height = view.viewport().width() / readable / 2, view.viewport().height() / readable / 2
                 self.center_on(readable_centre(framed, focus, half_width, half_height))
+                self.clear_edges(focus)
             if view.viewport().rect() == port:
                 break
         return zoom >= readable or whole
