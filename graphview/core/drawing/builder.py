@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from itertools import islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from graphview.core.drawing.lifetimes import Lifetimes
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
 from graphview.core.drawing.placement import Placement, buffer_module
 from graphview.core.events import summary_text
-from graphview.core.run import ACCUMULATE_GRAD, Run
+from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
 from graphview.core.queries.names import node_title
 
 
@@ -38,12 +38,14 @@ class Drawing:
         self._ops_seen = 0
         self._output_of_op: dict[int, str] = {}  # vid -> tensor node drawn below it
         self._processed_edges = 0  # entries of run.side_edges looked at so far
-        # (born, element) the run had that a time-limited update left for the next (oldest first)
-        self._backlog: list[tuple[int, object]] = []
+        # elements of the run (tensor and autograd nodes) that a time-limited update left for the next (oldest first)
+        self._backlog: list = []
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self.inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
         self._shape_texts: dict[tuple, str] = {}  # (dtype, shape) -> what a node of it says under its name
+        self._titles: dict[str, str] = {}  # an autograd node's name -> its node's title
+        self._subtitles: dict[tuple, str] = {}  # (op, line) -> what an autograd node's node says under its title
         self.lifetimes = Lifetimes(run, self.nodes, self._out, self.derived, self.inputs)
         self.placement = Placement(run, self.nodes, self._out, self.lifetimes.dead_index)
         self.order: list[str] = self.placement.order  # node ids in placement order
@@ -81,39 +83,21 @@ class Drawing:
         Until then the drawing is the one the run up to the first of them gives: the edges the run
         knows besides the autograd structure wait for it too, and no call is ``final``."""
         run = self.run
-        fresh: list[tuple[int, object]] = []
         # the run's tables only grow, by new keys at their end (it never drops one, and a key given a
         # new value keeps its place): the entries added since the last call are those past the count
         # looked at then; all of them are not looked at again (a big trace streams in over hundreds of calls)
-        for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None):
-            if tnode.info.get("kind") != "grad":  # a leaf's .grad the script read: shown on the leaf
-                fresh.append((tnode.born, tnode))
+        fresh: list = [tnode for tnode in islice(run.tensor_nodes.values(), self._tensor_nodes_seen, None)
+                       if tnode.info.get("kind") != "grad"]  # (a leaf's .grad the script read: shown on the leaf)
         self._tensor_nodes_seen = len(run.tensor_nodes)
-        fresh.extend((op.born, op) for op in islice(run.op_nodes.values(), self._ops_seen, None))
+        fresh.extend(islice(run.op_nodes.values(), self._ops_seen, None))
         self._ops_seen = len(run.op_nodes)
-        fresh.sort(key=_BORN)
+        fresh.sort(key=_BORN)  # (each born at an event of its own)
         if self._backlog:  # older than anything new: first
             fresh = self._backlog + fresh
             self._backlog = []
-        created: list[str] = []
-        nodes = self.nodes
-        # (bound once: a big trace draws 10^5 nodes here)
-        make, connect, arrive, inputs = self._make_node, self._connect, self.placement.arrive, self.inputs
-        deadline = None if seconds is None else time.perf_counter() + seconds
-        for done, (_, element) in enumerate(fresh):
-            if deadline is not None and done & 63 == 63 and time.perf_counter() > deadline:
-                self._backlog = fresh[done:]
-                break
-            node = make(element)
-            node_id = node.id
-            nodes[node_id] = node
-            created.append(node_id)
-            if node.kind in INPUT_KINDS:
-                inputs.append(node_id)
-            connect(node, element)
-            arrive(node)
+        created = self._take(fresh, None if seconds is None else time.perf_counter() + seconds)
         # the run as far as this call placed it: up to the first element left for the next call
-        frontier = self._backlog[0][0] if self._backlog else None
+        frontier = self._backlog[0].born if self._backlog else None
         self._extra_edges(frontier)
         if frontier is not None:
             final = False
@@ -121,49 +105,127 @@ class Drawing:
         self.placement.settle(final, patient, len(run.events) if frontier is None else frontier)
         return created
 
-    def _make_node(self, element) -> DrawNode:
-        run = self.run
-        if hasattr(element, "vid"):  # an op node
-            op = element
-            if op.name == ACCUMULATE_GRAD:
-                leaf_name = run.tensor_name(op.leaf) or "leaf"
-                leaf_info = run.tensors.get(op.leaf)
-                module = op.module
-                if module is None and leaf_info is not None and leaf_info.get("kind") == "param":
-                    module = leaf_name.rpartition(".")[0] or None
-                return DrawNode(op.id, "accumulate", "AccumulateGrad", f"into {leaf_name}.grad", op.born, op.vid,
-                                module, op.line)
-            sub = op.op or ""
-            if op.line is not None:
-                sub = f"{sub} · line {op.line}" if sub else f"line {op.line}"
-            return DrawNode(op.id, "op", node_title(op.name), sub, op.born, op.vid, op.module, op.line)
-        tnode = element
-        info = tnode.info
-        kind = info.get("kind")
-        if tnode.grad_fn is not None:
-            draw_kind = "intermediate"
-        elif kind in ("param", "buffer"):
-            draw_kind = "param" if info.get("requires_grad") else "input"
-        elif info.get("requires_grad"):
-            draw_kind = "input_grad"
+    def _take(self, fresh: list, deadline: float | None) -> list[str]:
+        """Draw and place the run's elements ``fresh`` (oldest first) until ``deadline`` (those left
+        wait in the backlog); returns the ids of the nodes made."""
+        created: list[str] = []
+        # (bound once: a big trace draws 10^5 nodes here)
+        take_op, take_tensor, arrive = self._take_op, self._take_tensor, self.placement.arrive
+        if deadline is None:
+            for element in fresh:
+                node = take_op(element) if type(element) is OpNode else take_tensor(element)
+                created.append(node.id)
+                arrive(node)
+            return created
+        for done, element in enumerate(fresh):
+            if done & 63 == 63 and time.perf_counter() > deadline:
+                self._backlog = fresh[done:]
+                break
+            node = take_op(element) if type(element) is OpNode else take_tensor(element)
+            created.append(node.id)
+            arrive(node)
+        return created
+
+    def _take_op(self, op: OpNode) -> DrawNode:
+        """The node of autograd node ``op``, drawn with its arrows from the nodes drawn before it."""
+        nodes = self.nodes
+        if op.name == ACCUMULATE_GRAD:
+            node = self._accumulate_node(op)
+            nodes[node.id] = node
+            leaf_node = nodes.get(self.run._current_tensor_node.get(op.leaf)) if op.leaf is not None else None
+            if leaf_node is not None:
+                self._arrow(leaf_node, node, "accumulate", op.born)
         else:
-            draw_kind = "input"
-        name = run.tensor_title(tnode.tid, tnode.grad_fn)  # "x", "output of linear", "tensor"
-        if "v" in tnode.id[1:]:  # a new state of the tensor after an in-place op
+            title = self._titles.get(op.name)
+            if title is None:
+                title = self._titles[op.name] = node_title(op.name)
+            key = (op.op, op.line)
+            sub = self._subtitles.get(key)
+            if sub is None:
+                sub = op.op or ""
+                if op.line is not None:
+                    sub = f"{sub} · line {op.line}" if sub else f"line {op.line}"
+                self._subtitles[key] = sub
+            node = DrawNode(op.id, "op", title, sub, op.born, op.vid, op.module, op.line)
+            nodes[node.id] = node
+        entries = op.next
+        if not entries:
+            return node
+        # an op given one tensor in several arguments (``w * w``) has an entry of next_functions
+        # for each: drawn as one arrow marked "×2", not as arrows on top of each other (the only
+        # arrow a node could be given twice: each node is connected once, when it is made)
+        times = drawn = None
+        if len(entries) > 1 and len(set(map(_FIRST, entries))) < len(entries):  # a child twice
+            drawn = set()
+            times = Counter(entries) if len(set(entries)) < len(entries) else None
+        output_of, op_nodes, arrow, born = self._output_of_op, self.run.op_nodes, self._arrow, op.born
+        for child, input_nr in entries:
+            if child is None:
+                continue
+            src = output_of.get(child)
+            if src is None:  # (an autograd node's id is op<vid>)
+                child_op = op_nodes.get(child)
+                src = child_op.id if child_op is not None else None
+            source = nodes.get(src)
+            if source is not None:
+                if drawn is not None:
+                    if src in drawn:
+                        continue
+                    drawn.add(src)
+                count = times[(child, input_nr)] if times is not None else 1
+                arrow(source, node, "flow", born, f"×{count}" if count > 1 else "")
+        return node
+
+    def _accumulate_node(self, op: OpNode) -> DrawNode:
+        tensors = self.run.tensors
+        leaf_info = tensors.get(op.leaf) if op.leaf is not None else None
+        leaf_name = (leaf_info.get("name") if leaf_info else None) or "leaf"
+        module = op.module
+        if module is None and leaf_info is not None and leaf_info.get("kind") == "param":
+            module = leaf_name.rpartition(".")[0] or None
+        return DrawNode(op.id, "accumulate", "AccumulateGrad", f"into {leaf_name}.grad", op.born, op.vid,
+                        module, op.line)
+
+    def _take_tensor(self, tnode: TensorNode) -> DrawNode:
+        """The node of tensor ``tnode``, drawn with the arrow from the autograd node that made it."""
+        run = self.run
+        info = tnode.info
+        grad_fn = tnode.grad_fn
+        producer = run.op_nodes.get(grad_fn) if grad_fn is not None else None
+        named = run.tensors.get(tnode.tid)  # (tensor_title, its most common answer first: the script's name)
+        name = named.get("name") if named else None
+        if not name:
+            name = run.tensor_title(tnode.tid, grad_fn)  # "output of linear", "tensor"
+        if "v" in tnode.id:  # a new state of the tensor after an in-place op (t<tid>v<version>)
             name += f" (v{tnode.version})"
-        if tnode.grad_fn is not None:
-            producer = run.op_nodes.get(tnode.grad_fn)
+        if grad_fn is not None:
+            draw_kind = "intermediate"
             module = producer.module if producer is not None else None
-        elif draw_kind == "param":
-            module = name.rpartition(".")[0] or None
-        else:  # a model's buffer (running_mean) is in its module's box; made without grad inside a
-            # module (an attention mask): that module's, else none
-            module = buffer_module(self.run, tnode.tid)
-            if module is None:
-                producer_op = run.producers.get(tnode.tid)
-                module = producer_op.get("module") if producer_op is not None else None
-        return DrawNode(tnode.id, draw_kind, name, self._shape_text(info), tnode.born, tnode.tid, module,
+        else:
+            kind = info.get("kind")
+            if kind in ("param", "buffer"):
+                draw_kind = "param" if info.get("requires_grad") else "input"
+            else:
+                draw_kind = "input_grad" if info.get("requires_grad") else "input"
+            if draw_kind == "param":
+                module = name.rpartition(".")[0] or None
+            else:  # a model's buffer (running_mean) is in its module's box; made without grad inside a
+                # module (an attention mask): that module's, else none
+                module = buffer_module(run, tnode.tid)
+                if module is None:
+                    producer_op = run.producers.get(tnode.tid)
+                    module = producer_op.get("module") if producer_op is not None else None
+        node = DrawNode(tnode.id, draw_kind, name, self._shape_text(info), tnode.born, tnode.tid, module,
                         info.get("line"))
+        self.nodes[node.id] = node
+        if draw_kind in INPUT_KINDS:
+            self.inputs.append(node.id)
+        elif producer is not None:  # (an autograd node's id is op<vid>)
+            source = self.nodes.get(producer.id)
+            if source is not None:
+                self._arrow(source, node, "flow", node.born)
+                self._output_of_op.setdefault(grad_fn, node.id)
+        return node
 
     def _shape_text(self, info: dict) -> str:
         """:func:`shape_text` of a tensor's latest event, worked out once for each shape and dtype (a
@@ -179,42 +241,6 @@ class Drawing:
         if text is None:
             text = self._shape_texts[key] = shape_text(info)
         return text
-
-    def _connect(self, node: DrawNode, element) -> None:
-        run = self.run
-        if node.kind in ("op", "accumulate"):
-            op = element
-            if node.kind == "accumulate" and op.leaf is not None:
-                leaf_id = run._current_tensor_node.get(op.leaf)
-                if leaf_id in self.nodes:
-                    self._edge(leaf_id, node.id, "accumulate", op.born)
-            output_of, nodes = self._output_of_op, self.nodes
-            # an op given one tensor in several arguments (``w * w``) has an entry of next_functions
-            # for each: drawn as one arrow marked "×2", not as arrows on top of each other (the only
-            # arrow a node could be given twice: each node is connected once, when it is made)
-            entries = op.next
-            times = drawn = None
-            if len(entries) > 1 and len({child for child, _ in entries}) < len(entries):  # a child twice
-                drawn = set()
-                times = Counter(entries) if len(set(entries)) < len(entries) else None
-            for child, input_nr in entries:
-                if child is None:
-                    continue
-                src = output_of.get(child)
-                if src is None:
-                    src = f"op{child}"
-                if src in nodes:
-                    if drawn is not None:
-                        if src in drawn:
-                            continue
-                        drawn.add(src)
-                    count = times[(child, input_nr)] if times is not None else 1
-                    self._edge(src, node.id, "flow", op.born, f"×{count}" if count > 1 else "")
-        elif node.kind in ("intermediate",):
-            producer = f"op{element.grad_fn}"
-            if producer in self.nodes:
-                self._edge(producer, node.id, "flow", node.born)
-                self._output_of_op.setdefault(element.grad_fn, node.id)
 
     def _extra_edges(self, frontier: int | None = None) -> None:
         """Edges the run knows besides the autograd structure: inputs, detach, no-grad ops (those
@@ -258,9 +284,25 @@ class Drawing:
             if source not in preds:
                 preds.append(source)
 
+    def _arrow(self, source: DrawNode, target: DrawNode, kind: str, born: int, label: str = "") -> None:
+        """:meth:`_edge` from a node to one just made (not placed yet: nothing to tell the placement)."""
+        source_id = source.id
+        edge = DrawEdge(source_id, target.id, kind, born, label)
+        self.edges.append(edge)
+        out = self._out.get(source_id)
+        if out is None:
+            self._out[source_id] = [edge]
+        else:
+            out.append(edge)
+        preds = target.preds
+        if source_id not in preds:
+            preds.append(source_id)
 
-#: the ``born`` of a ``(born, element)`` pair
-_BORN = itemgetter(0)
+
+#: when an element of the run was born (the index of the event that made it)
+_BORN = attrgetter("born")
+#: the child of an entry of an autograd node's next_functions ``(child, input_nr)``
+_FIRST = itemgetter(0)
 
 
 def shape_text(info: dict) -> str:

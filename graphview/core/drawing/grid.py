@@ -78,20 +78,20 @@ class Grid:
         """Put ``node`` in row ``layer``, in the free slot nearest ``want`` among the columns its
         strip allows there (``side``: the module whose strip counts, if not the node's own).
         ``holds_row``: the row counts it as its module's whatever its kind (see below)."""
-        occupied = self._occupied
-        taken = occupied.get(layer)
+        taken = self._occupied.get(layer)
         if taken is None:
-            taken = occupied[layer] = {}
+            taken = self._occupied[layer] = {}
         node_id, module, kind = node.id, node.module, node.kind
-        side = module if side is None else side
         strips = self.strips
-        if strips.strips:
+        beside = strips.strips  # (most drawings: no strip, and every node placed asks)
+        if beside:
+            side = module if side is None else side
             low, high = strips.bounds(side, layer)
             want = min(max(want, low), high)
-        else:  # (most drawings: no strip, and every node placed asks)
-            low, high = UNBOUNDED
         slot = want
         if want in taken:
+            if not beside:
+                low, high = UNBOUNDED
             for distance in range(0, 100000):
                 if want + distance <= high and self._free(taken, want + distance, node.born):
                     slot = want + distance
@@ -104,8 +104,15 @@ class Grid:
         extent = self._extent
         if extent is None:
             self._extent = [slot, layer, slot, layer]
-        else:
-            _widen(extent, slot, layer)
+        else:  # (_widen, inline: every node placed)
+            if slot < extent[0]:
+                extent[0] = slot
+            elif slot > extent[2]:
+                extent[2] = slot
+            if layer < extent[1]:
+                extent[1] = layer
+            elif layer > extent[3]:
+                extent[3] = layer
         # a row counts its ops, results and a module's weights (with their AccumulateGrad); not the
         # tensors without grad that only sit above their users: the script's inputs and what a module
         # makes without grad (GPT-2's position ids: read as the run streams in, they held the rows of
@@ -114,18 +121,8 @@ class Grid:
         # layout depend on how the run was read. Unless the placement says it holds its row: a
         # result of an op the script ran under no_grad, whose graph is made of such results alone
         if holds_row or kind in _ROW_KINDS or module is not None and kind in _WEIGHT_KINDS:
-            row = self._row_modules.get(layer)
-            if row is None:
-                row = self._row_modules[layer] = {}
-            ids = row.get(module)
-            if ids is None:
-                row[module] = [node_id]
-            else:
-                ids.append(node_id)
             self._track(node, layer, slot)
-            if kind == "param":
-                self._model_weights.setdefault(module.partition(".")[0], []).append(node_id)
-        if strips.strips:
+        if beside:
             strips.grew(side, layer)
         self.order.append(node_id)
 
@@ -167,7 +164,7 @@ class Grid:
             if beside and strips.foreign(layer, module, new):
                 return True
             row = row_modules.get(layer)
-            if not row:
+            if not row or len(row) == 1 and module in row:  # (none, or only its own module's)
                 continue
             for path, ids in list(row.items()):
                 if module == path:
@@ -192,12 +189,24 @@ class Grid:
         return any(self.nodes[i].slot > strip.left - GAP and not self.gone(i, born) for i in ids)
 
     def _track(self, node: DrawNode, layer: int, slot: int) -> None:
-        """Widen the span of ``node``'s module and each module holding it. A module beside another
-        that jumps down to read its output (a decoder's cross-attention, waiting for the encoder)
-        holds the rows it jumped over on its side: nothing else starts there, inside its box."""
-        paths = self._holding.get(node.module)
+        """Count ``node`` (in ``layer``, ``slot``) in its row as its module's (see :meth:`put`), and a
+        model's weight as its model's; widen the span of its module and each module holding it. A
+        module beside another that jumps down to read its output (a decoder's cross-attention, waiting
+        for the encoder) holds the rows it jumped over on its side: nothing else starts there, inside its box."""
+        module = node.module
+        row = self._row_modules.get(layer)
+        if row is None:
+            row = self._row_modules[layer] = {}
+        ids = row.get(module)
+        if ids is None:
+            row[module] = [node.id]
+        else:
+            ids.append(node.id)
+        if node.kind == "param":
+            self._model_weights.setdefault(module.partition(".")[0], []).append(node.id)
+        paths = self._holding.get(module)
         if paths is None:
-            paths = self._holding[node.module] = _holding(node.module)
+            paths = self._holding[module] = _holding(module)
         jumped = None
         spans = self._spans
         for path in paths:

@@ -54,6 +54,8 @@ from graphview.core.run import Run
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
 #: what waits for its first user when it appears (see Placement._waits)
 _DEFERRABLE = frozenset({"param", "input_grad", "input", "accumulate"})
+#: what may take its name (and its module) when it is placed (see Placement._name_late)
+_NAMED_LATE = frozenset({"param", "input", "detached"})
 #: tensors drawn without a grad_fn of their own: leaves and tensors cut from a graph
 _NO_GRAD_TENSORS = frozenset({"input", "input_grad", "detached"})
 #: what a node read from before it may still start a branch beside: leaves, not computed tensors
@@ -313,8 +315,10 @@ class Placement:
         node.module = path or None
 
     def _place(self, node: DrawNode) -> None:
-        self._name_late(node)  # its module decides which rows it may take
-        if node.kind in _LEAF_KINDS:
+        kind = node.kind
+        if node.module is None and kind in _NAMED_LATE:
+            self._name_late(node)  # its module decides which rows it may take
+        if kind in _LEAF_KINDS:
             self._module_that_ran(node, None)  # not used yet: where its module is, if it ran
         nodes = self.nodes
         placed, waiting = [], []
@@ -337,27 +341,29 @@ class Placement:
         # start a branch beside what holds its rows (Whisper's decoder beside its encoder): asked
         # once, where its rows are another module's
         beside = None
+        grid, module, born = self.grid, node.module, node.born
         # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
         # node that reads a tensor from a thousand rows up inside another module's box)
-        while self.grid.foreign_rows(layer - reach + 1, layer, node.module, node.born):
+        while grid.foreign_rows(layer - reach + 1, layer, module, born):
             if beside is None:
                 beside = all(p.kind in _STARTS_BESIDE for p in placed) and node.title not in _WEIGHT_VIEWS
             if beside:
                 beside = False
-                if self.grid.open_beside(node.module, layer - reach + 1, layer, node.born):
+                if grid.open_beside(module, layer - reach + 1, layer, born):
                     want = None  # the leftmost column free in its strip
                     continue
             layer += 1
         if want is None:
-            want = self.grid.free_column(layer, node.born, node.module)
-        self.grid.put(node, layer, want, holds_row=made_without_grad(self.run, node))
+            want = grid.free_column(layer, born, module)
+        grid.put(node, layer, want, holds_row=kind == "detached" and made_without_grad(self.run, node))
         if waiting:
             for pred in waiting:
-                self._name_late(pred)
+                if pred.module is None and pred.kind in _NAMED_LATE:
+                    self._name_late(pred)
             # lazily placed leaves (and their AccumulateGrad) go just above: weights first, then the
             # rest of a module's, so that a tensor without grad from another module (or from none)
             # then keeps out of their box (outside_boxes)
-            for pred in sorted(waiting, key=_weights_first):
+            for pred in sorted(waiting, key=_weights_first) if len(waiting) > 1 else waiting:
                 self._place_above(pred, node)
 
     def _chain_floor(self, node: DrawNode) -> int:
@@ -427,12 +433,7 @@ class Placement:
         """Rows a waiting leaf chain takes above its user (a leaf, its AccumulateGrad, ``weight.t()``):
         1 and the most of its waiting predecessors'. Walked with a stack of its own, each node once; a
         predecessor already on the path (a cycle) counts nothing."""
-        nodes = self.nodes
-
-        def waiting(n: DrawNode) -> list:
-            return [nodes[p] for p in n.preds if p in nodes and not nodes[p].placed
-                    and not (nodes[p].kind in _NO_GRAD_TENSORS and self._history(nodes[p], n))]
-
+        waiting = self._waiting_above
         # a chain (each node waits on one other at most: a leaf, its AccumulateGrad, weight.t()) is
         # counted on the way up; where a node waits on two, the walk below counts them all
         rows, current, on_path = 1, node, {node.id}
@@ -466,6 +467,11 @@ class Placement:
                     parent = stack[-1][0].id
                     most[parent] = max(most[parent], depth[current.id])
         return depth[node.id]
+
+    def _waiting_above(self, node: DrawNode) -> list[DrawNode]:
+        """The predecessors of ``node`` not placed yet that go above it (not how a constructor made it)."""
+        return [pred for pred in map(self.nodes.get, node.preds) if pred is not None and not pred.placed
+                and not (pred.kind in _NO_GRAD_TENSORS and self._history(pred, node))]
 
     def _place_chain(self, node: DrawNode) -> None:
         """``node``, after its predecessors not placed yet (and theirs, first): a walk with a stack of
@@ -509,12 +515,14 @@ class Placement:
                 stack.pop()
 
     def _put_above(self, node: DrawNode, user: DrawNode) -> None:
-        self._name_late(node)
-        if node.kind in _LEAF_KINDS:
+        kind = node.kind
+        if node.module is None and kind in _NAMED_LATE:
+            self._name_late(node)
+        if kind in _LEAF_KINDS:
             self._module_that_ran(node, user.born)
         row, slot = user.layer - 1, user.slot
         side = None
-        if node.kind in _NO_GRAD_TENSORS:
+        if kind in _NO_GRAD_TENSORS:
             if not node.module:  # outside every module box
                 side = user.module  # in its user's strip
                 if user.module:  # (the model's own forward, path "", makes a decoder's ids)
@@ -527,7 +535,7 @@ class Placement:
         # result (a script that generates under no_grad, then runs its model with grad on what it made):
         # placed upwards row by row, each tensor held its row, and the next, of another module, went
         # beside all of them (outside_boxes), a generation of 3 tokens 42 columns wide
-        self.grid.put(node, row, slot, side, node.id in self._above and made_without_grad(self.run, node))
+        self.grid.put(node, row, slot, side, node.id in self._above.ids and made_without_grad(self.run, node))
 
     def _history(self, pred: DrawNode, node: DrawNode) -> bool:
         """Whether ``pred`` is only how a model's constructor made ``node``, a buffer: both tensors
