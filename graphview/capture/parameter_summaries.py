@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from graphview.capture.summaries import (
-    _FLOAT_MAX, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, blocked_reductions, summarize,
+    _FLOAT_MAX, BLOCKED_ABOVE, _sum, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, blocked_reductions, summarize,
 )
 from graphview.core.events import FULL_VALUES_MAX
 
@@ -126,7 +126,7 @@ def _stats_of_rows(a: np.ndarray) -> list[dict]:
     else:
         with np.errstate(all="ignore"):  # (overflow: an Inf in the statistics, as summarize says it)
             lo, hi = np.minimum.reduce(a, axis=1), np.maximum.reduce(a, axis=1)
-            totals = np.add.reduce(a, axis=1)
+            totals = np.array([_sum(row) for row in a])  # (summarize's sum of each: the same bits)
             squares = np.einsum("ij,ij->i", a, a)
     out = []
     for row, (low, high, total, square) in enumerate(zip(lo.tolist(), hi.tolist(), totals.tolist(), squares.tolist())):

@@ -424,20 +424,23 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sample
 
 def _whole_reductions(a: np.ndarray, with_norm: bool, scale: float,
                       known_norm: float | None) -> tuple[float, float, float, float | None]:
-    """min, max, sum and (``with_norm``) norm of ``a``: the ufuncs' own reductions (what ndarray.min /
-    max / sum call), over any strides, each a pass over the whole array."""
+    """min, max, sum and (``with_norm``) norm of ``a``: the ufuncs' own minimum and maximum (what
+    ndarray.min / max call) and einsum's sum, over any strides, each a pass over the whole array.
+    The sum is einsum's, not ``add.reduce``'s: over a 2-D or 3-D array NumPy's pairwise reduction
+    reduces a row at a time (65,536 float32 values as 1,024 rows of 64: 37.5 us, einsum 5.3 us;
+    2,048 values: 2.4 against 1.0 us), an error beside the exact sum about that of torch's own."""
     lo, hi = float(_MIN(a, axis=None)), float(_MAX(a, axis=None))
     count = a.size
     bound = max(abs(lo), abs(hi)) * count  # NaN: False below
     fmax = _FLOAT_MAX.get(a.dtype, 0.0)
     if known_norm is not None and with_norm and bound < fmax:
-        total, norm = float(_SUM(a, axis=None)), known_norm
+        total, norm = float(_sum(a)), known_norm
     elif bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
-        total = float(_SUM(a, axis=None))
+        total = float(_sum(a))
         norm = math.sqrt(float(_square_norm(a)) * scale) if with_norm else None
     else:
         with np.errstate(all="ignore"):
-            total = float(_SUM(a, axis=None))
+            total = float(_sum(a))
             norm = math.sqrt(float(_einsum_square(a)) * scale) if with_norm else None
     return lo, hi, total, norm
 
@@ -474,7 +477,7 @@ def blocked_reductions(flat: np.ndarray, squares: bool) -> tuple[float, float, f
             block = flat[start:start + BLOCK]
             lows.append(_MIN(block))
             highs.append(_MAX(block))
-            total += float(_c_einsum(block, _ONE_AXIS, []))
+            total += float(_sum(block))
             if squares:
                 square_sum += float(_einsum_square(block))
         lo, hi = float(_MIN(np.array(lows), axis=None)), float(_MAX(np.array(highs), axis=None))
@@ -493,7 +496,12 @@ except ImportError:  # (NumPy 1)
     except ImportError:
         _c_einsum = np.einsum
 _AXES = [list(range(n)) for n in range(33)]
-_ONE_AXIS = _AXES[1]
+
+
+def _sum(a: np.ndarray):
+    """The sum of ``a``'s values over any strides (see ``_whole_reductions``)."""
+    axes = _AXES[a.ndim] if a.ndim < len(_AXES) else list(range(a.ndim))
+    return _c_einsum(a, axes, [])
 
 
 def _einsum_square(a: np.ndarray):
