@@ -72,6 +72,36 @@ def test_start_step_records_only_those_steps_and_changes_nothing(tmp_path):
     assert first["values"] == [plain[0][1].item()]
 
 
+def test_torchs_own_optimizer_step_runs_without_the_recording_mode_in_process(tmp_path, monkeypatch):
+    """As in the runner (tests/capture/test_recorder.py): inside the block, no call of SGD's own
+    step reaches the recorder from its second step on; SGD's step is torch's own after the block."""
+    from graphview.capture.hooks.ops import OpHooks
+
+    torch.manual_seed(0)
+    model = nn.Linear(5, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    hooked = torch.optim.SGD.__dict__["step"]  # (torch's own, wrapped for its step hooks)
+    in_step, reached = [False], []
+    optimizer.register_step_pre_hook(lambda *_: in_step.__setitem__(0, True))
+    optimizer.register_step_post_hook(lambda *_: in_step.__setitem__(0, False))
+    original = OpHooks._on_torch_function
+
+    def noting(self, func, args, kwargs):
+        if in_step[0] and "record_function" not in str(func):  # (torch's step-hook wrapper's profiler range)
+            reached.append(func)
+        return original(self, func, args, kwargs)
+
+    monkeypatch.setattr(OpHooks, "_on_torch_function", noting)
+    with graphview.record(tmp_path / "run.gvtrace", steps=3) as rec:
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(torch.ones(4, 5)).sum().backward()
+            optimizer.step()
+    assert reached == []
+    assert len(Run(read_trace(rec.path).events).optimizer_steps) == 3
+    assert torch.optim.SGD.__dict__.get("step") is hooked
+
+
 def test_the_code_inside_is_recorded_with_its_lines_and_names(tmp_path):
     torch.manual_seed(0)
     w = torch.randn(3, requires_grad=True)

@@ -33,9 +33,9 @@ class ModuleHooks(TensorIdentity):
             self.module_hooks_compile_safe()
         else:
             self._module_hooks = self._register_module_hooks(self._module_pre, self._module_post)
+        stack.callback(self._restore_optimizer_steps)
+        self._unobserve_steps_hooked_already()
         if self.own_optimizer_hooks:
-            stack.callback(self._restore_optimizer_steps)
-            self._unobserve_steps_hooked_already()
             optimizer_hooks: list = []
             stack.callback(lambda: [handle.remove() for handle in optimizer_hooks])
             optimizer_hooks += [register_optimizer_step_pre_hook(self._optimizer_pre),
@@ -158,16 +158,12 @@ class ModuleHooks(TensorIdentity):
         return None
 
     def _optimizer_pre(self, optimizer, args, kwargs):
-        # ops inside step() are skipped by user_frame (torch/optim frames); from the class's next
-        # step on, torch's own step runs without the recording mode (no call to skip)
-        owner = next((k for k in type(optimizer).__mro__ if "step" in k.__dict__), None)
-        if owner is not None and owner not in self._unobserved_steps:
-            self._unobserve_step(owner)
-        return None
+        return None  # ops inside step() are skipped by user_frame (torch/optim frames)
 
     def _unobserve_steps_hooked_already(self) -> None:
         """:meth:`_unobserve_step` for each optimizer class torch wrapped already (an optimizer of it
-        was made): from their first step in this recording on."""
+        was made): from their first step in this recording on. (A class first wrapped while
+        recording: from its second step, after ``_optimizer_post`` saw the first.)"""
         classes, seen = list(torch.optim.Optimizer.__subclasses__()), set()
         while classes:
             cls = classes.pop()
@@ -208,6 +204,11 @@ class ModuleHooks(TensorIdentity):
     def _optimizer_post(self, optimizer, args, kwargs, depth: int = 3):
         """``depth``: the frame that called ``optimizer.step()``, counted from ``user_frame``'s."""
         self.optimizer_step_count += 1
+        # from the class's next step on, torch's own step runs without the recording mode (its
+        # calls are not passed through it one by one to be skipped)
+        owner = next((k for k in type(optimizer).__mro__ if "step" in k.__dict__), None)
+        if owner is not None and owner not in self._unobserved_steps:
+            self._unobserve_step(owner)
         if self._suspend or not self._active:
             return
         with self.at_work():
