@@ -203,14 +203,23 @@ def cut_at_the_edges(window) -> list[str]:
     return cut
 
 
+#: a script that fails in backward (an in-place op on a tensor ExpBackward0 saved) after a graph of 15 rows
+FAILS_TALL = ("import torch\n"
+              "p = torch.ones(3, requires_grad=True)\n"
+              "q = p.exp()\n"
+              "r = (q * 2).sin().cos().tanh().mul(3)\n"
+              "q += 1\n"
+              "(r.sum() + q.sum()).backward()\n")
+
+
 @pytest.mark.parametrize("streamed", [False, True])
-def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, qtbot, streamed):
-    """An 8-row pitfall that failed opened at its error on a laptop's screen (1366x768) with its
-    last node cut in half at the bottom edge: a view showing part of a graph is moved by up to half
-    a row so that its edges fall between nodes, the error's node kept in view; F does the same."""
+def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, write_script, qtbot, streamed):
+    """A pitfall that failed opened at its error on a laptop's screen (1366x768) with its last
+    node cut in half at the bottom edge: a view showing part of a graph is moved by up to half a
+    row so that its edges fall between nodes, the error's node kept in view; F does the same."""
     from graphview.qt.canvas.view_fit import clear_shift
 
-    run = record(str(ROOT / "sample_models" / "pitfalls" / "inplace_on_saved.py"))
+    run = record(write_script(FAILS_TALL))
     window.resize(1366, 768)
     if streamed:
         stream(window, qtbot, run, RunOptions())
@@ -232,3 +241,27 @@ def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, qtbot,
     assert clear_shift(0, 100, [(95, 130), (-20, 5)], None, 50) == -21
     assert clear_shift(0, 100, [(30, 160)], None, 50) == 0  # no move of 50 or less clears it
     assert clear_shift(0, 100, [(90, 130)], (40, 95), 50) == 31  # not up: that would leave 90-95 of 40-95 out
+
+
+def test_a_graph_that_nearly_reads_whole_is_shown_whole(window, record):
+    """The chain rule lesson, 8 rows, at its end on a laptop's screen: at the readable zoom its
+    bottom rows alone were shown, the leaf x and the .grad of 20 the lesson is about out of view;
+    it fits whole at 94% of that zoom (its smallest text 8.5 px high, not 9), and is shown whole."""
+    from PySide6.QtCore import QRectF
+
+    from graphview.qt.canvas.view_fit import WHOLE_SLACK
+
+    run = record(lesson("chain_rule"))
+    window.resize(1366, 768)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.actions["to_end"].trigger()
+    view, scene = window.view, window.scene
+    port = QRectF(view.viewport().rect())
+    zoom, readable = view.transform().m11(), view.readable_scale()
+    assert WHOLE_SLACK * readable <= zoom < readable
+    assert port.contains(QRectF(view.mapFromScene(scene.shown_rect()).boundingRect()))
+    x = next(item for item in scene.node_items.values() if item.isVisible() and item.node.title == "x")
+    assert port.contains(QRectF(view.mapFromScene(x.sceneBoundingRect()).boundingRect()))
+    window.actions["back"].trigger()  # a step from there keeps the zoom (it reads)
+    assert view.transform().m11() == zoom
+    assert scene.place_at_event(window.cursor) is not None and view.halo_rect() is None  # no ring: it reads

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH
-from graphview.qt.canvas.view_fit import ViewFit
+from graphview.qt.canvas.view_fit import WHOLE_SLACK, ViewFit
 
 
 def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
@@ -54,7 +54,7 @@ class Follow:
             if self._at_run_end():
                 self._fit.fit(fallback=scene.newest_shown(), pressed=False)
             return
-        if view.transform().m11() < self._fit.readable_scale():
+        if view.transform().m11() < self._fit.readable_scale() * WHOLE_SLACK:  # (a graph shown whole reads)
             self._fit.readable_around(places[0].center())
             return
         view.ensureVisible(*self._footprint(places))

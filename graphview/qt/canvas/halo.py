@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.qt.canvas.style import colors
-from graphview.qt.canvas.view_fit import readable_scale
+from graphview.qt.canvas.view_fit import WHOLE_SLACK, readable_scale
 
 #: the radius, in screen pixels, of the halo that marks the cursor's node at a zoom too small to read
 HALO_RADIUS = 24
@@ -30,7 +30,7 @@ class Halo:
         same size on screen whatever the zoom; None when it is not drawn."""
         view = self._view
         scene = view.scene()
-        if scene is None or view.transform().m11() >= readable_scale(view.logicalDpiY()):
+        if scene is None or view.transform().m11() >= readable_scale(view.logicalDpiY()) * WHOLE_SLACK:
             return None
         where = scene.place_at_event(self._cursor())
         if where is None:

@@ -22,6 +22,13 @@ from graphview.qt.canvas.view_region import RegionFollow
 
 #: the room fit leaves around what it shows
 FIT_MARGIN = 40
+#: the least room a fit leaves, where FIT_MARGIN's would leave the graph too small to read whole
+TIGHT_MARGIN = 8
+#: a graph that fits whole at this share of the readable zoom or more is shown whole (its smallest
+#: text 8.1 px high, not 9): an 8-row lesson on a laptop's screen (1366x768) fits at 96% of it, and
+#: at the readable zoom the window showed its bottom rows alone, its leaf and the .grad the lesson
+#: is about out of view
+WHOLE_SLACK = 0.9
 #: the largest zoom a fit takes (a tiny graph is not blown up)
 FIT_LARGEST = 1.4
 #: how far (screen pixels) the view may move after a fit that showed the graph's width, and Fit
@@ -65,6 +72,24 @@ def readable_centre(framed: QRectF, focus: QRectF | None, half_width: float, hal
     y = focus.center().y() if focus is not None else framed.top()
     return QPointF(inside(x, framed.left(), framed.right(), half_width),
                    inside(y, framed.top(), framed.bottom(), half_height))
+
+
+def whole_zoom(width: float, height: float, rect: QRectF, readable: float) -> float:
+    """The zoom at which a viewport of ``width`` x ``height`` pixels shows ``rect`` (scene units)
+    whole: with FIT_MARGIN around it (at most FIT_LARGEST: a tiny graph is not blown up); where
+    that is below the ``readable`` zoom, with TIGHT_MARGIN, at most the readable zoom, if that is
+    WHOLE_SLACK of it or more. Below that, the graph does not read whole at this size."""
+
+    def at(margin: float) -> float:
+        return min(width / max(1.0, rect.width() + 2 * margin), height / max(1.0, rect.height() + 2 * margin),
+                   FIT_LARGEST)
+
+    zoom = at(FIT_MARGIN)
+    if zoom < readable:
+        tight = min(readable, at(TIGHT_MARGIN))
+        if tight >= WHOLE_SLACK * readable:
+            return tight
+    return zoom
 
 
 def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep: tuple[float, float] | None,
@@ -224,9 +249,8 @@ class ViewFit:
             port = view.viewport().rect()
             if port.isEmpty():  # (no room to show anything: nothing to fit)
                 return False
-            zoom = min(port.width() / max(1.0, framed.width()), port.height() / max(1.0, framed.height()),
-                       FIT_LARGEST)  # a tiny graph: not blown up
-            if zoom >= readable or whole:
+            zoom = whole_zoom(port.width(), port.height(), rect, readable)
+            if zoom >= readable * WHOLE_SLACK or whole:
                 view.resetTransform()
                 view.scale(zoom, zoom)
                 self.center_on(rect.center())
@@ -240,4 +264,4 @@ class ViewFit:
                 self.clear_edges(focus)
             if view.viewport().rect() == port:
                 break
-        return zoom >= readable or whole
+        return zoom >= readable * WHOLE_SLACK or whole
