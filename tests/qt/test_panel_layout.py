@@ -50,9 +50,23 @@ def test_the_memory_charts_event_axis_reads_as_a_count():
     """The chart's event axis writes 500k and 1.5M, not pyqtgraph's 1e+06."""
     from graphview.qt.panels.memory import EventAxis, event_count
 
-    assert [event_count(v) for v in (0, 1500, 10_000, 250_000, 1_000_000, 1_500_000)] == \
-        ["0", "1500", "10k", "250k", "1M", "1.5M"]
+    assert [event_count(v) for v in (0, 1500, 10_000, 250_000, 1_000_000, 1_500_000, 1_050_000, 1_150_000)] == \
+        ["0", "1500", "10k", "250k", "1M", "1.5M", "1.05M", "1.15M"]
     assert EventAxis("bottom").tickStrings([0, 500_000, 1_000_000], 1.0, 500_000) == ["0", "500k", "1M"]
+
+
+def test_the_memory_charts_event_axis_has_ticks_at_whole_events_alone(qtbot):
+    """A run of 4 events (a script that failed at its first line) had ticks at 0.5, 1.5 and 2.5 too:
+    "0 0 1 2 2 2 3" under its chart. Each tick is a whole event and says a number of its own."""
+    from graphview.qt.panels.memory import EventAxis
+
+    axis = EventAxis("bottom")
+    for last, width in ((1, 220), (3, 220), (4, 300), (12, 220), (40, 220), (1_500_000, 300)):
+        ticks = [value for spacing, values in axis.tickValues(0, last, width) for value in values]
+        assert ticks and all(value == int(value) for value in ticks), last
+        strings = [text for spacing, values in axis.tickValues(0, last, width)
+                   for text in axis.tickStrings(values, 1.0, spacing)]
+        assert len(strings) == len(set(strings)) == len(ticks), (last, strings)
 
 
 def test_the_code_pane_shows_the_whole_current_line_when_it_wraps(qtbot):

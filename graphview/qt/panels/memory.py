@@ -44,6 +44,12 @@ class BytesAxis(pg.AxisItem):
 class EventAxis(pg.AxisItem):
     """Event indices as a reader counts them: 500k, 1M, 1.5M (pyqtgraph wrote 1e+06)."""
 
+    def tickSpacing(self, minVal, maxVal, size):
+        """Ticks at whole events only: there is nothing between two events (a run of 4 events had
+        ticks at 0.5, 1.5, 2.5 too, written "0 0 1 2 2 2 3" under its chart)."""
+        levels = [level for level in super().tickSpacing(minVal, maxVal, size) if level[0] >= 1]
+        return levels or [(1.0, 0)]
+
     def tickStrings(self, values, scale, spacing):
         return [event_count(v) for v in values]
 
@@ -54,7 +60,8 @@ def event_count(value: float) -> str:
     for limit, unit in ((1e6, "M"), (1e4, "k")):
         if abs(value) >= limit:
             divisor = limit if unit == "M" else 1e3
-            return f"{value / divisor:.{0 if value % divisor == 0 else 1}f}{unit}"
+            # (two decimals where a tick needs them: 1.05M and 1.15M were both "1.1M")
+            return f"{value / divisor:.2f}".rstrip("0").rstrip(".") + unit
     return f"{value:.0f}"
 
 
