@@ -21,6 +21,7 @@ import io
 import os
 import tempfile
 from dataclasses import dataclass
+from itertools import chain
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -28,12 +29,14 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPainterPath, QPen
 
 from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
+from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.core.export import default_fits
 from graphview.core.files import write_file
 from graphview.core.held import busiest_device
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, style
-from graphview.qt.canvas.view_fit import FIT_MARGIN, readable_centre, readable_scale
+from graphview.qt.canvas.groups import solid
+from graphview.qt.canvas.view_fit import FIT_MARGIN, clear_shift, readable_centre, readable_scale
 from graphview.qt.export import ExportError, canvas_colors, content_rect
 from graphview.qt.formatting import human_bytes
 
@@ -179,7 +182,25 @@ class FramePainter:
         shown = self.scene.shown_rect()
         framed = content_rect(self.scene) if shown.isNull() else shown.adjusted(-FIT_MARGIN, -FIT_MARGIN,
                                                                                 FIT_MARGIN, FIT_MARGIN)
-        return readable_centre(framed, self.focus, self.width / self.zoom / 2, self.graph_h / self.zoom / 2)
+        half_w, half_h = self.width / self.zoom / 2, self.graph_h / self.zoom / 2
+        centre = readable_centre(framed, self.focus, half_w, half_h)
+        return centre + self._clear_of_edges(centre, half_w, half_h, framed)
+
+    def _clear_of_edges(self, centre: QPointF, half_w: float, half_h: float, framed: QRectF) -> QPointF:
+        """How far to move the frame centred on ``centre`` so that no node or shut box is cut in
+        half at its edges (up to half a row, half a column across; the node followed kept in the
+        frame, the frame no further past the graph's margin than it was): a frame of the
+        accumulation lesson cut a node in half above the memory strip."""
+        blocks = [item.sceneBoundingRect() for item in chain(self.scene.node_items.values(), self.scene.groups.values())
+                  if solid(item)]
+        focus = self.focus
+        dy = clear_shift(centre.y() - half_h, centre.y() + half_h, [(b.top(), b.bottom()) for b in blocks],
+                         (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2,
+                         (framed.top(), framed.bottom()))
+        dx = clear_shift(centre.x() - half_w, centre.x() + half_w, [(b.left(), b.right()) for b in blocks],
+                         (focus.left(), focus.right()) if focus is not None else None, SLOT_WIDTH / 2,
+                         (framed.left(), framed.right()))
+        return QPointF(dx, dy)
 
     def frame(self, index: int) -> QImage:
         scene = self.scene

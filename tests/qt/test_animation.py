@@ -89,6 +89,28 @@ def _running_and_root(run, call):
     return [n.id for n in run._tensor_nodes_of[call.roots_tensors[0]]] + [f"op{call.roots[0]}"]
 
 
+def test_no_frame_cuts_a_node_in_half(qapp, record):
+    """A GIF of the accumulation lesson's first backward (the command line's default span) cut the
+    node above its memory strip in half in its last frames: each frame is moved by up to half a
+    row so that its edges fall between nodes, the node it follows kept in it."""
+    from graphview.qt.canvas.groups import solid
+
+    run = record(lesson("accumulate_without_clearing"))
+    indices = moments(run, 0, moment(run, "backward:1", True))  # (what the command line draws by default)
+    painter = FramePainter(run, DEFAULT_SIZE, indices[0], (indices[0], indices[-1]), indices)
+    assert painter.whole is None  # (followed: the graph does not read whole in the frame)
+    for index in indices:
+        painter.frame(index)
+        items = [item for item in list(painter.scene.node_items.values()) + list(painter.scene.groups.values())
+                 if solid(item)]
+        cut = [item.node.title for item in items if painter.source.intersects(item.sceneBoundingRect())
+               and not painter.source.contains(item.sceneBoundingRect())]
+        assert cut == [], (index, cut)
+        item = painter.scene.item_at_event(index)
+        if item is not None:
+            assert painter.source.contains(item.sceneBoundingRect()), index
+
+
 def test_a_backward_starts_on_the_tensor_it_was_called_on(qapp, record):
     run = record(model("mlp_optimizer"), steps=1)
     call = min(run.backwards.values(), key=lambda c: c.start)

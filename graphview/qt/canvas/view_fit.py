@@ -93,10 +93,11 @@ def whole_zoom(width: float, height: float, rect: QRectF, readable: float) -> fl
 
 
 def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep: tuple[float, float] | None,
-                most: float) -> float:
+                most: float, bounds: tuple[float, float] | None = None) -> float:
     """How far to move a view that shows ``low`` to ``high`` (scene units, along one axis) so that
     none of ``blocks`` (each from its low to its high end) is cut by its edges: the smallest such
-    move of at most ``most`` that keeps ``keep`` inside; 0 if none is cut, or none will do."""
+    move of at most ``most`` that keeps ``keep`` inside (and the view no further past ``bounds``
+    than it was); 0 if none is cut, or none will do."""
 
     def cut(edge: float) -> bool:
         return any(a < edge < b for a, b in blocks)
@@ -107,6 +108,8 @@ def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep
                     for edge_move in (a - edge - 1.0, b - edge + 1.0) if abs(edge_move) <= most}, key=abs)
     for move in moves:
         if keep is not None and not (low + move <= keep[0] and keep[1] <= high + move):
+            continue
+        if bounds is not None and not (min(low, bounds[0]) <= low + move and high + move <= max(high, bounds[1])):
             continue
         if not cut(low + move) and not cut(high + move):
             return move
