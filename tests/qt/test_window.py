@@ -115,6 +115,31 @@ def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record
     assert said["x"].rstrip().endswith(".grad\nNone")
 
 
+def test_the_inspector_says_a_tensor_made_under_no_grad_is_an_ops_result(window, record, write_script):
+    """A model's logits computed under no_grad read "input (leaf)", as a tensor the script made
+    itself does: they read as the result of the op that made them, under no_grad, a leaf."""
+    run = record(write_script(
+        "import torch\n"
+        "layer = torch.nn.Linear(3, 2)\n"
+        "x = torch.randn(4, 3)\n"
+        "with torch.no_grad():\n"
+        "    logits = layer(x)\n"
+        "with torch.inference_mode():\n"
+        "    scores = logits.softmax(-1)\n"))
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    by_name = {info.get("name"): tid for tid, info in run.tensors.items()}
+    said = {}
+    for name in ("x", "logits", "scores"):
+        tid = by_name[name]
+        assert run.tensors[tid]["kind"] == "input" and run.tensors[tid]["is_leaf"]  # (what the recording says)
+        window.inspector.show_node(run, run._current_tensor_node[tid], window.cursor)
+        said[name] = window.inspector.toPlainText()
+    assert "kind\ninput (leaf)" in said["x"]  # made by torch.randn with grad on: an input
+    assert f"kind\nresult of {run.made_by[by_name['logits']]['op']} under no_grad (a leaf: no grad_fn)" in said["logits"]
+    assert "kind\nresult of softmax under inference_mode (a leaf: no grad_fn)" in said["scores"]
+
+
 def test_memory_chart_plots_the_recorded_series(window, record):
     run = record(model("mlp_optimizer"))
     show(window, run)
