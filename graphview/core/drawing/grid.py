@@ -34,18 +34,6 @@ def _holding(module: str | None) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _widen(extent: list[int], slot: int, layer: int) -> None:
-    """Widen ``extent`` (least slot, least layer, greatest slot, greatest layer) to hold a cell."""
-    if slot < extent[0]:
-        extent[0] = slot
-    elif slot > extent[2]:
-        extent[2] = slot
-    if layer < extent[1]:
-        extent[1] = layer
-    elif layer > extent[3]:
-        extent[3] = layer
-
-
 class Grid:
     """The cells of a drawing's placed nodes, the modules of its rows, and their extent.
 
@@ -104,7 +92,7 @@ class Grid:
         extent = self._extent
         if extent is None:
             self._extent = [slot, layer, slot, layer]
-        else:  # (_widen, inline: every node placed)
+        else:  # widened to hold the cell (inline: every node placed)
             if slot < extent[0]:
                 extent[0] = slot
             elif slot > extent[2]:
@@ -143,7 +131,13 @@ class Grid:
         return start
 
     def foreign_rows(self, top: int, bottom: int, module: str | None, born: int) -> bool:
-        """Whether rows ``top..bottom`` hold live nodes of another module than ``module``.
+        """Whether rows ``top..bottom`` hold live nodes of another module than ``module`` (see :meth:`foreign_row`)."""
+        return self.foreign_row(top, bottom, module, born) is not None
+
+    def foreign_row(self, top: int, bottom: int, module: str | None, born: int) -> int | None:
+        """The first of rows ``top..bottom`` that holds live nodes of another module than ``module``
+        (None: none does). Asked again of rows it looked at, with nothing placed meanwhile, it
+        answers the same (what it forgets, nodes destroyed by ``born``, it would forget again).
 
         A box is drawn around its nodes: a node of any other module in one of its rows would look
         inside it (a residual ``add`` of a transformer layer inside its LayerNorm's box, when the
@@ -162,7 +156,7 @@ class Grid:
         row_modules = self._row_modules
         for layer in range(top, bottom + 1):
             if beside and strips.foreign(layer, module, new):
-                return True
+                return layer
             row = row_modules.get(layer)
             if not row or len(row) == 1 and module in row:  # (none, or only its own module's)
                 continue
@@ -172,17 +166,17 @@ class Grid:
                 if beside and strips.side(path) != side:  # beside: in its own columns, unless it reaches into ours
                     theirs = strips.of(path)
                     if own is not None and (theirs is None or theirs.left < own.left) and self._reaches(ids, own, born):
-                        return True
+                        return layer
                     continue
                 live = [i for i in ids if not self.gone(i, born)]
                 if live:
                     if len(live) != len(ids):
                         row[path] = live
-                    return True
+                    return layer
                 if self._model_lives(path, module, born):
-                    return True
+                    return layer
                 del row[path]
-        return False
+        return None
 
     def _reaches(self, ids: list[str], strip: Strip, born: int) -> bool:
         """Whether any of these live nodes (of another side) is in ``strip``'s columns or the gap before them."""
@@ -216,7 +210,14 @@ class Grid:
                 continue
             if jumped is None and span[3] < layer - 1:
                 jumped = (path, span[3])
-            _widen(span, slot, layer)
+            if slot < span[0]:  # widened to hold the cell (inline: every node a row counts)
+                span[0] = slot
+            elif slot > span[2]:
+                span[2] = slot
+            if layer < span[1]:
+                span[1] = layer
+            elif layer > span[3]:
+                span[3] = layer
         if jumped is not None and self.strips.strips:
             path, last = jumped
             side = self.strips.side(path)

@@ -344,7 +344,7 @@ class Placement:
         grid, module, born = self.grid, node.module, node.born
         # (below the drawing's last row nothing is foreign: this ends; a cap on the rows walked left a
         # node that reads a tensor from a thousand rows up inside another module's box)
-        while grid.foreign_rows(layer - reach + 1, layer, module, born):
+        while (foreign := grid.foreign_row(layer - reach + 1, layer, module, born)) is not None:
             if beside is None:
                 beside = all(p.kind in _STARTS_BESIDE for p in placed) and node.title not in _WEIGHT_VIEWS
             if beside:
@@ -352,7 +352,8 @@ class Placement:
                 if grid.open_beside(module, layer - reach + 1, layer, born):
                     want = None  # the leftmost column free in its strip
                     continue
-            layer += 1
+            # (every window of rows that holds the foreign row is foreign too: the next to ask starts below it)
+            layer = foreign + reach
         if want is None:
             want = grid.free_column(layer, born, module)
         grid.put(node, layer, want, holds_row=kind == "detached" and made_without_grad(self.run, node))
