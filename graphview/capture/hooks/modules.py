@@ -56,7 +56,10 @@ class ModuleHooks(TensorIdentity):
         self._module_hooks = []
 
     def module_hooks_compile_safe(self) -> None:
-        """The module hooks run, not traced, under torch.compile (see ``OpHooks._compile_safe``)."""
+        """The module hooks run, not traced, under torch.compile (see ``OpHooks._compile_safe``), and
+        torch's optimizer steps are its own again (Dynamo, tracing a compiled step, fails on the
+        replacement's making and would trace the mode's popping)."""
+        self._restore_optimizer_steps()
         self._remove_module_hooks()
         self._module_hooks = self._register_module_hooks(torch.compiler.disable(self._module_pre),
                                                          torch.compiler.disable(self._module_post))
@@ -163,7 +166,10 @@ class ModuleHooks(TensorIdentity):
     def _unobserve_steps_hooked_already(self) -> None:
         """:meth:`_unobserve_step` for each optimizer class torch wrapped already (an optimizer of it
         was made): from their first step in this recording on. (A class first wrapped while
-        recording: from its second step, after ``_optimizer_post`` saw the first.)"""
+        recording: from its second step, after ``_optimizer_post`` saw the first.) None under
+        torch.compile (see :meth:`module_hooks_compile_safe`)."""
+        if self._compile_safe_on:
+            return
         classes, seen = list(torch.optim.Optimizer.__subclasses__()), set()
         while classes:
             cls = classes.pop()
@@ -206,9 +212,10 @@ class ModuleHooks(TensorIdentity):
         self.optimizer_step_count += 1
         # from the class's next step on, torch's own step runs without the recording mode (its
         # calls are not passed through it one by one to be skipped)
-        owner = next((k for k in type(optimizer).__mro__ if "step" in k.__dict__), None)
-        if owner is not None and owner not in self._unobserved_steps:
-            self._unobserve_step(owner)
+        if not self._compile_safe_on:
+            owner = next((k for k in type(optimizer).__mro__ if "step" in k.__dict__), None)
+            if owner is not None and owner not in self._unobserved_steps:
+                self._unobserve_step(owner)
         if self._suspend or not self._active:
             return
         with self.at_work():
