@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from graphview.capture.summaries import (
-    _FLOAT_MAX, BLOCKED_ABOVE, _sum, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, blocked_reductions, summarize,
+    _FLOAT_MAX, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, _sum, blocked_reductions, summarize,
 )
 from graphview.core.events import FULL_VALUES_MAX
 
