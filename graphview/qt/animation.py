@@ -21,7 +21,6 @@ import io
 import os
 import tempfile
 from dataclasses import dataclass
-from itertools import chain
 from typing import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -35,8 +34,7 @@ from graphview.core.files import write_file
 from graphview.core.held import busiest_device
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, style
-from graphview.qt.canvas.groups import solid
-from graphview.qt.canvas.view_fit import FIT_MARGIN, clear_shift, readable_centre, readable_scale
+from graphview.qt.canvas.view_fit import FIT_MARGIN, clear_shift, readable_centre, readable_scale, solid_rects
 from graphview.qt.export import ExportError, canvas_colors, content_rect
 from graphview.qt.formatting import human_bytes
 
@@ -191,8 +189,7 @@ class FramePainter:
         half at its edges (up to half a row, half a column across; the node followed kept in the
         frame, the frame no further past the graph's margin than it was): a frame of the
         accumulation lesson cut a node in half above the memory strip."""
-        blocks = [item.sceneBoundingRect() for item in chain(self.scene.node_items.values(), self.scene.groups.values())
-                  if solid(item)]
+        blocks = solid_rects(self.scene)
         focus = self.focus
         dy = clear_shift(centre.y() - half_h, centre.y() + half_h, [(b.top(), b.bottom()) for b in blocks],
                          (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2,

@@ -93,7 +93,7 @@ def test_no_frame_cuts_a_node_in_half(qapp, record):
     """A GIF of the accumulation lesson's first backward (the command line's default span) cut the
     node above its memory strip in half in its last frames: each frame is moved by up to half a
     row so that its edges fall between nodes, the node it follows kept in it."""
-    from graphview.qt.canvas.groups import solid
+    from graphview.qt.canvas.view_fit import solid_rects
 
     run = record(lesson("accumulate_without_clearing"))
     indices = moments(run, 0, moment(run, "backward:1", True))  # (what the command line draws by default)
@@ -101,10 +101,8 @@ def test_no_frame_cuts_a_node_in_half(qapp, record):
     assert painter.whole is None  # (followed: the graph does not read whole in the frame)
     for index in indices:
         painter.frame(index)
-        items = [item for item in list(painter.scene.node_items.values()) + list(painter.scene.groups.values())
-                 if solid(item)]
-        cut = [item.node.title for item in items if painter.source.intersects(item.sceneBoundingRect())
-               and not painter.source.contains(item.sceneBoundingRect())]
+        cut = [rect for rect in solid_rects(painter.scene) if painter.source.intersects(rect)
+               and not painter.source.contains(rect)]
         assert cut == [], (index, cut)
         item = painter.scene.item_at_event(index)
         if item is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QRectF
 
 from graphview.core import timeline
 from graphview.core.options import RunOptions
@@ -185,22 +186,14 @@ def test_fit_shows_everything_even_when_scroll_bars_come(window, record):
             assert seen.left() <= shown.left() and shown.right() <= seen.right(), cursor
 
 
-def cut_at_the_edges(window) -> list[str]:
-    """The nodes and shut boxes the canvas's edges cut (part in view, part out of it)."""
-    from PySide6.QtCore import QRectF
-
-    from graphview.qt.canvas.groups import solid
+def cut_at_the_edges(window) -> list[QRectF]:
+    """Where the nodes and shut boxes the canvas's edges cut (part in view, part out of it) are."""
+    from graphview.qt.canvas.view_fit import solid_rects
 
     view = window.view
     port = QRectF(view.viewport().rect())
-    items = list(window.scene.node_items.values()) + list(window.scene.groups.values())
-    cut = []
-    for item in items:
-        if solid(item):
-            on_screen = QRectF(view.mapFromScene(item.sceneBoundingRect()).boundingRect())
-            if on_screen.intersects(port) and not port.contains(on_screen):
-                cut.append(item.node.title if hasattr(item, "node") else item.key)
-    return cut
+    on_screen = [QRectF(view.mapFromScene(rect).boundingRect()) for rect in solid_rects(window.scene)]
+    return [rect for rect in on_screen if rect.intersects(port) and not port.contains(rect)]
 
 
 #: a script that fails in backward (an in-place op on a tensor ExpBackward0 saved) after a graph of 15 rows
@@ -236,19 +229,18 @@ def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, write_
     window.actions["fit"].trigger()
     assert cut_at_the_edges(window) == []
     # the move: the least that clears both edges, within the limit, the kept span inside
-    assert clear_shift(0, 100, [(90, 130)], None, 50) == -11  # up, past the block's top
-    # 6 up (out of the block at the top) cuts the one at the bottom, 6 down the other way: 21 up clears both
-    assert clear_shift(0, 100, [(95, 130), (-20, 5)], None, 50) == -21
+    assert clear_shift(0, 100, [(90, 130)], None, 50) == -13  # up, past the block's top (and EDGE_ROOM)
+    # 8 up (out of the block at the bottom) cuts the one at the top, 8 down the other way: 23 up clears both
+    assert clear_shift(0, 100, [(95, 130), (-20, 5)], None, 50) == -23
     assert clear_shift(0, 100, [(30, 160)], None, 50) == 0  # no move of 50 or less clears it
-    assert clear_shift(0, 100, [(90, 130)], (40, 95), 50) == 31  # not up: that would leave 90-95 of 40-95 out
+    assert clear_shift(0, 100, [(90, 130)], (40, 95), 50) == 33  # not up: that would leave 87-95 of 40-95 out
+    assert clear_shift(0, 100, [(90, 130), (-30, 5)], None, 20) == 8  # none clears both: one edge, the least move
 
 
 def test_a_graph_that_nearly_reads_whole_is_shown_whole(window, record):
     """The chain rule lesson, 8 rows, at its end on a laptop's screen: at the readable zoom its
     bottom rows alone were shown, the leaf x and the .grad of 20 the lesson is about out of view;
     it fits whole at 94% of that zoom (its smallest text 8.5 px high, not 9), and is shown whole."""
-    from PySide6.QtCore import QRectF
-
     from graphview.qt.canvas.view_fit import WHOLE_SLACK
 
     run = record(lesson("chain_rule"))

@@ -92,28 +92,50 @@ def whole_zoom(width: float, height: float, rect: QRectF, readable: float) -> fl
     return zoom
 
 
+#: the room a view's edge moved clear of a node keeps from it (scene units: a pixel or two at the
+#: readable zoom; one unit was less than a pixel, and a node so cleared was cut by a rounded pixel)
+EDGE_ROOM = 3.0
+
+
 def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep: tuple[float, float] | None,
                 most: float, bounds: tuple[float, float] | None = None) -> float:
     """How far to move a view that shows ``low`` to ``high`` (scene units, along one axis) so that
-    none of ``blocks`` (each from its low to its high end) is cut by its edges: the smallest such
-    move of at most ``most`` that keeps ``keep`` inside (and the view no further past ``bounds``
-    than it was); 0 if none is cut, or none will do."""
+    none of ``blocks`` (each from its low to its high end) is cut by its edges: the smallest move
+    of at most ``most`` that keeps ``keep`` inside (and the view no further past ``bounds`` than it
+    was) and leaves the fewest edges cutting a block, if fewer than now; else 0."""
 
-    def cut(edge: float) -> bool:
-        return any(a < edge < b for a, b in blocks)
+    def cuts(move: float) -> int:
+        return sum(any(a < edge + move < b for a, b in blocks) for edge in (low, high))
 
-    if not cut(low) and not cut(high):
+    now = cuts(0.0)
+    if not now:
         return 0.0
     moves = sorted({edge_move for a, b in blocks for edge in (low, high)
-                    for edge_move in (a - edge - 1.0, b - edge + 1.0) if abs(edge_move) <= most}, key=abs)
+                    for edge_move in (a - edge - EDGE_ROOM, b - edge + EDGE_ROOM) if abs(edge_move) <= most}, key=abs)
+    best, fewest = 0.0, now
     for move in moves:
         if keep is not None and not (low + move <= keep[0] and keep[1] <= high + move):
             continue
         if bounds is not None and not (min(low, bounds[0]) <= low + move and high + move <= max(high, bounds[1])):
             continue
-        if not cut(low + move) and not cut(high + move):
-            return move
-    return 0.0
+        left = cuts(move)
+        if left < fewest:
+            best, fewest = move, left
+            if not left:
+                break
+    return best
+
+
+def solid_rects(scene) -> list[QRectF]:
+    """Where the nodes and shut boxes of ``scene`` are drawn, in scene units: a node's body (not the
+    room its item keeps for badges: rows 96 apart leave 10 units between those, too few for both
+    edges of a view to fall into), a shut box's card."""
+    rects = []
+    for item in chain(scene.node_items.values(), scene.groups.values()):
+        if solid(item):
+            body = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H) if hasattr(item, "node") else item.rect
+            rects.append(item.mapRectToScene(body))
+    return rects
 
 
 class ViewFit:
@@ -184,15 +206,19 @@ class ViewFit:
         lesson opened at its error on a laptop's screen with its loss cut in half at the bottom)."""
         view = self._view
         shown = view.mapToScene(view.viewport().rect()).boundingRect()
-        scene = view.scene()
-        blocks = [item.sceneBoundingRect() for item in chain(scene.node_items.values(), scene.groups.values())
-                  if solid(item)]
+        blocks = solid_rects(view.scene())
         dy = clear_shift(shown.top(), shown.bottom(), [(b.top(), b.bottom()) for b in blocks],
                          (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2)
         dx = clear_shift(shown.left(), shown.right(), [(b.left(), b.right()) for b in blocks],
                          (focus.left(), focus.right()) if focus is not None else None, SLOT_WIDTH / 2)
-        if dx or dy:
-            self.center_on(shown.center() + QPointF(dx, dy))
+        if dx or dy:  # (by the scroll bars: centring on the moved centre drifted 8 units across)
+            target = shown.translated(dx, dy)
+            view.setSceneRect(view.sceneRect().united(target))
+            now = view.mapToScene(view.viewport().rect()).boundingRect()
+            scale = view.transform().m11()
+            for bar, move in ((view.horizontalScrollBar(), target.left() - now.left()),
+                              (view.verticalScrollBar(), target.top() - now.top())):
+                bar.setValue(bar.value() + round(move * scale))
 
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the
