@@ -111,7 +111,9 @@ class GroupItem(QGraphicsObject):
         if self.box.setup:  # no autograd node inside: what it made
             return f"{self.members} tensors" if self.members != 1 else "1 tensor"
         if self.ops == 0 and self.members and not self.made_graph:  # no_grad, inference_mode, frozen weights
-            text = f"{self.members} tensors, no graph" if self.members != 1 else "1 tensor, no graph"
+            text = f"{self.members} tensors" if self.members != 1 else "1 tensor"
+            if self.now is None:  # (with the op that ran now the card has no room for it)
+                text += ", no graph"
         elif self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left
             text = "no graph now"
         else:

@@ -101,12 +101,18 @@ class GraphView(QGraphicsView):
     def drawForeground(self, painter, rect) -> None:
         super().drawForeground(painter, rect)
         self.halo.paint(painter)
-        scene = self.scene()
-        if not self.message or any(item.isVisible() for item in scene.node_items.values()) \
-                or (scene.virtual and scene.shown_anything()):  # the sketch draws what has no item
+        if not self.message_drawn():
             canvas_notes.paint_graph_gone(self, painter)
             return
         canvas_notes.paint_message(self, painter, self.shown_message(), hint=self.message == START_HINT)
+
+    def message_drawn(self) -> bool:
+        """Whether the canvas draws its message (:meth:`shown_message`): only while it draws
+        nothing else. A shut box with a tensor inside counts (a GPT-2's constructor writing its
+        first weight: its box was drawn under "Nothing to draw yet at event 10")."""
+        scene = self.scene()
+        return bool(self.message) and not any(item.isVisible() for item in scene.node_items.values()) \
+            and not scene.shown_anything()  # (the sketch of a big run, a shut box: nodes without an item)
 
     def shown_message(self) -> str:
         """The note on the empty canvas: the start hint says where the cursor is once it moved on."""

@@ -167,3 +167,23 @@ def test_a_press_gets_as_far_as_it_looked_through_what_draws_nothing(window, rec
     assert window.cursor == stops[20]
     window.actions["back"].trigger()
     assert window.cursor == stops[10]
+
+
+def test_a_shut_box_drawn_at_the_first_stop_is_not_called_nothing(window, record, write_script):
+    """A GPT-2's constructor writing its first weight (normal_) under no graph: → stops there, its
+    transformer box drawn shut with that tensor inside; the canvas also said "Nothing to draw yet
+    at event 10" over it, and the card read "1 tensor, …graph · now normal_" (elided)."""
+    from tests.qt.canvas.test_edge_labels import GENERATES
+
+    run = record(write_script(GENERATES))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    assert window.view.message_drawn()  # the start: nothing drawn, the hint says what to do
+    window.actions["step"].trigger()
+    scene = window.view.scene()
+    shut = [g for g in scene.groups.values() if g.isVisible() and g.collapsed]
+    assert window.cursor > 0 and draws_anything(scene)
+    assert not any(item.isVisible() for item in scene.node_items.values()) and len(shut) == 1
+    assert not window.view.message_drawn()
+    group = shut[0]
+    assert group.members == 1 and group.now == run.events[window.cursor]["op"]
+    assert group.summary() == f"1 tensor · now {group.now}"  # (no room for "no graph" beside the op)
