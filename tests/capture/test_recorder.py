@@ -241,6 +241,9 @@ def test_a_compiled_optimizer_step_records_as_before(write_script, record):
     keep: dict = {}
     run = record(write_script(text), keep=keep)
     assert run.status == "ok", run.events[-1]
+    # what graphview says of it is what holds: not a plain run's values to the last bit
+    said = "".join(e["text"] for e in run.events if e["ev"] == "stderr")
+    assert "a compiled optimizer step's can differ from a plain run's in the last bits" in said
     assert len(run.backwards) == 3 and len(run.optimizer_steps) == 3
     plain: dict = {}
     exec(compile(text, "plain_step.py", "exec"), plain)

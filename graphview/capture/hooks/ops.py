@@ -291,7 +291,8 @@ class OpHooks(TensorIdentity):
                 recorder._emit_fn({"ev": "stderr", "text": (
                     f"graphview: {where}torch.compile'd code runs op by op while graphview records it "
                     "(Dynamo cannot trace the recorder): the graph shows its ops one by one, not the "
-                    "CompiledFunctionBackward node a plain run can have; values and gradients are eager mode's\n")})
+                    "CompiledFunctionBackward node a plain run can have; values and gradients are its ops' "
+                    "run one by one (a compiled optimizer step's can differ from a plain run's in the last bits)\n")})
             recorder._compile_safe()
             return original(*args, **kwargs)
 
