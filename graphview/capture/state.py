@@ -35,6 +35,7 @@ _INTERNAL_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_paramet
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
 _DisableTorchFunction = torch._C.DisableTorchFunction
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
+_PARAMETER_TYPE = torch.nn.Parameter
 
 
 class KeyedRef(weakref.ref):
@@ -326,7 +327,10 @@ class RecorderState:
             key = f"sid{sid}"
         base = t._base
         if t.is_leaf or (base is not None and base.is_leaf):
-            kind = "param" if (t.requires_grad or (base is not None and base.requires_grad)) else "input"
+            leaf = t if base is None else base
+            # a parameter (nn.Parameter, drawn green as one); a plain leaf that requires grad is an
+            # input, as the canvas draws it ("leaf input that requires grad")
+            kind = "param" if isinstance(leaf, _PARAMETER_TYPE) else "input"
             # a result the op made for itself (BatchNorm's batch statistics, max-pool indices)
             if kind == "input" and op_inputs is not None and id(t) not in op_inputs and (base is None or id(base) not in op_inputs):
                 kind = "activation"

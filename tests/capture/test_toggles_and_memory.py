@@ -27,6 +27,32 @@ def at_event(run, predicate):
     return next(i for i, e in enumerate(run.events) if predicate(e))
 
 
+def test_saved_leaves_count_as_the_canvas_draws_them(record, write_script):
+    """A saved leaf is a weight when it is a parameter (drawn green, "leaf parameter"), frozen
+    ones included, and an input when it is a plain tensor, requires grad or not (drawn yellow,
+    "leaf input that requires grad", as a lesson's ``w``): the memory chart's colours and words
+    say what the canvas says. Bytes from torch's own storages."""
+    keep: dict = {}
+    run = record(write_script(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "w = torch.randn(5, 7, requires_grad=True)\n"
+        "x = torch.randn(3, 5, requires_grad=True)\n"
+        "frozen = torch.nn.Linear(7, 4)\n"
+        "frozen.requires_grad_(False)\n"
+        "h = x @ w\n"
+        "y = frozen(h)\n"
+        "loss = y.square().sum()\n"
+    ), keep=keep)
+    kinds = {run.tensor_name(tid): info["kind"] for tid, info in run.tensors.items() if run.tensor_name(tid)}
+    assert kinds["w"] == kinds["x"] == "input" and kinds["frozen.weight"] == "param"  # the canvas's kinds
+    held = run.live_saved_bytes()
+    w, x, frozen = keep["w"], keep["x"], keep["frozen"]
+    # matmul saves x and w (each needs the other's gradient); linear saves frozen.weight for h's gradient
+    assert held["input"] == w.untyped_storage().nbytes() + x.untyped_storage().nbytes()
+    assert held["param"] == frozen.weight.untyped_storage().nbytes()
+
+
 def test_memory_timeline_of_a_three_layer_net(record, write_script):
     """Saved bytes after each layer, deduplicated by storage, split by kind (numbers from torch)."""
     run = record(write_script(THREE_LAYER))
