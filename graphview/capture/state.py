@@ -9,6 +9,7 @@ with what it holds.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -296,6 +297,11 @@ class RecorderState:
         """Whether this recorder's own torch-function mode is this thread's innermost one."""
         depth = torch._C._len_torch_function_stack()
         return bool(depth) and getattr(torch._C._get_function_stack_at(depth - 1), "recorder", None) is self
+
+    def mode_popped(self):
+        """A block run without this recorder's torch-function mode, where it is the innermost one
+        (torch's own code, whose calls would each pass through it to be skipped); else as it is."""
+        return torch.overrides._pop_mode_temporarily() if self.mode_innermost() else contextlib.nullcontext()
 
     @staticmethod
     def current_mode() -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from graphview.core.options import NO_GRAPH_MODES
 from graphview.core.run import Run
 
 _DETACH_OPS = frozenset({"detach", "detach_", "data"})
-_NO_GRAPH_MODES = frozenset({"no_grad", "inference_mode"})
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def find_cut(run: Run, tid: int | None) -> Cut | None:
         graph_inputs = [t for t in inputs if _requires_grad(run, t)]
         if op.get("op") in _DETACH_OPS and graph_inputs:
             return _cut(run, op_index.get(id(op), 0), "detach", op.get("line"), graph_inputs[0])
-        if op.get("mode") in _NO_GRAPH_MODES and graph_inputs:
+        if op.get("mode") in NO_GRAPH_MODES and graph_inputs:
             return Cut(op_index.get(id(op), 0), op["mode"], op.get("line"), current, op.get("module"),
                        op.get("module_type"), op.get("op"))
         queue.extend(inputs)

@@ -14,7 +14,7 @@ from typing import Iterator
 from graphview.core.cuts import Cut, find_cut, severed
 from graphview.core.events import summary_scalar
 from graphview.core.held import held_at, human
-from graphview.core.options import RunOptions
+from graphview.core.options import NO_GRAPH_MODES, RunOptions
 from graphview.core.run import ACCUMULATE_GRAD, Run
 
 
@@ -116,7 +116,7 @@ def _what_cut(run: Run, tid: int | None) -> tuple[int | None, str]:
         op = _producer(run, current)
         if op is None:
             continue
-        if op.get("mode") in ("no_grad", "inference_mode"):
+        if op.get("mode") in NO_GRAPH_MODES:
             return op.get("line"), (f"It was computed at line {op.get('line')} inside a {op['mode']} region, "
                                     "where autograd records no graph.")
         if op.get("op") in ("detach", "detach_", "data"):
@@ -186,7 +186,7 @@ def _cut_below(run: Run, tid: int, before: int) -> tuple[int | None, str] | None
             outputs = {t for t, _ in ev.get("outputs") or ()}
             if ev.get("op") in ("item", "tolist", "numpy"):  # (a Python number: where it goes is not recorded)
                 return ev.get("line"), f"turned it into a Python value ({ev['op']}())"
-            if ev.get("mode") in ("no_grad", "inference_mode"):
+            if ev.get("mode") in NO_GRAPH_MODES:
                 if not ev.get("inplace") and _feeds(run, outputs, index, before, roots):
                     return ev.get("line"), f"used it inside a {ev['mode']} region"
                 continue

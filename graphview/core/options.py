@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 #: kept from step to step or a gradient growing across optimizer steps shows only after a first step
 APP_STEPS = 3
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
+#: the grad modes in which an op makes no graph (its outputs get no grad_fn)
+NO_GRAPH_MODES = frozenset(GRAD_MODES[1:])
 AUTOCAST_DTYPES = ("bfloat16", "float16")  # torch.autocast's dtypes (float16 needs an accelerator)
 
 

@@ -28,13 +28,12 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPainterPath, QPen
 
 from graphview.core import timeline
 from graphview.core.captions import caption as caption_of
-from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
 from graphview.core.export import default_fits
 from graphview.core.files import write_file
 from graphview.core.held import busiest_device
 from graphview.core.run import Run
 from graphview.qt.canvas import GraphScene, style
-from graphview.qt.canvas.view_fit import FIT_MARGIN, clear_shift, readable_centre, readable_scale, solid_rects
+from graphview.qt.canvas.view_fit import FIT_MARGIN, clear_move, readable_centre, readable_scale
 from graphview.qt.export import ExportError, canvas_colors, content_rect
 from graphview.qt.formatting import human_bytes
 
@@ -182,22 +181,11 @@ class FramePainter:
                                                                                 FIT_MARGIN, FIT_MARGIN)
         half_w, half_h = self.width / self.zoom / 2, self.graph_h / self.zoom / 2
         centre = readable_centre(framed, self.focus, half_w, half_h)
-        return centre + self._clear_of_edges(centre, half_w, half_h, framed)
-
-    def _clear_of_edges(self, centre: QPointF, half_w: float, half_h: float, framed: QRectF) -> QPointF:
-        """How far to move the frame centred on ``centre`` so that no node or shut box is cut in
-        half at its edges (up to half a row, half a column across; the node followed kept in the
-        frame, the frame no further past the graph's margin than it was): a frame of the
-        accumulation lesson cut a node in half above the memory strip."""
-        blocks = solid_rects(self.scene)
-        focus = self.focus
-        dy = clear_shift(centre.y() - half_h, centre.y() + half_h, [(b.top(), b.bottom()) for b in blocks],
-                         (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2,
-                         (framed.top(), framed.bottom()))
-        dx = clear_shift(centre.x() - half_w, centre.x() + half_w, [(b.left(), b.right()) for b in blocks],
-                         (focus.left(), focus.right()) if focus is not None else None, SLOT_WIDTH / 2,
-                         (framed.left(), framed.right()))
-        return QPointF(dx, dy)
+        # no node or shut box cut in half at the frame's edges, the node followed kept in it, the
+        # frame no further past the graph's margin than it was (a frame of the accumulation lesson
+        # cut a node in half above the memory strip)
+        shown = QRectF(centre.x() - half_w, centre.y() - half_h, 2 * half_w, 2 * half_h)
+        return centre + clear_move(self.scene, shown, self.focus, framed)
 
     def frame(self, index: int) -> QImage:
         scene = self.scene

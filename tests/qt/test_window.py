@@ -89,6 +89,18 @@ def test_inspector_shows_recorded_values(window, record, qtbot):
     assert "line 9" in text and "saved tensors" in text
 
 
+def _inspector_says(window, run, names) -> dict[str, str]:
+    """What the inspector says of each named tensor, with the cursor at the run's end."""
+    show(window, run)
+    window.set_cursor(len(run.events) - 1)
+    by_name = {info.get("name"): tid for tid, info in run.tensors.items()}
+    said = {}
+    for name in names:
+        window.inspector.show_node(run, run._current_tensor_node[by_name[name]], window.cursor)
+        said[name] = window.inspector.toPlainText()
+    return said
+
+
 def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record, write_script):
     """A tensor an op made reads "made at" its line; a layer's weight, made where graphview does not
     see it (the layer's constructor), reads "first used at" the line that used it, not the line of
@@ -100,13 +112,7 @@ def test_the_inspector_says_where_a_tensor_was_made_or_first_used(window, record
         "loss = layer(x).sum()\n"
         "loss.backward()\n"
         "torch.optim.SGD(layer.parameters(), lr=0.1).step()\n"))
-    show(window, run)
-    window.set_cursor(len(run.events) - 1)
-    by_name = {info.get("name"): tid for tid, info in run.tensors.items()}
-    said = {}
-    for name in ("x", "layer.weight", "loss"):
-        window.inspector.show_node(run, run._current_tensor_node[by_name[name]], window.cursor)
-        said[name] = window.inspector.toPlainText()
+    said = _inspector_says(window, run, ("x", "layer.weight", "loss"))
     assert "made at\nline 3" in said["x"]
     assert "first used at\nline 4" in said["layer.weight"] and "made at" not in said["layer.weight"]
     assert "made at\nline 4" in said["loss"]
@@ -126,15 +132,11 @@ def test_the_inspector_says_a_tensor_made_under_no_grad_is_an_ops_result(window,
         "    logits = layer(x)\n"
         "with torch.inference_mode():\n"
         "    scores = logits.softmax(-1)\n"))
-    show(window, run)
-    window.set_cursor(len(run.events) - 1)
+    said = _inspector_says(window, run, ("x", "logits", "scores"))
     by_name = {info.get("name"): tid for tid, info in run.tensors.items()}
-    said = {}
-    for name in ("x", "logits", "scores"):
-        tid = by_name[name]
-        assert run.tensors[tid]["kind"] == "input" and run.tensors[tid]["is_leaf"]  # (what the recording says)
-        window.inspector.show_node(run, run._current_tensor_node[tid], window.cursor)
-        said[name] = window.inspector.toPlainText()
+    for name in said:
+        info = run.tensors[by_name[name]]
+        assert info["kind"] == "input" and info["is_leaf"]  # (what the recording says)
     assert "kind\ninput (leaf)" in said["x"]  # made by torch.randn with grad on: an input
     assert f"kind\nresult of {run.made_by[by_name['logits']]['op']} under no_grad (a leaf: no grad_fn)" in said["logits"]
     assert "kind\nresult of softmax under inference_mode (a leaf: no grad_fn)" in said["scores"]

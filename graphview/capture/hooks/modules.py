@@ -240,12 +240,9 @@ class ModuleHooks(TensorIdentity):
                 with recorder.at_work():
                     params = (p for g in obj.param_groups for p in g["params"]) if source == "optimizer" else obj.parameters()
                     tids = [recorder.tensor_ref(p, None, pending=False)[0] for p in params if p.grad is not None]
-                with recorder.quiet():  # the script's zero_grad, as torch runs it
-                    if recorder.mode_innermost():  # (ignored either way: its calls skip the mode too)
-                        with torch.overrides._pop_mode_temporarily():
-                            result = original(obj, *args, **kwargs)
-                    else:
-                        result = original(obj, *args, **kwargs)
+                # the script's zero_grad, as torch runs it (its calls ignored, and not passed through the mode)
+                with recorder.quiet(), recorder.mode_popped():
+                    result = original(obj, *args, **kwargs)
                 frame, _ = recorder.user_frame(2)
                 recorder._emit_fn({"ev": "grad_reset", "tids": tids, "how": "set_to_none" if set_to_none else "zero",
                                    "line": frame.f_lineno if frame else None, "source": f"{source}.zero_grad"})
@@ -289,9 +286,9 @@ def _step_unobserved(step, recorder_ref):
     def step_unobserved(*args, **kwargs):
         recorder = recorder_ref()
         closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
-        if recorder is None or not recorder._active or closure is not None or not recorder.mode_innermost():
+        if recorder is None or not recorder._active or closure is not None:
             return step(*args, **kwargs)
-        with torch.overrides._pop_mode_temporarily():
+        with recorder.mode_popped():
             return step(*args, **kwargs)
 
     return step_unobserved

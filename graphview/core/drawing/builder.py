@@ -265,27 +265,16 @@ class Drawing:
         self._processed_edges += len(edges)
 
     def _edge(self, source: str, target: str, kind: str, born: int, label: str = "") -> None:
-        nodes = self.nodes
-        source_node = nodes.get(source)
-        target_node = nodes.get(target)
-        if source_node is not None and not source_node.placed:
-            self.placement.meet(source_node, target_node)  # a leaf seen first as this op's input
-        # (no two calls give one source, target and kind: a node's arrows are drawn when it is made,
-        # the run's side edges are each the run's once)
-        edge = DrawEdge(source, target, kind, born, label)
-        self.edges.append(edge)
-        out = self._out.get(source)
-        if out is None:
-            self._out[source] = [edge]
-        else:
-            out.append(edge)
-        if target_node is not None:
-            preds = target_node.preds
-            if source not in preds:
-                preds.append(source)
+        """An arrow between two drawn nodes, the source possibly not placed yet (a leaf seen first as
+        this op's input: the placement meets it). No two calls give one source, target and kind: a
+        node's arrows are drawn when it is made, the run's side edges are each the run's once."""
+        source_node, target_node = self.nodes[source], self.nodes[target]
+        if not source_node.placed:
+            self.placement.meet(source_node, target_node)
+        self._arrow(source_node, target_node, kind, born, label)
 
     def _arrow(self, source: DrawNode, target: DrawNode, kind: str, born: int, label: str = "") -> None:
-        """:meth:`_edge` from a node to one just made (not placed yet: nothing to tell the placement)."""
+        """An arrow from a drawn node to one just made (not placed yet: nothing to tell the placement)."""
         source_id = source.id
         edge = DrawEdge(source_id, target.id, kind, born, label)
         self.edges.append(edge)

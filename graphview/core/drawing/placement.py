@@ -287,7 +287,7 @@ class Placement:
         and a model that initialises them there is recorded doing it; they are named at the model's
         first call) takes its name, and with it its module, when it is placed: the module box of
         ``bert.encoder.layer.0.attention.self.query`` then holds its weight."""
-        if node.module is not None or node.kind not in ("param", "input", "detached"):
+        if node.module is not None or node.kind not in _NAMED_LATE:
             return
         name = self.run.tensor_name(node.ref)
         if name:
@@ -297,7 +297,6 @@ class Placement:
                 node.title = name + (node.title[node.title.index(" (v"):] if " (v" in node.title else "")
             node.module = ((name.rpartition(".")[0] or None) if node.kind == "param"
                            else buffer_module(self.run, node.ref))
-
 
     def _module_that_ran(self, node: DrawNode, at: int | None) -> None:
         """A leaf's box is the module its name says (``...out_proj.weight`` is ``...out_proj``'s)

@@ -108,10 +108,11 @@ class GroupItem(QGraphicsObject):
 
     def summary(self) -> str:
         """The last line of a shut box: its autograd nodes (ops), and the bytes they hold."""
+        tensors = f"{self.members} tensors" if self.members != 1 else "1 tensor"
         if self.box.setup:  # no autograd node inside: what it made
-            return f"{self.members} tensors" if self.members != 1 else "1 tensor"
+            return tensors
         if self.ops == 0 and self.members and not self.made_graph:  # no_grad, inference_mode, frozen weights
-            text = f"{self.members} tensors" if self.members != 1 else "1 tensor"
+            text = tensors
             if self.now is None:  # (with the op that ran now the card has no room for it)
                 text += ", no graph"
         elif self.ops == 0 and self.members:  # autograd destroyed its nodes: its parameters are left

@@ -126,6 +126,20 @@ def clear_shift(low: float, high: float, blocks: list[tuple[float, float]], keep
     return best
 
 
+def clear_move(scene, shown: QRectF, focus: QRectF | None, bounds: QRectF | None = None) -> QPointF:
+    """How far to move a view that shows ``shown`` (scene units) so that no node or shut box of
+    ``scene`` is cut by its edges: :func:`clear_shift` down (by half a row at most) and across (by
+    half a column), ``focus`` kept inside, no further past ``bounds`` than it was."""
+    blocks = solid_rects(scene)
+
+    def along(low, high, ends) -> float:
+        return clear_shift(low(shown), high(shown), [(low(b), high(b)) for b in blocks],
+                           (low(focus), high(focus)) if focus is not None else None, ends,
+                           (low(bounds), high(bounds)) if bounds is not None else None)
+
+    return QPointF(along(QRectF.left, QRectF.right, SLOT_WIDTH / 2), along(QRectF.top, QRectF.bottom, LAYER_HEIGHT / 2))
+
+
 def solid_rects(scene) -> list[QRectF]:
     """Where the nodes and shut boxes of ``scene`` are drawn, in scene units: a node's body (not the
     room its item keeps for badges: rows 96 apart leave 10 units between those, too few for both
@@ -206,13 +220,9 @@ class ViewFit:
         lesson opened at its error on a laptop's screen with its loss cut in half at the bottom)."""
         view = self._view
         shown = view.mapToScene(view.viewport().rect()).boundingRect()
-        blocks = solid_rects(view.scene())
-        dy = clear_shift(shown.top(), shown.bottom(), [(b.top(), b.bottom()) for b in blocks],
-                         (focus.top(), focus.bottom()) if focus is not None else None, LAYER_HEIGHT / 2)
-        dx = clear_shift(shown.left(), shown.right(), [(b.left(), b.right()) for b in blocks],
-                         (focus.left(), focus.right()) if focus is not None else None, SLOT_WIDTH / 2)
-        if dx or dy:  # (by the scroll bars: centring on the moved centre drifted 8 units across)
-            target = shown.translated(dx, dy)
+        move = clear_move(view.scene(), shown, focus)
+        if not move.isNull():  # (by the scroll bars: centring on the moved centre drifted 8 units across)
+            target = shown.translated(move)
             view.setSceneRect(view.sceneRect().united(target))
             now = view.mapToScene(view.viewport().rect()).boundingRect()
             scale = view.transform().m11()

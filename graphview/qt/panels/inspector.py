@@ -7,15 +7,13 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
 from graphview.core.events import SAMPLE_NOTE
+from graphview.core.options import NO_GRAPH_MODES
 from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
 from graphview.core.text import label_text
 from graphview.core.queries.names import node_title
 from graphview.qt import theme as themes
 from graphview.qt.formatting import capped, human_bytes
 from graphview.qt.plain import esc
-
-#: the grad modes an op's outputs get no grad_fn in (what a recorded op's "mode" says)
-NO_GRAD_MODES = ("no_grad", "inference_mode")
 
 
 #: the most entries of one list (next functions, saved tensors, gradients) and of backward calls the
@@ -253,7 +251,7 @@ class Inspector(QTextBrowser):
         kind_text = esc(f"{info.get('kind')} ({'leaf' if tnode.grad_fn is None else 'intermediate'})")
         made = run.made_by.get(tnode.tid)
         if tnode.grad_fn is None and info.get("kind") == "input" and made is not None \
-                and made.get("mode") in NO_GRAD_MODES:  # (a model's logits under no_grad read "input (leaf)")
+                and made.get("mode") in NO_GRAPH_MODES:  # (a model's logits under no_grad read "input (leaf)")
             kind_text = esc(f"result of {label_text(str(made.get('op')))} under {made['mode']} (a leaf: no grad_fn)")
         if roots:
             kind_text = esc(f"output / loss: root of backward {', '.join(map(str, roots))}")
