@@ -5,10 +5,10 @@ A saved tensor is one of three kinds (``saved`` events say which):
 * **activations**: memory the forward made (op results, a weight's autocast copy) that autograd
   keeps only for backward. Without the graph the process would free it; checkpointing,
   ``no_grad`` and freeing the graph sooner change it.
-* **weights**: parameters (leaves that require grad) that ops saved, such as the weight a matmul
-  saves. The model holds them anyway: nothing a user does to the graph frees them.
-* **inputs**: tensors without grad the forward was given (the batch, a buffer), which the script
-  holds anyway too.
+* **weights**: parameters (``nn.Parameter``, frozen ones included) that ops saved, such as the
+  weight a matmul saves. The model holds them anyway: nothing a user does to the graph frees them.
+* **inputs**: other tensors the forward was given (the batch, a buffer, a lesson's ``w`` made with
+  ``requires_grad=True``), which the script holds anyway too.
 
 Every memory answer graphview gives leads with the activations and names the rest as held
 anyway: "holds 856 MiB for backward: 143 MiB of activations, and 713 MiB of weights it holds anyway".

@@ -6,7 +6,7 @@ import pytest
 
 from graphview.core.run import Run
 from graphview.qt.panels.inspector import Inspector
-from tests.conftest import model
+from tests.conftest import lesson, model
 
 
 def test_a_histogram_drawn_while_hidden_is_drawn_again_for_the_width_it_is_shown_at(qtbot, record):
@@ -148,6 +148,31 @@ def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtb
     assert marked == f"all saved {human_bytes(int(y))} at event {int(x)}"
     assert f"activations peak {human_bytes(max(held_at(run, i).activations for i in range(len(run.events))))}" \
         in chart._title_text
+
+
+@pytest.mark.parametrize("script, words", [(lesson("chain_rule"), "inputs included"),
+                                             (model("mlp_optimizer"), "weights and inputs included")])
+def test_the_memory_charts_caption_names_what_the_stack_holds_besides_activations(qtbot, record, script, words):
+    """The caption beside the red dot names what the stack at the peak holds besides activations, as
+    that run holds it: the chain rule lesson's x (torch.tensor(2.0, requires_grad=True), no
+    nn.Parameter) is an input, and its caption said "weights included" with no weight saved."""
+    import re
+
+    import torch
+
+    from graphview.core.held import held_at
+
+    kept: dict = {}
+    run = record(script, keep=kept)
+    chart = _chart_showing(qtbot, run)
+    (x,), _ = chart.peak.getData()
+    held = held_at(run, int(x))
+    parameters = [value for value in kept.values() if isinstance(value, torch.nn.Parameter)] + [
+        p for value in kept.values() if isinstance(value, torch.nn.Module) for p in value.parameters()]
+    assert (held.weights > 0) == bool(parameters)  # a weight is a parameter the script has
+    assert held.inputs > 0
+    caption = re.search(r"at event \d+</span><span[^>]*>, ([^<]*) \(cpu\)</span>", chart._title_text).group(1)
+    assert caption == words
 
 
 def test_the_memory_charts_byte_axis_labels_a_tick_above_the_peak(qtbot, record):

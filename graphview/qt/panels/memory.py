@@ -146,7 +146,7 @@ class MemoryChart(pg.PlotWidget):
         self._show_axes(arrays.n > 0)
         self._align_overlays(run)
         for kind, top in (("input", "input"), ("param", "input_param"), ("activation", "total")):
-            label = {"activation": "activations", "param": "weights (leaves that require grad)",
+            label = {"activation": "activations", "param": "weights (parameters)",
                      "input": "inputs and constants"}[kind]
             x, y = arrays.peaks(top, points)
             curve = self.curves.get(kind)
@@ -177,7 +177,8 @@ class MemoryChart(pg.PlotWidget):
             self.peak.setData([peak_x], [peak_value])
             activations = arrays.array("activation")
             self._title("peak", device, human_bytes(peak_value), str(peak_x),
-                        human_bytes(int(activations.max())) if len(activations) else "0 B")
+                        human_bytes(int(activations.max())) if len(activations) else "0 B",
+                        _held_anyway(int(arrays.array("param")[peak_x]), int(arrays.array("input")[peak_x])))
         else:
             self.peak.setData([], [])
             self._title("empty", device)
@@ -193,8 +194,8 @@ class MemoryChart(pg.PlotWidget):
             # anyway); the red dot marks the top of the stack, all saved: its words wear the dot
             headline = (f"<b style='color:{t.chart_text}'>activations peak {esc(figures[2])}</b>"
                         f"&nbsp; <span style='color:{t.chart_cursor}'>"
-                        f"{_unbroken('● all saved ' + figures[0])} at event {esc(figures[1])}</span><span style='color:{t.muted}'>, "
-                        f"weights included ({esc(device)})</span>")
+                        f"{_unbroken('● all saved ' + figures[0])} at event {esc(figures[1])}</span><span style='color:{t.muted}'>"
+                        f"{esc(figures[3])} ({esc(device)})</span>")
         elif what == "waiting":  # a new run whose first events have not come yet
             headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
         else:
@@ -370,13 +371,22 @@ def _set_data(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
 #: what the chart's three series hold
 SERIES_TIP = ("Bytes autograd holds for backward (saved tensors) on this device, at each event:\n"
               "activations: results of ops saved for backward;\n"
-              "weights: leaves that require grad, saved as they are (a weight a matmul saves);\n"
-              "inputs and constants: tensors without grad that ops saved (the batch a conv saves).\n"
+              "weights: parameters (nn.Parameter, frozen ones included) saved as they are (a weight a matmul saves);\n"
+              "inputs and constants: other tensors the script made or was given, requiring grad or not,\n"
+              "that ops saved (the batch a conv saves, a lesson's w made by torch.randn(..., requires_grad=True)).\n"
               "Click to move the cursor there.")
 
 
+def _held_anyway(weights: int, inputs: int) -> str:
+    """What the stack's top holds besides activations, as this run holds it at its peak: ``", weights
+    and inputs included"``, ``", inputs included"`` (a lesson's leaves are plain tensors, no weight),
+    or nothing."""
+    kinds = [kind for kind, held in (("weights", weights), ("inputs", inputs)) if held]
+    return f", {' and '.join(kinds)} included" if kinds else ""
+
+
 def _unbroken(label: str) -> str:
-    """``label`` as HTML that wraps only between its parts: "weights (leaves that require grad)" may
+    """``label`` as HTML that wraps only between its parts: "weights (parameters)" may
     break before its bracket, "earlier run 2: retain_graph, checkpoint encoder.layers.* options" after
     its colon and commas, nowhere else."""
     words = esc(label).replace(" ", "&nbsp;")
