@@ -119,12 +119,17 @@ def show_top(view: GraphView) -> bool:
             return False
         rect = scene.sceneRect().adjusted(NODE_W - 11, NODE_H * 2 - 14, -NODE_W + 16, -NODE_H * 2 + 20)
     else:
-        items = list(scene.node_items.values()) + groups
-        if not items:
+        # every node counts, hidden at the cursor or not (at event 0 all are), each where it is
+        # drawn now: an item inside a shut box keeps the place it had before the box shut (a
+        # GPT-2 generating under no_grad: items 2,000 units wide and 53,000 tall, its shut boxes
+        # one 210-unit column), and stands for that box here
+        rects = [QRectF(item.boundingRect()).translated(*_place(scene, item)) for item in scene.node_items.values()]
+        rects += [group.sceneBoundingRect() for group in groups]
+        if not rects:
             return False
-        rect = QRectF(items[0].sceneBoundingRect())
-        for item in items[1:]:
-            rect = rect.united(item.sceneBoundingRect())
+        rect = rects[0]
+        for other in rects[1:]:
+            rect = rect.united(other)
     rect.adjust(-40, -40, 40, 40)
     port = view.viewport().rect()
     zoom = min(port.width() / max(1.0, rect.width()), port.height() / max(1.0, rect.height()))
@@ -141,8 +146,14 @@ def show_top(view: GraphView) -> bool:
             x = sum(p[0] for p in first if p is not None) / len(first)
         else:
             items = sorted(scene.node_items.values(), key=lambda i: i.node.born)[:8]
-            x = sum(i.sceneBoundingRect().center().x() for i in items) / len(items)
+            x = sum(_place(scene, i)[0] + i.boundingRect().center().x() for i in items) / len(items)
         x = max(rect.left() + half_w, min(rect.right() - half_w, x))
     y = rect.center().y() if rect.height() <= 2 * half_h else rect.top() + half_h
     view.center_view_on(QPointF(x, y))
     return True
+
+
+def _place(scene, item) -> tuple[float, float]:
+    """Where ``item``'s node is drawn now (inside a shut box: that box's place), as its position."""
+    where = scene.place_of(item.node.id)
+    return where if where is not None else (item.pos().x(), item.pos().y())

@@ -257,3 +257,39 @@ def test_a_graph_that_nearly_reads_whole_is_shown_whole(window, record):
     window.actions["back"].trigger()  # a step from there keeps the zoom (it reads)
     assert view.transform().m11() == zoom
     assert scene.place_at_event(window.cursor) is not None and view.halo_rect() is None  # no ring: it reads
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_generation_run_opens_on_its_graph_as_laid_out_with_its_boxes_shut(window, record, write_script, qtbot,
+                                                                            streamed):
+    """A GPT-2 generating under no_grad opens with its calls' boxes shut, and the items inside a
+    shut box keep the places they had before it shut (thousands of units away). The opening view
+    was worked out from those: the first → drew the model's box at the canvas's left edge, the
+    view off to the right of the graph. It is centred on the graph as it is drawn."""
+    from graphview.qt.canvas.first_drawn import draws_anything
+    from graphview.qt.canvas.style import NODE_W
+    from tests.qt.canvas.test_edge_labels import GENERATES
+
+    run = record(write_script(GENERATES))
+    window.resize(1366, 768)
+    if streamed:
+        stream(window, qtbot, run, RunOptions())
+    else:
+        window.begin_run(run.start["script"], RunOptions(), run)
+    view, scene = window.view, window.scene
+    assert window.cursor == 0 and scene.collapsed  # (its boxes shut)
+    xs = [scene.place_of(node_id)[0] for node_id in scene.placed_ids()]
+    left, right = min(xs) - NODE_W / 2, max(xs) + NODE_W / 2  # the graph as drawn: its nodes and shut boxes
+    seen = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert seen.width() > right - left  # (it fits across)
+    assert seen.left() <= left and right <= seen.right()
+    assert seen.center().x() == pytest.approx((left + right) / 2, abs=NODE_W / 4)
+    window.actions["step"].trigger()
+    assert draws_anything(scene)
+    box = next(group for group in scene.groups.values() if group.isVisible())
+    drawn = view.mapFromScene(box.sceneBoundingRect()).boundingRect()
+    port = view.viewport().rect()
+    assert port.contains(drawn)
+    # where the graph's middle is drawn, less how far the box lies left of it (not at the left edge)
+    assert drawn.center().x() == pytest.approx(
+        port.center().x() - (seen.center().x() - box.sceneBoundingRect().center().x()) * view.transform().m11(), abs=4)
