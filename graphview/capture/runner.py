@@ -79,7 +79,8 @@ class EventPipe:
         self.broken = False
         self._closed = False
         self._off = False  # a closed, broken or forked-off pipe writes nothing
-        # the script's thread and the late writer; re-entered when a finaliser emits
+        # held by whoever writes (the script's thread, the late writer; re-entered when a finaliser
+        # emits a kind written at once); events are appended without it
         self._lock = threading.RLock()
         if hasattr(os, "register_at_fork"):  # not os.getpid() per event: a system call each
             os.register_at_fork(after_in_child=partial(_forked, weakref.ref(self)))  # (kept by no fork hook)
@@ -101,9 +102,11 @@ class EventPipe:
         kind = event.get("ev")
         if kind == "run_end":
             flush_native_output()
-        with self._lock:
-            self._events.append(event)
-            if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
+        # no lock to append (one each event was most of what the pipe cost a step): the list is
+        # never replaced, and a writer takes from its front what it encoded (see _take_and_send)
+        self._events.append(event)
+        if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
+            with self._lock:
                 self._write()
 
     def handover(self) -> None:
@@ -136,18 +139,20 @@ class EventPipe:
         return False
 
     def _take_and_send(self) -> None:
-        events, self._events = self._events, []  # (a finaliser's events from here on: in the new list)
-        if events:
+        waiting = self._events
+        count = len(waiting)
+        if count:
+            # those waiting now; any appended from here on (by another thread, or a finaliser that
+            # runs while they are encoded) stay behind them for the next batch
             try:
-                data = self._encode(events)
+                data = self._encode(waiting[:count])
             except MemoryError:  # at the script's memory limit: no room for a copy of them all
-                self._send_one_by_one(events)
+                self._send_one_by_one(count)
                 return
-            except BaseException:  # (Ctrl-C in the script's thread: they go next time)
-                self._events[:0] = events
-                raise
+            # (Ctrl-C in the script's thread: they stay and go next time)
+            del waiting[:count]
             self._unsent += data
-            self._counts[0] += len(events)
+            self._counts[0] += count
             self._counts[1] += 1
         if not self._unsent:
             return
@@ -166,16 +171,19 @@ class EventPipe:
             if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
                 self._lose()
 
-    def _send_one_by_one(self, events: list) -> None:
-        """Write what is unsent, then each of ``events`` as a batch of its own: one event's copy at
-        a time (a script at its memory limit left no room for a copy of every event at once)."""
+    def _send_one_by_one(self, count: int) -> None:
+        """Write what is unsent, then the first ``count`` events waiting, each as a batch of its own:
+        one event's copy at a time (a script at its memory limit left no room for a copy of every
+        event at once)."""
+        waiting = self._events
         try:
             while self._unsent:
                 self._unsent = self._unsent[os.write(self._fd, self._unsent):]
-            for event in events:
-                data = memoryview(self._encode([event]))
+            for _ in range(count):
+                data = memoryview(self._encode([waiting[0]]))
                 while data:
                     data = data[os.write(self._fd, data):]
+                del waiting[0]
                 self._counts[0] += 1
                 self._counts[1] += 1
         except (BrokenPipeError, OSError, ValueError):

@@ -174,3 +174,35 @@ def test_a_stop_that_comes_while_a_batch_is_written_waits_for_the_whole_batch(pi
         assert [event["sid"] for event in _events(_readable(read_fd))] == [3]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_an_event_comes_in_while_another_thread_writes_a_batch(pipe, monkeypatch):
+    """The pipe's own thread writes what waits (a long backward's events) while the script's thread
+    goes on recording: its events are appended without waiting for that write (a lock taken by
+    every event was most of what the pipe cost a step), and none is lost or sent twice."""
+    import threading
+
+    pipe, read_fd = pipe
+    real, encoding, release = pipe._encode, threading.Event(), threading.Event()
+
+    def encode(events):  # the late writer, held inside its batch
+        if threading.current_thread().name == "writer":
+            encoding.set()
+            assert release.wait(10)
+        return real(events)
+
+    monkeypatch.setattr(pipe, "_encode", encode)
+    pipe({"ev": "node_dead", "vid": 1})
+    writer = threading.Thread(target=pipe.handover, name="writer")
+    writer.start()
+    assert encoding.wait(10)
+    script = threading.Thread(target=lambda: [pipe({"ev": "node_dead", "vid": vid}) for vid in (2, 3)])
+    script.start()
+    script.join(5)
+    appended_while_writing = not script.is_alive()
+    release.set()
+    writer.join(10)
+    script.join(10)
+    pipe.handover()
+    assert appended_while_writing
+    assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 2, 3]
