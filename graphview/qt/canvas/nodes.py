@@ -14,15 +14,23 @@ from graphview.qt.formatting import elided, short_bytes, short_value
 from graphview.qt.plain import esc
 
 
-#: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads
+#: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads (left
+#: of it, mirrored, where arrows come in from the right alone)
 SAVED_BADGE_LEFT = 8.0
-#: how far right of the box a left-aligned badge may reach (a node beside it starts 28 further)
+#: how far right of the box a left-aligned badge may reach (a node beside it starts 28 further),
+#: and left of it a right-aligned one
 BADGE_REACH = 24.0
 #: where the gradient badge's centre is, below the box: its top stays 5 units clear of the box's
 #: border (at 2.5 it read as touching it at the zoom a graph opens at)
 GRAD_BADGE_Y = NODE_H / 2 + 13
-#: a node item's bounds around its centre: its box, and its badges (they reach out right and below)
-ITEM_BOUNDS = QRectF(-NODE_W / 2 - 11, -NODE_H / 2 - 14, NODE_W + 11 + BADGE_REACH + 1, NODE_H + 38)
+#: a node item's bounds around its centre: its box, and its badges (they reach out right or left, and below)
+ITEM_BOUNDS = QRectF(-NODE_W / 2 - BADGE_REACH - 1, -NODE_H / 2 - 14, NODE_W + 2 * BADGE_REACH + 2, NODE_H + 38)
+#: the band above and below a node's top border that the saved badge takes: an arrow passing
+#: through it more than ARRIVAL_SIDE right (left) of the top centre comes in from that side
+BADGE_BAND = (-NODE_H / 2 - 12, -NODE_H / 2 + 6)
+ARRIVAL_SIDE = 4.0
+#: where along an arrow its last stretch is looked at (fractions of its length)
+_LAST_STRETCH = (0.6, 0.7, 0.78, 0.84, 0.88, 0.92, 0.95, 0.98)
 
 
 def badge_font() -> QFont:
@@ -34,6 +42,17 @@ def badge_font() -> QFont:
 def badge_room(left: float) -> float:
     """The widest text a left-aligned badge starting at ``left`` holds."""
     return NODE_W / 2 + BADGE_REACH - left - 10
+
+
+def badge_pill(text: str, anchor: QPointF, align: str) -> tuple[str, QRectF]:
+    """A badge's text, elided to its room, and its pill: ``anchor`` is its left end, centre or
+    right end (``align``)."""
+    fm = QFontMetricsF(badge_font())
+    room = NODE_W + 10 if align == "center" else badge_room(abs(anchor.x()))
+    text = fm.elidedText(text, Qt.ElideRight, room)
+    w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
+    left = {"left": anchor.x(), "center": anchor.x() - w / 2}.get(align, anchor.x() - w)
+    return text, QRectF(left, anchor.y() - h / 2, w, h)
 
 
 def title_font(title: str) -> QFont:
@@ -65,6 +84,7 @@ class NodeItem(QGraphicsItem):
         self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
+        self.badge_left = False  # the saved badge left of the top centre (arrows come in from the right alone)
         self.grad: str | None = None  # a tensor: its .grad as text; an autograd node: its NaN/Inf note
         self.setPos(node.x, node.y)
         self._tooltip()
@@ -122,9 +142,16 @@ class NodeItem(QGraphicsItem):
         self._paint_text(painter)
         c = colors()
         if self.saved > 0:
-            # right of the top centre, where arrows come in: the badge never covers an arrowhead
-            self._badge(painter, f"saved {short_bytes(self.saved)}", QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2),
-                        c.q("saved_fill"), c.q("saved_border"), c.q("saved_text"), align="left")
+            # beside the top centre, where arrows end: the badge never covers an arrowhead; on the
+            # side no arrow comes in from, where one side is clear (an arrow from the right ran
+            # under a badge on the right)
+            left = self.arrivals() == (False, True)
+            if left != self.badge_left:  # an arrow came or went: all of the item again, not the part painted now
+                self.badge_left = left
+                self.update()
+            anchor, align = self._saved_anchor()
+            self._badge(painter, f"saved {short_bytes(self.saved)}", anchor, c.q("saved_fill"), c.q("saved_border"),
+                        c.q("saved_text"), align=align)
         if self.grad is not None and self.kind in TENSOR_KINDS:
             if _NON_FINITE.search(self.grad):  # a NaN or Inf in .grad: not drawn as a healthy gradient
                 fill, border, text = c.q("error_fill"), c.q("error_border"), c.q("error_border")
@@ -136,6 +163,26 @@ class NodeItem(QGraphicsItem):
         elif self.grad is not None:  # an autograd node that sent NaN or Inf on (see Run.non_finite_out)
             self._badge(painter, self.grad, QPointF(0, GRAD_BADGE_Y), c.q("error_fill"), c.q("error_border"),
                         c.q("error_border"), align="center")
+
+    def arrivals(self) -> tuple[bool, bool]:
+        """Whether the arrows shown coming into the node's top pass through the saved badge's band
+        (:data:`BADGE_BAND`) left of the top centre, and right of it."""
+        scene = self.scene()
+        into = getattr(scene, "edges_into", None)
+        left = right = False
+        if into is None:
+            return left, right
+        top, bottom = self.y() + BADGE_BAND[0], self.y() + BADGE_BAND[1]
+        for edge in into(self.node.id):
+            if not edge.isVisible() or edge.target is not self:
+                continue
+            path = edge.path()
+            for along in _LAST_STRETCH:
+                point = edge.mapToScene(path.pointAtPercent(along))
+                if top <= point.y() <= bottom:
+                    off = point.x() - self.x()
+                    left, right = left or off < -ARRIVAL_SIDE, right or off > ARRIVAL_SIDE
+        return left, right
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
         """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""
@@ -184,18 +231,23 @@ class NodeItem(QGraphicsItem):
         painter.setPen(c.q("freed_text") if self.state == "freed" else c.q("subtitle"))
         painter.drawText(QRectF(-NODE_W / 2 + 6, 0, NODE_W - 12, 18), Qt.AlignCenter, sub)
 
+    def saved_badge(self) -> tuple[str, QRectF]:
+        """The saved badge's text and its pill, in the item's coordinates, on the side it is drawn
+        on now (:attr:`badge_left`)."""
+        return badge_pill(f"saved {short_bytes(self.saved)}", *self._saved_anchor())
+
+    def _saved_anchor(self) -> tuple[QPointF, str]:
+        if self.badge_left:
+            return QPointF(-SAVED_BADGE_LEFT, -NODE_H / 2 - 2), "right"
+        return QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2), "left"
+
     @staticmethod
     def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, ink: QColor,
                align: str = "right") -> None:
         """A pill with ``text``; ``anchor`` is its left end, centre or right end (``align``)."""
-        font = badge_font()
-        painter.setFont(font)
-        fm = QFontMetricsF(font)
-        room = badge_room(anchor.x()) if align == "left" else NODE_W + 10
-        text = fm.elidedText(text, Qt.ElideRight, room)
-        w, h = fm.horizontalAdvance(text) + 10, fm.height() + 2
-        left = {"left": anchor.x(), "center": anchor.x() - w / 2}.get(align, anchor.x() - w)
-        rect = QRectF(left, anchor.y() - h / 2, w, h)
+        painter.setFont(badge_font())
+        text, rect = badge_pill(text, anchor, align)
+        h = rect.height()
         painter.setPen(QPen(edge, 1))
         painter.setBrush(fill)
         painter.drawRoundedRect(rect, h / 2, h / 2)

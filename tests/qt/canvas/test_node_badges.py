@@ -3,6 +3,7 @@ item's bounds, and above where the next row's node and its badge begin."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QGraphicsScene
@@ -51,3 +52,50 @@ def test_the_gradient_badge_keeps_clear_of_its_node_and_of_the_next_row(canvas, 
         assert bottom < len(column) - 1  # the badge ends inside the item's bounds
     # a node's bounds end above where the next row's begin (its saved badge reaches above its box)
     assert ITEM_BOUNDS.bottom() < LAYER_HEIGHT + ITEM_BOUNDS.top()
+
+
+def _painted(scene) -> None:
+    """Paint every item of ``scene`` once, as a repaint or an export does (at a zoom that draws badges)."""
+    area = scene.itemsBoundingRect()
+    image = QImage(int(area.width() / 2) + 1, int(area.height() / 2) + 1, QImage.Format_RGB32)
+    painter = QPainter(image)
+    scene.render(painter, QRectF(image.rect()), area)
+    painter.end()
+
+
+@pytest.mark.parametrize("name", ["mlp_optimizer", "transformer_block", "weight_sharing", "small_cnn"])
+def test_a_saved_badge_is_drawn_on_the_side_of_the_top_no_arrow_comes_in_from(canvas, record, name):
+    """Arrows end at a node's top centre and its saved badge sat right of it: an arrow coming in
+    from the right ran under the badge for its last stretch (the MLP's AddmmBackward0, which the
+    weight's TBackward0 reaches from the right; the loss's NllLossBackward0, reached by the
+    targets). Where one side of the top is clear of arrows the badge is drawn there."""
+    from PySide6.QtGui import QPainterPathStroker, QTransform
+
+    from graphview.core import timeline
+
+    run = record(model(name), steps=1)
+    show_at(canvas, run, timeline.next_backward(run, 0))  # the forward whole, backward about to start
+    scene, _ = canvas
+    _painted(scene)
+    mirror = QTransform.fromScale(-1, 1)
+    stroker = QPainterPathStroker()
+    checked = moved = 0
+    for item in scene.node_items.values():
+        if not item.isVisible() or item.saved <= 0:
+            continue
+        strokes = []
+        for edge in scene.edges_into(item.node.id):
+            if edge.isVisible():
+                stroker.setWidth(edge.pen().widthF())
+                strokes.append(edge.mapToScene(stroker.createStroke(edge.path())))
+        _, pill = item.saved_badge()
+        here, there = item.mapRectToScene(pill), item.mapRectToScene(mirror.mapRect(pill))
+        if any(stroke.intersects(there) for stroke in strokes) and any(stroke.intersects(here) for stroke in strokes):
+            continue  # arrows on both sides: no side is clear
+        assert not any(stroke.intersects(here) for stroke in strokes), item.node.title
+        checked += 1
+        moved += item.badge_left
+    assert checked >= 2
+    if name == "mlp_optimizer":
+        titles = {item.node.title for item in scene.node_items.values() if item.isVisible() and item.badge_left}
+        assert {"AddmmBackward0", "NllLossBackward0"} <= titles
