@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtGui import QPainterPath
+from PySide6.QtGui import QPainterPath, QPainterPathStroker
+from PySide6.QtWidgets import QGraphicsItem
 
 from graphview.core.drawing.nodes import LAYER_HEIGHT
+from graphview.qt.canvas.edges import LABEL_H
 from graphview.qt.canvas.groups import solid
 
 if TYPE_CHECKING:
@@ -70,29 +72,39 @@ class EdgeLabels:
         edges = _one_label_a_route([edge for edge in self.scene.labeled_edges() if edge.isVisible()])
         edges.sort(key=_placed_first)
         solids = _SolidItems(self.scene)
+        lines = _Lines(self.scene)
         placed: list[QRectF] = []
         for edge in edges:
-            edge.put_label(*self._best_spot(edge, placed, solids))
+            edge.put_label(*self._best_spot(edge, placed, solids, lines))
             placed.append(edge.label_rect.adjusted(-GAP / 2, -GAP / 2, GAP / 2, GAP / 2))
 
     @staticmethod
-    def _best_spot(edge: "LabeledEdgeItem", placed: list[QRectF],
-                   solids: "_SolidItems") -> tuple[float, bool, bool]:
-        """The first spot clear of the labels placed and of the nodes; where none is, the one that
-        covers no node and the least of those labels (the middle if every spot covers a node)."""
-        best, least = (0.5, True, False), None
+    def _best_spot(edge: "LabeledEdgeItem", placed: list[QRectF], solids: "_SolidItems",
+                   lines: "_Lines") -> tuple[float, bool, bool]:
+        """The first spot clear of the labels placed, of the nodes and of the lines (another edge's,
+        an open box's frame); where none is, the first clear of the labels and the nodes; where
+        none is, the one that covers no node and the least of those labels (the middle if every
+        spot covers a node)."""
+        best, least, uncrossed = (0.5, True, False), None, None
+        # what lies anywhere near the label's spots, found once: each spot asks these alone
+        area = edge.mapRectToScene(edge.path().boundingRect()).adjusted(
+            -edge.label_width - 8, -LABEL_H - 4, edge.label_width + 8, LABEL_H + 4)
+        near_solids, near_lines = solids.near(area), lines.near(area, edge)
         for along in ALONG:
+            point = edge.path().pointAtPercent(along)
             for below in (False, True):
                 for right in (True, False):
-                    rect = edge.label_rect_at(along, right, below)
-                    if solids.meet(rect):
+                    rect = edge.label_rect_beside(point, right, below)
+                    if solids.meet(rect, near_solids):
                         continue
                     covered = sum(_area(rect.intersected(other)) for other in placed if rect.intersects(other))
                     if not covered:
-                        return along, right, below
-                    if least is None or covered < least:
+                        if not lines.cross(rect, near_lines):
+                            return along, right, below
+                        uncrossed = uncrossed or (along, right, below)
+                    elif uncrossed is None and (least is None or covered < least):
                         best, least = (along, right, below), covered
-        return best
+        return uncrossed or best
 
 
 class _SolidItems:
@@ -103,21 +115,97 @@ class _SolidItems:
         self.items = [item for item in chain(scene.node_items.values(), scene.groups.values()) if solid(item)]
         self.rects = np.array([item.sceneBoundingRect().getCoords() for item in self.items]).reshape(-1, 4)
 
-    def meet(self, rect: QRectF) -> bool:
-        """Whether a solid item's shape (a node's: its body, not the room kept for its badges) meets
-        ``rect``, as ``scene.items(rect)`` tells it, asked of the solid items alone: the scene asked
-        every item whose bounding rect holds the spot, each long edge's too (a no-grad GPT-2
-        generating tokens: 0.4 s a placement, after every step)."""
-        left, top, right, bottom = rect.getCoords()
-        rects = self.rects
-        near = np.flatnonzero((rects[:, 0] <= right) & (rects[:, 2] >= left) & (rects[:, 1] <= bottom)
-                              & (rects[:, 3] >= top))
-        if not len(near):
-            return False
-        spot = QPainterPath()
-        spot.addRect(rect)
+    def near(self, area: QRectF) -> list[tuple[QGraphicsItem, QRectF]]:
+        """The solid items whose bounds meet ``area``, with their bounds."""
         items = self.items
-        return any(items[i].collidesWithPath(items[i].mapFromScene(spot), Qt.IntersectsItemShape) for i in near)
+        return [(items[i], QRectF(*self.rects[i, :2], *(self.rects[i, 2:] - self.rects[i, :2])))
+                for i in _meeting(self.rects, area)]
+
+    @staticmethod
+    def meet(rect: QRectF, near: list[tuple[QGraphicsItem, QRectF]]) -> bool:
+        """Whether the shape of a solid item of ``near`` (a node's: its body, not the room kept for
+        its badges) meets ``rect``, as ``scene.items(rect)`` tells it, asked of the solid items
+        near alone: the scene asked every item whose bounding rect holds the spot, each long
+        edge's too (a no-grad GPT-2 generating tokens: 0.4 s a placement, after every step)."""
+        spot = None
+        for item, bounds in near:
+            if bounds.intersects(rect):
+                if spot is None:
+                    spot = QPainterPath()
+                    spot.addRect(rect)
+                if item.collidesWithPath(item.mapFromScene(spot), Qt.IntersectsItemShape):
+                    return True
+        return False
+
+
+#: what :meth:`_Lines.near` finds besides edges (whose index it gives): an open box's frame, its name
+_FRAME, _NAME = -1, -2
+
+
+class _Lines:
+    """The lines a label is kept off where a spot clear of them is free (a label is painted on
+    the background's colour: a line under it is cut there): the edges shown, and the frames and
+    names of the open module boxes."""
+
+    def __init__(self, scene) -> None:
+        # each line once: the edges of a bundle (fifty weights a later call reads) run on a few curves
+        lines: dict[tuple, tuple] = {}
+        for edge in scene.edge_items:
+            if edge.isVisible():
+                rect = edge.mapRectToScene(edge.path().boundingRect()).getCoords()
+                ends = _ends(edge)
+                lines.setdefault((ends, tuple(round(v) for v in rect)), (edge, ends, rect))
+        self.edges = [edge for edge, _, _ in lines.values()]
+        self.ends = [ends for _, ends, _ in lines.values()]
+        self.rects = np.array([rect for _, _, rect in lines.values()]).reshape(-1, 4)
+        self.frames = [(group.mapRectToScene(group.rect), group.mapRectToScene(group.label_rect()))
+                       for group in scene.groups.values() if group.isVisible() and not group.collapsed]
+        self._strokes: dict[int, QPainterPath] = {}
+        self._stroker = QPainterPathStroker()
+
+    def near(self, area: QRectF, edge: "LabeledEdgeItem") -> list[tuple[int, QRectF]]:
+        """The lines whose bounds meet ``area`` near ``edge``'s label, with their bounds: the frames
+        and names of open boxes, and the edges shown but ``edge`` and those running the same way
+        (whose label it is too)."""
+        near: list[tuple[int, QRectF]] = []
+        for frame, name in self.frames:
+            near += [(at, rect) for at, rect in ((_FRAME, frame), (_NAME, name)) if rect.intersects(area)]
+        ends = _ends(edge)
+        for i in _meeting(self.rects, area):
+            if self.edges[i] is not edge and self.ends[i] != ends:
+                near.append((int(i), QRectF(*self.rects[i, :2], *(self.rects[i, 2:] - self.rects[i, :2]))))
+        return near
+
+    def cross(self, rect: QRectF, near: list[tuple[int, QRectF]]) -> bool:
+        """Whether a line of ``near`` crosses ``rect``: an open box's frame (its inside is clear)
+        or name, or an edge."""
+        for i, bounds in near:
+            if not bounds.intersects(rect) or i == _FRAME and bounds.contains(rect):
+                continue
+            if i < 0:
+                return True
+            stroke = self._strokes.get(i)
+            if stroke is None:  # the line as drawn (an item's shape holds the area its curve bounds too)
+                other = self.edges[i]
+                self._stroker.setWidth(other.pen().widthF())
+                stroke = self._strokes[i] = other.mapToScene(self._stroker.createStroke(other.path()))
+            if stroke.intersects(rect):
+                return True
+        return False
+
+
+def _meeting(rects: np.ndarray, area: QRectF) -> np.ndarray:
+    """The indices of the rects (rows of left, top, right, bottom) that meet ``area``."""
+    left, top, right, bottom = area.getCoords()
+    return np.flatnonzero((rects[:, 0] <= right) & (rects[:, 2] >= left) & (rects[:, 1] <= bottom)
+                          & (rects[:, 3] >= top))
+
+
+def _ends(edge) -> tuple[int, int, int, int]:
+    """Where an edge's route starts and ends, to the unit."""
+    path = edge.path()
+    start, end = path.elementAt(0), path.currentPosition()
+    return round(start.x), round(start.y), round(end.x()), round(end.y())
 
 
 #: the ops a label of edges that run one way names, at most

@@ -147,9 +147,17 @@ class LabeledEdgeItem(EdgeItem):
 
     def label_rect_at(self, along: float, right: bool, below: bool = False) -> QRectF:
         """Where the label goes beside the point ``along`` its path."""
-        point = self.path().pointAtPercent(along)
+        return self.label_rect_beside(self.path().pointAtPercent(along), right, below)
+
+    def label_rect_beside(self, point: QPointF, right: bool, below: bool = False) -> QRectF:
+        """Where the label goes beside ``point`` (on its path)."""
         left = point.x() + 6 if right else point.x() - 6 - self._label_width
         return QRectF(left, point.y() + 2 if below else point.y() - LABEL_H - 2, self._label_width, LABEL_H)
+
+    @property
+    def label_width(self) -> float:
+        """The width of its label's box (0: no label)."""
+        return self._label_width
 
     def put_label(self, along: float, right: bool, below: bool = False) -> None:
         """Put the label beside the point ``along`` its path."""
