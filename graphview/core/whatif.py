@@ -43,6 +43,30 @@ class StepComparison:
     activations_before: dict[str, int] = field(default_factory=dict)  # device -> peak of activations held in the step
     activations_after: dict[str, int] = field(default_factory=dict)
     modules: list[ModuleChange] = field(default_factory=list)  # the biggest changes first
+    #: what the peaks of all saved hold besides activations, in either run: ("weights", "inputs"),
+    #: either, or none (a lesson's leaves are plain tensors: inputs, no weight)
+    anyway: tuple[str, ...] = ("weights", "inputs")
+
+    @property
+    def anyway_words(self) -> str:
+        """``"weights and inputs"``, ``"inputs"``, ...; empty where the peaks hold activations alone."""
+        return " and ".join(self.anyway)
+
+
+def held_anyway(run: Run, start: int, end: int) -> set[str]:
+    """What the peak of all saved bytes between events ``start`` and ``end`` holds besides
+    activations, on any device (``"weights"``, ``"inputs"``): what the saved bytes were when the
+    total was highest, the first time it was."""
+    peaks: dict[str, tuple[int, int, int]] = {}  # device -> (total, weights, inputs)
+    for index, device, a, p, i in run.memory_points:
+        if index > end:
+            break
+        if index < start or a + p + i > peaks.get(device, (-1,))[0]:
+            peaks[device] = (a + p + i, p, i)  # (before the span: what the span starts with)
+    kinds = set()
+    for _, weights, inputs in peaks.values():
+        kinds |= {kind for kind, held in (("weights", weights), ("inputs", inputs)) if held}
+    return kinds
 
 
 def step_spans(run: Run) -> list[tuple[int, int, int]]:
@@ -123,7 +147,9 @@ def compare_runs(before: Run, after: Run) -> list[StepComparison]:
             activations_before=_activation_peaks(before, b_start, b_end),
             activations_after=_activation_peaks(after, start, end),
             recomputed_before=recomputed_ops(before, b_start, b_end), recomputed_after=recomputed_ops(after, start, end),
-            modules=biggest_changes(module_bytes(before, b_start, b_end), module_bytes(after, start, end))))
+            modules=biggest_changes(module_bytes(before, b_start, b_end), module_bytes(after, start, end)),
+            anyway=tuple(kind for kind in ("weights", "inputs")
+                         if kind in held_anyway(before, b_start, b_end) | held_anyway(after, start, end))))
     return result
 
 
@@ -158,7 +184,8 @@ def comparison_lines(comparisons: list[StepComparison], before_label: str, after
         if c.activations_before or c.activations_after:
             lines.append(f"step {c.step}: peak of activations held for backward "
                          f"{_peak_text(c.activations_before, c.activations_after)}")
-            lines.append(f"  with the weights and inputs held anyway, peak saved {_peak_text(c.peak_before, c.peak_after)}")
+            if c.anyway:  # (else all saved is the activations)
+                lines.append(f"  with the {c.anyway_words} held anyway, peak saved {_peak_text(c.peak_before, c.peak_after)}")
         else:
             lines.append(f"step {c.step}: peak saved {_peak_text(c.peak_before, c.peak_after)}")
         extra = c.recomputed_after - c.recomputed_before

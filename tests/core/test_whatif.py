@@ -33,3 +33,24 @@ def test_the_peak_the_estimate_starts_from_is_found_with_pauses_too(record, monk
     most = max(point[2] for point in run.memory_points)
     assert most > 0 and highest_peak(peaks).held.activations == most
     assert highest_peak(peaks).at == next(point[0] for point in run.memory_points if point[2] == most)
+
+
+def test_a_comparison_names_what_its_peaks_hold_besides_activations_as_the_runs_hold_it(record):
+    """"all saved, weights included" was said of every comparison: the chain rule lesson's x is a
+    plain tensor (torch.tensor(2.0, requires_grad=True)), an input, and its runs save no weight."""
+    import numpy as np
+
+    from graphview.core.held import held_at
+    from graphview.core.whatif import compare_runs, comparison_lines
+    from tests.conftest import lesson
+
+    for script, kinds in ((lesson("chain_rule"), ("inputs",)), (model("mlp_optimizer"), ("weights", "inputs"))):
+        before, after = record(script, steps=1), record(script, steps=1, retain_graph=True)
+        for run in (before, after):  # what each run holds at its peak of all saved
+            peak = int(np.argmax(run.memory_arrays("cpu").array("total")))
+            held = held_at(run, peak)
+            assert (held.weights > 0, held.inputs > 0) == ("weights" in kinds, True)
+        [step] = compare_runs(before, after)
+        assert step.anyway == kinds
+        said = "\n".join(comparison_lines([step], "before", "after"))
+        assert f"with the {' and '.join(kinds)} held anyway, peak saved" in said

@@ -118,3 +118,15 @@ def test_with_no_pitfall_the_first_suggestion_is_shown_in_full_with_its_button(w
     assert current is panel.topLevelItem(1) and current.data(0, panel.SUGGESTION) is not None
     assert panel.try_button.isVisibleTo(panel)
     assert "Suggestion:" in panel.detail.toPlainText()
+
+
+def test_the_summary_says_what_all_saved_holds_besides_activations(qtbot, record):
+    """The summary said "all saved, weights included" of a lesson whose runs save no weight."""
+    from graphview.qt.panels.whatif_summary import WhatIfSummary
+    from tests.conftest import lesson
+
+    before, after = record(lesson("chain_rule")), record(lesson("chain_rule"), retain_graph=True)
+    summary = WhatIfSummary()
+    qtbot.addWidget(summary)
+    summary.show_comparison(compare_runs(before, after), "earlier run", "retain_graph")
+    assert "all saved, inputs included: cpu" in summary.text() and "weights" not in summary.text()

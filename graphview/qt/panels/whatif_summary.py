@@ -53,9 +53,10 @@ class WhatIfSummary(QLabel):
             activations = _changes(c.activations_before, c.activations_after)
             saved = _changes(c.peak_before, c.peak_after)
             if activations:  # what the option changed that a user can act on; weights are held anyway
-                text = (f"<b>{esc(steps)}</b>: peak of activations {', '.join(activations)}"
-                        f"<br>&nbsp;&nbsp;<span style='color:{t.muted}'>all saved, weights included: "
-                        f"{', '.join(saved)}</span>")
+                text = f"<b>{esc(steps)}</b>: peak of activations {', '.join(activations)}"
+                if c.anyway:  # (else all saved is the activations)
+                    text += (f"<br>&nbsp;&nbsp;<span style='color:{t.muted}'>all saved, {esc(c.anyway_words)} included: "
+                             f"{', '.join(saved)}</span>")
             else:
                 text = f"<b>{esc(steps)}</b>: peak saved {', '.join(saved) or 'none'}"
             extra = c.recomputed_after - c.recomputed_before
@@ -93,4 +94,4 @@ def _runs_of_equal_steps(comparisons: list[StepComparison]) -> list[tuple[str, S
 
 def _figures(c: StepComparison) -> tuple:
     return (c.peak_before, c.peak_after, c.activations_before, c.activations_after, c.recomputed_before, c.recomputed_after,
-            [(m.path, m.before, m.after) for m in c.modules])
+            [(m.path, m.before, m.after) for m in c.modules], c.anyway)
