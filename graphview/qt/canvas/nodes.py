@@ -29,8 +29,25 @@ ITEM_BOUNDS = QRectF(-NODE_W / 2 - BADGE_REACH - 1, -NODE_H / 2 - 14, NODE_W + 2
 #: through it more than ARRIVAL_SIDE right (left) of the top centre comes in from that side
 BADGE_BAND = (-NODE_H / 2 - 12, -NODE_H / 2 + 6)
 ARRIVAL_SIDE = 4.0
-#: where along an arrow its last stretch is looked at (fractions of its length)
-_LAST_STRETCH = (0.6, 0.7, 0.78, 0.84, 0.88, 0.92, 0.95, 0.98)
+#: where along the last piece of an arrow's path (a curve, or a line) it is looked at
+_LAST_STRETCH = (0.3, 0.45, 0.55, 0.65, 0.72, 0.78, 0.84, 0.89, 0.93, 0.97)
+
+
+def _last_stretch(path: QPainterPath) -> list[tuple[float, float]]:
+    """Points along the last piece of ``path`` (a cubic curve, or a line), towards its end."""
+    n = path.elementCount()
+    if n < 2:
+        return []
+    if n >= 4 and path.elementAt(n - 3).type == QPainterPath.CurveToElement:
+        (x0, y0), (x1, y1), (x2, y2), (x3, y3) = ((e.x, e.y) for e in (path.elementAt(k) for k in range(n - 4, n)))
+        points = []
+        for t in _LAST_STRETCH:
+            u = 1 - t
+            a, b, c, d = u * u * u, 3 * u * u * t, 3 * u * t * t, t * t * t
+            points.append((a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3))
+        return points
+    start, end = path.elementAt(n - 2), path.elementAt(n - 1)
+    return [(start.x + (end.x - start.x) * t, start.y + (end.y - start.y) * t) for t in _LAST_STRETCH]
 
 
 def badge_font() -> QFont:
@@ -172,15 +189,14 @@ class NodeItem(QGraphicsItem):
         left = right = False
         if into is None:
             return left, right
-        top, bottom = self.y() + BADGE_BAND[0], self.y() + BADGE_BAND[1]
         for edge in into(self.node.id):
             if not edge.isVisible() or edge.target is not self:
                 continue
-            path = edge.path()
-            for along in _LAST_STRETCH:
-                point = edge.mapToScene(path.pointAtPercent(along))
-                if top <= point.y() <= bottom:
-                    off = point.x() - self.x()
+            centre = edge.mapFromScene(self.pos())
+            top, bottom = centre.y() + BADGE_BAND[0], centre.y() + BADGE_BAND[1]
+            for x, y in _last_stretch(edge.path()):  # (worked out here: a paint asks, and a path's
+                if top <= y <= bottom:               # pointAtPercent measures all of it each time)
+                    off = x - centre.x()
                     left, right = left or off < -ARRIVAL_SIDE, right or off > ARRIVAL_SIDE
         return left, right
 
