@@ -137,6 +137,8 @@ const edges = D.edges.map(([s, t, kind, born, label]) => {
                     edgeLayer);
   return {s: s, t: t, born: born, path: path};
 });
+const into = D.nodes.map(() => []);  // node -> the edges into it
+edges.forEach(e => into[e.t].push(e));
 
 function badge(parent, cls, y) {
   const g = make("g", {class: "badge " + cls}, parent);
@@ -164,12 +166,27 @@ const nodes = D.nodes.map((n, k) => {
           grad: n.grads ? badge(g, "grad", H / 2 + 13) : null, k: k};
 });
 
-function setBadge(b, text) {
+// side: 0 centred (below the node), 1 right of the top centre where arrows end, -1 left of it
+function setBadge(b, text, side) {
   if (!text) { b.g.style.display = "none"; return; }
   b.text.textContent = text;
   b.g.style.display = "";
   const w = Math.max(40, b.text.getComputedTextLength() + 14);
-  b.rect.setAttribute("x", -w / 2); b.rect.setAttribute("width", w);
+  const x = !side ? -w / 2 : side > 0 ? 8 : -8 - w;
+  b.rect.setAttribute("x", x); b.rect.setAttribute("width", w);
+  b.text.setAttribute("x", x + w / 2);
+}
+
+// where a node's saved badge goes: right of the top centre, or left of it where the arrows shown
+// come in from the right alone (one from the right ran under a badge on the right)
+function savedSide(k, visible, i) {
+  let left = false, right = false;
+  for (const e of into[k]) {
+    if (!(visible[e.s] && e.born <= i)) continue;
+    const dx = D.nodes[e.s].x - D.nodes[k].x;
+    left = left || dx < -4; right = right || dx > 4;
+  }
+  return right && !left ? -1 : 1;
 }
 
 function gradAt(n, i) {
@@ -230,9 +247,9 @@ function show(k) {
     item.g.classList.toggle("freed", freed);
     item.g.classList.toggle("running", m.running && m.focus === item.k);
     item.g.classList.toggle("focus", !m.running && m.focus === item.k);
-    if (item.saved) setBadge(item.saved, freed ? null : "saved " + n.saved);
+    if (item.saved) setBadge(item.saved, freed ? null : "saved " + n.saved, savedSide(item.k, visible, i));
     const grad = item.grad ? gradAt(n, i) : null;
-    if (item.grad) setBadge(item.grad, grad === null ? null : "grad " + grad);
+    if (item.grad) setBadge(item.grad, grad === null ? null : "grad " + grad, 0);
     item.tip.textContent = [n.title, n.subtitle, n.saved && !freed ? "holds " + n.saved + " for backward" : "",
                             freed ? "freed by backward" : "", grad !== null ? ".grad = " + grad : ""]
                            .filter(Boolean).join("\n");

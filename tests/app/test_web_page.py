@@ -321,3 +321,59 @@ def test_edge_labels_from_a_trace_with_long_op_names_are_cut_as_the_window_cuts_
     assert any(label.endswith("…") for label in labels)  # (an op's, cut; "detach" is the page's own word)
     for label in labels:
         assert len(label) <= LABEL_CHARS and label.isprintable(), label
+
+
+@browser
+def test_a_saved_badge_sits_beside_the_arrows_into_the_node_not_over_them(record, tmp_path):
+    """The page drew a node's saved badge centred on its top, over the arrowhead of every edge into
+    it; it goes beside the top centre, as in the window: right of it, or left where the arrows shown
+    come in from the right alone (the MLP's AddmmBackward0 and NllLossBackward0 before backward)."""
+    run = record(model("mlp_optimizer"), steps=1)
+    path = tmp_path / "mlp.html"
+    write_web_page(run, str(path))
+    chrome = Browser(tmp_path)
+    try:
+        chrome.do("POST", "/url", {"url": path.as_uri()})
+        chrome.key("b")  # to the backward: the forward's badges are all shown
+        assert chrome.js("return document.getElementById('caption').textContent").startswith(
+            f"event {timeline.next_backward(run, 0)} of")
+        # each shown badge's pill, and points along the shown edges into its node, in the page's units
+        found = chrome.js("""
+          const out = [];
+          for (const g of document.querySelectorAll('.node')) {
+            const badge = g.querySelector('.badge.saved');
+            if (g.style.display === 'none' || !badge || badge.style.display === 'none') continue;
+            const box = badge.querySelector('rect').getBBox(), m = g.transform.baseVal[0].matrix;
+            out.push({title: g.querySelector('.title').textContent, x: m.e, y: m.f,
+                      pill: [box.x + m.e, box.y + m.f, box.width, box.height]});
+          }
+          const lines = [];
+          for (const p of document.querySelectorAll('path.edge')) {
+            if (p.style.display === 'none') continue;
+            const length = p.getTotalLength(), points = [];
+            for (let k = 0; k <= 200; k++) { const q = p.getPointAtLength(length * k / 200); points.push([q.x, q.y]); }
+            lines.push(points);
+          }
+          return [out, lines];""")
+    finally:
+        chrome.close()
+    badges, lines = found
+    assert len(badges) >= 4
+
+    def meets(pill, points) -> bool:
+        x, y, w, h = pill
+        return any(x - 0.7 <= px <= x + w + 0.7 and y - 0.7 <= py <= y + h + 0.7 for px, py in points)
+
+    left = set()
+    for badge in badges:
+        x, y, w, h = badge["pill"]
+        mirrored = (2 * badge["x"] - x - w, y, w, h)  # the other side of the top centre
+        ending = [points for points in lines if abs(points[-1][0] - badge["x"]) < 1 and abs(points[-1][1] - badge["y"] + 26) < 3]
+        assert ending, badge["title"]  # (the arrows into this node end at its top centre)
+        assert not x < badge["x"] < x + w, badge["title"]  # not over the arrowheads
+        if any(meets(mirrored, points) for points in ending):
+            continue  # arrows on both sides
+        assert not any(meets(badge["pill"], points) for points in ending), badge["title"]
+        if x + w < badge["x"]:
+            left.add(badge["title"])
+    assert {"AddmmBackward0", "NllLossBackward0"} <= left
