@@ -29,8 +29,11 @@ ITEM_BOUNDS = QRectF(-NODE_W / 2 - BADGE_REACH - 1, -NODE_H / 2 - 14, NODE_W + 2
 #: through it more than ARRIVAL_SIDE right (left) of the top centre comes in from that side
 BADGE_BAND = (-NODE_H / 2 - 12, -NODE_H / 2 + 6)
 ARRIVAL_SIDE = 4.0
-#: where along the last piece of an arrow's path (a curve, or a line) it is looked at
-_LAST_STRETCH = (0.3, 0.45, 0.55, 0.65, 0.72, 0.78, 0.84, 0.89, 0.93, 0.97)
+#: where along the last piece of an arrow's path (a curve, or a line) it is looked at: its second
+#: half, where it comes down into the node's top (a point a unit or less below the last)
+_LAST_STRETCH = tuple(0.5 + k / 64 for k in range(32))
+#: room kept between an arrow passing through the badge's band and a badge moved past it
+BADGE_CLEARANCE = 3.0
 
 
 def _last_stretch(path: QPainterPath) -> list[tuple[float, float]]:
@@ -101,7 +104,9 @@ class NodeItem(QGraphicsItem):
         self.state = "live"  # live | running | done | freed | error | unreachable
         self.kind = node.kind
         self.saved = 0
-        self.badge_left = False  # the saved badge left of the top centre (arrows come in from the right alone)
+        #: where the saved badge is: left of the top centre or right of it, and how far from it its
+        #: nearer end is (see :meth:`badge_place`)
+        self.badge_spot = (False, SAVED_BADGE_LEFT)
         self.grad: str | None = None  # a tensor: its .grad as text; an autograd node: its NaN/Inf note
         self.setPos(node.x, node.y)
         self._tooltip()
@@ -159,12 +164,11 @@ class NodeItem(QGraphicsItem):
         self._paint_text(painter)
         c = colors()
         if self.saved > 0:
-            # beside the top centre, where arrows end: the badge never covers an arrowhead; on the
-            # side no arrow comes in from, where one side is clear (an arrow from the right ran
-            # under a badge on the right)
-            left = self.arrivals() == (False, True)
-            if left != self.badge_left:  # an arrow came or went: all of the item again, not the part painted now
-                self.badge_left = left
+            # beside the top centre, where arrows end: the badge never covers an arrowhead, nor
+            # (where it has the room) the arrows coming in (one from the right ran under it)
+            spot = self.badge_place()
+            if spot != self.badge_spot:  # an arrow came or went: all of the item again, not the part painted now
+                self.badge_spot = spot
                 self.update()
             anchor, align = self._saved_anchor()
             self._badge(painter, f"saved {short_bytes(self.saved)}", anchor, c.q("saved_fill"), c.q("saved_border"),
@@ -181,12 +185,30 @@ class NodeItem(QGraphicsItem):
             self._badge(painter, self.grad, QPointF(0, GRAD_BADGE_Y), c.q("error_fill"), c.q("error_border"),
                         c.q("error_border"), align="center")
 
-    def arrivals(self) -> tuple[bool, bool]:
-        """Whether the arrows shown coming into the node's top pass through the saved badge's band
-        (:data:`BADGE_BAND`) left of the top centre, and right of it."""
+    @property
+    def badge_left(self) -> bool:
+        """Whether the saved badge is drawn left of the top centre."""
+        return self.badge_spot[0]
+
+    def badge_place(self) -> tuple[bool, float]:
+        """Where the saved badge goes (as :attr:`badge_spot`): right of the top centre, or left of
+        it where the arrows shown come in from the right alone; with arrows on both sides, on the
+        side where they pass nearer the centre, moved past them where its text keeps its room."""
+        left, right = self.arrivals()
+        if not right or not left:
+            return bool(right), SAVED_BADGE_LEFT
+        near = min(left, right) + BADGE_CLEARANCE
+        text = f"saved {short_bytes(self.saved)}"
+        if near > SAVED_BADGE_LEFT and QFontMetricsF(badge_font()).horizontalAdvance(text) <= badge_room(near):
+            return left < right, near
+        return left < right, SAVED_BADGE_LEFT
+
+    def arrivals(self) -> tuple[float, float]:
+        """How far left, and right, of the top centre the arrows shown coming into the node's top
+        pass through the saved badge's band (:data:`BADGE_BAND`) at most (0: none on that side)."""
         scene = self.scene()
         into = getattr(scene, "edges_into", None)
-        left = right = False
+        left = right = 0.0
         if into is None:
             return left, right
         for edge in into(self.node.id):
@@ -197,7 +219,10 @@ class NodeItem(QGraphicsItem):
             for x, y in _last_stretch(edge.path()):  # (worked out here: a paint asks, and a path's
                 if top <= y <= bottom:               # pointAtPercent measures all of it each time)
                     off = x - centre.x()
-                    left, right = left or off < -ARRIVAL_SIDE, right or off > ARRIVAL_SIDE
+                    if off > ARRIVAL_SIDE:
+                        right = max(right, off)
+                    elif off < -ARRIVAL_SIDE:
+                        left = max(left, -off)
         return left, right
 
     def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
@@ -249,13 +274,14 @@ class NodeItem(QGraphicsItem):
 
     def saved_badge(self) -> tuple[str, QRectF]:
         """The saved badge's text and its pill, in the item's coordinates, on the side it is drawn
-        on now (:attr:`badge_left`)."""
+        on now (:attr:`badge_spot`)."""
         return badge_pill(f"saved {short_bytes(self.saved)}", *self._saved_anchor())
 
     def _saved_anchor(self) -> tuple[QPointF, str]:
-        if self.badge_left:
-            return QPointF(-SAVED_BADGE_LEFT, -NODE_H / 2 - 2), "right"
-        return QPointF(SAVED_BADGE_LEFT, -NODE_H / 2 - 2), "left"
+        left, near = self.badge_spot
+        if left:
+            return QPointF(-near, -NODE_H / 2 - 2), "right"
+        return QPointF(near, -NODE_H / 2 - 2), "left"
 
     @staticmethod
     def _badge(painter: QPainter, text: str, anchor: QPointF, fill: QColor, edge: QColor, ink: QColor,
