@@ -132,10 +132,17 @@ const edges = D.edges.map(([s, t, kind, born, label]) => {
   const y1 = a.y + H / 2, y2 = b.y - H / 2 - 2;
   const bend = Math.max(30, Math.abs(y2 - y1) / 3);
   const d = `M ${a.x} ${y1} C ${a.x} ${y1 + bend}, ${b.x} ${y2 - bend}, ${b.x} ${y2}`;
+  // its second half, a unit or less apart: where it passes the saved badge of the node it goes into
+  const last = [];
+  for (let k = 0; k < 32; k++) {
+    const t = 0.5 + k / 64, u = 1 - t;
+    last.push([u * u * u * a.x + 3 * u * u * t * a.x + 3 * u * t * t * b.x + t * t * t * b.x,
+               u * u * u * y1 + 3 * u * u * t * (y1 + bend) + 3 * u * t * t * (y2 - bend) + t * t * t * y2]);
+  }
   const nograd = kind === "detach" || kind === "no_grad_op" || kind === "input";
   const path = make("path", {d: d, class: "edge " + kind + (nograd ? " nograd" : ""), "marker-end": "url(#arrow)"},
                     edgeLayer);
-  return {s: s, t: t, born: born, path: path};
+  return {s: s, t: t, born: born, path: path, last: last};
 });
 const into = D.nodes.map(() => []);  // node -> the edges into it
 edges.forEach(e => into[e.t].push(e));
@@ -166,27 +173,35 @@ const nodes = D.nodes.map((n, k) => {
           grad: n.grads ? badge(g, "grad", H / 2 + 13) : null, k: k};
 });
 
-// side: 0 centred (below the node), 1 right of the top centre where arrows end, -1 left of it
-function setBadge(b, text, side) {
+// spot: null centred (below the node), else [side, near]: right (1) or left (-1) of the top centre
+// where arrows end, its nearer end near from it (8, or past arrows where it has the room)
+function setBadge(b, text, spot) {
   if (!text) { b.g.style.display = "none"; return; }
   b.text.textContent = text;
   b.g.style.display = "";
   const w = Math.max(40, b.text.getComputedTextLength() + 14);
-  const x = !side ? -w / 2 : side > 0 ? 8 : -8 - w;
+  const near = spot && spot[1] + w <= W / 2 + 24 ? spot[1] : 8;
+  const x = !spot ? -w / 2 : spot[0] > 0 ? near : -near - w;
   b.rect.setAttribute("x", x); b.rect.setAttribute("width", w);
   b.text.setAttribute("x", x + w / 2);
 }
 
-// where a node's saved badge goes: right of the top centre, or left of it where the arrows shown
-// come in from the right alone (one from the right ran under a badge on the right)
-function savedSide(k, visible, i) {
-  let left = false, right = false;
+// where a node's saved badge goes (as the window puts it): right of the top centre, or left of it
+// where the arrows shown come in from the right alone; with arrows on both sides, on the side
+// where they pass nearer the centre, past them
+function savedSpot(k, visible, i) {
+  const n = D.nodes[k];
+  let left = 0, right = 0;
   for (const e of into[k]) {
     if (!(visible[e.s] && e.born <= i)) continue;
-    const dx = D.nodes[e.s].x - D.nodes[k].x;
-    left = left || dx < -4; right = right || dx > 4;
+    for (const [x, y] of e.last) {
+      if (y < n.y - H / 2 - 12 || y > n.y - H / 2 + 6) continue;
+      if (x - n.x > 4) right = Math.max(right, x - n.x);
+      else if (x - n.x < -4) left = Math.max(left, n.x - x);
+    }
   }
-  return right && !left ? -1 : 1;
+  if (!left || !right) return [right ? -1 : 1, 8];
+  return [left < right ? -1 : 1, Math.max(8, Math.min(left, right) + 3)];
 }
 
 function gradAt(n, i) {
@@ -247,9 +262,9 @@ function show(k) {
     item.g.classList.toggle("freed", freed);
     item.g.classList.toggle("running", m.running && m.focus === item.k);
     item.g.classList.toggle("focus", !m.running && m.focus === item.k);
-    if (item.saved) setBadge(item.saved, freed ? null : "saved " + n.saved, savedSide(item.k, visible, i));
+    if (item.saved) setBadge(item.saved, freed ? null : "saved " + n.saved, savedSpot(item.k, visible, i));
     const grad = item.grad ? gradAt(n, i) : null;
-    if (item.grad) setBadge(item.grad, grad === null ? null : "grad " + grad, 0);
+    if (item.grad) setBadge(item.grad, grad === null ? null : "grad " + grad, null);
     item.tip.textContent = [n.title, n.subtitle, n.saved && !freed ? "holds " + n.saved + " for backward" : "",
                             freed ? "freed by backward" : "", grad !== null ? ".grad = " + grad : ""]
                            .filter(Boolean).join("\n");
