@@ -237,8 +237,9 @@ def _maker(keys: tuple[str, ...]):
     return env["make"]
 
 
-#: kind -> (the maker of its events from its records, how many values a record's first part holds),
-#: for the kinds read so far (each made at its kind's first record: a trace holds a dozen kinds)
+#: kind -> (the maker of its events from its records, how many values a record's first part holds,
+#: its summary slots or None), for the kinds read so far (each made at its kind's first record: a
+#: trace holds a dozen kinds)
 _MAKERS: dict[str, tuple] = {}
 
 
@@ -248,7 +249,7 @@ def _first_maker(record: list) -> tuple:
         keys = _KEYS.get(record[0])
         if keys is None:
             raise SchemaError(f"unknown kind of event {record[0][:40]!r}")
-        maker = _MAKERS[record[0]] = (_maker(keys), len(keys))
+        maker = _MAKERS[record[0]] = (_maker(keys), len(keys), SUMMARY_SLOTS.get(record[0]))
         return maker
     raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
 
@@ -275,12 +276,11 @@ def _expand_into(record: object, events: list, packed: list, nested: bool) -> No
             events.append(record)
             return
         raise SchemaError("not an event (a JSON object) nor a record (an array that starts with a kind)")
-    maker = _MAKERS.get(record[0]) if record and type(record[0]) is str else None
-    if maker is None:
-        maker = _first_maker(record)
-    make, count = maker
+    try:
+        make, count, slots = _MAKERS[record[0]]
+    except (IndexError, KeyError, TypeError):  # (no first value, a kind not read yet, a value that is no key)
+        make, count, slots = _first_maker(record)
     kind = record[0]
-    slots = SUMMARY_SLOTS.get(kind)
     if len(record) == count:
         event = make(record)
         if slots is not None:
@@ -324,7 +324,7 @@ def _with_parts(kind: str, slots, event: dict, parts: dict, events: list, packed
         if kind != "node" or type(owns) is not list or not all(type(o) is list and len(o) == 2 for o in owns):
             raise SchemaError(f"{kind} record with a bad '+own' part")
         owner = event.get("vid")
-        events.extend({"ev": "own", "sid": sid, "owner": owner, "attr": attr} for sid, attr in owns)
+        events.extend([{"ev": "own", "sid": sid, "owner": owner, "attr": attr} for sid, attr in owns])
     for nested in _records(parts.get("+in"), kind, "+in"):
         _expand_into(nested, events, packed, nested=True)
     if "+done" in parts:

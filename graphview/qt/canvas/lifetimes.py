@@ -154,11 +154,13 @@ class Lifetimes:
         gy = np.floor_divide(self.layers * float(LAYER_HEIGHT), side).astype(np.int64)
         key = (gx - gx.min()) * (int(gy.max() - gy.min()) + 1) + (gy - gy.min())
         order = np.argsort(key, kind="stable")
-        starts = np.flatnonzero(np.diff(key[order])) + 1
-        ids = np.array(self.ids, dtype=object)[order]
-        firsts = order[np.concatenate(([0], starts))]
-        return {(int(x), int(y)): part.tolist()
-                for x, y, part in zip(gx[firsts].tolist(), gy[firsts].tolist(), np.split(ids, starts))}
+        ends = (np.flatnonzero(np.diff(key[order])) + 1).tolist()  # where each cell's ids end, but the last
+        starts = [0, *ends]
+        ordered = list(map(self.ids.__getitem__, order.tolist()))  # (cut by slicing: np.split made an array a cell)
+        ends.append(len(ordered))
+        firsts = order[starts]
+        return {(x, y): ordered[start:end]
+                for x, y, start, end in zip(gx[firsts].tolist(), gy[firsts].tolist(), starts, ends)}
 
     def newest_at(self, index: int) -> str | None:
         """The id of the node shown at ``index`` that was born last (None: none is shown)."""
