@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a fresh settings folder: the pictures show what a new user sees (no recent files of ours)
@@ -23,9 +24,13 @@ from graphview.app.gui import App, ROOT  # noqa: E402
 from graphview.core import timeline  # noqa: E402
 
 
-def settle(app: App, rounds: int = 20) -> None:
-    for _ in range(rounds):
+def settle(app: App, seconds: float = 0.6) -> None:
+    """Process events for a while: a box's glide (280 ms) and the overview's redraw (300 ms after a
+    change) run on timers, which a few rounds of processEvents alone do not wait for."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         app.qt.processEvents()
+        time.sleep(0.01)
 
 
 def shot(app: App, path: str) -> None:
@@ -69,7 +74,12 @@ def main() -> None:
     window.set_cursor(start)
     window.view.fit()
     window.bottom_tabs.setCurrentWidget(window.memory_tab)
-    node = next(n for n in window.scene.node_items.values() if n.node.title == "AddmmBackward0")
+    # the AddmmBackward0 the fit shows (the last layer's, next to the loss): the inspector tells of it
+    settle(app)
+    shown = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
+    node = next(n for n in window.scene.node_items.values()
+                if n.node.title == "AddmmBackward0" and n.isVisible()
+                and shown.contains(n.sceneBoundingRect().center()))
     window.scene.select_node(node.node.id)
     shot(app, os.path.join(args.out, "mlp_before_backward.png"))
 
@@ -88,8 +98,9 @@ def main() -> None:
 
 
 def real_model(app: App, out: str) -> None:
-    """Hugging Face T5 (an encoder-decoder from a tiny random config, tests/zoo), as it opens at
-    1366x768, in its first backward: encoder and decoder shut, the shifted decoder input between them."""
+    """Hugging Face T5 (an encoder-decoder from a tiny random config, tests/zoo) at 1366x768, six
+    nodes into its first backward, the view following it: lm_head running, encoder and decoder shut
+    at the top of the overview (the graph is wider than the canvas at a readable zoom)."""
     try:
         import transformers  # noqa: F401 - the test extras have it; skip the shot without it
     except ImportError:
@@ -130,12 +141,7 @@ def what_if(app: App, out: str) -> None:
     window.bottom_tabs.setCurrentWidget(window.memory_tab)
     settle(app)
     window.set_cursor(recomputed[0])  # step 1, backward: the checkpoint starts its recompute
-    window.view.resetTransform()
-    window.view.scale(0.7, 0.7)
-    settle(app)
-    running = window.scene.item_at_event(window.cursor)
-    if running is not None:
-        window.view.centerOn(running)
+    window.view.fit()  # F: the graph's width at a readable zoom around the op recomputed, no node cut
     shot(app, os.path.join(out, "whatif_checkpoint_1366x768.png"))
 
 
@@ -159,11 +165,7 @@ def big_model(app: App, out: str) -> None:
     attention = window.scene.boxes.keyed["encoder.layers.0.self_attn"].members
     # backward inside the attention: its shut box lights up
     window.set_cursor(next(i for i in bw if f"op{run.events[i]['vid']}" in attention))
-    window.view.resetTransform()
-    window.view.scale(0.8, 0.8)  # names at 9.6 px; the overview shows the rest
-    running = window.scene.item_at_event(window.cursor)
-    if running is not None:
-        window.view.centerOn(running)
+    window.view.fit()  # F: a readable zoom around the running box, no node cut; the overview shows the rest
     shot(app, os.path.join(out, "transformer_one_level_open.png"))
     theme.apply("dark")
     settle(app)
@@ -173,7 +175,7 @@ def big_model(app: App, out: str) -> None:
     pdf = os.path.join(tempfile.mkdtemp(prefix="graphview-pdf-"), "transformer_block.pdf")
     window.export_image(pdf)
     if shutil.which("pdftoppm"):
-        subprocess.run(["pdftoppm", "-png", "-r", "60", "-singlefile", pdf, os.path.join(out, "transformer_pdf_page")],
+        subprocess.run(["pdftoppm", "-png", "-r", "90", "-singlefile", pdf, os.path.join(out, "transformer_pdf_page")],
                        check=True)
         print("wrote", os.path.join(out, "transformer_pdf_page.png"))
 
