@@ -269,12 +269,12 @@ class TensorIdentity(RecorderState):
             return
         with self._lock:
             for sid in self._unhooked.pop(vid, ()):
-                self.emit({"ev": "release", "sid": sid})
+                self._emit_held({"ev": "release", "sid": sid})
             self._emit_fn({"ev": "node_dead", "vid": vid})
 
     def _release_unhooked(self, vid: int) -> None:
         for sid in self._unhooked.pop(vid, ()):
-            self.emit({"ev": "release", "sid": sid})
+            self._emit_held({"ev": "release", "sid": sid})
 
     def _saved_of(self, node):
         cls = type(node)

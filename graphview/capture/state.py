@@ -120,6 +120,7 @@ class RecorderState:
         self.options = options or RunOptions()
         self._lock = threading.RLock()
         self._tls = threading.local()  # per thread: is the recorder itself at work (ignore torch calls)?
+        self._at_work = RecorderState._AtWork(self)
         self._start_id_counters()
         # id(t) -> [ref, tid, version, grad_fn vid, requires_grad, version when grad_fn was last read]
         self._tensors: dict[int, list] = {}
@@ -218,9 +219,14 @@ class RecorderState:
 
     def emit(self, event: dict) -> None:
         with self._lock:
-            self._emit_fn(event)
-            if self._cuda and event["ev"] in ("op", "bw_node_done", "backward_end", "release"):
-                self._sample_cuda()
+            self._emit_held(event)
+
+    def _emit_held(self, event: dict) -> None:
+        """:meth:`emit` by a caller that holds the lock already (inside :meth:`at_work`): the event,
+        and after the kinds that change what a GPU holds, its allocated bytes."""
+        self._emit_fn(event)
+        if self._cuda and event["ev"] in _ALLOCATING:
+            self._sample_cuda()
 
     def _sample_cuda(self) -> None:
         try:
@@ -250,21 +256,28 @@ class RecorderState:
         return RecorderState._Quiet(self)
 
     class _AtWork:
-        __slots__ = ("lock", "tls", "off")
+        """The recorder's one :meth:`at_work` block, entered again for each use (an object a use was
+        a fifth of what entering cost, thousands of times a step). Its blocks run under the
+        recorder's lock: only the thread holding it enters or leaves one, and that thread's nested
+        blocks leave in the order they entered, so ``offs`` is a stack of that thread's alone."""
+
+        __slots__ = ("lock", "tls", "offs")
 
         def __init__(self, rec):
             self.lock = rec._lock
             self.tls = rec._tls
-            self.off = _DisableTorchFunction()
+            self.offs: list = []  # the entered DisableTorchFunction of each open block, innermost last
 
         def __enter__(self):
             self.lock.acquire()
             tls = self.tls
             tls.depth = getattr(tls, "depth", 0) + 1
-            self.off.__enter__()
+            off = _DisableTorchFunction()
+            off.__enter__()
+            self.offs.append(off)
 
         def __exit__(self, *exc):
-            self.off.__exit__(None, None, None)
+            self.offs.pop().__exit__(None, None, None)
             self.tls.depth -= 1
             self.lock.release()
 
@@ -272,7 +285,7 @@ class RecorderState:
         """The recorder's own work, under its lock: reads of tensors (attributes, value
         summaries) with no torch function handling at all (see NOTE [The recorder's own torch
         calls]), and torch calls ignored as in :meth:`quiet`."""
-        return RecorderState._AtWork(self)
+        return self._at_work
 
     def user_frame(self, start: int = 2):
         """The innermost frame of the user's script, and whether the call is torch-internal.
@@ -346,6 +359,10 @@ class RecorderState:
             "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
             "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
         }
+
+
+#: events after which the GPU's allocated bytes are read (on a CUDA run)
+_ALLOCATING = frozenset({"op", "bw_node_done", "backward_end", "release"})
 
 
 def _nothing() -> None:

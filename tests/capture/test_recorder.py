@@ -251,3 +251,44 @@ def test_a_compiled_optimizer_step_records_as_before(write_script, record):
     # round differently, 3e-8 here, as before the steps were replaced)
     torch.testing.assert_close(keep["model"].weight, plain["model"].weight, rtol=1e-6, atol=1e-7)
     assert torch.optim.Adam.__dict__["step"].__wrapped__.__module__ == "torch.optim.adam"
+
+
+def test_the_recorders_own_work_blocks_nest_and_share_threads():
+    """The recorder's own-work block is one object entered again for each use: blocks nested in
+    one thread, and blocks of two threads at once (the second waits for the lock), each run with
+    torch function handling off and leave it as they found it, in each thread."""
+    import threading
+    import time
+
+    recorder = Recorder(lambda event: None, __file__)
+    seen, errors = [], []
+
+    def work(rounds: int) -> None:
+        try:
+            for _ in range(rounds):
+                with recorder.at_work():
+                    outer = torch._C._is_torch_function_enabled()
+                    time.sleep(0)  # (another thread may run here: it waits for the lock)
+                    with recorder.at_work():
+                        inner = torch._C._is_torch_function_enabled()
+                        depth = recorder._suspend
+                        time.sleep(0)
+                    after_inner = torch._C._is_torch_function_enabled()
+                seen.append((outer, inner, after_inner, depth, torch._C._is_torch_function_enabled(), recorder._suspend))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(200,)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    work(200)
+    for thread in threads:
+        thread.join(30)
+    assert not errors
+    assert len(seen) == 600
+    assert set(seen) == {(False, False, False, 2, True, 0)}
+    with torch._C.DisableTorchFunction():  # a caller that turned it off finds it off again after
+        with recorder.at_work():
+            pass
+        assert not torch._C._is_torch_function_enabled()
+    assert torch._C._is_torch_function_enabled()

@@ -194,7 +194,7 @@ class BackwardHooks(TensorIdentity):
                     if self._retained_state.get(tid) != state:  # this backward changed it
                         self._retained_state[tid] = state
                         self._emit_fn({"ev": "tensor_grad", "bid": bid, "tid": tid, "grad": summarize(t.grad, hist=True)})
-        self.emit({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
+        self._emit_held({"ev": "backward_end", "bid": bid, "ok": ok, "freed": ok and not retain_graph})
 
     def _watch_recompute(self, node, bid: int) -> None:
         """Record the ops a checkpoint's recompute runs inside this node's backward.
@@ -221,22 +221,25 @@ class BackwardHooks(TensorIdentity):
         node.register_prehook(enter)
         node.register_hook(leave)
 
-    def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs,
-                    exact: bool = False) -> None:
+    def _bw_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs) -> None:
         with self.at_work():
-            if self._bw_current:
-                self._bw_current[-1] = vid
-            event = {"ev": "bw_node", "bid": call.bid, "vid": vid}
-            # the gradient arriving is the very tensor the single feeding edge sent, unchanged
-            # (a user's tensor hook may have replaced or modified it: then summarize it again)
-            if (from_edge is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
-                    and call.sent.get(from_edge) == _identity(grad_outputs[0])):
-                event["grads_in"] = None
-                event["from_edge"] = list(from_edge)  # [consumer vid, index]: its grads_out[index]
-            else:
-                event["grads_in"] = [call.light.summary(g, exact) for g in grad_outputs]
-            self._emit_fn(event)
+            self._node_starts(call, vid, from_edge, grad_outputs, exact=False)
         return None
+
+    def _node_starts(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, grad_outputs, exact: bool) -> None:
+        """The ``bw_node`` event: node ``vid`` is about to run on ``grad_outputs`` (at work already)."""
+        if self._bw_current:
+            self._bw_current[-1] = vid
+        event = {"ev": "bw_node", "bid": call.bid, "vid": vid}
+        # the gradient arriving is the very tensor the single feeding edge sent, unchanged
+        # (a user's tensor hook may have replaced or modified it: then summarize it again)
+        if (from_edge is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
+                and call.sent.get(from_edge) == _identity(grad_outputs[0])):
+            event["grads_in"] = None
+            event["from_edge"] = list(from_edge)  # [consumer vid, index]: its grads_out[index]
+        else:
+            event["grads_in"] = [call.light.summary(g, exact) for g in grad_outputs]
+        self._emit_fn(event)
 
     def _bw_hook(self, call: "_BackwardCall", vid: int, into_leaf: set, grad_inputs, grad_outputs) -> None:
         with self.at_work():
@@ -247,14 +250,14 @@ class BackwardHooks(TensorIdentity):
             if call.releases:  # the engine releases the node's saved variables right after it runs
                 self._release_unhooked(vid)
             light = call.light.summary
-            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid,
+            self._emit_held({"ev": "bw_node_done", "bid": call.bid, "vid": vid,
                        "grads_out": [light(g, index in into_leaf) for index, g in enumerate(grad_inputs)]})
         return None
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
                                tid: int, grad_outputs) -> None:
-        self._bw_prehook(call, vid, from_edge, grad_outputs, exact=True)  # what goes into .grad: exact, as .grad
         with self.at_work():
+            self._node_starts(call, vid, from_edge, grad_outputs, exact=True)  # what goes into .grad: exact, as .grad
             leaf = leaf_ref()
             call.grad_was_none[vid] = leaf is None or leaf.grad is None
             incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
@@ -282,17 +285,17 @@ class BackwardHooks(TensorIdentity):
         readers take the node's incoming gradient. When ``.grad`` was None and is now that very
         tensor (autograd stole it), a small one's values are the increment's: ``grad`` is left
         out too. Each is still written in full whenever anything could have changed it."""
-        if vid in call.told:  # told already, before a script's hook changed .grad
-            call.told.discard(vid)
-        else:
-            leaf = leaf_ref()
-            if leaf is not None:
-                self._accumulating.pop(id(leaf), None)
-            incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
-            self._accumulated(call, vid, leaf_ref, tid, _identity(incoming) if incoming is not None else None,
-                              incoming.numel() if incoming is not None else 0, grad_outputs)
         with self.at_work():
-            self.emit({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
+            if vid in call.told:  # told already, before a script's hook changed .grad
+                call.told.discard(vid)
+            else:
+                leaf = leaf_ref()
+                if leaf is not None:
+                    self._accumulating.pop(id(leaf), None)
+                incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
+                self._tell_accumulated(call, vid, leaf_ref, tid, _identity(incoming) if incoming is not None else None,
+                                       incoming.numel() if incoming is not None else 0, grad_outputs)
+            self._emit_held({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
         return None
 
     def _accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, incoming: tuple | None,
@@ -301,21 +304,26 @@ class BackwardHooks(TensorIdentity):
         ``incoming`` is the ``_identity`` of the gradient it received (``numel`` values), and
         ``grad_outputs`` that gradient (None where it is the one the node's bw_node showed)."""
         with self.at_work():
-            leaf = leaf_ref()
-            first = call.grad_was_none.get(vid, True)
-            event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
-            same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == incoming
-            if not same_as_arrived:  # what goes into .grad: exact, as .grad is (see summaries.py)
-                event["increment"] = call.light.summary(grad_outputs[0], True) if grad_outputs else None
-            grad = leaf.grad if leaf is not None else None
-            if grad is not None:
-                self._note_grad(grad, tid)
-            if (first and same_as_arrived and grad is not None and numel <= FULL_VALUES_MAX
-                    and _identity(grad) == incoming):
-                pass  # .grad is the increment itself: its full values are the increment's
-            else:  # (its norm, when its bw_node read the same memory a moment ago: not read again)
-                event["grad"] = summarize(grad, hist=True, known_norm=call.light.known_norm(grad))
-            self._emit_fn(event)
+            self._tell_accumulated(call, vid, leaf_ref, tid, incoming, numel, grad_outputs)
+
+    def _tell_accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, incoming: tuple | None,
+                          numel: int, grad_outputs) -> None:
+        """:meth:`_accumulated`, at work already."""
+        leaf = leaf_ref()
+        first = call.grad_was_none.get(vid, True)
+        event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
+        same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == incoming
+        if not same_as_arrived:  # what goes into .grad: exact, as .grad is (see summaries.py)
+            event["increment"] = call.light.summary(grad_outputs[0], True) if grad_outputs else None
+        grad = leaf.grad if leaf is not None else None
+        if grad is not None:
+            self._note_grad(grad, tid)
+        if (first and same_as_arrived and grad is not None and numel <= FULL_VALUES_MAX
+                and _identity(grad) == incoming):
+            pass  # .grad is the increment itself: its full values are the increment's
+        else:  # (its norm, when its bw_node read the same memory a moment ago: not read again)
+            event["grad"] = summarize(grad, hist=True, known_norm=call.light.known_norm(grad))
+        self._emit_fn(event)
 
 
 #: nodes that pass a gradient on with the same values, rearranged (or cast): fed into a leaf, what

@@ -150,14 +150,13 @@ class ModuleHooks(TensorIdentity):
     def _module_post(self, module, args, output):
         if self._suspend or not self._active or not self._module_stack:
             return None
-        with self._lock:
-            with self.at_work():
-                path = self._module_stack.pop()
-                self._emit_fn({"ev": "module_exit", "path": path})
-            if path in self._detach_modules:
-                with self.quiet():
-                    frame, _ = self.user_frame(3)
-                    return self._force_detach(output, frame.f_lineno if frame else None)
+        with self.at_work():
+            path = self._module_stack.pop()
+            self._emit_fn({"ev": "module_exit", "path": path})
+        if path in self._detach_modules:
+            with self._lock, self.quiet():
+                frame, _ = self.user_frame(3)
+                return self._force_detach(output, frame.f_lineno if frame else None)
         return None
 
     def _optimizer_pre(self, optimizer, args, kwargs):

@@ -143,12 +143,11 @@ class OpHooks(TensorIdentity):
 
     def _recorded(self, name, args, kwargs, out, frame):
         """Record the op that returned ``out``; what the script gets (detached, at ``--detach-at``)."""
-        with self._lock:
-            with self.at_work():
-                detach = self._record_op(name, args, kwargs, out, frame)
-            if detach:
-                with self.quiet():
-                    out = self._force_detach(out, frame.f_lineno if frame is not None else None)
+        with self.at_work():
+            detach = self._record_op(name, args, kwargs, out, frame)
+        if detach:
+            with self._lock, self.quiet():
+                out = self._force_detach(out, frame.f_lineno if frame is not None else None)
         self.handover()
         return out
 
@@ -235,7 +234,7 @@ class OpHooks(TensorIdentity):
         }
         if self._recompute:
             event["recompute"] = self._recompute[-1]
-        self.emit(event)
+        self._emit_held(event)
         if name in ("detach", "detach_", "data") and inputs and outputs:
             self._emit_fn({"ev": "detach", "src": in_refs[0][0], "dst": out_refs[0][0], "line": line, "forced": False})
         elif name == "retain_grad" and inputs:

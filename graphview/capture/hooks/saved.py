@@ -184,49 +184,47 @@ class SavedTensorHooks(TensorIdentity):
         and the tensors in it."""
         if tracing():
             return t.detach()  # a fake tensor of a compile trace: nothing to count
-        with self._lock:
-            with self.at_work():
-                sid = next(self._sids)
-                event = self._saved_event(sid, t, op_inputs=self._op_inputs)
-                if inner is not None and [k for k in kept if k is not t]:  # kept elsewhere (a CPU copy)
-                    held = {}
-                    for k in kept:
-                        where = self._saved_event(sid, k)
-                        held.setdefault((where["device"], where["storage"]), where)
-                    first = next(iter(held.values()))  # its device and dtype; the bytes of all
-                    event.update(bytes=sum(w["bytes"] for w in held.values()), storage=first["storage"],
-                                 device=first["device"], dtype=first["dtype"])
-                elif inner is not None and not kept:  # the script's pack hook kept no tensor (a file)
-                    event["bytes"] = 0
-                if self._recompute:
-                    event["recompute"] = self._recompute[-1]
-                gf = t.grad_fn
-                token = None
-                if gf is not None:
-                    metadata = gf.metadata
-                    token = metadata.setdefault(TOKEN_KEY, next(self._tokens))
-                    # the node that made its memory: a view's is its base's (a Linear saves the view
-                    # of its input that it reshaped; the memory is the layer before's output)
-                    base = t._base
-                    maker = base.grad_fn if base is not None and base.grad_fn is not None else gf
-                    src = maker.metadata.get(VID_KEY)
-                    # (none yet: the op's own result; an earlier recording's: unknown here)
-                    if src is not None and maker.metadata[LIFE_KEY].rec is self._self_ref:
-                        event["src"] = src
-                version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
-            # what autograd gets back: detached as torch would, a subclass keeps its type
-            # its finaliser reports the release (see NOTE [Deaths reported by finalisers] in state.py)
-            if inner is not None:  # the script's hooks keep the tensor (or its copy): hold only what they made
-                packed = _Packed(None, sid, version, token, output_nr, gf_name, weakref.ref(t), inner, self._self_ref)
-            else:
-                packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t), None, self._self_ref)
+        with self.at_work():
+            sid = next(self._sids)
+            event = self._saved_event(sid, t, op_inputs=self._op_inputs)
+            if inner is not None and [k for k in kept if k is not t]:  # kept elsewhere (a CPU copy)
+                held = {}
+                for k in kept:
+                    where = self._saved_event(sid, k)
+                    held.setdefault((where["device"], where["storage"]), where)
+                first = next(iter(held.values()))  # its device and dtype; the bytes of all
+                event.update(bytes=sum(w["bytes"] for w in held.values()), storage=first["storage"],
+                             device=first["device"], dtype=first["dtype"])
+            elif inner is not None and not kept:  # the script's pack hook kept no tensor (a file)
+                event["bytes"] = 0
+            if self._recompute:
+                event["recompute"] = self._recompute[-1]
+            gf = t.grad_fn
+            token = None
+            if gf is not None:
+                metadata = gf.metadata
+                token = metadata.setdefault(TOKEN_KEY, next(self._tokens))
+                # the node that made its memory: a view's is its base's (a Linear saves the view
+                # of its input that it reshaped; the memory is the layer before's output)
+                base = t._base
+                maker = base.grad_fn if base is not None and base.grad_fn is not None else gf
+                src = maker.metadata.get(VID_KEY)
+                # (none yet: the op's own result; an earlier recording's: unknown here)
+                if src is not None and maker.metadata[LIFE_KEY].rec is self._self_ref:
+                    event["src"] = src
+            version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
             self._emit_fn(event)
-            return packed
+        # what autograd gets back: detached as torch would, a subclass keeps its type
+        # its finaliser reports the release (see NOTE [Deaths reported by finalisers] in state.py)
+        if inner is not None:  # the script's hooks keep the tensor (or its copy): hold only what they made
+            packed = _Packed(None, sid, version, token, output_nr, gf_name, weakref.ref(t), inner, self._self_ref)
+        else:
+            packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t), None, self._self_ref)
+        return packed
 
     def _release(self, sid: int) -> None:
         if self._active:  # after the run, the script's leftovers die with its module: not events
-            with self._lock:
-                self.emit({"ev": "release", "sid": sid})
+            self.emit({"ev": "release", "sid": sid})
 
     def _unpack(self, packed):
         if not isinstance(packed, _Packed):  # packed before the recorder started
