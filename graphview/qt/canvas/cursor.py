@@ -35,7 +35,8 @@ class CursorState:
         self.complete = False  # every item has been brought to the cursor once
         self.fresh: set[str] = set()  # items created since the last cursor move
         self.visible: set[str] = set()  # node ids shown at the cursor (module boxes look only at these)
-        self.tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made
+        self._tensors_of_op: dict[int, list[str]] = {}  # grad_fn vid -> tensor items it made (see tensors_of_op)
+        self._noted = 0  # placed nodes looked at for it so far
 
     def set_cursor(self, index: int) -> None:
         """Show the state after event ``index``.
@@ -139,16 +140,37 @@ class CursorState:
         state = "error" if run.errors and node.ref in drawing.failed_roots(index) else drawing.tensor_state(node, index)
         item.set_state(state, kind, 0, grad)
 
+    def tensors_of_op(self) -> dict[int, list[str]]:
+        """Autograd node's vid -> the tensors among the scene's placed nodes that it made, in the
+        order they were placed: brought up to date when asked (a step asks; opening a big trace
+        places 10^5 nodes and does not)."""
+        scene, of_op = self.scene, self._tensors_of_op
+        placed = scene._placed
+        if self._noted < len(placed):
+            tensor_nodes = scene.drawing.run.tensor_nodes
+            for node_id in placed[self._noted:]:
+                tnode = tensor_nodes.get(node_id)
+                if tnode is not None and tnode.grad_fn is not None:
+                    made = of_op.get(tnode.grad_fn)
+                    if made is None:
+                        of_op[tnode.grad_fn] = [node_id]
+                    else:
+                        made.append(node_id)
+            self._noted = len(placed)
+        return of_op
+
     def touched(self, previous: int, index: int) -> set[str]:
         """Ids of the items whose look can differ between cursor positions ``previous`` < ``index``."""
         run = self.scene.drawing.run
         events = run.events
         touched: set[str] = set(self.fresh)
 
+        of_op = self.tensors_of_op()
+
         def op(vid):
             if vid is not None:
                 touched.add(f"op{vid}")
-                touched.update(self.tensors_of_op.get(vid, ()))
+                touched.update(of_op.get(vid, ()))
 
         def tensor(tid):
             if tid is not None:

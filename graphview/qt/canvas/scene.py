@@ -260,7 +260,6 @@ class GraphScene(QGraphicsScene):
                 virtual = self.virtual
             if region_items.grid is not None and budget is not None:
                 region_items.index(node_id)
-            self._note_outputs((node_id,))
             if not unmade and (not virtual or region_items.in_region(node_id)):
                 region_items.make_item(node_id, node.born <= self.cursor)
                 made += 1
@@ -281,28 +280,12 @@ class GraphScene(QGraphicsScene):
         if 0 < crossing <= len(now):
             placed.extend(now[:crossing])
             self._taken.update(now[:crossing])
-            self._note_outputs(now[:crossing - 1])
             if self.region is None:
                 self._ask_views_for_region()
-            now = now[crossing - 1:]
-            self._note_outputs(now[:1])
-            now = now[1:]
+            now = now[crossing:]
         placed.extend(now)
         self._taken.update(now)
-        self._note_outputs(now)
         self._waiting = list(compress(waiting, [not flag for flag in flags]))
-
-    def _note_outputs(self, node_ids: list[str]) -> None:
-        """Note the tensors among ``node_ids`` under the autograd node that made each (see CursorState.tensors_of_op)."""
-        tensor_nodes, of_op = self.drawing.run.tensor_nodes, self.at_cursor.tensors_of_op
-        for node_id in node_ids:
-            tnode = tensor_nodes.get(node_id)
-            if tnode is not None and tnode.grad_fn is not None:
-                made = of_op.get(tnode.grad_fn)
-                if made is None:
-                    of_op[tnode.grad_fn] = [node_id]
-                else:
-                    made.append(node_id)
 
     def _show(self, item: QGraphicsItem, visible: bool) -> None:
         """Show or hide an item for the cursor. A hidden one also leaves the scene: every step of
