@@ -1,9 +1,10 @@
 """What a what-if option changed: two runs of one script compared step by step.
 
 For each step both runs have: the peak of live saved bytes (per device, :meth:`Run.peak_per_step`),
-the bytes each module's autograd nodes hold when the step's first backward starts (the forward is
-done: everything it saved for backward is held), and the ops a checkpoint recomputed inside
-backward (the extra compute, counted from the recorded ``recompute`` ops).
+the activations held for each module when the step's first backward starts (the forward is done:
+everything it saved for backward is held; its weights apart, which no checkpoint frees), and the
+ops a checkpoint recomputed inside backward (the extra compute, counted from the recorded
+``recompute`` ops).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ COMPILED = "_orig_mod"
 @dataclass
 class ModuleChange:
     path: str
-    before: int  # bytes its nodes hold when backward starts, in the earlier run
+    before: int  # activations held for it when backward starts (:func:`module_bytes`), in the earlier run
     after: int  # the same in this run
 
     @property
@@ -94,10 +95,50 @@ def backward_start_in(run: Run, start: int, end: int) -> int:
 
 
 def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
-    """Module path -> bytes its autograd nodes (nested modules' included, a checkpoint's recompute
-    not) hold when the step's first backward starts."""
+    """Module path -> the activations held for it when the step's first backward starts: what its
+    autograd nodes (nested modules' included, a checkpoint's recompute not) save, and what a
+    checkpoint of it keeps for its recompute (its input), each storage once. Not the weights and
+    inputs they save, which the process holds checkpointed or not (torch frees none of them)."""
     at = backward_start_in(run, start, end)
-    return {path: held_by_nodes(run, vids, at).total for path, vids in nodes_by_module(run, start, at).items()}
+    storages = checkpoint_inputs(run, start, at)
+    for path, vids in nodes_by_module(run, start, at).items():
+        held = storages.setdefault(path, {})
+        for vid in vids:
+            for saved in run.saved_by_owner.get(vid, ()):
+                if saved.kind not in ("param", "input") and saved.held_at(at):
+                    held[(saved.device, saved.storage)] = saved.bytes
+    return {path: sum(held.values()) for path, held in storages.items()}
+
+
+def checkpoint_inputs(run: Run, start: int, at: int) -> dict[str, dict[tuple, int]]:
+    """Checkpointed module path (the run's ``--checkpoint``) and those around it -> the activations
+    its checkpoint keeps for the recompute that are held after event ``at``, by (device, storage):
+    saved in its call between events ``start`` and ``at`` by no node graphview sees (torch's
+    checkpoint saves its inputs in a node of its own, beside the graph)."""
+    from graphview.core.options import RunOptions, module_matches
+
+    patterns = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint or []
+    if not patterns:
+        return {}
+    kept = [s for s in run.saved.values() if s.owner is None and s.kind not in ("param", "input")
+            and start <= s.born and s.held_at(at)]
+    kept.sort(key=lambda s: s.born)
+    result: dict[str, dict[tuple, int]] = {}
+    open_paths: list[str] = []
+    events = iter(run.events.where({"module_enter", "module_exit"}, start, at + 1))
+    index, ev = next(events, (at + 1, None))
+    for saved in kept:
+        while ev is not None and index < saved.born:
+            if ev["ev"] == "module_enter":
+                open_paths.append(ev["path"])
+            elif ev["path"] in open_paths:
+                del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
+            index, ev = next(events, (at + 1, None))
+        path = next((p for p in reversed(open_paths) if any(module_matches(x, p) for x in patterns)), None)
+        while path:
+            result.setdefault(path, {})[(saved.device, saved.storage)] = saved.bytes
+            path = path.rpartition(".")[0]
+    return result
 
 
 def nodes_by_module(run: Run, start: int, end: int) -> dict[str, set[int]]:
@@ -158,7 +199,8 @@ def _activation_peaks(run: Run, start: int, end: int | None = None) -> dict[str,
 
 
 def module_bytes_in_both(before: Run, after: Run, step: int) -> dict[str, tuple[int, int]]:
-    """Module path -> (bytes in the earlier run, bytes in this one) when step ``step``'s backward starts."""
+    """Module path -> (activations held for it in the earlier run, in this one) when step ``step``'s
+    backward starts (:func:`module_bytes`)."""
     spans_b = {number: (start, end) for number, start, end in step_spans(before)}
     spans_a = {number: (start, end) for number, start, end in step_spans(after)}
     if step not in spans_b or step not in spans_a:
@@ -192,7 +234,8 @@ def comparison_lines(comparisons: list[StepComparison], before_label: str, after
         if c.recomputed_after or c.recomputed_before:
             lines.append(f"  recomputed in backward: {c.recomputed_before} -> {c.recomputed_after} ops ({extra:+d})")
         for m in c.modules:
-            lines.append(f"  {m.path}: {human(m.before)} -> {human(m.after)} held at backward ({m.change:+,} B)")
+            lines.append(f"  {m.path}: {human(m.before)} -> {human(m.after)} of activations held at backward "
+                         f"({m.change:+,} B)")
     return lines
 
 

@@ -214,7 +214,7 @@ class RunSummary:
 
     def _what_if(self, run: Run) -> None:
         """What the re-run's options did to the memory (the summary beside the chart, each module
-        box's bytes in both runs) and, for a checkpoint tried, the peak measured."""
+        box's activations at backward in both runs) and, for a checkpoint tried, the peak measured."""
         w = self.window
         comparisons: list = []
         if self.earlier_runs and not run.failed:

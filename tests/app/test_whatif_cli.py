@@ -33,7 +33,10 @@ def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
                 f"{human(step.activations_after['cpu'])}" in diff.stdout)
         assert f"peak saved cpu {human(step.peak_before['cpu'])} -> {human(step.peak_after['cpu'])}" in diff.stdout
         assert f"recomputed in backward: 0 -> {step.recomputed_after} ops" in diff.stdout
-    assert "encoder.layers.0:" in diff.stdout
+    # the layer's line: the activations held for it (what torch holds, tests/capture/test_memory_answers.py)
+    [layer] = [m for m in steps[0].modules if m.path == "encoder.layers.0"]
+    assert (f"encoder.layers.0: {human(layer.before)} -> {human(layer.after)} of activations held at backward "
+            f"({layer.change:+,} B)") in diff.stdout
 
 
 def test_check_measures_its_suggestion(tmp_path):

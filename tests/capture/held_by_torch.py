@@ -125,3 +125,33 @@ def held_by_torch_in_modules(step, modules: dict[str, torch.nn.Module]) -> dict[
             hook.remove()
     del loss
     return held
+
+
+def saved_while_called(step, module: torch.nn.Module) -> int:
+    """Run ``step()`` (a forward), then its loss's backward, under ``saved_tensors_hooks``: the
+    bytes of the storages autograd saved while ``module``'s forward ran (its ops' saved tensors, or
+    a checkpoint's of the inputs it keeps for the recompute) that are alive when the forward
+    returned, parameters apart, each storage once. Torch applies only the innermost hooks: inside
+    a checkpoint its own hooks save nothing but handles, which hold no storage."""
+    params = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    running: list[bool] = []
+    packed: dict[int, tuple[StorageWeakRef, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if running and storage.data_ptr() not in params:
+            packed.setdefault(storage.data_ptr(), (StorageWeakRef(storage), storage.nbytes()))
+        return t.detach()
+
+    hooks = [module.register_forward_pre_hook(lambda *_: running.append(True)),
+             module.register_forward_hook(lambda *_: running.pop() and None)]
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = step()
+            gc.collect()
+            held = sum(nbytes for ref, nbytes in packed.values() if not ref.expired())
+            loss.backward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return held

@@ -16,8 +16,8 @@ from torch.utils.checkpoint import checkpoint
 
 from graphview.core.held import activation_peak, held_at
 from graphview.core.options import module_matches
-from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions
-from tests.capture.held_by_torch import held_by_torch
+from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions, compare_runs
+from tests.capture.held_by_torch import held_by_torch, saved_while_called
 from tests.conftest import model, zoo
 
 # real architectures (tiny random configs) whose step() is a forward returning the loss
@@ -29,6 +29,12 @@ def measured_by_torch(path: str, pattern: str | None = None) -> dict:
     """One step of the script at ``path`` run plainly (no recorder), with the modules ``pattern``
     names (graphview's paths: the model's own names, or ``model.`` before them for a container
     whose parts are numbered) each run under ``checkpoint(..., use_reentrant=False)`` by hand."""
+    return held_by_torch(loaded(path, pattern)["step"])
+
+
+def loaded(path: str, pattern: str | None = None) -> dict:
+    """The globals of the script at ``path``, run plainly, its modules ``pattern`` names checkpointed
+    by hand (see :func:`measured_by_torch`)."""
     torch.manual_seed(0)
     scope = runpy.run_path(path)
     if pattern is not None:
@@ -41,7 +47,7 @@ def measured_by_torch(path: str, pattern: str | None = None) -> dict:
                 module.forward = functools.partial(checkpoint, module.forward, use_reentrant=False)
                 wrapped += 1
         assert wrapped, f"{pattern} names no module of the model"
-    return held_by_torch(scope["step"])
+    return scope
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -144,3 +150,23 @@ def test_a_checkpoint_that_keeps_an_input_nothing_else_held_says_so(record):
     for figure, measure in ((top.freed, "end_of_forward"), (top.saving, "peak")):
         real = plain[measure] - after[measure]
         assert abs(figure - real) <= TOLERANCE * real, (measure, figure, real)
+
+
+def test_a_checkpointed_layer_in_the_what_if_holds_what_torch_holds_for_it(record):
+    """The what-if's line for the transformer's checkpointed layer (``encoder.layers.0: A -> B held
+    at backward``, the window's summary and module box, ``graphview diff``) said 83.8 KiB -> 0 B:
+    every storage its nodes saved, its 32.5 KiB of weights included, which the model holds
+    checkpointed or not, and not the input the checkpoint keeps for its recompute. Torch: what
+    autograd saves in the layer's call (parameters apart) alive when the forward returns, in each
+    run; and the change is what torch holds less then (the checkpoint frees 46.25 KiB, not 83.8)."""
+    path = model("transformer_block")
+    plain, checkpointed = record(path, steps=1), record(path, steps=1, checkpoint=["encoder.layers.*"])
+    [step] = compare_runs(plain, checkpointed)
+    [layer] = [m for m in step.modules if m.path == "encoder.layers.0"]
+    in_layer = []
+    for pattern in (None, "encoder.layers.*"):
+        scope = loaded(path, pattern)
+        in_layer.append(saved_while_called(scope["step"], scope["model"].encoder.layers[0]))
+    assert (layer.before, layer.after) == tuple(in_layer)
+    freed = measured_by_torch(path)["end_of_forward"] - measured_by_torch(path, "encoder.layers.*")["end_of_forward"]
+    assert -layer.change == freed

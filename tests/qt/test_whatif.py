@@ -31,6 +31,8 @@ def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(wind
     first = record(TRANSFORMER)
     window.begin_run(first.start["script"], RunOptions(), first)  # a whole run: drawn and summarised at once
     window.set_cursor(before_backward(first))
+    layer = next(g for g in window.scene.groups.values() if g.path == "encoder.layers.0")
+    layer_activations = layer.held.activations  # what its box shows ("51.2 KiB activations")
     # the module box's context menu asks for a re-run with that checkpoint
     asked: list[RunOptions] = []
     window.sigRunRequested.connect(asked.append)
@@ -52,7 +54,12 @@ def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(wind
     assert step.peak_after["cpu"] < step.peak_before["cpu"]
     assert step.recomputed_after == sum(1 for _, op in second.ops if op.get("recompute")) > 0
     assert step.modules[0].path == "encoder.layers.0" and step.modules[0].after < step.modules[0].before
+    # the summary's figure for the layer is the activations its box showed (it was 83.8 KiB, its
+    # weights included, beside the box's 51.2 KiB), and says so
+    assert step.modules[0].before == layer_activations > 0
     text = summary.text()
+    assert (f"encoder.layers.0: {human_bytes(step.modules[0].before)} → {human_bytes(step.modules[0].after)} "
+            in text.replace("&nbsp;", " ")) and "of activations held at backward" in text
     assert human_bytes(step.peak_before["cpu"]) in text and human_bytes(step.peak_after["cpu"]) in text
     assert f"recomputed in backward: {step.recomputed_after} ops" in text
     # each module box shows its own bytes in both runs
@@ -60,7 +67,8 @@ def test_checkpoint_from_a_module_box_reruns_and_the_summary_has_both_peaks(wind
     both = module_bytes_in_both(first, second, 1)
     box = next(g for g in window.scene.groups.values() if g.path == "encoder.layers.0")
     assert box.compared == both["encoder.layers.0"]
-    assert human_bytes(both["encoder.layers.0"][0]) in box.label()
+    assert box.compared_text() == f"{human_bytes(both['encoder.layers.0'][0])} → {human_bytes(both['encoder.layers.0'][1])} activations"
+    assert box.compared_text() in box.label()
     # the Diagnostics list the measured result of the checkpoint tried
     items = [window.diagnostics.topLevelItem(i).text(0) for i in range(window.diagnostics.topLevelItemCount())]
     measured = next(t for t in items if t.startswith("✓ checkpoint encoder.layers.*, measured"))

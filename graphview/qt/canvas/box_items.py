@@ -66,7 +66,7 @@ class BoxItems:
                 group.box = keyed[key]
 
     def set_compared(self, compared: dict[str, tuple[int, int]]) -> None:
-        """Each box shows its own saved bytes in both runs (empty: no comparison)."""
+        """Each box shows the activations held for it at backward in both runs (empty: no comparison)."""
         self.compared = dict(compared)
         for key, group in self.groups.items():
             group.set_compared(self._compared(key, group.path))

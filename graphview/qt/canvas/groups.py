@@ -43,7 +43,8 @@ class GroupItem(QGraphicsObject):
         self.running = False  # a node inside is executing at the cursor
         self.freed = False  # backward freed every autograd node inside
         self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
-        self.compared: tuple[int, int] | None = None  # its bytes at backward, (earlier run, this run)
+        # the activations held for it when backward started, (earlier run, this run): weights apart
+        self.compared: tuple[int, int] | None = None
         # repeated blocks, shut: each block's (title, autograd nodes, bytes of activations) at the cursor
         self.blocks: tuple[tuple[str, int, int], ...] = ()
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
@@ -83,14 +84,15 @@ class GroupItem(QGraphicsObject):
             self.update()
 
     def compared_text(self) -> str:
-        """``83.75 KiB → 0 B``: what its nodes held when backward started, in the earlier run and this one."""
+        """``51.2 KiB → 5.0 KiB activations``: the activations held for it when backward started (its
+        nodes', and what a checkpoint of it kept), in the earlier run and this one."""
         if self.compared is None:
             return ""
         before, after = self.compared
-        return f"{human_bytes(before)} → {human_bytes(after)}"
+        return f"{human_bytes(before)} → {human_bytes(after)} activations"
 
     def label(self) -> str:
-        """An open box's name; with a comparison, its bytes in both runs."""
+        """An open box's name; with a comparison, its activations in both runs."""
         text = self.box.label
         return f"{text} · {self.compared_text()}" if self.compared is not None else text
 
@@ -98,7 +100,7 @@ class GroupItem(QGraphicsObject):
         action = "double-click to open it" if self.collapsed else "double-click to shut it"
         held = f"<br>{esc(self.held.text())}" if self.saved else ""
         if self.compared is not None:
-            held += f"<br>held when backward started: {esc(self.compared_text())} (earlier run → this run)"
+            held += f"<br>held for it when backward started: {esc(self.compared_text())} (earlier run → this run)"
         if self.collapsed and self.blocks:
             rows = "".join(f"<br>{esc(title)}: {ops} ops · {esc(human_bytes(activations))} activations"
                            for title, ops, activations in self.blocks)
@@ -119,8 +121,8 @@ class GroupItem(QGraphicsObject):
             text = "no graph now"
         else:
             text = f"{self.ops} ops" if self.ops != 1 else "1 op"
-        if self.compared is not None:  # a comparison: its bytes in each run say more than the op count
-            return f"saved {self.compared_text()}"
+        if self.compared is not None:  # a comparison: its activations in each run say more than the op count
+            return self.compared_text()
         if self.now is not None:  # stepping forward through it: what ran, as an open box would show
             return f"{text} · now {self.now}"
         if self.held.activations:  # what checkpointing it could free; the weights are held anyway

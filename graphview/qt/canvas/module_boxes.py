@@ -95,7 +95,7 @@ class ModuleBoxes(QObject):
 
     # ------------------------------------------------------------------ a run
     def set_compared(self, compared: dict[str, tuple[int, int]]) -> None:
-        """Each box shows its own saved bytes in both runs (empty: no comparison)."""
+        """Each box shows the activations held for it at backward in both runs (empty: no comparison)."""
         self.items.set_compared(compared)
 
     def reset(self) -> None:

@@ -1,6 +1,6 @@
 """The what-if summary beside the memory chart: after a re-run with other options, per step the
-peak saved bytes before and after, the ops recomputed in backward and the modules whose saved
-bytes changed most (:func:`graphview.core.whatif.compare_runs`)."""
+peak saved bytes before and after, the ops recomputed in backward and the modules whose
+activations held at backward changed most (:func:`graphview.core.whatif.compare_runs`)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class WhatIfSummary(QLabel):
                 text += f"<br>&nbsp;&nbsp;recomputed in backward: {c.recomputed_after} ops ({extra:+d})"
             for m in c.modules:
                 text += (f"<br>&nbsp;&nbsp;{esc(m.path)}: {esc(human(m.before))} → {esc(human(m.after))} "
-                         f"<span style='color:{t.muted}'>held at backward</span>")
+                         f"<span style='color:{t.muted}'>of activations held at backward</span>")
             rows.append(text)
         self.setText("<br>".join(rows))
         self.show()
