@@ -30,6 +30,15 @@ def _dotted_start(text: str) -> int | None:
     return word_start if "." in text[word_start:] else None
 
 
+def _path_and_note(head: str) -> tuple[str, str]:
+    """A dotted path and the note in brackets after it (``encoder.layers.0 (recomputed)``:
+    ``encoder.layers.0``, `` (recomputed)``); a head without such a note is all path."""
+    cut = head.rfind(" (")
+    if cut > 0 and head.endswith(")") and "." in head[:cut] and " " not in head[:cut]:
+        return head[:cut], head[cut:]
+    return head, ""
+
+
 def _elide_words(text: str, fits) -> str | None:
     """The longest form of ``text`` that fits with whole words taken out, or None: from the
     left of a dotted path, from the middle of anything else."""
@@ -53,16 +62,22 @@ def _elide_words(text: str, fits) -> str | None:
 def elide_name(text: str, fits) -> str:
     """``text`` itself if ``fits(text)``, else the longest form that fits with whole words taken
     out and an ellipsis in their place: from the left of a dotted path, from the middle of
-    anything else. A ``path · Type`` label shortens its path first and keeps the type while
-    it can. When no form fits, the last word alone."""
+    anything else. A ``path · Type`` label shortens its path first, by whole parts between
+    its dots, and keeps the type while it can; a note after the path (``encoder.layers.0.self_attn (recomputed) · MultiheadAttention``)
+    goes before the path's last part or the type do (``…self_attn · MultiheadAttention``). When no
+    form fits, the last word alone."""
     if fits(text):
         return text
     head, sep, tail = text.partition(" · ")
     if sep:
-        shorter = _elide_words(head, lambda h: fits(h + sep + tail))
-        if shorter is not None:
-            return shorter + sep + tail
-        return elide_name(head, fits)  # no room for the type: the path alone
+        path, note = _path_and_note(head)
+        parts = path.split(".")
+        shorter = [ELLIPSIS + ".".join(parts[k:]) for k in range(1, len(parts))]  # whole parts, from the left
+        for after in dict.fromkeys((note + sep + tail, sep + tail)):  # with the note, then without it
+            found = next((h + after for h in shorter if fits(h + after)), None)
+            if found is not None:
+                return found
+        return elide_name(path if note else head, fits)  # no room for the type: the path alone
     shorter = _elide_words(text, fits)
     if shorter is not None:
         return shorter

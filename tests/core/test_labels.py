@@ -38,3 +38,19 @@ def test_no_word_is_ever_cut():
             for piece in short.replace("…", " ").replace(".", " ").split():
                 # every piece left is made of whole words of the name
                 assert any(piece.startswith(w) for w in words), (name, width, short)
+
+
+def test_a_recomputed_box_keeps_its_path_s_last_part_and_its_type_before_its_note():
+    # the what-if picture showed "encoder.… · MultiheadAttention": the note after the path made it
+    # read as words, which lost their end (what the box is) rather than their start
+    label = "encoder.layers.0.self_attn (recomputed) · MultiheadAttention"
+    assert elide_name(label, chars(52)) == "…0.self_attn (recomputed) · MultiheadAttention"
+    assert elide_name(label, chars(43)) == "…layers.0.self_attn · MultiheadAttention"
+    assert elide_name(label, chars(31)) == "…self_attn · MultiheadAttention"
+    assert elide_name(label, chars(20)) == "…layers.0.self_attn"  # no room for the type: the path
+
+
+def test_a_box_path_loses_whole_parts_between_its_dots():
+    # "c_proj" is one part of the path: never "…proj · Conv1D"
+    assert elide_name("model.blocks.11.c_proj · Conv1D", chars(18)) == "…c_proj · Conv1D"
+    assert elide_name("model.blocks.11.c_proj · Conv1D", chars(15)) == "…11.c_proj"

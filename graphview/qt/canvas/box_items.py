@@ -300,20 +300,32 @@ class BoxItems:
             first, last = int(rect.top() // band_h), int(rect.bottom() // band_h)
             return [r for b in range(first, last + 1) for r in bands.get(b, ())]
 
+        def free_shift(group: GroupItem, below: bool, others: list[QRectF]) -> float:
+            shift = 0.0
+            for _ in range(64):
+                label = group.label_rect(shift, below)
+                blocking = [r for r in others + near(label) if r.intersects(label)]
+                if not blocking:
+                    break
+                shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
+            return shift
+
         for group in sorted(groups, key=lambda g: (g.box.level, g.rect.left())):
             others = self._outer_labels(group, placed)
-            shift = 0.0
+            shift, below = 0.0, False
             if not group.collapsed:
-                for _ in range(64):
-                    label = group.label_rect(shift)
-                    blocking = [r for r in others + near(label) if r.intersects(label)]
-                    if not blocking:
-                        break
-                    shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
+                shift = free_shift(group, False, others)
+                if shift > 0 and group.label_rect(shift, False).width() < group.label_width() + 10:
+                    # moved right past an enclosing box's name, it would be cut short: the bottom
+                    # border, where it has more room (a checkpoint's recompute box and the module
+                    # inside it start and end together)
+                    low = free_shift(group, True, others)
+                    if group.label_rect(low, True).width() > group.label_rect(shift, False).width():
+                        shift, below = low, True
             spared = tuple(r for r in others if r.intersects(group.rect.adjusted(-1, -1, 1, 1)))
-            if shift != group.label_shift or spared != group.spared:
+            if shift != group.label_shift or below != group.label_below or spared != group.spared:
                 group.prepareGeometryChange()
-                group.label_shift = shift
+                group.label_shift, group.label_below = shift, below
                 group.spared = spared
                 group.update()
             label = group.label_rect()
@@ -321,14 +333,14 @@ class BoxItems:
             if not group.collapsed:
                 for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
                     bands.setdefault(b, []).append(label)
-        self.named = sorted((g for g in groups if not g.collapsed), key=lambda g: g.rect.top())
+        self.named = sorted((g for g in groups if not g.collapsed), key=lambda g: g.label_rect().center().y())
         # (no repaint of the labels item's whole area: a name that moved or came was in its box's
         # own update, which the view repaints with whatever item is drawn there, the names' too)
-        self.named_tops = [g.rect.top() for g in self.named]
+        self.named_tops = [g.label_rect().center().y() for g in self.named]
 
     def named_between(self, top: float, bottom: float) -> list[GroupItem]:
-        """The open boxes shown whose top border (where a name sits) is between ``top`` and
-        ``bottom`` (scene y), as :meth:`place_labels` last found them."""
+        """The open boxes shown whose name's middle (on the top border, or the bottom one) is between
+        ``top`` and ``bottom`` (scene y), as :meth:`place_labels` last found them."""
         return self.named[bisect_left(self.named_tops, top):bisect_right(self.named_tops, bottom)]
 
     def _outer_labels(self, group: GroupItem, placed: dict) -> list[QRectF]:

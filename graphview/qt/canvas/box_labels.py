@@ -1,11 +1,12 @@
 """BoxLabelsItem: the names of open module boxes, drawn above the edges.
 
-An open box's name sits on its top border, breaking the dashed line. Drawn by the box itself,
+An open box's name sits on its top border (or, where an enclosing box's name leaves it no room
+there, its bottom one), breaking the dashed line. Drawn by the box itself,
 below the edges (a box is drawn behind what it holds), an edge that crossed the name ran through
 its words ("encoder.layers.0.self_attn · MultiheadAttention" crossed by two edges). This one item
 draws every open box's name, on the canvas's background, above the edges and below the nodes:
 an edge passes under a name as a road under a map's label. It paints only the names in the band of
-the scene being painted, found by the tops of the open boxes (kept sorted where the names are
+the scene being painted, found by the heights of the names (kept sorted where the names are
 placed: ``BoxItems.place_labels``), not through the scene's index of items, which a picture
 rendered right after the boxes changed (an export) found out of date.
 """
@@ -58,7 +59,7 @@ class BoxLabelsItem(QGraphicsItem):
             clip = painter.clipBoundingRect()
             if clip.isValid():
                 exposed = exposed.intersected(clip)
-        reach = GroupItem.LABEL_H  # (a name is centred on its box's top border)
+        reach = GroupItem.LABEL_H  # (a name is centred on its box's border)
         c = colors()
         painter.setFont(GroupItem.LABEL_FONT)
         for box in self._scene.boxes.named_between(exposed.top() - reach, exposed.bottom() + reach):

@@ -48,6 +48,7 @@ class GroupItem(QGraphicsObject):
         # repeated blocks, shut: each block's (title, autograd nodes, bytes of activations) at the cursor
         self.blocks: tuple[tuple[str, int, int], ...] = ()
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
+        self.label_below = False  # on the bottom border: right of the enclosing box's, the top had no room
         self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
         self._bounds: QRectF | None = None  # boundingRect, until the geometry changes
         self._label_width: tuple[str, float] = ("", 0.0)  # the label and its width
@@ -135,14 +136,20 @@ class GroupItem(QGraphicsObject):
     def anchor_out(self) -> QPointF:
         return QPointF(self.rect.center().x(), self.rect.bottom())
 
-    def label_rect(self, shift: float | None = None) -> QRectF:
-        """Where an open box's name sits: on the top border, breaking the dashed line."""
+    def label_rect(self, shift: float | None = None, below: bool | None = None) -> QRectF:
+        """Where an open box's name sits: on the top border (or the bottom one), breaking the dashed
+        line, inside the box's corners (a longer name is elided to its width)."""
+        shift = self.label_shift if shift is None else shift
+        border = self.rect.bottom() if (self.label_below if below is None else below) else self.rect.top()
+        width = min(self.label_width() + 10, self.rect.width() - 20 - shift)
+        return QRectF(self.rect.left() + 10 + shift, border - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
+
+    def label_width(self) -> float:
+        """The width of an open box's whole name in :attr:`LABEL_FONT`."""
         text = self.label()
         if text != self._label_width[0]:
             self._label_width = (text, QFontMetricsF(self.LABEL_FONT).horizontalAdvance(text))
-        width = min(self._label_width[1] + 10, self.rect.width() - 20)
-        left = self.rect.left() + 10 + (self.label_shift if shift is None else shift)
-        return QRectF(left, self.rect.top() - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
+        return self._label_width[1]
 
     def prepareGeometryChange(self) -> None:
         super().prepareGeometryChange()  # (Qt asks boundingRect here: the old one, to repaint where it was)

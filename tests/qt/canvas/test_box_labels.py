@@ -5,11 +5,12 @@ as a road under a map's label (drawn by the box, below the edges, two edges ran 
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter
 
 from graphview.core import timeline
 from graphview.qt.canvas.edges import EdgeItem
 from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.formatting import elided
 from tests.conftest import model
 from tests.qt.canvas.conftest import show_at
 
@@ -44,3 +45,39 @@ def test_an_edge_that_crosses_a_box_name_passes_under_it(canvas, record):
         without = _picture(scene, name)
         edge.setVisible(True)
         assert with_edge == without, f"the edge shows through the name of {group.path}"
+
+
+def _open_names(scene) -> list[tuple[GroupItem, QRectF, str]]:
+    """Each open box shown, where its name sits and the text drawn there."""
+    return [(group, group.label_rect(), elided(group.label(), GroupItem.LABEL_FONT, group.label_rect().width() - 4))
+            for group in scene.groups.values() if group.isVisible() and not group.collapsed]
+
+
+def _assert_inside_and_telling(scene) -> None:
+    metrics = QFontMetricsF(GroupItem.LABEL_FONT)
+    for group, label, text in _open_names(scene):
+        # inside its frame, clear of the rounded corners; the text drawn fits the label
+        assert group.rect.left() + 10 <= label.left() and label.right() <= group.rect.right() - 10, (group.path, label)
+        assert metrics.horizontalAdvance(text) <= label.width() - 4, (group.path, text)
+        # the informative part: the class name and the path's last part, whole
+        last = group.box.path.split(".")[-1]
+        assert (group.box.shown_kind or "") in text and (f"…{last} " in text or f".{last} " in text or text.startswith(last)), \
+            (group.path, text)
+
+
+def test_a_box_name_stays_inside_its_frame_and_keeps_its_type_and_last_part(canvas, record):
+    # the what-if picture drew "encoder.… · MultiheadAttention" from the recomputed attention box's
+    # frame to 122 units past it: moved right of "checkpoint recompute", the name kept its width
+    run = record(model("transformer_block"), steps=1, checkpoint=["encoder.layers.*"])
+    scene, view = canvas
+    recomputed = next(i for i, e in enumerate(run.events) if e["ev"] == "op" and e.get("recompute"))
+    show_at(canvas, run, recomputed)
+    inner = next(g for g, _, _ in _open_names(scene) if g.box.path.startswith("checkpoint recompute."))
+    assert inner.label_rect().width() > 150  # (room for more than "…self_attn")
+    _assert_inside_and_telling(scene)
+    # one level open, before backward: "encoder.layers.0 · TransformerEncoderLayer" in a box too narrow
+    plain = record(model("transformer_block"), steps=1)
+    show_at(canvas, plain, timeline.next_backward(plain, 0))
+    scene.boxes.show_down_to(scene.boxes.keyed["encoder.layers.0"].level + 1)  # its modules shut
+    assert any(g.box.path == "encoder.layers.0" and "…" in text for g, _, text in _open_names(scene))
+    _assert_inside_and_telling(scene)
