@@ -42,7 +42,7 @@ def shot(app: App, path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "screenshots"))
-    parser.add_argument("--only", choices=["whatif", "real"], help="take only this screenshot")
+    parser.add_argument("--only", choices=["whatif", "real", "big"], help="take only this screenshot")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     app = App()
@@ -50,7 +50,7 @@ def main() -> None:
     window.resize(1600, 1000)
     window.show()
     if args.only:
-        {"whatif": what_if, "real": real_model}[args.only](app, args.out)
+        {"whatif": what_if, "real": real_model, "big": big_model}[args.only](app, args.out)
         window.close()
         return
     shot(app, os.path.join(args.out, "start_page.png"))

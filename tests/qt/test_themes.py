@@ -13,11 +13,12 @@ from PySide6.QtWidgets import QApplication
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
+from graphview.qt.canvas import style
 from graphview.qt.main_window import MainWindow
 from graphview.qt.panels.inspector import histogram_image
 from graphview.qt.widgets import Legend
 from graphview.qt.widgets.legend import legend_entries, paint_swatch
-from tests.conftest import lesson
+from tests.conftest import lesson, model
 
 
 def luminance(color: QColor) -> float:
@@ -275,3 +276,31 @@ def test_a_light_desktop_palette_at_start_selects_light(qtbot, restore_desktop):
     assert is_light(canvas_background(window))
     assert QApplication.instance().palette().color(QPalette.Window).name() == "#efefef"  # the desktop's own
 
+
+
+def _standing_out(pixmap, background: QColor) -> int:
+    """The pixels of the overview's picture of the graph with a contrast of 3:1 or more to the
+    canvas's background (WCAG's least for graphics that must be seen)."""
+    image = pixmap.toImage()
+    return sum(contrast(QColor.fromRgba(image.pixel(x, y)), background) >= 3
+               for y in range(image.height()) for x in range(image.width())
+               if QColor.fromRgba(image.pixel(x, y)).alpha() == 255)
+
+
+def test_the_overview_shows_the_graph_as_clearly_under_dark_as_under_light(restore_desktop, window, record):
+    # under Dark the nodes, a few pixels wide there, showed their fills alone, a shade off the
+    # background: not one pixel of the transformer's overview stood out 3:1 (light: a few dozen)
+    run = record(model("transformer_block"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start"))
+    window.view.fit()
+    overview = window.view.overview
+    seen = {}
+    for name in ("light", "dark"):
+        themes.apply(name)
+        overview.redraw()
+        seen[name] = _standing_out(overview.pixmap, themes.current().canvas.q("background"))
+    assert seen["light"] >= 150, seen  # (the graph's nodes, not a stray pixel or two)
+    assert seen["dark"] >= 0.8 * seen["light"], seen
+    assert themes.current().canvas is themes.DARK.canvas  # (the picture's colours were the theme's again after it)
+    assert style.colors() is themes.DARK.canvas

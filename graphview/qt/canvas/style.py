@@ -9,7 +9,7 @@ are the two sets. The older names ``FILL``, ``BORDER``, ``FREED_FILL``, ``FREED_
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from PySide6.QtGui import QColor
 
@@ -168,6 +168,23 @@ def use(palette: CanvasColors) -> None:
     RUNNING.setRgba(palette.q("running_border").rgba())
     FREED_FILL.setRgba(palette.q("freed_fill").rgba())
     FREED_TEXT.setRgba(palette.q("freed_text").rgba())
+
+
+def overview_colors(palette: CanvasColors) -> CanvasColors:
+    """``palette`` as the overview paints the graph with it: each box filled with its border's
+    colour, as the picture of a big graph's cells is. A node a few pixels wide shows its fill
+    alone, which in the dark theme is a shade off the background (the overview's graph was barely
+    visible there: no pixel 40 levels of brightness off it, where the light theme had a few)."""
+    found = _OVERVIEW.get(palette.name)
+    if found is None or found[0] is not palette:
+        shown = replace(palette, fill=dict(palette.border), freed_fill=palette.freed_border,
+                        running_fill=palette.running_border, collapsed_fill=palette.collapsed_border,
+                        unreachable_fill=palette.unreachable_border, error_fill=palette.error_border, _q={})
+        found = _OVERVIEW[palette.name] = (palette, shown)
+    return found[1]
+
+
+_OVERVIEW: dict[str, tuple[CanvasColors, CanvasColors]] = {}
 
 
 def stacking(layer: int, key: str) -> float:
