@@ -294,6 +294,7 @@ class BoxItems:
         start on one row)."""
         placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # key -> its label
         bands: dict[int, list[QRectF]] = {}  # every open box's label placed so far, by height
+        named: list[tuple[float, GroupItem]] = []  # every open box, by the middle of its name's height
         band_h = 2 * GroupItem.LABEL_H
 
         def near(rect: QRectF) -> list[QRectF]:
@@ -331,12 +332,14 @@ class BoxItems:
             label = group.label_rect()
             placed.setdefault(group.key, []).append((group, label))
             if not group.collapsed:
+                named.append((label.center().y(), group))
                 for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
                     bands.setdefault(b, []).append(label)
-        self.named = sorted((g for g in groups if not g.collapsed), key=lambda g: g.label_rect().center().y())
+        named.sort(key=lambda pair: pair[0])
+        self.named = [group for _, group in named]
         # (no repaint of the labels item's whole area: a name that moved or came was in its box's
         # own update, which the view repaints with whatever item is drawn there, the names' too)
-        self.named_tops = [g.label_rect().center().y() for g in self.named]
+        self.named_tops = [middle for middle, _ in named]
 
     def named_between(self, top: float, bottom: float) -> list[GroupItem]:
         """The open boxes shown whose name's middle (on the top border, or the bottom one) is between
