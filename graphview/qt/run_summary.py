@@ -195,7 +195,13 @@ class RunSummary:
         result = diff(earlier, None, w.run, None)
         removed = sorted(result.removed.items(), key=lambda kv: -kv[1])
         added = sorted(result.added.items(), key=lambda kv: -kv[1])
-        parts = [f"compared with the earlier run ({label} options), last graph: {sum(result.removed.values())} nodes gone"]
+        parts = [f"compared with the earlier run ({label} options)"]
+        # the memory first: a status bar too narrow for the rest still says it
+        peak_before = max(earlier.peak_saved_bytes().values(), default=0)
+        peak_now = max(w.run.peak_saved_bytes().values(), default=0)
+        if peak_before != peak_now:
+            parts[0] += f": peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}"
+        parts.append(f"last graph: {sum(result.removed.values())} nodes gone")
         if removed:
             parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
         parts.append(f"{sum(result.added.values())} new")
@@ -205,10 +211,6 @@ class RunSummary:
         before, now = nodes_per_step(earlier), nodes_per_step(w.run)
         if before != now:
             parts.append(f"autograd nodes per step {', '.join(map(str, before))} → {', '.join(map(str, now))}")
-        peak_before = max(earlier.peak_saved_bytes().values(), default=0)
-        peak_now = max(w.run.peak_saved_bytes().values(), default=0)
-        if peak_before != peak_now:
-            parts.append(f"peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}")
         self.comparison = "; ".join(parts)
         w.statusBar().showMessage(self.comparison, 30000)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QApplication
 
-COMPARISON = ("compared with the earlier run (default options), last graph: 0 nodes gone; 0 new; autograd nodes "
-              "per step 67, 67, 67 → 110, 110, 110; peak saved 117.5 KiB → 89.1 KiB")
+COMPARISON = ("compared with the earlier run (default options): peak saved 117.5 KiB → 89.1 KiB; last graph: 0 "
+              "nodes gone; 0 new; autograd nodes per step 67, 67, 67 → 110, 110, 110")
 STATUS = "run ok: 1948 events, 95 ops, 330 autograd nodes, 3 backward calls"
 
 
@@ -49,3 +49,27 @@ def test_a_message_is_elided_again_when_the_window_narrows_and_widens(window):
     window.resize(1366, 768)
     _assert_message_fits(window)
     assert len(window.statusBar().currentMessage()) > len(narrow)  # the room back, the words back
+
+
+def test_a_rerun_s_comparison_shows_its_memory_figures_where_the_bar_is_narrow(window, record):
+    """After a re-run with other options, the status bar's comparison starts with the peak saved
+    before and after: beside the run's status the message is elided at its end and the figures are
+    still there (they came last, after the nodes per step, and were cut: at 1366 px in the what-if
+    picture's run of three steps, here at 1024 px)."""
+    from graphview.core.options import RunOptions
+    from graphview.qt.formatting import human_bytes
+    from tests.conftest import model
+
+    window.resize(1024, 768)
+    first = record(model("transformer_block"))
+    window.begin_run(first.start["script"], RunOptions(), first)
+    # the what-if picture's re-run: its layers checkpointed, a lower peak and more nodes per step
+    again = record(model("transformer_block"), checkpoint=["encoder.layers.*"])
+    window.begin_run(first.start["script"], RunOptions(checkpoint=["encoder.layers.*"]), again)
+    window.status_label.setText(STATUS)
+    QApplication.processEvents()
+    before = max(first.peak_saved_bytes().values())
+    now = max(again.peak_saved_bytes().values(), default=0)
+    shown = window.statusBar().currentMessage()
+    assert f"peak saved {human_bytes(before)} → {human_bytes(now)}" in shown, shown
+    assert QFontMetricsF(window.statusBar().font()).horizontalAdvance(shown) <= _message_room(window.statusBar())
