@@ -101,6 +101,8 @@ def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
     inputs they save, which the process holds checkpointed or not (torch frees none of them)."""
     at = backward_start_in(run, start, end)
     storages = checkpoint_inputs(run, start, at)
+    for path, held in script_checkpoint_inputs(run, start, at, end).items():
+        storages.setdefault(path, {}).update(held)
     for path, vids in nodes_by_module(run, start, at).items():
         held = storages.setdefault(path, {})
         for vid in vids:
@@ -139,6 +141,47 @@ def checkpoint_inputs(run: Run, start: int, at: int) -> dict[str, dict[tuple, in
             result.setdefault(path, {})[(saved.device, saved.storage)] = saved.bytes
             path = path.rpartition(".")[0]
     return result
+
+
+def script_checkpoint_inputs(run: Run, start: int, at: int, end: int) -> dict[str, dict[tuple, int]]:
+    """Module path (and those around it) -> the activations a checkpoint the script itself made
+    keeps for its recompute, held after event ``at``, by (device, storage): saved between events
+    ``start`` and ``at`` by no node graphview sees or by the checkpoint's own (:func:`_checkpoints`),
+    still held when saved again in backward (before ``end``) by
+    the recompute of that module (the outermost ``checkpoint recompute.<path>`` open then). A
+    script's ``checkpoint(module, x)`` saves ``x`` before the module's call starts, so where it
+    was saved does not say whose it is; the recompute does."""
+    kept: dict[tuple, list] = {}
+    for s in run.saved.values():
+        if s.kind not in ("param", "input") and start <= s.born and s.held_at(at) and _checkpoints(run, s.owner):
+            kept.setdefault((s.device, s.storage), []).append(s)
+    if not kept:
+        return {}
+    prefix = RECOMPUTE_MODULE + "."
+    result: dict[str, dict[tuple, int]] = {}
+    open_paths: list[str] = []
+    for index, ev in run.events.where({"module_enter", "module_exit", "saved"}, at, end + 1):
+        if ev["ev"] == "module_enter":
+            open_paths.append(ev["path"])
+        elif ev["ev"] == "module_exit":
+            if ev["path"] in open_paths:
+                del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
+        elif ev.get("recompute") is not None:
+            key = (ev["device"], ev["storage"])
+            # the same storage still held then (not a freed one's address taken again)
+            if not any(s.held_at(index) for s in kept.get(key, ())):
+                continue
+            path = next((p[len(prefix):] for p in open_paths if p.startswith(prefix)), None)
+            while path:
+                result.setdefault(path, {})[key] = kept[key][0].bytes
+                path = path.rpartition(".")[0]
+    return result
+
+
+def _checkpoints(run: Run, owner: int | None) -> bool:
+    """Whether a tensor saved by node ``owner`` may be one a checkpoint keeps: saved by no node
+    graphview sees (``use_reentrant=False``) or by the checkpoint's own node (``use_reentrant=True``)."""
+    return owner is None or getattr(run.op_nodes.get(owner), "name", None) == "CheckpointFunctionBackward"
 
 
 def nodes_by_module(run: Run, start: int, end: int) -> dict[str, set[int]]:

@@ -5,6 +5,7 @@ ops made that are alive, at the end of the forward and at their peak through bac
 from __future__ import annotations
 
 import functools
+import gc
 import runpy
 
 import pytest
@@ -16,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 from graphview.core.held import activation_peak, held_at
 from graphview.core.options import module_matches
-from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions, compare_runs
+from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions, compare_runs, module_bytes, step_spans
 from tests.capture.held_by_torch import held_by_torch, saved_while_called
 from tests.conftest import model, zoo
 
@@ -170,3 +171,73 @@ def test_a_checkpointed_layer_in_the_what_if_holds_what_torch_holds_for_it(recor
     assert (layer.before, layer.after) == tuple(in_layer)
     freed = measured_by_torch(path)["end_of_forward"] - measured_by_torch(path, "encoder.layers.*")["end_of_forward"]
     assert -layer.change == freed
+
+
+SCRIPT_CHECKPOINT = '''
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(),
+                      nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU()),
+                      nn.Linear(32, 4))
+x = torch.randn(8, 16)
+
+
+def step():
+    h = model[1](model[0](x))
+    h = torch.utils.checkpoint.checkpoint(model[2], h, use_reentrant=REENTRANT)
+    return model[3](h).pow(2).sum()
+
+
+loss = step()
+loss.backward()
+'''
+
+
+def kept_by_the_scripts_checkpoint(path: str, monkeypatch) -> int:
+    """Torch: the script's step run plainly, ``saved_tensors_hooks`` packing while its
+    ``checkpoint(...)`` call runs: the storages saved then (parameters apart, each once) that are
+    alive when the forward returned (the input the checkpoint keeps for its recompute)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    real, running, packed = torch.utils.checkpoint.checkpoint, [], {}
+
+    def in_checkpoint(*args, **kwargs):
+        running.append(True)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(torch.utils.checkpoint, "checkpoint", in_checkpoint)
+    scope = runpy.run_path(path)
+    params = {p.untyped_storage().data_ptr() for p in scope["model"].parameters()}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if running and storage.data_ptr() not in params:
+            packed.setdefault(storage.data_ptr(), (StorageWeakRef(storage), storage.nbytes()))
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = scope["step"]()
+        gc.collect()
+        held = sum(nbytes for ref, nbytes in packed.values() if not ref.expired())
+        loss.backward()
+    return held
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_checkpoint_the_script_makes_counts_the_input_it_keeps(record, write_script, monkeypatch, reentrant):
+    """A block the script itself checkpoints (``checkpoint(model[2], h)``, no ``--checkpoint``):
+    its figure (``module_bytes``: the what-if's line, module boxes, ``graphview diff``) counts the
+    input the checkpoint keeps for the recompute, as for graphview's own option. It said 0 B
+    (``use_reentrant=False``) and nothing (``True``): the checkpoint saves the input before the
+    block's call starts (or after it ends), so the run's recompute of the block says whose it is."""
+    path = write_script(f"REENTRANT = {reentrant}\n" + SCRIPT_CHECKPOINT)
+    run = record(path, steps=1)
+    [(_, start, end)] = step_spans(run)[:1]
+    torch_bytes = kept_by_the_scripts_checkpoint(path, monkeypatch)
+    assert torch_bytes == 8 * 32 * 4  # h, float32
+    assert module_bytes(run, start, end).get("model.2") == torch_bytes
