@@ -399,7 +399,7 @@ def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sample
     count = a.size
     scale = 1.0 if count == numel else numel / count
     if light:
-        if a.size >= ROWS_MIN and a.flags.c_contiguous and _VECDOT is not None:
+        if _by_rows(a):  # (errstate only then: it costs more than a short einsum)
             with np.errstate(all="ignore"):
                 square_sum = _square_rows(a)
         else:
@@ -546,9 +546,12 @@ _ADD = np.add.reduce
 def _squares(a: np.ndarray):
     """The sum of squares, by rows where it can be (see the NOTE), else einsum's; the caller
     keeps an overflow from warning."""
-    if a.size >= ROWS_MIN and a.flags.c_contiguous and _VECDOT is not None:
-        return _square_rows(a)
-    return _einsum_square(a)
+    return _square_rows(a) if _by_rows(a) else _einsum_square(a)
+
+
+def _by_rows(a: np.ndarray) -> bool:
+    """Whether ``a``'s sum of squares is taken by rows (see the NOTE)."""
+    return a.size >= ROWS_MIN and a.flags.c_contiguous and _VECDOT is not None
 
 
 def _square_rows(a: np.ndarray) -> float:

@@ -131,15 +131,10 @@ def checkpoint_inputs(run: Run, start: int, at: int) -> dict[str, dict[tuple, in
     index, ev = next(events, (at + 1, None))
     for saved in kept:
         while ev is not None and index < saved.born:
-            if ev["ev"] == "module_enter":
-                open_paths.append(ev["path"])
-            elif ev["path"] in open_paths:
-                del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
+            _follow_modules(open_paths, ev)
             index, ev = next(events, (at + 1, None))
         path = next((p for p in reversed(open_paths) if any(module_matches(x, p) for x in patterns)), None)
-        while path:
-            result.setdefault(path, {})[(saved.device, saved.storage)] = saved.bytes
-            path = path.rpartition(".")[0]
+        _credit(result, path, (saved.device, saved.storage), saved.bytes)
     return result
 
 
@@ -161,21 +156,31 @@ def script_checkpoint_inputs(run: Run, start: int, at: int, end: int) -> dict[st
     result: dict[str, dict[tuple, int]] = {}
     open_paths: list[str] = []
     for index, ev in run.events.where({"module_enter", "module_exit", "saved"}, at, end + 1):
-        if ev["ev"] == "module_enter":
-            open_paths.append(ev["path"])
-        elif ev["ev"] == "module_exit":
-            if ev["path"] in open_paths:
-                del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
+        if ev["ev"] != "saved":
+            _follow_modules(open_paths, ev)
         elif ev.get("recompute") is not None:
             key = (ev["device"], ev["storage"])
             # the same storage still held then (not a freed one's address taken again)
             if not any(s.held_at(index) for s in kept.get(key, ())):
                 continue
             path = next((p[len(prefix):] for p in open_paths if p.startswith(prefix)), None)
-            while path:
-                result.setdefault(path, {})[key] = kept[key][0].bytes
-                path = path.rpartition(".")[0]
+            _credit(result, path, key, kept[key][0].bytes)
     return result
+
+
+def _follow_modules(open_paths: list[str], ev: dict) -> None:
+    """The module calls open after ``ev`` (a ``module_enter`` or ``module_exit``), innermost last."""
+    if ev["ev"] == "module_enter":
+        open_paths.append(ev["path"])
+    elif ev["path"] in open_paths:
+        del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
+
+
+def _credit(result: dict[str, dict[tuple, int]], path: str | None, key: tuple, nbytes: int) -> None:
+    """Storage ``key``'s bytes to module ``path`` and each module around it (none: nothing)."""
+    while path:
+        result.setdefault(path, {})[key] = nbytes
+        path = path.rpartition(".")[0]
 
 
 def _checkpoints(run: Run, owner: int | None) -> bool:

@@ -205,6 +205,16 @@ FAILS_TALL = ("import torch\n"
               "(r.sum() + q.sum()).backward()\n")
 
 
+def _opened_at_1366(window, qtbot, run, streamed: bool):
+    """``run`` opened in a 1366x768 window: whole, or streamed as a live run comes."""
+    window.resize(1366, 768)
+    if streamed:
+        stream(window, qtbot, run, RunOptions())
+    else:
+        window.begin_run(run.start["script"], RunOptions(), run)
+    return run
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, write_script, qtbot, streamed):
     """A pitfall that failed opened at its error on a laptop's screen (1366x768) with its last
@@ -212,12 +222,7 @@ def test_a_run_opens_with_no_node_cut_at_the_canvas_edges(window, record, write_
     row so that its edges fall between nodes, the error's node kept in view; F does the same."""
     from graphview.qt.canvas.view_fit import clear_shift
 
-    run = record(write_script(FAILS_TALL))
-    window.resize(1366, 768)
-    if streamed:
-        stream(window, qtbot, run, RunOptions())
-    else:
-        window.begin_run(run.start["script"], RunOptions(), run)
+    run = _opened_at_1366(window, qtbot, record(write_script(FAILS_TALL)), streamed)
     assert run.errors and window.cursor == run.errors[0][0]
     view = window.view
     assert view.transform().m11() == pytest.approx(view.readable_scale())  # (the whole would not read)
@@ -270,12 +275,7 @@ def test_a_generation_run_opens_on_its_graph_as_laid_out_with_its_boxes_shut(win
     from graphview.qt.canvas.style import NODE_W
     from tests.qt.canvas.test_edge_labels import GENERATES
 
-    run = record(write_script(GENERATES))
-    window.resize(1366, 768)
-    if streamed:
-        stream(window, qtbot, run, RunOptions())
-    else:
-        window.begin_run(run.start["script"], RunOptions(), run)
+    run = _opened_at_1366(window, qtbot, record(write_script(GENERATES)), streamed)
     view, scene = window.view, window.scene
     assert window.cursor == 0 and scene.collapsed  # (its boxes shut)
     xs = [scene.place_of(node_id)[0] for node_id in scene.placed_ids()]

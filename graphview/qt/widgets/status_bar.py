@@ -53,10 +53,12 @@ class ElidingStatusBar(QStatusBar):
         self._until = time.monotonic() + timeout / 1000 if timeout > 0 else None
         self._show()
 
-    def _show(self) -> None:
-        """The message elided to the room there is now, for the rest of its time."""
+    def _show(self, shown: str | None = None) -> None:
+        """The message elided to the room there is now (``shown``, where the caller has it), for
+        the rest of its time."""
         text = self._message
-        shown = QFontMetrics(self.font()).elidedText(text, Qt.ElideRight, self.room())
+        if shown is None:
+            shown = QFontMetrics(self.font()).elidedText(text, Qt.ElideRight, self.room())
         left = 0 if self._until is None else max(1, round((self._until - time.monotonic()) * 1000))
         self.setToolTip(text_tip(text) if shown != text else "")  # a message quotes names: text, never HTML
         super().showMessage(shown, left)
@@ -67,7 +69,7 @@ class ElidingStatusBar(QStatusBar):
             return
         shown = QFontMetrics(self.font()).elidedText(self._message, Qt.ElideRight, self.room())
         if shown != self.currentMessage():
-            self._show()
+            self._show(shown)
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() in _ROOM_EVENTS and watched in self._permanent:
