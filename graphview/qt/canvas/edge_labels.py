@@ -118,8 +118,7 @@ class _SolidItems:
     def near(self, area: QRectF) -> list[tuple[QGraphicsItem, QRectF]]:
         """The solid items whose bounds meet ``area``, with their bounds."""
         items = self.items
-        return [(items[i], QRectF(*self.rects[i, :2], *(self.rects[i, 2:] - self.rects[i, :2])))
-                for i in _meeting(self.rects, area)]
+        return [(items[i], _row_rect(self.rects, i)) for i in _meeting(self.rects, area)]
 
     @staticmethod
     def meet(rect: QRectF, near: list[tuple[QGraphicsItem, QRectF]]) -> bool:
@@ -173,7 +172,7 @@ class _Lines:
         ends = _ends(edge)
         for i in _meeting(self.rects, area):
             if self.edges[i] is not edge and self.ends[i] != ends:
-                near.append((int(i), QRectF(*self.rects[i, :2], *(self.rects[i, 2:] - self.rects[i, :2]))))
+                near.append((int(i), _row_rect(self.rects, i)))
         return near
 
     def cross(self, rect: QRectF, near: list[tuple[int, QRectF]]) -> bool:
@@ -199,6 +198,12 @@ def _meeting(rects: np.ndarray, area: QRectF) -> np.ndarray:
     left, top, right, bottom = area.getCoords()
     return np.flatnonzero((rects[:, 0] <= right) & (rects[:, 2] >= left) & (rects[:, 1] <= bottom)
                           & (rects[:, 3] >= top))
+
+
+def _row_rect(rects: np.ndarray, i) -> QRectF:
+    """Row ``i`` of ``rects`` (left, top, right, bottom) as a QRectF."""
+    left, top, right, bottom = rects[i]
+    return QRectF(left, top, right - left, bottom - top)
 
 
 def _ends(edge) -> tuple[int, int, int, int]:
