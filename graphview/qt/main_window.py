@@ -41,7 +41,7 @@ from graphview.qt.start_page import StartPage
 from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
-from graphview.qt.window_docks import WindowDocks, scrolled
+from graphview.qt.window_docks import WindowDocks
 from graphview.qt.window_layout import DockArrangement, fit_to_screen
 from graphview.qt.window_menus import build_menus
 
@@ -147,7 +147,7 @@ class MainWindow(QMainWindow):
             self.add_timeline_tab(panel, title)
         self.code_dock = self.docks.dock("Code", "code", self.code_box, Qt.LeftDockWidgetArea)
         self.inspector_dock = self.docks.dock("Inspector", "inspector", self.inspector, Qt.RightDockWidgetArea)
-        self.toggles_dock = self.docks.dock("Run options", "toggles", scrolled(self.toggles), Qt.RightDockWidgetArea)
+        self.toggles_dock = self.docks.dock("Run options", "toggles", self.toggles, Qt.RightDockWidgetArea)
         self.bottom_dock = self.docks.timeline_dock("Timeline views", "bottom", Qt.BottomDockWidgetArea)
         self.dock_arrangement = DockArrangement(self, self.code_dock, self.inspector_dock, self.toggles_dock,
                                                 self.bottom_dock)

@@ -10,21 +10,9 @@ canvas in a big window, right of it under the other panels in a small one.
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import (QDockWidget, QFrame, QMainWindow, QProxyStyle, QScrollArea, QStyle, QTabWidget,
-                               QWidget)
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QProxyStyle, QStyle, QTabWidget, QWidget
 
 from graphview.qt.session import Session
-
-
-def scrolled(panel: QWidget) -> QScrollArea:
-    """``panel`` in a scroll area: a tall form (the run options) scrolls in a short window instead
-    of holding the window taller than the screen (800x550 grew to 800x686)."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    area.setWidget(panel)
-    return area
 
 
 class NarrowTabs(QProxyStyle):

@@ -1,31 +1,51 @@
-"""The run options (retain_graph, grad mode, detach at, checkpoint, autocast, save_on_cpu, ...) and "Run again"."""
+"""The run options (retain_graph, grad mode, detach at, checkpoint, autocast, save_on_cpu, ...) and "Run again".
+
+The form scrolls in a short dock; "Run again" stays below it, outside the scrolled part, so it is
+in sight whatever the dock's height (last in the scrolled form, it sat below the fold at 1600x1000,
+1366x768 and 1920x1080: a user who changed an option did not see how to apply it).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLineEdit, QPushButton, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QLineEdit, QPushButton, QScrollArea,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 from graphview.qt.plain import plain_label
 
 
 class TogglesPanel(QWidget):
-    """The run options; "Run again" starts a new run, earlier runs stay on the memory chart."""
+    """The run options; "Run again" starts a new run, earlier runs stay on the memory chart.
+
+    The options' form is in :attr:`form_scroll`, which scrolls when the panel is shorter than the
+    form; :attr:`run_button` is below it, never scrolled away."""
 
     sigRunRequested = Signal(object)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        form = QFormLayout()
+        fields = QWidget()
+        form = QFormLayout(fields)
         self._add_autograd_options(form)
         self._add_memory_options(form)
         self._add_arguments(form)
+        # the form scrolls in a short dock (else the window grew taller than its screen: 800x550
+        # became 800x686); the button does not
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.NoFrame)
+        self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.form_scroll.setWidget(fields)
         self.run_button = QPushButton("Run again with these options")
         self.run_button.clicked.connect(self._run_again)
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.run_button)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.form_scroll)
+        buttons = QVBoxLayout()  # the button right below the form, the rest of a tall dock below it
+        buttons.setContentsMargins(9, 6, 9, 9)
+        buttons.addWidget(self.run_button)
+        layout.addLayout(buttons)
         layout.addStretch(1)
 
     def _add_autograd_options(self, form: QFormLayout) -> None:
