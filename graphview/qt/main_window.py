@@ -138,7 +138,6 @@ class MainWindow(QMainWindow):
         self.bottom_tabs = self.docks.tabs
         self.memory_tab = MemoryTab(self.memory, self.whatif)  # the chart and the what-if summary
         self.bottom_tabs.addTab(self.memory_tab, "Memory")
-        self.memory_tab.sigShort.connect(self.docks.grow_timeline)
         self.session.attach(self.memory)
         # the findings second: at 1366x768 the tab bar shows about two and a half titles, and what
         # a pitfall's run found is the first thing to read after the graph
@@ -151,6 +150,7 @@ class MainWindow(QMainWindow):
         self.bottom_dock = self.docks.timeline_dock("Timeline views", "bottom", Qt.BottomDockWidgetArea)
         self.dock_arrangement = DockArrangement(self, self.code_dock, self.inspector_dock, self.toggles_dock,
                                                 self.bottom_dock)
+        self.memory_tab.sigShort.connect(self.dock_arrangement.grow_timeline)  # (not after the user's own sizes)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
         """A panel in the timeline views' tabs that follows the session (a SessionView): the one

@@ -44,7 +44,6 @@ class WindowDocks(QObject):
         self.tabs.tabBar().setStyle(self._tab_style)
         self.tabs.setElideMode(Qt.ElideRight)
         self.tabs.setUsesScrollButtons(False)
-        self.side: list[QDockWidget] = []  # the docks beside the canvas
         self.timeline: QDockWidget | None = None  # the tabs' dock
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
@@ -54,9 +53,7 @@ class WindowDocks(QObject):
 
     def dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         """A dock beside the canvas, hidden until the first run (the start page needs no empty panels)."""
-        dock = self._make(title, name, widget, area)
-        self.side.append(dock)
-        return dock
+        return self._make(title, name, widget, area)
 
     def timeline_dock(self, title: str, name: str, area) -> QDockWidget:
         """The dock of the tabs: it can be moved and floated, never closed (the memory chart is in it)."""
@@ -71,20 +68,3 @@ class WindowDocks(QObject):
         self._window.addDockWidget(area, dock)
         dock.hide()
         return dock
-
-    def grow_timeline(self, pixels: int) -> None:
-        """The memory tab is ``pixels`` short of showing its chart (and the what-if summary below it):
-        the timeline views take that much from the panels beside them (the code pane, at 1366x768),
-        leaving those at least a third of the column."""
-        window, dock = self._window, self.timeline
-        if dock is None or dock.isFloating() or not dock.isVisible():
-            return
-        neighbours = [d for d in self.side if d.isVisible() and not d.isFloating()
-                      and window.dockWidgetArea(d) == window.dockWidgetArea(dock)]
-        if not neighbours:
-            return
-        above = max(neighbours, key=lambda d: d.height())
-        column = dock.height() + above.height()
-        height = min(dock.height() + pixels, column * 2 // 3)
-        if height > dock.height():
-            window.resizeDocks([above, dock], [column - height, height], Qt.Vertical)

@@ -6,12 +6,14 @@ for the window's size: on a large window the code pane left of the canvas, the i
 the run options right of it and the timeline views below; on a small one (a 1366x768 laptop)
 the code pane, the inspector and the run options fold into tabs, in one column beside the
 canvas with the timeline views under them, so the canvas gets most of the room. Crossing from
-one size to the other re-arranges the docks, until the user moves one of them.
+one size to the other re-arranges the docks, until the user moves one of them. The memory tab's
+ask for room (:meth:`DockArrangement.grow_timeline`) is met in graphview's own arrangement only:
+once the user has moved a dock or dragged a separator, their sizes stay.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
@@ -58,33 +60,56 @@ def is_compact(size: QSize) -> bool:
     return size.width() < COMPACT_WIDTH or size.height() < COMPACT_HEIGHT
 
 
-class DockArrangement:
+class DockArrangement(QObject):
     """The default places of the window's docks, for its size.
 
     ``code``, ``inspector``, ``options`` and ``timeline`` are the docks of the code pane, the
     inspector, the run options and the timeline views. :meth:`apply` arranges them for the
     window's size; :meth:`follow_size` (from the window's resize) re-arranges when the window
     crosses between small and large, unless the user has moved a dock since.
+    :attr:`arranged_by_user`: the user has moved a dock (:attr:`moved_by_user`) or dragged a
+    separator between docks (:attr:`resized_by_user`) since graphview last arranged them.
     """
 
     def __init__(self, window: QMainWindow, code: QDockWidget, inspector: QDockWidget, options: QDockWidget,
                  timeline: QDockWidget) -> None:
+        super().__init__(window)
         self.window = window
         self.code, self.inspector, self.options, self.timeline = code, inspector, options, timeline
         self.compact: bool | None = None  # None: not arranged yet (the start page shows no docks)
         self.moved_by_user = False
+        self.resized_by_user = False
         self._arranging = False
+        self._sizes_at_press: list[QSize] | None = None
         for dock in self.docks:
             dock.dockLocationChanged.connect(self._on_moved)
             dock.topLevelChanged.connect(self._on_moved)
+        window.installEventFilter(self)
 
     @property
     def docks(self) -> tuple[QDockWidget, ...]:
         return self.code, self.inspector, self.options, self.timeline
 
+    @property
+    def arranged_by_user(self) -> bool:
+        return self.moved_by_user or self.resized_by_user
+
     def _on_moved(self, *args) -> None:
         if not self._arranging and self.compact is not None:
             self.moved_by_user = True
+
+    def eventFilter(self, watched, event) -> bool:
+        """A press and release of the left button on the window itself (its separators between
+        docks: no widget there) that changed a dock's size is the user's sizing."""
+        if watched is self.window and self.compact is not None:
+            kind = event.type()
+            if kind == QEvent.MouseButtonPress and event.button() == Qt.LeftButton:
+                self._sizes_at_press = [dock.size() for dock in self.docks]
+            elif kind == QEvent.MouseButtonRelease and self._sizes_at_press is not None:
+                if [dock.size() for dock in self.docks] != self._sizes_at_press:
+                    self.resized_by_user = True
+                self._sizes_at_press = None
+        return False
 
     def apply(self) -> None:
         """Arrange the docks for the window's present size; the first time, show them all (later,
@@ -106,6 +131,7 @@ class DockArrangement:
         finally:
             self._arranging = False
         self.compact = compact
+        self.resized_by_user = False  # graphview's own sizes again
 
     def follow_size(self) -> None:
         """The window was resized: a new arrangement if it crossed between small and large."""
@@ -134,3 +160,22 @@ class DockArrangement:
         width, height = w.width(), w.height()
         w.resizeDocks([self.code], [max(300, min(420, width * 23 // 100))], Qt.Horizontal)
         w.resizeDocks([self.code, self.timeline], [height * 55 // 100, height * 45 // 100], Qt.Vertical)
+
+    def grow_timeline(self, pixels: int) -> None:
+        """The memory tab is ``pixels`` short of showing its chart (and the what-if summary below it):
+        the timeline views take that much from the panels beside them (the code pane, at 1366x768),
+        leaving those at least a third of the column. Only in graphview's own arrangement: sizes the
+        user gave the docks (a separator dragged, a dock moved) stay, and the tab scrolls in them (a
+        re-run's summary took the timeline views from the 162 px a user left them back to 441 px)."""
+        window, dock = self.window, self.timeline
+        if self.arranged_by_user or dock.isFloating() or not dock.isVisible():
+            return
+        neighbours = [d for d in (self.code, self.inspector, self.options) if d.isVisible() and not d.isFloating()
+                      and window.dockWidgetArea(d) == window.dockWidgetArea(dock)]
+        if not neighbours:
+            return
+        above = max(neighbours, key=lambda d: d.height())
+        column = dock.height() + above.height()
+        height = min(dock.height() + pixels, column * 2 // 3)
+        if height > dock.height():
+            window.resizeDocks([above, dock], [column - height, height], Qt.Vertical)

@@ -4,13 +4,15 @@ user made kept."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QRect, QSettings
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSettings, Qt
+from PySide6.QtGui import QMouseEvent, QPalette
 from PySide6.QtWidgets import QApplication, QScrollArea
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
 from tests.conftest import model
+
+TRANSFORMER = model("transformer_block")
 
 
 def settle(qtbot, rounds: int = 8) -> None:
@@ -67,3 +69,79 @@ def test_run_again_is_in_sight_in_the_run_options_dock_without_scrolling(window,
     centre = rect_in(window, button).center()
     assert window.childAt(centre) is button
 
+
+def drag_separator(window, qtbot, above, below, pixels: int) -> None:
+    """Drag the separator between the docks ``above`` and ``below`` down by ``pixels``, with the
+    mouse, as a user does (the window moves a separator on a timer: the loop turns between moves)."""
+    x = below.geometry().center().x()
+    y = (above.geometry().bottom() + below.geometry().top() + 1) // 2
+    assert window.childAt(QPoint(x, y)) is None  # the separator: the window's own, no widget there
+
+    def send(kind, point: QPoint, button, buttons) -> None:
+        event = QMouseEvent(kind, QPointF(point), QPointF(window.mapToGlobal(point)), button, buttons,
+                            Qt.NoModifier)
+        QApplication.sendEvent(window, event)
+
+    send(QEvent.MouseButtonPress, QPoint(x, y), Qt.LeftButton, Qt.LeftButton)
+    steps = 10
+    for step in range(1, steps + 1):
+        send(QEvent.MouseMove, QPoint(x, y + pixels * step // steps), Qt.NoButton, Qt.LeftButton)
+        qtbot.wait(5)
+    send(QEvent.MouseButtonRelease, QPoint(x, y + pixels), Qt.LeftButton, Qt.NoButton)
+    settle(qtbot)
+
+
+def rerun_checkpointed(window, qtbot, record, first) -> None:
+    """The transformer's re-run with every layer checkpointed: the what-if summary appears below the chart."""
+    options = RunOptions(checkpoint=["encoder.layers.*"])
+    window.runs.note_rerun(options)
+    second = record(TRANSFORMER, checkpoint=["encoder.layers.*"])
+    window.begin_run(first.start["script"], options, second)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    qtbot.waitUntil(lambda: window.whatif.isVisibleTo(window), timeout=30000)
+    settle(qtbot, 15)
+
+
+@pytest.mark.parametrize("tab_first", ["memory", "diagnostics"])
+def test_the_memory_tabs_room_ask_keeps_the_docks_as_the_user_sized_them(window, record, qtbot, tab_first):
+    """At 1366x768 a user drags the separator above the timeline views down (the graph's code and
+    inspector get the room): when a re-run's what-if summary then appeared below the chart, the
+    memory tab asked for room and the window gave it, taking the timeline views from the 162 px the
+    user left them back to 441 px. With the Diagnostics tab in front while they dragged, the memory
+    tab's first show took them back from 166 px to 312 px. The user's sizes stay; the tab scrolls
+    within them."""
+    window.resize(1366, 768)
+    first = record(TRANSFORMER)
+    window.begin_run(first.start["script"], RunOptions(), first)
+    if tab_first == "diagnostics":
+        window.bottom_tabs.setCurrentWidget(window.diagnostics)
+    settle(qtbot, 15)
+    code, timeline = window.code_dock, window.bottom_dock
+    before = timeline.height()
+    drag_separator(window, qtbot, code, timeline, 150)
+    user_code, user_timeline = code.height(), timeline.height()
+    assert user_timeline <= before - 100 and user_timeline < window.memory.readable_height(), \
+        (before, user_timeline)  # the drag took
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)  # (its first show, behind Diagnostics)
+    settle(qtbot, 15)
+    assert (code.height(), timeline.height()) == (user_code, user_timeline)
+    rerun_checkpointed(window, qtbot, record, first)
+    assert (code.height(), timeline.height()) == (user_code, user_timeline)
+    # the chart keeps its readable height; the tab scrolls to it
+    tab = window.memory_tab
+    assert window.memory.height() >= window.memory.readable_height()
+    assert tab.verticalScrollBar().maximum() > 0
+
+
+def test_the_memory_tab_still_asks_for_room_in_the_windows_own_arrangement(window, record, qtbot):
+    """Untouched by the user, the 1366x768 column gives the timeline views room for the chart and
+    the first lines of a re-run's summary (what the room ask is for)."""
+    window.resize(1366, 768)
+    first = record(TRANSFORMER)
+    window.begin_run(first.start["script"], RunOptions(), first)
+    settle(qtbot, 15)
+    before = window.bottom_dock.height()
+    rerun_checkpointed(window, qtbot, record, first)
+    tab = window.memory_tab
+    assert window.bottom_dock.height() > before
+    assert tab.viewport().height() >= window.memory.readable_height() + 40
