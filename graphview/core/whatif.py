@@ -142,30 +142,108 @@ def script_checkpoint_inputs(run: Run, start: int, at: int, end: int) -> dict[st
     """Module path (and those around it) -> the activations a checkpoint the script itself made
     keeps for its recompute, held after event ``at``, by (device, storage): saved between events
     ``start`` and ``at`` by no node graphview sees or by the checkpoint's own (:func:`_checkpoints`),
-    still held when saved again in backward (before ``end``) by
-    the recompute of that module (the outermost ``checkpoint recompute.<path>`` open then). A
-    script's ``checkpoint(module, x)`` saves ``x`` before the module's call starts, so where it
-    was saved does not say whose it is; the recompute does."""
-    kept: dict[tuple, list] = {}
-    for s in run.saved.values():
-        if s.kind not in ("param", "input") and start <= s.born and s.held_at(at) and _checkpoints(run, s.owner):
-            kept.setdefault((s.device, s.storage), []).append(s)
+    and still held in backward (before ``end``) when the checkpoint's recompute reads it: an op
+    of the recompute reads the tensor kept (``use_reentrant=False`` hands the recompute the very
+    tensor), the recompute runs inside the checkpoint's own node that saved it (``True``), or the
+    recompute saves the storage again. A script's ``checkpoint(module, x)`` saves ``x`` before the
+    module's call starts (or after it ends), so where it was saved does not say whose it is; the
+    recompute does: the module it recomputes (``checkpoint recompute.<path>``), or the one around
+    all it recomputes where that is several (a layer's forward: its norms, attention and MLP)."""
+    kept, made_by, kept_by = _kept_by_checkpoints(run, start, at)
     if not kept:
         return {}
-    prefix = RECOMPUTE_MODULE + "."
     result: dict[str, dict[tuple, int]] = {}
-    open_paths: list[str] = []
-    for index, ev in run.events.where({"module_enter", "module_exit", "saved"}, at, end + 1):
-        if ev["ev"] != "saved":
-            _follow_modules(open_paths, ev)
-        elif ev.get("recompute") is not None:
-            key = (ev["device"], ev["storage"])
-            # the same storage still held then (not a freed one's address taken again)
-            if not any(s.held_at(index) for s in kept.get(key, ())):
-                continue
-            path = next((p[len(prefix):] for p in open_paths if p.startswith(prefix)), None)
-            _credit(result, path, key, kept[key][0].bytes)
+    recompute = _Recompute(result, kept)
+    running: dict[int, set[tuple]] = {}  # the checkpoint nodes running in backward -> what they keep
+    for index, ev in run.events.where(_RECOMPUTE_READS, at, end + 1):
+        kind = ev["ev"]
+        if kind == "bw_node" or kind == "bw_node_done":
+            recompute.done()  # (a recompute runs whole inside one node's run, before any other)
+            if kind == "bw_node_done":
+                running.pop(ev["vid"], None)
+            elif ev["vid"] in kept_by:
+                running[ev["vid"]] = kept_by[ev["vid"]]
+        elif kind == "module_enter" or kind == "module_exit":
+            recompute.follow(ev)
+            if kind == "module_enter":
+                recompute.read(set().union(*running.values()), index)
+        elif ev.get("recompute") is None:
+            continue
+        elif kind == "saved":
+            recompute.read({(ev["device"], ev["storage"])}, index)
+        else:  # an op: the kept tensors it reads
+            recompute.read(set().union(*(made_by.get(m, ()) for m in _makers(run, ev.get("inputs") or ()))), index)
+    recompute.done()
     return result
+
+
+class _Recompute:
+    """One recompute of a checkpoint in backward, followed: the modules it recomputes (outermost)
+    and the kept storages it reads; when done, those storages go to the module around them all."""
+
+    def __init__(self, result: dict[str, dict[tuple, int]], kept: dict[tuple, list]) -> None:
+        self.result, self.kept = result, kept
+        self.open_paths: list[str] = []
+        self.tops: list[list[str]] = []  # the outermost recomputed modules' paths, by their parts
+        self.read_keys: set[tuple] = set()
+
+    def follow(self, ev: dict) -> None:
+        _follow_modules(self.open_paths, ev)
+        path = ev["path"]
+        if ev["ev"] == "module_enter" and path.startswith(RECOMPUTE_MODULE + ".") \
+                and not any(p.startswith(RECOMPUTE_MODULE + ".") for p in self.open_paths[:-1]):
+            self.tops.append(path[len(RECOMPUTE_MODULE) + 1:].split("."))
+
+    def read(self, keys: set[tuple], index: int) -> None:
+        # the same storage still held then (not a freed one's address taken again)
+        self.read_keys.update(key for key in keys if any(s.held_at(index) for s in self.kept.get(key, ())))
+
+    def done(self) -> None:
+        if self.tops and self.read_keys:
+            around = self.tops[0]
+            for parts in self.tops[1:]:
+                common = 0
+                while common < min(len(around), len(parts)) and around[common] == parts[common]:
+                    common += 1
+                around = around[:common]
+            for key in self.read_keys:
+                _credit(self.result, ".".join(around), key, self.kept[key][0].bytes)
+        self.tops, self.read_keys = [], set()
+
+
+def _kept_by_checkpoints(run: Run, start: int, at: int) -> tuple[dict, dict, dict]:
+    """The storages a checkpoint may keep (see :func:`script_checkpoint_inputs`): (device, storage)
+    -> its saved tensors; the node that made one (saved by no node: ``use_reentrant=False``) ->
+    those storages; the checkpoint's own node that saved one (``True``) -> those storages."""
+    kept: dict[tuple, list] = {}
+    made_by: dict[int, set[tuple]] = {}
+    kept_by: dict[int, set[tuple]] = {}
+    for s in run.saved.values():
+        if s.kind not in ("param", "input") and start <= s.born and s.held_at(at) and _checkpoints(run, s.owner):
+            key = (s.device, s.storage)
+            kept.setdefault(key, []).append(s)
+            if s.owner is not None:
+                kept_by.setdefault(s.owner, set()).add(key)
+            elif s.src is not None:
+                made_by.setdefault(s.src, set()).add(key)
+    return kept, made_by, kept_by
+
+
+#: the events by which a checkpoint's recompute in backward reads what the checkpoint kept
+_RECOMPUTE_READS = frozenset({"module_enter", "module_exit", "saved", "op", "bw_node", "bw_node_done"})
+
+
+def _makers(run: Run, inputs) -> Iterator[int]:
+    """The autograd nodes that made the tensors ``inputs`` (an op's ``[tid, version]``): each one's
+    own and, for a view, its base's (the node a saved tensor's ``src`` names)."""
+    for tid, _ in inputs:
+        info, seen = run.tensors.get(tid), set()
+        while info is not None and tid not in seen:
+            seen.add(tid)
+            if info.get("grad_fn") is not None:
+                yield info["grad_fn"]
+            tid = info.get("base")
+            info = run.tensors.get(tid) if tid is not None else None
 
 
 def _follow_modules(open_paths: list[str], ev: dict) -> None:

@@ -179,7 +179,7 @@ from torch import nn
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(),
-                      nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU()),
+                      nn.Sequential(FIRST, nn.ReLU(), nn.Linear(64, 32), nn.ReLU()),
                       nn.Linear(32, 4))
 x = torch.randn(8, 16)
 
@@ -228,16 +228,88 @@ def kept_by_the_scripts_checkpoint(path: str, monkeypatch) -> int:
     return held
 
 
+#: how the checkpointed block starts: an op that saves its input (Linear); one that saves a mask,
+#: not its input (dropout); one that saves only its result, a function of its input (sigmoid)
+BLOCK_STARTS = {"linear": "nn.Linear(32, 64)", "dropout": "nn.Dropout(0.1), nn.Linear(32, 64)",
+                "sigmoid": "nn.Sigmoid(), nn.Linear(32, 64)"}
+
+
+@pytest.mark.parametrize("first", sorted(BLOCK_STARTS))
 @pytest.mark.parametrize("reentrant", [False, True])
-def test_a_checkpoint_the_script_makes_counts_the_input_it_keeps(record, write_script, monkeypatch, reentrant):
+def test_a_checkpoint_the_script_makes_counts_the_input_it_keeps(record, write_script, monkeypatch, reentrant, first):
     """A block the script itself checkpoints (``checkpoint(model[2], h)``, no ``--checkpoint``):
     its figure (``module_bytes``: the what-if's line, module boxes, ``graphview diff``) counts the
     input the checkpoint keeps for the recompute, as for graphview's own option. It said 0 B
     (``use_reentrant=False``) and nothing (``True``): the checkpoint saves the input before the
-    block's call starts (or after it ends), so the run's recompute of the block says whose it is."""
-    path = write_script(f"REENTRANT = {reentrant}\n" + SCRIPT_CHECKPOINT)
+    block's call starts (or after it ends), so the run's recompute of the block says whose it is.
+    A block whose recompute does not save its input again (it starts with dropout or a sigmoid)
+    was left out: the recompute reads it (``False``), or runs in the checkpoint's own node (``True``)."""
+    path = write_script(f"REENTRANT = {reentrant}\n"
+                        + SCRIPT_CHECKPOINT.replace("FIRST", BLOCK_STARTS[first]))
     run = record(path, steps=1)
     [(_, start, end)] = step_spans(run)[:1]
     torch_bytes = kept_by_the_scripts_checkpoint(path, monkeypatch)
     assert torch_bytes == 8 * 32 * 4  # h, float32
     assert module_bytes(run, start, end).get("model.2") == torch_bytes
+
+
+@pytest.mark.parametrize("name", ["checkpoint_reentrant", "checkpoint_nonreentrant"])
+def test_a_checkpointed_function_of_two_modules_keeps_its_input_for_neither_alone(record, name):
+    """The zoo's ``checkpoint(block, h)``, ``block`` calling ``model[2]`` then ``model[3]``: the
+    input the checkpoint keeps is the function's, not ``model[2]``'s, which the recompute saved
+    again first (its figure said 2,048 B). Torch: what autograd saves while each module's forward
+    runs, alive when the forward returned, parameters apart: 0 B for each."""
+    run = record(zoo(name), steps=1)
+    [(_, start, end)] = step_spans(run)[:1]
+    figures = module_bytes(run, start, end)
+    scope = loaded(zoo(name))
+    for index in (2, 3):
+        assert figures.get(f"model.{index}", 0) == saved_while_called(scope["step"], scope["model"][index])
+
+
+#: Hugging Face models from tiny random configs, their layers checkpointed by the library
+#: (``gradient_checkpointing_enable``: each layer's forward runs under ``checkpoint`` inside its call)
+CHECKPOINTED_LAYERS = {
+    "gpt2": """
+from transformers import GPT2Config, GPT2LMHeadModel
+model = GPT2LMHeadModel(GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4, n_positions=32, use_cache=False))
+""",
+    "llama": """
+from transformers import LlamaConfig, LlamaForCausalLM
+model = LlamaForCausalLM(LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+                                     use_cache=False))
+""",
+}
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+@pytest.mark.parametrize("name", sorted(CHECKPOINTED_LAYERS))
+def test_layers_a_library_checkpoints_hold_what_torch_holds_for_them(record, write_script, name, reentrant):
+    """A Hugging Face model with gradient checkpointing on (both ``use_reentrant`` values): each
+    layer's figure is the input its checkpoint keeps, and each of its modules holds nothing for
+    backward. Torch: for each layer and each of its modules, what autograd saves while its
+    forward runs (the layer's checkpoint keeps its input then), alive when the forward returned,
+    parameters apart. The layer's first module (``ln_1``, ``input_layernorm``) was given the
+    layer's input, 2,048 B where torch says 0: its recompute saved it again first."""
+    path = write_script("import torch\ntorch.manual_seed(0)\n" + CHECKPOINTED_LAYERS[name] + f"""
+model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": {reentrant}}})
+model.train()
+ids = torch.randint(0, 100, (2, 8))
+def step():
+    return model(input_ids=ids, labels=ids).loss
+""")
+    run = record(path, steps=1)
+    [(_, start, end)] = step_spans(run)[:1]
+    figures = module_bytes(run, start, end)
+    scope = loaded(path)
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    layers = [(path, m) for path, m in scope["model"].named_modules() if isinstance(m, GradientCheckpointingLayer)]
+    assert len(layers) == 2
+    for layer_path, layer in layers:
+        torch_held = saved_while_called(scope["step"], layer)
+        assert torch_held == 2 * 8 * 32 * 4  # the layer's input, float32
+        assert figures.get(layer_path) == torch_held, layer_path
+        for inner, module in layer.named_children():
+            assert figures.get(f"{layer_path}.{inner}", 0) == saved_while_called(scope["step"], module), inner
