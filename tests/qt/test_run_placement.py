@@ -142,7 +142,7 @@ def test_fit_centres_what_the_cursor_shows_even_to_one_side_of_the_whole_graph(w
             break
     assert aside is not None, "nothing the cursor shows sits to one side"
     view.fit()
-    shown = scene.shown_rect()
+    shown = scene.drawn_rect()  # (what the fit frames: the nodes and the badges they have)
     middle = view.mapFromScene(shown.center())
     port = view.viewport().rect()
     assert abs(middle.x() - port.center().x()) <= 3 and abs(middle.y() - port.center().y()) <= 3
@@ -256,9 +256,9 @@ def test_a_graph_that_nearly_reads_whole_is_shown_whole(window, record):
     port = QRectF(view.viewport().rect())
     zoom, readable = view.transform().m11(), view.readable_scale()
     assert WHOLE_SLACK * readable <= zoom < readable
-    assert port.contains(QRectF(view.mapFromScene(scene.shown_rect()).boundingRect()))
+    assert port.contains(QRectF(view.mapFromScene(scene.drawn_rect()).boundingRect()))
     x = next(item for item in scene.node_items.values() if item.isVisible() and item.node.title == "x")
-    assert port.contains(QRectF(view.mapFromScene(x.sceneBoundingRect()).boundingRect()))
+    assert port.contains(QRectF(view.mapFromScene(x.mapRectToScene(x.drawn_rect())).boundingRect()))
     window.actions["back"].trigger()  # a step from there keeps the zoom (it reads)
     assert view.transform().m11() == zoom
     assert scene.place_at_event(window.cursor) is not None and view.halo_rect() is None  # no ring: it reads

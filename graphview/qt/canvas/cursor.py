@@ -282,6 +282,22 @@ class CursorState:
                 rect = rect.united(group.sceneBoundingRect())
         return rect
 
+    def drawn_rect(self) -> QRectF:
+        """What is painted at the cursor, in scene units: each shown node's box and the badges it
+        has (not the room its item keeps for badges), and the shut boxes; a big scene, whose nodes
+        have no item each, as :meth:`shown_rect` (null: nothing)."""
+        scene = self.scene
+        if scene.virtual:
+            return self.shown_rect()
+        rect = QRectF()
+        for item in scene.node_items.values():
+            if item.isVisible():
+                rect = rect.united(item.mapRectToScene(item.drawn_rect()))
+        for group in scene.groups.values():
+            if group.isVisible() and group.collapsed:
+                rect = rect.united(group.sceneBoundingRect())
+        return rect
+
     def nodes_of_event(self, index: int) -> list[str]:
         """The node ids event ``index`` is about, the likeliest first: the grad_fn node a backward
         step runs, or the nodes an op made (its first output tensor, its grad_fn, its other

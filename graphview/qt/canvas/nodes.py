@@ -123,6 +123,19 @@ class NodeItem(QGraphicsItem):
     def boundingRect(self) -> QRectF:
         return QRectF(ITEM_BOUNDS)
 
+    def drawn_rect(self) -> QRectF:
+        """What the item paints now, in its coordinates: its box with the glow or ring around it,
+        and the badges it has (its bounds keep room for badges it may not have: 38 units more
+        down, for a fit that showed every row whole that left its last row out of view)."""
+        ring = 9 if self.isSelected() else 7 if self.state in ("running", "error") else 1.5
+        rect = QRectF(-NODE_W / 2 - ring, -NODE_H / 2 - ring, NODE_W + 2 * ring, NODE_H + 2 * ring)
+        if self.saved > 0:
+            rect = rect.united(self.saved_badge()[1].adjusted(-1, -1, 1, 1))
+        if self.grad is not None:
+            text = f"grad {self.grad}" if self.kind in TENSOR_KINDS else self.grad
+            rect = rect.united(badge_pill(text, QPointF(0, GRAD_BADGE_Y), "center")[1].adjusted(-1, -1, 1, 1))
+        return rect
+
     def shape(self) -> QPainterPath:
         path = QPainterPath()
         path.addRoundedRect(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H), 8, 8)

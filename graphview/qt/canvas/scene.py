@@ -368,6 +368,10 @@ class GraphScene(QGraphicsScene):
         """What is shown at the cursor, nodes and shut boxes, in scene units (null: nothing)."""
         return self.at_cursor.shown_rect()
 
+    def drawn_rect(self) -> QRectF:
+        """What is painted at the cursor, badges as they are (a fit frames it), in scene units."""
+        return self.at_cursor.drawn_rect()
+
     def newest_shown(self) -> str | None:
         """The node shown at the cursor that was born last (where a run is)."""
         return self.at_cursor.newest_shown()

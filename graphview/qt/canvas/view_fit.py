@@ -25,10 +25,11 @@ FIT_MARGIN = 40
 #: the least room a fit leaves, where FIT_MARGIN's would leave the graph too small to read whole
 TIGHT_MARGIN = 8
 #: a graph that fits whole at this share of the readable zoom or more is shown whole (its smallest
-#: text 8.1 px high, not 9): an 8-row lesson on a laptop's screen (1366x768) fits at 96% of it, and
-#: at the readable zoom the window showed its bottom rows alone, its leaf and the .grad the lesson
-#: is about out of view
-WHOLE_SLACK = 0.9
+#: text 7.65 px high, not 9; the names 8.6 px): an 8-row lesson on a laptop's screen (1366x768) fits
+#: at 96% of it, and at the readable zoom the window showed its bottom rows alone, its leaf and the
+#: .grad the lesson is about out of view; the 9-row transformer sample, its boxes shut, fits at 87%
+#: in a 1366x768 window, and at 90% F left its tokens and embed out of view
+WHOLE_SLACK = 0.85
 #: the largest zoom a fit takes (a tiny graph is not blown up)
 FIT_LARGEST = 1.4
 #: how far (screen pixels) the view may move after a fit that showed the graph's width, and Fit
@@ -140,6 +141,19 @@ def clear_move(scene, shown: QRectF, focus: QRectF | None, bounds: QRectF | None
     return QPointF(along(QRectF.left, QRectF.right, SLOT_WIDTH / 2), along(QRectF.top, QRectF.bottom, LAYER_HEIGHT / 2))
 
 
+def widened(scene_rect: QRectF, target: QRectF, move: QPointF, pixel: float) -> QRectF:
+    """``scene_rect`` widened to let a view scroll to ``target`` (moved by ``move`` from where it
+    was), along the axes it moved, less a ``pixel`` each side as :meth:`ViewFit.center_on` does:
+    a view moved down alone was widened across to where the viewport's rect lay (half a scroll
+    bar off the scene's), and a scroll bar came that took 14 px of the canvas after the fit."""
+    rect = QRectF(scene_rect)
+    if move.x():
+        rect = rect.united(QRectF(target.left() + pixel, rect.top(), target.width() - 2 * pixel, rect.height()))
+    if move.y():
+        rect = rect.united(QRectF(rect.left(), target.top() + pixel, rect.width(), target.height() - 2 * pixel))
+    return rect
+
+
 def solid_rects(scene) -> list[QRectF]:
     """Where the nodes and shut boxes of ``scene`` are drawn, in scene units: a node's body (not the
     room its item keeps for badges: rows 96 apart leave 10 units between those, too few for both
@@ -223,7 +237,7 @@ class ViewFit:
         move = clear_move(view.scene(), shown, focus)
         if not move.isNull():  # (by the scroll bars: centring on the moved centre drifted 8 units across)
             target = shown.translated(move)
-            view.setSceneRect(view.sceneRect().united(target))
+            view.setSceneRect(widened(view.sceneRect(), target, move, 1 / view.transform().m11()))
             now = view.mapToScene(view.viewport().rect()).boundingRect()
             scale = view.transform().m11()
             for bar, move in ((view.horizontalScrollBar(), target.left() - now.left()),
@@ -278,7 +292,7 @@ class ViewFit:
         scene = view.scene()
         scene.boxes.settle()
         view.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
-        rect = scene.shown_rect()
+        rect = scene.drawn_rect()  # (not the room items keep for badges they may not have)
         if rect.isNull():
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)

@@ -45,7 +45,7 @@ def test_fit_with_one_level_open_keeps_every_text_at_9_px_and_the_running_node_i
     window.actions["fit"].trigger()
     smallest = smallest_label(view)
     assert smallest is not None and smallest >= 9.0
-    shown = view.mapFromScene(scene.shown_rect()).boundingRect()
+    shown = view.mapFromScene(scene.drawn_rect()).boundingRect()  # (what the fit frames)
     assert shown.height() > view.viewport().height()  # the whole would not read: this is not it
     # its width is in view, centred (the graph is narrower than the canvas)
     assert shown.left() >= 0 and shown.right() <= view.viewport().width()
