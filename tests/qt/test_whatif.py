@@ -138,3 +138,39 @@ def test_the_summary_says_what_all_saved_holds_besides_activations(qtbot, record
     qtbot.addWidget(summary)
     summary.show_comparison(compare_runs(before, after), "earlier run", "retain_graph")
     assert "all saved, inputs included: cpu" in summary.text() and "weights" not in summary.text()
+
+
+def test_a_shut_boxs_activations_in_both_runs_read_whole_at_long_figures(window, record, qtbot, write_script):
+    """The transformer sample with two layers and 40 sequences, re-run with its first layer
+    checkpointed: the second layer's card compares 512.5 KiB with 512.5 KiB, and "512.5 KiB →
+    512.5 KiB activations" was elided on it ("…"). Its line reads whole, both figures as the
+    what-if summary gives them, on every shut card the comparison marks."""
+    from graphview.qt.canvas.groups import CARD_TEXT_W
+
+    with open(TRANSFORMER, encoding="utf-8") as f:
+        text = f.read().replace("32, 4, 10, 4\n", "32, 4, 10, 40\n").replace("num_layers=1", "num_layers=2")
+    script = write_script(text)
+    first = record(script, steps=1)
+    options = RunOptions(steps=1, checkpoint=["encoder.layers.0"])
+    second = record(script, steps=1, checkpoint=["encoder.layers.0"])
+    window.begin_run(script, RunOptions(steps=1), first)
+    show(window, qtbot, second, options)
+    window.set_cursor(before_backward(second))
+    both = module_bytes_in_both(first, second, 1)
+    before, after = both["encoder.layers.1"]
+    assert len(human_bytes(before)) >= 9 and len(human_bytes(after)) >= 9  # both long: 512.5 KiB
+    def cards():
+        return [g for g in window.scene.groups.values() if g.isVisible() and g.collapsed and g.compared is not None]
+
+    while "encoder.layers.1" not in {card.path for card in cards()}:
+        level = window.scene.boxes.level()
+        window.actions["open_level"].trigger()  # "]": the encoder opens, its layers shut inside
+        assert window.scene.boxes.level() != level
+    cards = cards()
+    for card in cards:
+        assert card.compared == both[card.path]
+        _, line = card.card_lines(CARD_TEXT_W)[2]  # (the card's width less its padding, as painted)
+        assert "…" not in line, line
+        figures = [human_bytes(n) for n in card.compared]
+        # each figure whole: with its unit, or its number before the unit both share
+        assert all(f in line or f.split(" ")[0] in line for f in figures), (line, figures)

@@ -18,6 +18,8 @@ from graphview.qt.plain import esc
 SHUT_W, SHUT_H = NODE_W + 20, NODE_H + 16
 #: a shut box of repeated blocks is this much taller: a bar per block, its activations
 BARS_H = 16.0
+#: the width of a shut card's lines: the card less the room each side
+CARD_TEXT_W = SHUT_W - 12
 
 
 class GroupItem(QGraphicsObject):
@@ -92,6 +94,20 @@ class GroupItem(QGraphicsObject):
         before, after = self.compared
         return f"{human_bytes(before)} → {human_bytes(after)} activations"
 
+    def compared_card_text(self) -> str:
+        """:meth:`compared_text` as a shut card's line holds it whole: the unit once where both
+        figures share it (``512.5 → 512.5 KiB activations``), else the figures alone (the tooltip
+        says what they are). Elided from its start, "512.5 KiB → 512.5 KiB activations" read
+        "…5 KiB → 512.5 KiB activations" on a card: the first figure 5 KiB."""
+        before, after = (human_bytes(n) for n in self.compared)
+        (number, _, unit), (number_after, _, unit_after) = before.partition(" "), after.partition(" ")
+        forms = [self.compared_text()]
+        if unit == unit_after:
+            forms.append(f"{number} → {number_after} {unit} activations")
+        forms.append(f"{before} → {after}")
+        metrics = QFontMetricsF(QFont("DejaVu Sans", SMALLEST_TEXT_PT))
+        return next((text for text in forms if metrics.horizontalAdvance(text) <= CARD_TEXT_W), forms[-1])
+
     def label(self) -> str:
         """An open box's name; with a comparison, its activations in both runs."""
         text = self.box.label
@@ -123,7 +139,7 @@ class GroupItem(QGraphicsObject):
         else:
             text = f"{self.ops} ops" if self.ops != 1 else "1 op"
         if self.compared is not None:  # a comparison: its activations in each run say more than the op count
-            return self.compared_text()
+            return self.compared_card_text()
         if self.now is not None:  # stepping forward through it: what ran, as an open box would show
             return f"{text} · now {self.now}"
         if self.held.activations:  # what checkpointing it could free; the weights are held anyway
@@ -205,26 +221,27 @@ class GroupItem(QGraphicsObject):
         if option.levelOfDetailFromTransform(painter.worldTransform()) < 0.3:
             return
         # three lines: where it is, what it is, what it holds (and repeated blocks: a bar each)
-        inner = self.rect.adjusted(6, 3, -6, -3)
+        inner = self.rect.adjusted((SHUT_W - CARD_TEXT_W) / 2, 3, -(SHUT_W - CARD_TEXT_W) / 2, -3)
         if self.box.repeats is not None:
             bars = QRectF(inner.left() + 4, inner.bottom() - BARS_H + 3, inner.width() - 8, BARS_H - 5)
             self._paint_bars(painter, bars)
             inner.setBottom(inner.bottom() - BARS_H)
         third = inner.height() / 3
-        title = f"▸ {self.box.title}"
-        font = self.title_font()
         faded = self.faded()
-        painter.setPen(c.q("freed_text") if faded else c.q("collapsed_text"))
-        painter.setFont(font)
-        painter.drawText(QRectF(inner.left(), inner.top(), inner.width(), third + 2), Qt.AlignCenter,
-                         elided(title, font, inner.width()))
+        for row, (font, text) in enumerate(self.card_lines(inner.width())):
+            painter.setFont(font)
+            painter.setPen(c.q("freed_text") if faded else c.q("collapsed_text") if row == 0 else c.q("subtitle"))
+            painter.drawText(QRectF(inner.left(), inner.top() + row * third, inner.width(), third + (2 if row == 0 else 0)),
+                             Qt.AlignCenter, text)
+
+    def card_lines(self, width: float) -> list[tuple[QFont, str]]:
+        """A shut card's three lines as drawn ``width`` wide, each in its font, elided to that
+        width: where it is, what it is, what it holds (:meth:`summary`)."""
         small = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
-        painter.setFont(small)
-        painter.setPen(c.q("freed_text") if faded else c.q("subtitle"))
-        painter.drawText(QRectF(inner.left(), inner.top() + third, inner.width(), third), Qt.AlignCenter,
-                         elided(self.box.shown_kind or "module", small, inner.width()))
-        painter.drawText(QRectF(inner.left(), inner.top() + 2 * third, inner.width(), third), Qt.AlignCenter,
-                         elided(self.summary(), small, inner.width()))
+        font = self.title_font()
+        return [(font, elided(f"▸ {self.box.title}", font, width)),
+                (small, elided(self.box.shown_kind or "module", small, width)),
+                (small, elided(self.summary(), small, width))]
 
     def faded(self) -> bool:
         """Whether a shut card's text is drawn faded: as its card is, freed by backward; lit up as
