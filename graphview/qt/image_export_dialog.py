@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from graphview.qt.plain import plain_label
 from graphview.qt.widgets.buttons import words_only
+from graphview.qt.widgets.check_boxes import outline_checks
 
 FORMATS = {".png": "PNG", ".svg": "SVG", ".pdf": "PDF"}
 PATTERN = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
@@ -64,6 +65,7 @@ class ImageExportDialog(QDialog):
         layout.addLayout(form)
         for widget in (self.legend, self.caption, self.caption_text, self.light):
             layout.addWidget(widget)
+        self._check_style = outline_checks(self.legend, self.caption, self.light)  # seen on the dark theme
         layout.addWidget(buttons)
 
     def path(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSettings, Qt
 from PySide6.QtGui import QMouseEvent, QPalette
-from PySide6.QtWidgets import QApplication, QScrollArea
+from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionButton
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
@@ -145,3 +145,66 @@ def test_the_memory_tab_still_asks_for_room_in_the_windows_own_arrangement(windo
     tab = window.memory_tab
     assert window.bottom_dock.height() > before
     assert tab.viewport().height() >= window.memory.readable_height() + 40
+
+
+def indicator_in(ancestor, box) -> QRect:
+    """Where ``box``'s box is drawn, in ``ancestor``'s coordinates (the box's style says)."""
+    option = QStyleOptionButton()
+    option.initFrom(box)
+    option.text = box.text()
+    inside = box.style().subElementRect(QStyle.SE_CheckBoxIndicator, option, box)
+    return inside.translated(box.mapTo(ancestor, QPoint(0, 0)))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_run_options_check_boxes_are_outlined_to_be_seen_on_either_theme(window, record, qtbot, restore_theme,
+                                                                             theme):
+    """On the dark theme retain_graph, create_graph, skip zero_grad and save_on_cpu had a box
+    #181a1f outlined in #191b20 on the #202329 panel (1.1:1): a bare word, not a control. On the
+    light theme the outline was #bcbcbc on #efefef (1.6:1). Each box's outline now stands 3:1 and
+    more from the panel outside it and from the box's fill inside, on the pixels the dock shows,
+    and a checked box still shows its mark."""
+    themes.apply(theme)
+    window.resize(1366, 768)
+    run = record(model("mlp_optimizer"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    toggles = window.toggles
+    toggles.retain.setChecked(True)
+    window.toggles_dock.raise_()
+    settle(qtbot)
+    dock = window.toggles_dock
+    picture = dock.grab().toImage()
+    from tests.qt.test_themes import contrast
+
+    for box in (toggles.retain, toggles.create, toggles.accumulate, toggles.save_on_cpu):
+        assert box.isVisible(), box.text()
+        mark = indicator_in(dock, box)
+        y = mark.center().y()
+        edge, outside = picture.pixelColor(mark.left(), y), picture.pixelColor(mark.left() - 3, y)
+        inside = picture.pixelColor(mark.left() + 2, mark.top() + mark.height() * 3 // 4)
+        assert contrast(edge, outside) >= 3 and contrast(edge, inside) >= 3, \
+            (box.text(), edge.name(), outside.name(), inside.name())
+    # the mark of a checked box is kept (the outline is drawn over the style's own box)
+    mark = indicator_in(dock, toggles.retain)
+    fill = picture.pixelColor(mark.left() + 2, mark.bottom() - 2)
+    inner = [picture.pixelColor(x, y) for x in range(mark.left() + 3, mark.right() - 2)
+             for y in range(mark.top() + 3, mark.bottom() - 2)]
+    assert sum(contrast(pixel, fill) >= 3 for pixel in inner) >= 5
+
+
+def test_the_image_export_dialogs_check_boxes_are_outlined_on_the_dark_theme(window, qtbot, restore_theme):
+    """File > Export > Graph image had the same unseen boxes on the dark theme (1.1:1)."""
+    from graphview.qt.image_export_dialog import ImageExportDialog
+    from tests.qt.test_themes import contrast
+
+    themes.apply("dark")
+    dialog = ImageExportDialog(window, "/tmp/graph.png", "caption")
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    picture = dialog.grab().toImage()
+    for box in (dialog.legend, dialog.caption, dialog.light):
+        mark = indicator_in(dialog, box)
+        y = mark.center().y()
+        edge, outside = picture.pixelColor(mark.left(), y), picture.pixelColor(mark.left() - 3, y)
+        assert contrast(edge, outside) >= 3, (box.text(), edge.name(), outside.name())

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QLineE
 
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 from graphview.qt.plain import plain_label
+from graphview.qt.widgets.check_boxes import outline_checks
 
 
 class TogglesPanel(QWidget):
@@ -47,6 +48,7 @@ class TogglesPanel(QWidget):
         buttons.addWidget(self.run_button)
         layout.addLayout(buttons)
         layout.addStretch(1)
+        self._check_style = outline_checks(self.retain, self.create, self.accumulate, self.save_on_cpu)  # seen on the dark theme
 
     def _add_autograd_options(self, form: QFormLayout) -> None:
         """What backward is told, the grad mode, zero_grad, the device, the steps, where to detach."""
