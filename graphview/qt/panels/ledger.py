@@ -1,10 +1,14 @@
-"""The gradient ledger: every change of every ``.grad``, up to the cursor."""
+"""The gradient ledger: every change of every ``.grad``, up to the cursor.
+
+The changes still to come (and the count of older ones) are in the theme's muted colour and in
+italics: in its disabled colour they stood 2.5:1 from the light theme's white (3.6:1 on the dark
+theme), grey words a user had to squint at to read what backward is about to do."""
 
 from __future__ import annotations
 
 from bisect import bisect_right
 
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 from graphview.core.run import Run
@@ -16,6 +20,16 @@ from graphview.qt.widgets.wrapping import wrap_lines
 #: run's older changes are counted in one row, not listed: each row reads its values from the run)
 SHOWN_BEFORE = 40
 SHOWN_AFTER = 8
+
+
+def aside(item: QTreeWidgetItem, *columns: int) -> None:
+    """``item`` told apart from the changes reached (a change to come, older changes counted):
+    muted and in italics, readable on either theme."""
+    for column in columns:
+        item.setForeground(column, QColor(themes.current().muted))
+        font = QFont(item.font(column))
+        font.setItalic(True)
+        item.setFont(column, font)
 
 
 class GradLedger(QTreeWidget):
@@ -68,7 +82,7 @@ class GradLedger(QTreeWidget):
             first = max(0, done - SHOWN_BEFORE)
             if first:
                 earlier = QTreeWidgetItem([f"… {first} earlier changes", ""])
-                earlier.setForeground(0, QColor(themes.current().disabled))
+                aside(earlier, 0)
                 top.addChild(earlier)
             for e in entries[first:done + SHOWN_AFTER]:
                 step = f"step {e.step}: " if e.step is not None else (f"backward {e.bid}: " if e.bid else "")
@@ -81,8 +95,7 @@ class GradLedger(QTreeWidget):
                     what = f"{step}{e.how.replace('_', ' ')}"
                 child = QTreeWidgetItem([what, capped(e.value)])
                 if e.index > index:
-                    for col in (0, 1):
-                        child.setForeground(col, QColor(themes.current().disabled))
+                    aside(child, 0, 1)
                 top.addChild(child)
             top.setExpanded(True)
 
