@@ -9,22 +9,34 @@ canvas in a big window, right of it under the other panels in a small one.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QProxyStyle, QStyle, QTabWidget, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QProxyStyle, QStyle, QTabBar, QTabWidget, QWidget
 
 from graphview.qt.session import Session
 
 
 class NarrowTabs(QProxyStyle):
     """The application's style with less room left and right of a tab's title (14 px in all,
-    where Fusion leaves 24)."""
+    where Fusion leaves 24), and less still, down to 6 px, where the titles would not fit the
+    tab widget whole: "Diagnostics (1)" took the four titles 2 to 8 px past the 314 px column at
+    1366x768, and every title was elided ("Mem…", "Cons…", the count cut off)."""
 
     TAB_PADDING = 14
+    LEAST_PADDING = 6
 
     def pixelMetric(self, metric, option=None, widget=None) -> int:
         if metric == QStyle.PM_TabBarTabHSpace:
-            return self.TAB_PADDING
+            return self.padding(widget)
         return super().pixelMetric(metric, option, widget)
+
+    def padding(self, bar) -> int:
+        """The room beside each title of ``bar`` (a QTabBar), for the width of the widget it is in."""
+        if not isinstance(bar, QTabBar) or bar.parentWidget() is None or not bar.count():
+            return self.TAB_PADDING
+        metrics = bar.fontMetrics()
+        texts = sum(metrics.size(Qt.TextShowMnemonic, bar.tabText(i)).width() for i in range(bar.count()))
+        spare = (bar.parentWidget().width() - texts - 2) // bar.count()  # (2: the bar's frame)
+        return max(self.LEAST_PADDING, min(self.TAB_PADDING, spare))
 
 
 class WindowDocks(QObject):
@@ -44,7 +56,16 @@ class WindowDocks(QObject):
         self.tabs.tabBar().setStyle(self._tab_style)
         self.tabs.setElideMode(Qt.ElideRight)
         self.tabs.setUsesScrollButtons(False)
+        self.tabs.installEventFilter(self)  # (its width sets the room beside the titles)
         self.timeline: QDockWidget | None = None  # the tabs' dock
+
+    def eventFilter(self, watched, event) -> bool:
+        """The tabs' widget was resized: the tab bar lays its titles out again for the room beside
+        them (:class:`NarrowTabs`; a bar narrower than the widget is not resized with it)."""
+        if watched is self.tabs and event.type() == QEvent.Resize:
+            bar = self.tabs.tabBar()
+            bar.setIconSize(bar.iconSize())  # (marks its layout stale and asks for a new size)
+        return super().eventFilter(watched, event)
 
     def add_timeline_tab(self, panel: QWidget, title: str) -> None:
         """A panel in the timeline views' tabs that follows the session (a SessionView)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSettings, Qt
 from PySide6.QtGui import QMouseEvent, QPalette
-from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionButton
+from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionButton, QStyleOptionTab
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
@@ -245,3 +245,40 @@ def test_the_grad_ledgers_changes_to_come_read_and_stand_apart(window, record, q
                 reached += 1
                 assert child.foreground(0).style() == Qt.NoBrush and not child.font(0).italic()
     assert to_come and reached
+
+
+def elided_tab_titles(tabs) -> list[str]:
+    """The titles the tab bar draws cut short (the text its style option carries, as painted)."""
+    bar = tabs.tabBar()
+    cut = []
+    for i in range(bar.count()):
+        option = QStyleOptionTab()
+        bar.initStyleOption(option, i)
+        if option.text != bar.tabText(i) or not bar.rect().contains(bar.tabRect(i)):
+            cut.append(option.text)
+    return cut
+
+
+def test_a_diagnostics_count_leaves_every_timeline_tab_title_whole_at_1366x768(window, record, qtbot):
+    """A run with a finding titles its tab "Diagnostics (1)": at 1366x768 the four titles then
+    needed a few pixels more than the 314 px column, and every one was elided ("Mem…",
+    "Diagnostics …" with its count cut off, "Cons…", "Grad ledq…"). The room beside each title
+    narrows to fit the column before any title is cut, and widens again with the column."""
+    from tests.conftest import lesson
+
+    window.resize(1366, 768)
+    run = record(lesson("error_backward_twice"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    settle(qtbot, 15)
+    tabs = window.bottom_tabs
+    assert tabs.tabText(tabs.indexOf(window.diagnostics)) == "Diagnostics (1)"
+    assert elided_tab_titles(tabs) == []
+    bar = tabs.tabBar()
+    assert sum(bar.tabRect(i).width() for i in range(bar.count())) <= tabs.width()
+    # a wider column (the user drags it): the titles get their full room back
+    window.resizeDocks([window.bottom_dock], [480], Qt.Horizontal)
+    settle(qtbot)
+    assert tabs.width() >= 470
+    for i in range(bar.count()):
+        text = bar.fontMetrics().size(Qt.TextShowMnemonic, bar.tabText(i)).width()
+        assert bar.tabRect(i).width() >= text + 14, (bar.tabText(i), bar.tabRect(i).width(), text)
