@@ -133,6 +133,27 @@ def test_the_memory_tabs_room_ask_keeps_the_docks_as_the_user_sized_them(window,
     assert tab.verticalScrollBar().maximum() > 0
 
 
+
+def test_the_memory_tabs_room_ask_keeps_a_dock_the_user_moved(window, record, qtbot):
+    """At 1366x768 a user takes the run options out of the tabs and puts them below the timeline
+    views (what a drop on the lower edge of that dock does: splitDockWidget, dockLocationChanged),
+    then sizes the column as they like: the room asked for the re-run's summary took the code
+    pane's share and resized the column again. Every dock keeps the size the user gave it."""
+    window.resize(1366, 768)
+    first = record(TRANSFORMER)
+    window.begin_run(first.start["script"], RunOptions(), first)
+    settle(qtbot, 15)
+    code, timeline, options = window.code_dock, window.bottom_dock, window.toggles_dock
+    window.splitDockWidget(timeline, options, Qt.Vertical)
+    settle(qtbot)
+    assert window.dock_arrangement.moved_by_user
+    window.resizeDocks([code, timeline, options], [300, 200, 150], Qt.Vertical)
+    settle(qtbot)
+    sizes = [dock.height() for dock in (code, timeline, options)]
+    rerun_checkpointed(window, qtbot, record, first)
+    assert [dock.height() for dock in (code, timeline, options)] == sizes
+
+
 def test_the_memory_tab_still_asks_for_room_in_the_windows_own_arrangement(window, record, qtbot):
     """Untouched by the user, the 1366x768 column gives the timeline views room for the chart and
     the first lines of a re-run's summary (what the room ask is for)."""
