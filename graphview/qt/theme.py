@@ -46,7 +46,7 @@ class Theme:
     disabled: str
     link: str
     tooltip: str
-    control_border: str  # a check box's box (graphview.qt.widgets.check_boxes): 3:1 against the window
+    control_border: str  # the edges of check boxes and fields (graphview.qt.widgets.outlined): 3:1 to the window
     # words in the panels
     muted: str
     warn: str

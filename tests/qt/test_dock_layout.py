@@ -177,34 +177,50 @@ def indicator_in(ancestor, box) -> QRect:
     return inside.translated(box.mapTo(ancestor, QPoint(0, 0)))
 
 
+def edge_contrast(picture, left: int, y: int) -> tuple[float, str, str]:
+    """The contrast of the pixel at ``(left, y)`` (a control's left edge) with the one 3 px left of it."""
+    from tests.qt.test_themes import contrast
+
+    edge, outside = picture.pixelColor(left, y), picture.pixelColor(left - 3, y)
+    return contrast(edge, outside), edge.name(), outside.name()
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_the_run_options_check_boxes_are_outlined_to_be_seen_on_either_theme(window, record, qtbot, restore_theme,
-                                                                             theme):
+def test_the_run_options_controls_are_outlined_to_be_seen_on_either_theme(window, record, qtbot, restore_theme,
+                                                                          theme):
     """On the dark theme retain_graph, create_graph, skip zero_grad and save_on_cpu had a box
-    #181a1f outlined in #191b20 on the #202329 panel (1.1:1): a bare word, not a control. On the
-    light theme the outline was #bcbcbc on #efefef (1.6:1). Each box's outline now stands 3:1 and
-    more from the panel outside it and from the box's fill inside, on the pixels the dock shows,
-    and a checked box still shows its mark."""
+    #181a1f outlined in #191b20 on the #202329 panel (1.1:1): a bare word, not a control; the
+    fields (detach at, checkpoint, arguments, steps, the combo boxes) had edges as faint, an empty
+    one no field at all. On the light theme the edges were #bcbcbc on #efefef (1.6:1). Each edge
+    now stands 3:1 and more from the panel outside it (a box's from its fill inside too), on the
+    pixels the dock shows, and a checked box still shows its mark."""
+    from tests.qt.test_themes import contrast
+
     themes.apply(theme)
     window.resize(1366, 768)
     run = record(model("mlp_optimizer"))
     window.begin_run(run.start["script"], RunOptions(), run)
     toggles = window.toggles
     toggles.retain.setChecked(True)
-    window.toggles_dock.raise_()
+    window.toggles_dock.setFloating(True)  # tall enough to show every option without scrolling
+    window.toggles_dock.resize(320, 520)
+    window.setFocus()  # (a focused field keeps the style's focus outline instead)
     settle(qtbot)
     dock = window.toggles_dock
     picture = dock.grab().toImage()
-    from tests.qt.test_themes import contrast
-
     for box in (toggles.retain, toggles.create, toggles.accumulate, toggles.save_on_cpu):
         assert box.isVisible(), box.text()
         mark = indicator_in(dock, box)
-        y = mark.center().y()
-        edge, outside = picture.pixelColor(mark.left(), y), picture.pixelColor(mark.left() - 3, y)
+        ratio, edge, outside = edge_contrast(picture, mark.left(), mark.center().y())
         inside = picture.pixelColor(mark.left() + 2, mark.top() + mark.height() * 3 // 4)
-        assert contrast(edge, outside) >= 3 and contrast(edge, inside) >= 3, \
-            (box.text(), edge.name(), outside.name(), inside.name())
+        assert ratio >= 3 and contrast(picture.pixelColor(mark.left(), mark.center().y()), inside) >= 3, \
+            (box.text(), edge, outside, inside.name())
+    for field in (toggles.mode, toggles.device, toggles.steps, toggles.detach, toggles.checkpoint,
+                  toggles.autocast, toggles.arguments):
+        place = rect_in(dock, field)
+        assert dock.rect().contains(place) and not field.hasFocus()
+        ratio, edge, outside = edge_contrast(picture, place.left(), place.center().y())
+        assert ratio >= 3, (type(field).__name__, edge, outside)
     # the mark of a checked box is kept (the outline is drawn over the style's own box)
     mark = indicator_in(dock, toggles.retain)
     fill = picture.pixelColor(mark.left() + 2, mark.bottom() - 2)
@@ -213,23 +229,24 @@ def test_the_run_options_check_boxes_are_outlined_to_be_seen_on_either_theme(win
     assert sum(contrast(pixel, fill) >= 3 for pixel in inner) >= 5
 
 
-def test_the_image_export_dialogs_check_boxes_are_outlined_on_the_dark_theme(window, qtbot, restore_theme):
-    """File > Export > Graph image had the same unseen boxes on the dark theme (1.1:1)."""
+def test_the_image_export_dialogs_controls_are_outlined_on_the_dark_theme(window, qtbot, restore_theme):
+    """File > Export > Graph image had the same unseen boxes and field on the dark theme (1.1:1)."""
     from graphview.qt.image_export_dialog import ImageExportDialog
-    from tests.qt.test_themes import contrast
 
     themes.apply("dark")
     dialog = ImageExportDialog(window, "/tmp/graph.png", "caption")
     qtbot.addWidget(dialog)
     dialog.show()
     qtbot.waitExposed(dialog)
+    dialog.setFocus()
+    qtbot.wait(20)
     picture = dialog.grab().toImage()
     for box in (dialog.legend, dialog.caption, dialog.light):
         mark = indicator_in(dialog, box)
-        y = mark.center().y()
-        edge, outside = picture.pixelColor(mark.left(), y), picture.pixelColor(mark.left() - 3, y)
-        assert contrast(edge, outside) >= 3, (box.text(), edge.name(), outside.name())
-
+        assert edge_contrast(picture, mark.left(), mark.center().y())[0] >= 3, box.text()
+    for field in (dialog.file, dialog.format):
+        place = rect_in(dialog, field)
+        assert edge_contrast(picture, place.left(), place.center().y())[0] >= 3, type(field).__name__
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QLineE
 
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 from graphview.qt.plain import plain_label
-from graphview.qt.widgets.check_boxes import outline_checks
+from graphview.qt.widgets.outlined import outline_controls
 
 
 class TogglesPanel(QWidget):
@@ -48,7 +48,9 @@ class TogglesPanel(QWidget):
         buttons.addWidget(self.run_button)
         layout.addLayout(buttons)
         layout.addStretch(1)
-        self._check_style = outline_checks(self.retain, self.create, self.accumulate, self.save_on_cpu)  # seen on the dark theme
+        # their edges seen on the dark theme
+        self._outlined = outline_controls(self.retain, self.create, self.mode, self.accumulate, self.device, self.steps,
+                                          self.detach, self.checkpoint, self.autocast, self.save_on_cpu, self.arguments)
 
     def _add_autograd_options(self, form: QFormLayout) -> None:
         """What backward is told, the grad mode, zero_grad, the device, the steps, where to detach."""

@@ -1,0 +1,61 @@
+"""Controls whose edges read on either theme: check boxes, text fields, spin and combo boxes.
+
+Fusion outlines them in the window's colour darkened by 40%: on the dark theme that is #191b20
+around a #181a1f box on the #202329 panel (1.1:1), so an unchecked option in the run options read
+as a bare word and an empty field as nothing at all; on the light theme #bcbcbc on #efefef (1.6:1).
+:class:`OutlinedControls` draws them as the application's style does, then outlines them in the
+theme's ``control_border`` (3:1 and more against the panel and the field, WCAG's contrast for a
+control's edge). A focused control keeps the style's own focus outline.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import QProxyStyle, QStyle, QWidget
+
+from graphview.qt import theme as themes
+
+#: the complex controls outlined (their frame), with the corner radius Fusion gives them
+FRAMED = (QStyle.CC_SpinBox, QStyle.CC_ComboBox)
+
+
+class OutlinedControls(QProxyStyle):
+    """The application's style with a check box's box and a field's frame outlined in the theme's
+    ``control_border`` (its ``disabled`` colour for a disabled control)."""
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        if element == QStyle.PE_IndicatorCheckBox:
+            if not (option.state & QStyle.State_HasFocus and option.state & QStyle.State_KeyboardFocusChange):
+                outline(option, painter, 0)
+        elif element == QStyle.PE_FrameLineEdit and not option.state & QStyle.State_HasFocus:
+            outline(option, painter, 2)
+
+    def drawComplexControl(self, control, option, painter, widget=None) -> None:
+        super().drawComplexControl(control, option, painter, widget)
+        if control in FRAMED and option.frame and not option.state & QStyle.State_HasFocus:
+            outline(option, painter, 2)
+
+
+def outline(option, painter: QPainter, radius: float) -> None:
+    """A 1 px line just inside ``option.rect``, where the style draws the control's edge."""
+    theme = themes.current()
+    colour = theme.control_border if option.state & QStyle.State_Enabled else theme.disabled
+    painter.save()
+    painter.setRenderHint(QPainter.Antialiasing, radius > 0)
+    painter.setPen(QPen(QColor(colour), 1))
+    painter.setBrush(Qt.NoBrush)
+    if radius:
+        painter.drawRoundedRect(QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5), radius, radius)
+    else:
+        painter.drawRect(option.rect.adjusted(0, 0, -1, -1))
+    painter.restore()
+
+
+def outline_controls(*widgets: QWidget) -> OutlinedControls:
+    """Give ``widgets`` the outlined style, which the caller keeps (a widget does not own its style)."""
+    style = OutlinedControls()
+    for widget in widgets:
+        widget.setStyle(style)
+    return style
