@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSettings, Qt
-from PySide6.QtGui import QMouseEvent, QPalette
+from PySide6.QtGui import QColor, QMouseEvent, QPalette
 from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionButton, QStyleOptionTab
 
 from graphview.core.options import RunOptions
@@ -52,23 +52,26 @@ def test_run_again_is_in_sight_in_the_run_options_dock_without_scrolling(window,
     dock.raise_()  # at 1366x768 a tab beside the code and the inspector
     settle(qtbot)
     assert window.size().width() == size[0] and window.size().height() == size[1]
-    assert button.isVisible() and not dock.visibleRegion().isEmpty()
+    assert_in_sight(window, dock, button)
+
+
+def assert_in_sight(window, dock, widget) -> None:
+    """``widget`` is shown whole in ``dock``: within it, within every scroll area around it where
+    it is scrolled now (nothing to scroll to see it), and the window shows it at its centre."""
+    assert widget.isVisible() and not dock.visibleRegion().isEmpty()
     seen = rect_in(dock, dock.widget())
-    assert seen.contains(rect_in(dock, button)), (seen, rect_in(dock, button))
-    assert dock.visibleRegion().boundingRect().contains(rect_in(dock, button))
-    # every scroll area around the button shows it where it is now (nothing to scroll to see it)
-    parent = button.parentWidget()
+    assert seen.contains(rect_in(dock, widget)), (seen, rect_in(dock, widget))
+    assert dock.visibleRegion().boundingRect().contains(rect_in(dock, widget))
+    parent = widget.parentWidget()
     while parent is not None and parent is not dock:
         if isinstance(parent, QScrollArea):
             port = parent.viewport()
-            assert rect_in(port, button).top() >= 0 and port.rect().contains(rect_in(port, button)), \
-                (rect_in(port, button), port.rect())
+            assert rect_in(port, widget).top() >= 0 and port.rect().contains(rect_in(port, widget)), \
+                (rect_in(port, widget), port.rect())
         parent = parent.parentWidget()
-    # the button is in the window and not under another dock
-    assert window.rect().contains(rect_in(window, button))
-    centre = rect_in(window, button).center()
-    assert window.childAt(centre) is button
-
+    # in the window and not under another dock
+    assert window.rect().contains(rect_in(window, widget))
+    assert window.childAt(rect_in(window, widget).center()) is widget
 
 def drag_separator(window, qtbot, above, below, pixels: int) -> None:
     """Drag the separator between the docks ``above`` and ``below`` down by ``pixels``, with the
@@ -320,3 +323,44 @@ def test_a_diagnostics_count_leaves_every_timeline_tab_title_whole_at_1366x768(w
     for i in range(bar.count()):
         text = bar.fontMetrics().size(Qt.TextShowMnemonic, bar.tabText(i)).width()
         assert bar.tabRect(i).width() >= text + 14, (bar.tabText(i), bar.tabRect(i).width(), text)
+
+
+def strongest_contrast(image, background) -> float:
+    """The highest contrast of any pixel of ``image`` with ``background`` (a text's glyphs)."""
+    from tests.qt.test_themes import contrast
+
+    colours = {image.pixel(x, y) for x in range(image.width()) for y in range(image.height())}
+    return max(contrast(QColor.fromRgb(rgb), background) for rgb in colours)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_run_options_say_why_run_again_refused_in_sight_and_in_words_that_read(window, record, qtbot,
+                                                                                  restore_theme, theme):
+    """Arguments with an open quote are refused with a line in red. It came last in the scrolled
+    form: at 1366x768 below the fold of the run options' dock, so "Run again" seemed to do nothing;
+    and in a fixed #b91c1c, 2.4:1 on the dark theme's #202329 panel. The line is now above the
+    button, outside the scrolled form, in the theme's error colour (following a change of theme):
+    in sight, and 4.5:1 and more on the pixels the label shows."""
+    themes.apply("light" if theme == "dark" else "dark")  # (the other first: the label follows the change)
+    window.resize(1366, 768)
+    run = record(model("mlp_optimizer"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    dock, toggles = window.toggles_dock, window.toggles
+    dock.raise_()
+    settle(qtbot)
+    toggles.arguments.setText('--name "open')
+    requested = []
+    toggles.sigRunRequested.connect(requested.append)
+    toggles.run_button.click()
+    themes.apply(theme)
+    settle(qtbot)
+    label = toggles.arguments_error
+    assert requested == [] and "close the quote" in label.text()
+    assert_in_sight(window, dock, label)
+    assert_in_sight(window, dock, toggles.run_button)
+    assert not rect_in(dock, label).intersects(rect_in(dock, toggles.run_button))
+    picture = dock.grab().toImage()
+    place = rect_in(dock, label)
+    background = picture.pixelColor(place.left() - 3, place.center().y())
+    assert background == toggles.palette().color(QPalette.Window)
+    assert strongest_contrast(picture.copy(place), background) >= 4.5

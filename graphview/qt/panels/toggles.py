@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QLineE
                                QSpinBox, QVBoxLayout, QWidget)
 
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
+from graphview.qt import theme as themes
 from graphview.qt.plain import plain_label
 from graphview.qt.widgets.outlined import outline_controls
 
@@ -32,25 +33,41 @@ class TogglesPanel(QWidget):
         self._add_memory_options(form)
         self._add_arguments(form)
         # the form scrolls in a short dock (else the window grew taller than its screen: 800x550
-        # became 800x686); the button does not
+        # became 800x686); the button (and why it refused) does not
         self.form_scroll = QScrollArea()
         self.form_scroll.setWidgetResizable(True)
         self.form_scroll.setFrameShape(QFrame.NoFrame)
         self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.form_scroll.setWidget(fields)
-        self.run_button = QPushButton("Run again with these options")
-        self.run_button.clicked.connect(self._run_again)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.form_scroll)
-        buttons = QVBoxLayout()  # the button right below the form, the rest of a tall dock below it
-        buttons.setContentsMargins(9, 6, 9, 9)
-        buttons.addWidget(self.run_button)
-        layout.addLayout(buttons)
+        layout.addLayout(self._run_row())  # right below the form, the rest of a tall dock below it
         layout.addStretch(1)
         # their edges seen on the dark theme
         self._outlined = outline_controls(self.retain, self.create, self.mode, self.accumulate, self.device, self.steps,
                                           self.detach, self.checkpoint, self.autocast, self.save_on_cpu, self.arguments)
+        themes.changes().changed.connect(self.apply_theme)  # a bound slot: it goes with the panel
+        self.apply_theme()
+
+    def _run_row(self) -> QVBoxLayout:
+        """"Run again", and above it the line that says why it refused (an open quote in the
+        arguments, an option out of range): below the scrolled form, both in sight (last in the
+        form, the line came below the fold of a short dock, and was not seen)."""
+        self.arguments_error = plain_label()  # quotes a trace's arguments: text, never HTML
+        self.arguments_error.setWordWrap(True)
+        self.arguments_error.hide()
+        self.run_button = QPushButton("Run again with these options")
+        self.run_button.clicked.connect(self._run_again)
+        row = QVBoxLayout()
+        row.setContentsMargins(9, 6, 9, 9)
+        row.addWidget(self.arguments_error)
+        row.addWidget(self.run_button)
+        return row
+
+    def apply_theme(self, theme=None) -> None:
+        """The refusal in the theme's error colour (a fixed #b91c1c stood 2.4:1 on the dark panel)."""
+        self.arguments_error.setStyleSheet(f"color:{themes.current().error}")
 
     def _add_autograd_options(self, form: QFormLayout) -> None:
         """What backward is told, the grad mode, zero_grad, the device, the steps, where to detach."""
@@ -102,18 +119,13 @@ class TogglesPanel(QWidget):
         form.addRow(self.save_on_cpu)
 
     def _add_arguments(self, form: QFormLayout) -> None:
-        """The script's own arguments, and the line that says why a trace's do not parse."""
+        """The script's own arguments (why they do not parse is said above "Run again")."""
         self.arguments = QLineEdit()
         self.arguments.setPlaceholderText("none (the script's sys.argv[1:])")
         self.arguments.setToolTip("the script's own arguments (its sys.argv[1:]), as after python script.py "
                                   "on a command line; quotes group words")
         self.arguments.returnPressed.connect(self._run_again)
         form.addRow("arguments", self.arguments)
-        self.arguments_error = plain_label()  # quotes a trace's arguments: text, never HTML
-        self.arguments_error.setWordWrap(True)
-        self.arguments_error.setStyleSheet("color:#b91c1c")
-        self.arguments_error.hide()
-        form.addRow(self.arguments_error)
 
     def set_devices(self, devices: list[str]) -> None:
         current = {self.device.itemData(i) for i in range(self.device.count())}
