@@ -17,7 +17,8 @@ from torch.utils.checkpoint import checkpoint
 
 from graphview.core.held import activation_peak, held_at
 from graphview.core.options import module_matches
-from graphview.core.whatif import WORTH_A_RECOMPUTE, checkpoint_suggestions, compare_runs, module_bytes, step_spans
+from graphview.core.whatif import (WORTH_A_RECOMPUTE, backward_start_in, checkpoint_suggestions, compare_runs, module_bytes,
+                                   step_spans)
 from tests.capture.held_by_torch import held_by_torch, saved_while_called
 from tests.conftest import model, zoo
 
@@ -313,3 +314,34 @@ def step():
         assert figures.get(layer_path) == torch_held, layer_path
         for inner, module in layer.named_children():
             assert figures.get(f"{layer_path}.{inner}", 0) == saved_while_called(scope["step"], module), inner
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_module_the_script_checkpoints_has_its_box_in_the_forward(record, write_script, monkeypatch, reentrant):
+    """A plain call of ``model[2]`` draws its box; checkpointed with ``use_reentrant=True`` it drew
+    none in the forward: torch calls the module inside ``CheckpointFunction.apply``, whose inside
+    graphview records as one op, so its call was not entered and the checkpoint's node lay outside
+    every box. Its one box now holds that node, which is all the call made (torch runs it under
+    no_grad), and what it holds at backward is the input the checkpoint keeps, as torch says
+    (saved_tensors_hooks packing during the checkpoint(...) call, alive when the forward returned);
+    the weights of the modules inside, first used by the recompute, lie in the recompute's boxes."""
+    from graphview.core.drawing import Drawing
+    from graphview.core.held import held_by_nodes
+    from graphview.core.hierarchy import AUTOGRAD_KINDS, module_boxes
+
+    path = write_script(f"REENTRANT = {reentrant}\n" + SCRIPT_CHECKPOINT.replace("FIRST", BLOCK_STARTS["linear"]))
+    run = record(path, steps=1)
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    boxes = module_boxes(drawing)
+    blocks = [box for box in boxes if box.path == "model.2"]  # (the script's own call and the step's)
+    assert blocks and all(box.type == "Sequential" for box in blocks)
+    weights = {drawing.nodes[m].title: b.path for b in boxes for m in b.members if drawing.nodes[m].kind == "param"}
+    assert weights["model.2.0.weight"] == ("checkpoint recompute.model.2.0" if reentrant else "model.2.0")
+    if reentrant:
+        nodes = {drawing.nodes[m].ref for box in blocks for m in box.members if drawing.nodes[m].kind in AUTOGRAD_KINDS}
+        assert {run.op_nodes[vid].name for vid in nodes} == {"CheckpointFunctionBackward"}
+        [(_, start, end)] = step_spans(run)[:1]
+        at = backward_start_in(run, start, end)
+        in_step = {vid for vid in nodes if run.op_nodes[vid].born >= start}
+        assert held_by_nodes(run, in_step, at).activations == kept_by_the_scripts_checkpoint(path, monkeypatch)

@@ -10,6 +10,7 @@ import weakref
 from contextlib import ExitStack
 
 import torch
+import torch.utils.checkpoint
 from torch.nn.parameter import is_lazy
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -21,6 +22,8 @@ from graphview.capture.parameter_summaries import summarize_parameters
 
 #: what ``torch.nn.utils.parametrize`` puts in place of a parametrized weight (weight_norm's)
 _PARAMETRIZATIONS = torch.nn.utils.parametrize.ParametrizationList
+#: the Function a reentrant checkpoint runs its function in (a private name: where missing, None)
+_CHECKPOINT_FUNCTION = getattr(torch.utils.checkpoint, "CheckpointFunction", None)
 
 
 class ModuleHooks(TensorIdentity):
@@ -158,6 +161,25 @@ class ModuleHooks(TensorIdentity):
                 frame, _ = self.user_frame(3)
                 return self._force_detach(output, frame.f_lineno if frame else None)
         return None
+
+    def checkpointed_module(self, cls, args) -> torch.nn.Module | None:
+        """The module a reentrant checkpoint runs (``checkpoint(block, x, use_reentrant=True)``:
+        ``CheckpointFunction.apply(block, preserve_rng_state, x)``), its call entered; else None.
+        The checkpoint calls the module inside the Function's forward, where the recorder is quiet
+        (a custom Function is one op): its call made no module box, and the checkpoint's node,
+        made as the call returns, with the input it keeps, went outside it. The call is entered
+        around the Function instead (the module's hooks inside stay quiet), so that node is the
+        module's, as a plain call's nodes are (the call made no other: torch runs it under no_grad)."""
+        if cls is not _CHECKPOINT_FUNCTION or len(args) < 2 or not isinstance(args[0], torch.nn.Module):
+            return None
+        self._module_pre(args[0], args[2:])
+        return args[0]
+
+    def checkpointed_module_done(self, block: torch.nn.Module, args, out):
+        """The call :meth:`checkpointed_module` entered, left: what the script gets (``out``, or
+        detached at ``--detach-at``, as the module's own hook would)."""
+        detached = self._module_post(block, args[2:], out)
+        return out if detached is None else detached
 
     def _optimizer_pre(self, optimizer, args, kwargs):
         return None  # ops inside step() are skipped by user_frame (torch/optim frames)

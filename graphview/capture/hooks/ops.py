@@ -309,12 +309,18 @@ class OpHooks(TensorIdentity):
             frame, _ = recorder.user_frame(2)
             with recorder.at_work():
                 recorder.flush_names(frame)
-            recorder._op_inputs = _tensor_ids(args, kwargs)
+            block, out = recorder.checkpointed_module(cls, args), None  # (its call, entered here: see there)
             try:
-                with recorder.quiet():
-                    out = original(cls, *args, **kwargs)
+                recorder._op_inputs = _tensor_ids(args, kwargs)
+                try:
+                    with recorder.quiet():
+                        out = original(cls, *args, **kwargs)
+                finally:
+                    recorder._op_inputs = None
+                out = recorder._recorded(f"{cls.__name__}.apply", args, kwargs, out, frame)
             finally:
-                recorder._op_inputs = None
-            return recorder._recorded(f"{cls.__name__}.apply", args, kwargs, out, frame)
+                if block is not None:
+                    out = recorder.checkpointed_module_done(block, args, out)
+            return out
 
         return apply

@@ -49,6 +49,7 @@ from typing import Callable
 from graphview.core.drawing.grid import Grid
 from graphview.core.drawing.nodes import DrawEdge, DrawNode, unnamed_title
 from graphview.core.run import Run
+from graphview.core.whatif import RECOMPUTE_MODULE
 
 #: what is drawn above its first user, in its module's box by its name
 _LEAF_KINDS = frozenset({"param", "accumulate", "input"})
@@ -89,6 +90,18 @@ def buffer_module(run: Run, tid: int) -> str | None:
     if info.get("kind") != "buffer" or not info.get("name"):
         return None
     return info["name"].rpartition(".")[0] or None
+
+
+def _ran_by(entered: dict[str, int], path: str, late: int) -> str | None:
+    """Module ``path`` if it was entered by event ``late``, else the innermost module around it
+    that was (see :meth:`Placement._module_that_ran`); the recompute of ``path`` where only that
+    ran by then: a weight of a module a reentrant checkpoint runs is first used by its recompute
+    in backward (the forward's call made no node: torch ran it under no_grad)."""
+    if entered.get(path, late + 1) > late and entered.get(f"{RECOMPUTE_MODULE}.{path}", late + 1) <= late:
+        return f"{RECOMPUTE_MODULE}.{path}"
+    while path and entered.get(path, late + 1) > late:
+        path = path.rpartition(".")[0]
+    return path or None
 
 
 def made_without_grad(run: Run, node: DrawNode) -> bool:
@@ -308,10 +321,7 @@ class Placement:
         entered = self.run.module_entered
         if path is None or not entered:
             return  # (a run that records no module calls: boxes by name alone)
-        late = len(self.run.events) if at is None else at
-        while path and entered.get(path, late + 1) > late:
-            path = path.rpartition(".")[0]
-        node.module = path or None
+        node.module = _ran_by(entered, path, len(self.run.events) if at is None else at)
 
     def _place(self, node: DrawNode) -> None:
         kind = node.kind
