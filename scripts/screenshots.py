@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # a fresh settings folder: the pictures show what a new user sees (no recent files of ours)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="graphview-screenshots-")
 
+from PySide6.QtCore import QPointF  # noqa: E402
+
 from graphview.app.gui import App, ROOT  # noqa: E402
 from graphview.core import timeline  # noqa: E402
 
@@ -99,8 +101,10 @@ def main() -> None:
 
 def real_model(app: App, out: str) -> None:
     """Hugging Face T5 (an encoder-decoder from a tiny random config, tests/zoo) at 1366x768, six
-    nodes into its first backward, the view following it: lm_head running, encoder and decoder shut
-    at the top of the overview (the graph is wider than the canvas at a readable zoom)."""
+    nodes into its first backward: the model's input side at a readable zoom, all of its width
+    (source, target, the shared embedding, encoder and decoder shut side by side), and the node
+    backward runs, lm_head, lit in the overview in the corner. (Following backward showed lm_head
+    alone; the graph at the cursor is too tall to read whole.)"""
     try:
         import transformers  # noqa: F401 - the test extras have it; skip the shot without it
     except ImportError:
@@ -117,6 +121,12 @@ def real_model(app: App, out: str) -> None:
     for _ in range(6):
         window.move(timeline.next_backward_node)
     window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(app)
+    view = window.view
+    drawn = window.scene.drawn_rect()  # what the cursor shows: its top, its width in the middle
+    half_height = view.viewport().height() / view.readable_scale() / 2
+    view.fitting.readable_around(QPointF(drawn.center().x(), drawn.top() - 20 + half_height))
+    view.fitting.clear_edges(None)  # no node cut in half at the bottom edge
     shot(app, os.path.join(out, "t5_backward_1366x768.png"))
 
 

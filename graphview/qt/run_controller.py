@@ -149,9 +149,9 @@ class RunController(QObject):
         self.refresh_source()
         if run.events:  # a trace: all of it at once
             w.progress.finish()
+            self._finished = self._events_over = True  # nothing of it is waiting
             self.grow()
             self.placement.place(final=True)
-            self._finished = self._events_over = True  # nothing of it is waiting
         elif script_path:
             w.progress.start(script_path)
 
@@ -264,6 +264,7 @@ class RunController(QObject):
         w = self.window
         run = w.run
         w.scene.live = run.end is None and not self._events_over
+        w.scene.ended = not w.scene.live
         w.scene.patient = self.reading and not self._events_over
         more = w.scene.grow(budget=budget, seconds=seconds)
         w.timeline_bar.set_length(len(run.events))

@@ -12,13 +12,13 @@ Pure Python, no Qt, no torch.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from itertools import islice
 from operator import attrgetter, itemgetter
 
 from graphview.core.drawing.lifetimes import Lifetimes
 from graphview.core.drawing.nodes import INPUT_KINDS, DrawEdge, DrawNode
-from graphview.core.drawing.placement import Placement, buffer_module
+from graphview.core.drawing.placement import SHOWN_UNUSED_KINDS, WAIT_EVENTS, Placement, buffer_module
 from graphview.core.events import summary_text
 from graphview.core.run import ACCUMULATE_GRAD, OpNode, Run, TensorNode
 from graphview.core.queries.names import node_title
@@ -40,6 +40,9 @@ class Drawing:
         self._processed_edges = 0  # entries of run.side_edges looked at so far
         # elements of the run (tensor and autograd nodes) that a time-limited update left for the next (oldest first)
         self._backlog: list = []
+        self._held: list = []  # the newest elements, whose events the run has not all yet (see _incomplete)
+        self._streamed = False  # an update came before the run's end: it streams in
+        self._due: deque[DrawNode] = deque()  # tensors waiting for a user a streaming run may draw unused (born order)
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self.inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
         self._out: dict[str, list[DrawEdge]] = {}  # node id -> edges leaving it
@@ -70,7 +73,8 @@ class Drawing:
         """Whether a time-limited :meth:`update` left elements of the run for the next one."""
         return bool(self._backlog)
 
-    def update(self, final: bool = True, patient: bool = False, seconds: float | None = None) -> list[str]:
+    def update(self, final: bool = True, patient: bool = False, seconds: float | None = None,
+               over: bool = False) -> list[str]:
         """Place every element the run has gained since the last call. Returns new node ids.
 
         While a run is still streaming (``final=False``), a leaf nobody has used yet waits a
@@ -81,7 +85,12 @@ class Drawing:
         ``seconds``: stop after about that long (the window's event loop waits meanwhile); the
         elements left, the run's newest, are placed by the next calls, oldest first (:attr:`behind`).
         Until then the drawing is the one the run up to the first of them gives: the edges the run
-        knows besides the autograd structure wait for it too, and no call is ``final``."""
+        knows besides the autograd structure wait for it too, and no call is ``final``.
+
+        Until the run is ``final`` (or ``over``: no more events will come, a run cut off), its newest
+        tensors wait for the event of the op that made them (:meth:`_incomplete`). So where the
+        calls fall does not move a node: two recordings of a script, whose events come in batches
+        as the window's timer takes them, are drawn alike."""
         run = self.run
         # the run's tables only grow, by new keys at their end (it never drops one, and a key given a
         # new value keeps its place): the entries added since the last call are those past the count
@@ -92,12 +101,17 @@ class Drawing:
         fresh.extend(islice(run.op_nodes.values(), self._ops_seen, None))
         self._ops_seen = len(run.op_nodes)
         fresh.sort(key=_BORN)  # (each born at an event of its own)
-        if self._backlog:  # older than anything new: first
-            fresh = self._backlog + fresh
+        if self._backlog or self._held:  # older than anything new: first
+            fresh = self._backlog + self._held + fresh
             self._backlog = []
-        created = self._take(fresh, None if seconds is None else time.perf_counter() + seconds)
+        self._held = self._incomplete(fresh) if not (final or over) else []
+        self._streamed = self._streamed or not final
+        # (a run drawn whole at once, final from its first call, has no leaf wait for a horizon)
+        created = self._take(fresh, None if seconds is None else time.perf_counter() + seconds,
+                             patient or not self._streamed)
         # the run as far as this call placed it: up to the first element left for the next call
-        frontier = self._backlog[0].born if self._backlog else None
+        left = self._backlog or self._held
+        frontier = left[0].born if left else None
         self._extra_edges(frontier)
         if frontier is not None:
             final = False
@@ -105,26 +119,66 @@ class Drawing:
         self.placement.settle(final, patient, len(run.events) if frontier is None else frontier)
         return created
 
-    def _take(self, fresh: list, deadline: float | None) -> list[str]:
+    def _incomplete(self, fresh: list) -> list:
+        """The elements at the end of ``fresh`` (taken out of it) whose events the run has not
+        all yet: a tensor's event comes before the event of the op that made it (its producer,
+        its module, what it is called), so the tensors the run ends with wait for it. Taken without
+        it, a mask T5's attention makes was "tensor" outside every module box, or "output of add"
+        inside one, as the window's batches of events fell."""
+        events = self.run.events
+        complete = len(events)
+        while complete and events.kind(complete - 1) == "tensor":
+            complete -= 1
+        cut = len(fresh)
+        while cut and fresh[cut - 1].born >= complete:
+            cut -= 1
+        held = fresh[cut:]
+        del fresh[cut:]
+        return held
+
+    def _take(self, fresh: list, deadline: float | None, patient: bool = False) -> list[str]:
         """Draw and place the run's elements ``fresh`` (oldest first) until ``deadline`` (those left
-        wait in the backlog); returns the ids of the nodes made."""
+        wait in the backlog), each after the side edges made before it and, unless ``patient``, the
+        leaves whose wait for a user is over by then (:meth:`Placement.settle_due`): what calls the
+        run came in does not move a node. Returns the ids of the nodes made."""
         created: list[str] = []
         # (bound once: a big trace draws 10^5 nodes here)
         take_op, take_tensor, arrive = self._take_op, self._take_tensor, self.placement.arrive
-        if deadline is None:
-            for element in fresh:
-                node = take_op(element) if type(element) is OpNode else take_tensor(element)
-                created.append(node.id)
-                arrive(node)
-            return created
+        settle_due = (lambda born: None) if patient else self._settle_due
+        due = self._due
+        # the run's side edges go in among its elements, in the order the run made them (both ends
+        # are born by the edge's event): taken at the end of each call, they met the elements of
+        # that call already placed, and where the calls fell (how the events came in) moved nodes
+        # (a run drawn whole at once, final from its first call, meets them after all its elements)
+        side = self.run.side_edges
+        taken = self._processed_edges
+        next_edge = side[taken].born if self._streamed and taken < len(side) else None
         for done, element in enumerate(fresh):
-            if done & 63 == 63 and time.perf_counter() > deadline:
+            if deadline is not None and done & 63 == 63 and time.perf_counter() > deadline:
                 self._backlog = fresh[done:]
                 break
+            if next_edge is not None and next_edge < element.born:
+                self._extra_edges(element.born)
+                next_edge = side[self._processed_edges].born if self._processed_edges < len(side) else None
+            settle_due(element.born)
             node = take_op(element) if type(element) is OpNode else take_tensor(element)
             created.append(node.id)
             arrive(node)
+            if not node.placed and node.kind in SHOWN_UNUSED_KINDS:  # (it waits for a user)
+                due.append(node)
         return created
+
+    def _settle_due(self, now: int) -> None:
+        """Before the element born at event ``now`` of a streaming run: :meth:`Placement.settle` if a
+        tensor waiting for its user (:data:`SHOWN_UNUSED_KINDS`) has waited :data:`WAIT_EVENTS` by
+        then. So it is drawn at that point of the run whichever calls the events came in: settled
+        only at the end of each call, it went where the script was at the end of that call."""
+        due, horizon = self._due, now - WAIT_EVENTS
+        waited = False
+        while due and due[0].born < horizon:
+            waited = not due.popleft().placed or waited
+        if waited:
+            self.placement.settle(False, False, now)
 
     def _take_op(self, op: OpNode) -> DrawNode:
         """The node of autograd node ``op``, drawn with its arrows from the nodes drawn before it."""

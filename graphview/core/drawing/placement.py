@@ -2,8 +2,9 @@
 
 The entry point is :class:`Placement`; a :class:`~graphview.core.drawing.builder.Drawing` makes a
 node for each element of the run and hands it over (:meth:`Placement.arrive`), tells it of each
-edge drawn (:meth:`Placement.meet`), and at the end of each update lets the leaves nobody used
-yet find their place (:meth:`Placement.settle`). The cells themselves are kept by a
+edge drawn (:meth:`Placement.meet`), and at the end of each update (while a run streams, also
+before the first element past a leaf's wait) lets the leaves nobody used yet find their place
+(:meth:`Placement.settle`). The cells themselves are kept by a
 :class:`~graphview.core.drawing.grid.Grid`.
 
 The rules, in the order they apply:
@@ -72,7 +73,9 @@ def _weights_first(node: DrawNode) -> tuple[bool, bool]:
 
 
 #: how far (in events) a streaming run's leaf nobody uses waits before it is drawn anyway
-_WAIT_EVENTS = 200
+WAIT_EVENTS = 200
+#: what a streaming run draws once nobody used it for that long, if the script named it (see Placement._shown_unused)
+SHOWN_UNUSED_KINDS = frozenset({"input", "input_grad", "detached"})
 
 
 def setup_end(run: Run) -> int | None:
@@ -198,7 +201,7 @@ class Placement:
         script named that nobody used for a while (where the script is then). ``patient`` (a trace
         being read, whose end is sure to come): nothing is placed before the end. Unnamed tensors
         nobody uses are not placed (unless something uses them later: then above their user)."""
-        horizon = now - _WAIT_EVENTS if not patient else -1
+        horizon = now - WAIT_EVENTS if not patient else -1
         still, users_first = [], []
         for node_id in self._deferred:
             node = self.nodes[node_id]
@@ -226,7 +229,7 @@ class Placement:
         and buffers, their AccumulateGrad and ``weight.t()`` wait for their user however long it takes
         (a decoder's weights, made in the constructor, are first used far into the step): drawn early,
         they would sit in the encoder's rows and split every module box around them."""
-        if node.kind not in ("input", "input_grad", "detached") or not self.run.tensor_name(node.ref):
+        if node.kind not in SHOWN_UNUSED_KINDS or not self.run.tensor_name(node.ref):
             return False  # unnamed: maybe a buffer, named at its model's first call, or scratch
         info = self.run.tensors.get(node.ref)
         return info is None or info.get("kind") not in ("buffer", "param")  # (a weight without grad too)
@@ -235,9 +238,11 @@ class Placement:
         """An unnamed tensor nothing recorded uses: the scratch tensors a model's constructor
         makes (``torch.empty`` before it becomes a Parameter, a Parameter that weight tying
         replaced). A real model makes dozens; drawn, they would be a row of noise as wide as
-        the model. A parameter of a model, or a tensor in a variable, has a name and stays."""
+        the model. A parameter of a model, or a tensor in a variable, has a name and stays (the
+        name the run has now: a variable is named a few events after its tensor is made, and a
+        node made in between kept the title "tensor")."""
         return (node.kind in ("input", "param") and unnamed_title(node.title) and not node.preds
-                and not self.out.get(node.id))
+                and not self.out.get(node.id) and not self.run.tensor_name(node.ref))
 
     def _scratch(self, node: DrawNode) -> bool:
         """An unnamed tensor (or a model's buffer) nothing drawn has used, whose no-grad offspring

@@ -79,6 +79,7 @@ class GraphScene(QGraphicsScene):
         self.selection = Selection(self)
         self.boxes = ModuleBoxes(self)  # module boxes, which are shut, and the layout that follows
         self.live = False  # a runner is streaming into this scene
+        self.ended = False  # no more events will come into its run (it ended, was read whole, or was cut off)
         self.patient = False  # a trace is being read into it: leaves wait for their users, however far
         self._boxes_at = 0.0  # when the module boxes were last found again, and how often they may be
         self._boxes_every = 0.5
@@ -178,6 +179,7 @@ class GraphScene(QGraphicsScene):
         self.at_cursor.reset()
         self.run = run
         self.drawing = Drawing(run)
+        self.ended = False  # (the session says, before it grows the scene)
         self.cursor = -1
         self.selection.kept = None
         self.grow()
@@ -195,7 +197,7 @@ class GraphScene(QGraphicsScene):
         slice_s = SCENE_SLICE_S if seconds is None else max(0.002, min(SCENE_SLICE_S, seconds))
         # with a budget (a run streaming in), the layout takes a slice of the event loop too
         self._waiting.extend(self.drawing.update(final=self.run is not None and self.run.end is not None,
-                                                 patient=self.patient,
+                                                 patient=self.patient, over=self.ended,
                                                  seconds=None if budget is None else
                                                  slice_s * LAYOUT_SLICE_S / SCENE_SLICE_S))
         now = time.monotonic()
