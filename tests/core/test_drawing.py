@@ -610,3 +610,25 @@ def test_a_tied_lm_head_is_one_box_per_call_holding_nothing_of_another_module(re
     # the tied weight and its AccumulateGrad stay the embedding's
     weight = [n for n in drawing.nodes.values() if n.title == "transformer.wte.weight"]
     assert weight and {n.module for n in weight} == {"transformer.wte"}
+
+
+def test_recordings_of_a_script_drawn_as_their_events_come_in_any_batches_place_each_node_alike(record):
+    """A live run is drawn as its events come, in batches as the window's timer finds them. Where
+    a batch ended moved nodes: the gradient-penalty sample (a backward with create_graph, then
+    another) whose events all came in the first batch was drawn as a run given whole, its input x
+    a column further right than when they came in several. Three recordings, their events in one
+    batch, in batches of 7 and in batches of 3 and 11: every node in one place."""
+    places = []
+    for sizes in ([10 ** 6], [7], [3, 11]):
+        events = record(model("gradient_penalty"), steps=2).events
+        run = Run()
+        drawing = Drawing(run)  # (as the window's: made when the run starts, before its events)
+        start = taken = 0
+        while start < len(events):
+            size = sizes[taken % len(sizes)]
+            run.extend(events[start:start + size])
+            start, taken = start + size, taken + 1
+            drawing.update(final=start >= len(events))
+        places.append({node.id: (node.layer, node.slot) for node in drawing.nodes.values() if node.placed})
+    assert len(places[0]) > 60
+    assert places[1] == places[0] and places[2] == places[0]

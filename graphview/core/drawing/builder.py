@@ -41,7 +41,9 @@ class Drawing:
         # elements of the run (tensor and autograd nodes) that a time-limited update left for the next (oldest first)
         self._backlog: list = []
         self._held: list = []  # the newest elements, whose events the run has not all yet (see _incomplete)
-        self._streamed = False  # an update came before the run's end: it streams in
+        # the run streams in: the drawing began on a run without events (a runner's, a trace being read),
+        # or an update came before the run's end; a run drawn whole at once is not
+        self._streamed = not run.events
         self._due: deque[DrawNode] = deque()  # tensors waiting for a user a streaming run may draw unused (born order)
         self.derived: set[str] = set()  # no-grad tensors made from others (detach, ops under no_grad)
         self.inputs: list[str] = []  # inputs (leaves not made from a drawn tensor): they end when torch frees them
@@ -106,7 +108,7 @@ class Drawing:
             self._backlog = []
         self._held = self._incomplete(fresh) if not (final or over) else []
         self._streamed = self._streamed or not final
-        # (a run drawn whole at once, final from its first call, has no leaf wait for a horizon)
+        # (a run drawn whole at once has no leaf wait for a horizon)
         created = self._take(fresh, None if seconds is None else time.perf_counter() + seconds,
                              patient or not self._streamed)
         # the run as far as this call placed it: up to the first element left for the next call
@@ -149,7 +151,7 @@ class Drawing:
         # the run's side edges go in among its elements, in the order the run made them (both ends
         # are born by the edge's event): taken at the end of each call, they met the elements of
         # that call already placed, and where the calls fell (how the events came in) moved nodes
-        # (a run drawn whole at once, final from its first call, meets them after all its elements)
+        # (a run drawn whole at once meets them after all its elements)
         side = self.run.side_edges
         taken = self._processed_edges
         next_edge = side[taken].born if self._streamed and taken < len(side) else None
