@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
+import json
 import os
 import statistics
 import subprocess
@@ -53,9 +54,11 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TIMED = "bench_timed_steps_begin"
 #: the parent's side of the pipe: reads batches as runner_client does, checks and writes them as
 #: `graphview record` does, and prints the records and bytes of the trace it wrote for the timed
-#: steps (those before are written too, uncounted: the events after them refer to theirs)
+#: steps (those before are written too, uncounted: the events after them refer to theirs), and
+#: the timed steps' events by kind (counted here, not in the timed steps: a call and a count
+#: for each event there would add their cost to the recorded step's)
 _PARENT = f"""
-import os, sys, tempfile, time
+import collections, json, os, sys, tempfile, time
 from graphview.core.channel import BatchReader
 from graphview.core.events import EventChecker
 from graphview.core.trace import TraceWriter
@@ -63,19 +66,22 @@ reader, checker = BatchReader(), EventChecker()
 folder = tempfile.mkdtemp()
 writer = TraceWriter(os.path.join(folder, "bench.gvtrace"))
 before = (0, 0)
+kinds = collections.Counter()
 while chunk := os.read(0, 1 << 16):
     for batch in reader.feed(chunk):
         for event in batch:
             if event.get("ev") == "{_TIMED}":
                 writer.flush()
                 before = (writer.records, os.fstat(writer.fileno()).st_size)
+                kinds.clear()
                 continue
+            kinds[event["ev"]] += 1
             checker.check(event)
             writer.write(event)
     writer.tick()
     len(chunk) < {_FULL_READ} and time.sleep({READ_PACE_S})
 writer.close()
-print(writer.records - before[0], os.path.getsize(writer.path) - before[1])
+print(json.dumps([writer.records - before[0], os.path.getsize(writer.path) - before[1], kinds]))
 os.remove(writer.path)
 os.rmdir(folder)
 """
@@ -293,18 +299,13 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
     # at the end it says how many records and bytes the trace holds
     sink = subprocess.Popen([sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             env={**os.environ, "PYTHONPATH": _ROOT})
+    # the recorder emits into the pipe itself, as the runner's does (written where control goes
+    # back to the script: EventPipe.handover)
     pipe = EventPipe(os.dup(sink.stdin.fileno()))
-    kinds: collections.Counter = collections.Counter()
-
-    def emit(event: dict) -> None:
-        kinds[event["ev"]] += 1
-        pipe(event)
-
-    emit.handover = pipe.handover  # as the runner's pipe: written where control goes back to the script
     batches_before = [0]
 
     def timing_starts() -> None:  # after the warm-up steps (the first recorded one introduces every
-        kinds.clear()             # parameter and module, a one-off the figures of a step leave out)
+        # parameter and module, a one-off the figures of a step leave out)
         pipe({"ev": _TIMED})
         pipe.handover()
         batches_before[0] = pipe.counts[1]
@@ -315,7 +316,7 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
     # them; stepped by the plain step in between, every parameter would be new to the recorder at
     # each step (a tensor event with its exact statistics and histogram, 514 of them on the MLP)
     recorded_step = make_step()
-    recorder = Recorder(emit, __file__)
+    recorder = Recorder(pipe, __file__)
     floor, floor_with_backward = Floor(), FloorWithBackward()
 
     def recorded():
@@ -349,8 +350,9 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
     pipe.close()
     batches = pipe.counts[1] - batches_before[0]
     sink.stdin.close()
-    records, total_bytes = map(int, (sink.stdout.read() or b"0 0").split())
+    records, total_bytes, kinds = json.loads(sink.stdout.read() or b'[0, 0, {}]')
     sink.wait()
+    kinds = collections.Counter(kinds)
     recorded_steps = reps
     events = sum(kinds.values()) / reps
     return {"model": name, "plain_ms": statistics.median(times["plain"]) * 1e3,
