@@ -172,17 +172,12 @@ class TensorIdentity(RecorderState):
             if base_entry is not None and base_entry[0]() is base:
                 base_tid = base_entry[1]
         name = self._names.get(key) if self._name_refs.get(key) is not None and self._name_refs[key]() is t else None
-        event = {
-            "ev": "tensor", "tid": tid, "version": version, "name": name, "kind": self._kind(t, is_leaf),
-            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "device": device_name(t.device),
-            "requires_grad": requires_grad, "is_leaf": is_leaf, "grad_fn": gvid, "base": base_tid,
-            "line": line,
-        }
-        leafish = event["kind"] != "activation"  # parameters, inputs, buffers: also a histogram
+        kind = self._kind(t, is_leaf)
+        leafish = kind != "activation"  # parameters, inputs, buffers: also a histogram
         if summary is None or not leafish:
             summary = summarize(t, norm=leafish, hist=leafish)
-        event.update(summary or {})
-        self._emit_fn(event)
+        self._emit_fn(("tensor", tid, version, name, kind, list(t.shape), dtype_name(t.dtype), device_name(t.device),
+                       requires_grad, is_leaf, gvid, base_tid, line, summary or None))
         if new and name is None and pending:
             self._register_pending(t, tid)
         return [tid, version]
@@ -233,14 +228,11 @@ class TensorIdentity(RecorderState):
         else:
             seq = node._sequence_nr()
         nxt = [[c.metadata[VID_KEY] if c is not None else None, nr] for c, nr in node.next_functions]
-        self._emit_fn({
-            "ev": "node", "vid": vid, "name": name, "next": nxt, "seq": seq, "leaf": leaf,
-            "custom": isinstance(node, torch.autograd.function.BackwardCFunction),
-            "line": line, "module": module,
-        })
+        self._emit_fn(("node", vid, name, nxt, seq, leaf, isinstance(node, torch.autograd.function.BackwardCFunction),
+                       line, module))
         for attr, packed in self._saved_of(node):
             if isinstance(packed, _Packed):
-                self._emit_fn({"ev": "own", "sid": packed.sid, "owner": vid, "attr": attr})
+                self._emit_fn(("own", packed.sid, vid, attr))
             else:  # torch saves wrapped Python numbers without calling hooks: account for them here
                 sid = next(self._sids)
                 self._unhooked.setdefault(vid, []).append(sid)
@@ -269,12 +261,12 @@ class TensorIdentity(RecorderState):
             return
         with self._lock:
             for sid in self._unhooked.pop(vid, ()):
-                self._emit_held({"ev": "release", "sid": sid})
-            self._emit_fn({"ev": "node_dead", "vid": vid})
+                self._emit_held(("release", sid))
+            self._emit_fn(("node_dead", vid))
 
     def _release_unhooked(self, vid: int) -> None:
         for sid in self._unhooked.pop(vid, ()):
-            self._emit_held({"ev": "release", "sid": sid})
+            self._emit_held(("release", sid))
 
     def _saved_of(self, node):
         cls = type(node)

@@ -228,7 +228,7 @@ class Recording:
         return start
 
     # ------------------------------------------------------------------ writing
-    def _emit(self, event: dict) -> None:
+    def _emit(self, event: dict | tuple) -> None:
         """Hand ``event`` to the process writing the trace (see graphview/core/trace_process.py:
         the events go in batches, written where control goes back to the program; one that can no
         longer write, a full disk, says why at the end)."""
@@ -236,7 +236,8 @@ class Recording:
             pipe = self._pipe
             if pipe is None:
                 return
-            if not self._step_open and event["ev"] in _STEP_OPENING and self.status == "recording":
+            if not self._step_open and self.status == "recording" and \
+                    (event[0] if type(event) is tuple else event["ev"]) in _STEP_OPENING:
                 self._step_open = True
                 pipe({"ev": "step_start", "step": self.step_number})
             pipe(event)
@@ -250,6 +251,7 @@ class Recording:
     def _begin_window(self) -> None:
         emit = partial(Recording._emit, self)  # (a partial takes an attribute; no call between)
         emit.handover = self._handover  # written where control goes back to the program
+        emit.takes_compact = True  # (the trace's process reads them as the runner's reader does)
         self._recorder = Recorder(emit, self.script, self.options)
         self._recorder.own_optimizer_hooks = False  # this recording's one hook calls it (_optimizer_stepped)
         self._recorder.script = self.script  # as Python names it (a notebook cell has no real path)

@@ -96,10 +96,14 @@ class EventPipe:
         self._events, self._unsent = [], b""
         self._lock = threading.RLock()  # a fork may have copied it held
 
-    def __call__(self, event: dict) -> None:
+    #: the recorder may hand it compact events (tuples: graphview/core/compact_events.py): the
+    #: channel's reader makes them the dicts they stand for, in its own process
+    takes_compact = True
+
+    def __call__(self, event: dict | tuple) -> None:
         if self._off:
             return
-        kind = event.get("ev")
+        kind = event[0] if type(event) is tuple else event.get("ev")
         if kind == "run_end":
             flush_native_output()
         # no lock to append (one each event was most of what the pipe cost a step): the list is

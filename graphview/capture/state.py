@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from graphview.capture.summaries import device_name, dtype_name
+from graphview.core.compact_events import expanding
 from graphview.core.options import RunOptions, parse_detach_spec
 
 VID_KEY = "graphview_vid"
@@ -112,7 +113,10 @@ class RecorderState:
 
     def __init__(self, emit: Callable[[dict], None], script: str, options: RunOptions | None = None,
                  sample_cuda: bool | None = None) -> None:
-        self._emit_fn = emit
+        # the kinds a step makes by the thousand are made as tuples (graphview/core/compact_events.py),
+        # for an emitter that says it takes them (the runner's pipe, whose reader makes them dicts);
+        # any other gets each as its dict
+        self._emit_fn = emit if getattr(emit, "takes_compact", False) else expanding(emit)
         # the emitter's "write what you hold": called where control goes back to the script (an
         # op returned), so a crash in the script's next line loses nothing (see runner.EventPipe)
         self.handover: Callable[[], None] = getattr(emit, "handover", None) or _nothing
@@ -195,7 +199,7 @@ class RecorderState:
             del self._tensors[ref.key]
             if self._active:  # (an input the script binds anew; an activation once backward freed its copy)
                 with self._lock:
-                    self._emit_fn({"ev": "tensor_dead", "tid": entry[1]})
+                    self._emit_fn(("tensor_dead", entry[1]))
 
     def _grad_gone(self, ref: KeyedRef) -> None:
         known = self._grad_of.get(ref.key)
@@ -217,15 +221,15 @@ class RecorderState:
         stack.callback(setattr, owner, name, original)  # the undo first: it holds whatever fails next
         setattr(owner, name, value)
 
-    def emit(self, event: dict) -> None:
+    def emit(self, event: dict | tuple) -> None:
         with self._lock:
             self._emit_held(event)
 
-    def _emit_held(self, event: dict) -> None:
+    def _emit_held(self, event: dict | tuple) -> None:
         """:meth:`emit` by a caller that holds the lock already (inside :meth:`at_work`): the event,
         and after the kinds that change what a GPU holds, its allocated bytes."""
         self._emit_fn(event)
-        if self._cuda and event["ev"] in _ALLOCATING:
+        if self._cuda and (event[0] if type(event) is tuple else event["ev"]) in _ALLOCATING:
             self._sample_cuda()
 
     def _sample_cuda(self) -> None:
@@ -333,6 +337,15 @@ class RecorderState:
     @staticmethod
     def _saved_event(sid: int, t: torch.Tensor, owner: int | None = None, attr: str | None = None,
                      op_inputs: set | None = None) -> dict:
+        nbytes, key, device, kind, shape, dtype = RecorderState._saved_fields(sid, t, op_inputs)
+        return {
+            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device, "kind": kind,
+            "shape": shape, "dtype": dtype, "owner": owner, "attr": attr,
+        }
+
+    @staticmethod
+    def _saved_fields(sid: int, t: torch.Tensor, op_inputs: set | None) -> tuple:
+        """A ``saved`` event's bytes, storage, device, kind, shape and dtype of ``t``."""
         try:
             if t.layout == torch.sparse_coo:  # values and indices are two storages
                 values, indices = t._values(), t._indices()
@@ -356,10 +369,7 @@ class RecorderState:
                 kind = "activation"
         else:
             kind = "activation"
-        return {
-            "ev": "saved", "sid": sid, "bytes": nbytes, "storage": key, "device": device_name(t.device), "kind": kind,
-            "shape": list(t.shape), "dtype": dtype_name(t.dtype), "owner": owner, "attr": attr,
-        }
+        return nbytes, key, device_name(t.device), kind, list(t.shape), dtype_name(t.dtype)
 
 
 #: events after which the GPU's allocated bytes are read (on a CUDA run)

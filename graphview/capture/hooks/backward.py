@@ -230,16 +230,14 @@ class BackwardHooks(TensorIdentity):
         """The ``bw_node`` event: node ``vid`` is about to run on ``grad_outputs`` (at work already)."""
         if self._bw_current:
             self._bw_current[-1] = vid
-        event = {"ev": "bw_node", "bid": call.bid, "vid": vid}
         # the gradient arriving is the very tensor the single feeding edge sent, unchanged
         # (a user's tensor hook may have replaced or modified it: then summarize it again)
         if (from_edge is not None and len(grad_outputs) == 1 and grad_outputs[0] is not None
                 and call.sent.get(from_edge) == _identity(grad_outputs[0])):
-            event["grads_in"] = None
-            event["from_edge"] = list(from_edge)  # [consumer vid, index]: its grads_out[index]
+            # grads_in None, from_edge [consumer vid, index]: its grads_out[index]
+            self._emit_fn(("bw_node", call.bid, vid, None, list(from_edge)))
         else:
-            event["grads_in"] = [call.light.summary(g, exact) for g in grad_outputs]
-        self._emit_fn(event)
+            self._emit_fn(("bw_node", call.bid, vid, [call.light.summary(g, exact) for g in grad_outputs], None))
 
     def _bw_hook(self, call: "_BackwardCall", vid: int, into_leaf: set, grad_inputs, grad_outputs) -> None:
         with self.at_work():
@@ -250,8 +248,7 @@ class BackwardHooks(TensorIdentity):
             if call.releases:  # the engine releases the node's saved variables right after it runs
                 self._release_unhooked(vid)
             light = call.light.summary
-            self._emit_held({"ev": "bw_node_done", "bid": call.bid, "vid": vid,
-                       "grads_out": [light(g, index in into_leaf) for index, g in enumerate(grad_inputs)]})
+            self._emit_held(("bw_node_done", call.bid, vid, [light(g, index in into_leaf) for index, g in enumerate(grad_inputs)]))
         return None
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
@@ -295,7 +292,7 @@ class BackwardHooks(TensorIdentity):
                 incoming = grad_outputs[0] if len(grad_outputs) == 1 else None
                 self._tell_accumulated(call, vid, leaf_ref, tid, _identity(incoming) if incoming is not None else None,
                                        incoming.numel() if incoming is not None else 0, grad_outputs)
-            self._emit_held({"ev": "bw_node_done", "bid": call.bid, "vid": vid, "grads_out": []})
+            self._emit_held(("bw_node_done", call.bid, vid, []))
         return None
 
     def _accumulated(self, call: "_BackwardCall", vid: int, leaf_ref, tid: int, incoming: tuple | None,

@@ -147,7 +147,7 @@ class ModuleHooks(TensorIdentity):
                 self._register_root(module)
             path = self._module_path(module)
             self._module_stack.append(path)
-            self._emit_fn({"ev": "module_enter", "path": path, "type": type(module).__name__})
+            self._emit_fn(("module_enter", path, type(module).__name__))
         return None
 
     def _module_post(self, module, args, output):
@@ -155,7 +155,7 @@ class ModuleHooks(TensorIdentity):
             return None
         with self.at_work():
             path = self._module_stack.pop()
-            self._emit_fn({"ev": "module_exit", "path": path})
+            self._emit_fn(("module_exit", path))
         if path in self._detach_modules:
             with self._lock, self.quiet():
                 frame, _ = self.user_frame(3)
@@ -247,7 +247,7 @@ class ModuleHooks(TensorIdentity):
             for p, summary in zip(stepped, summarize_parameters(stepped)):  # each as it is right after step()
                 ref = self.tensor_ref(p, line, pending=False, summary={})  # the value event right after has it
                 tids.append(ref[0])
-                self._emit_fn({"ev": "value", "tid": ref[0], "version": _version(p), "reason": "optimizer", **(summary or {})})
+                self._emit_fn(("value", ref[0], _version(p), "optimizer", summary or None))
             self._emit_fn({"ev": "optimizer_step", "optimizer": type(optimizer).__name__, "tids": tids, "line": line})
 
     def _wrap_zero_grad(self, original, source):

@@ -228,13 +228,8 @@ class OpHooks(TensorIdentity):
                 grad_fn = gf.metadata.get(VID_KEY)
                 break
         module = self._module_stack[-1] if self._module_stack else (RECOMPUTE_MODULE if self._recompute else None)
-        event = {
-            "ev": "op", "oid": oid, "op": name, "line": line, "module": module,
-            "inputs": in_refs, "outputs": out_refs, "grad_fn": grad_fn, "mode": mode, "inplace": inplace,
-        }
-        if self._recompute:
-            event["recompute"] = self._recompute[-1]
-        self._emit_held(event)
+        self._emit_held(("op", oid, name, line, module, in_refs, out_refs, grad_fn, mode, inplace,
+                         self._recompute[-1] if self._recompute else None))
         if name in ("detach", "detach_", "data") and inputs and outputs:
             self._emit_fn({"ev": "detach", "src": in_refs[0][0], "dst": out_refs[0][0], "line": line, "forced": False})
         elif name == "retain_grad" and inputs:

@@ -186,19 +186,12 @@ class SavedTensorHooks(TensorIdentity):
             return t.detach()  # a fake tensor of a compile trace: nothing to count
         with self.at_work():
             sid = next(self._sids)
-            event = self._saved_event(sid, t, op_inputs=self._op_inputs)
-            if inner is not None and [k for k in kept if k is not t]:  # kept elsewhere (a CPU copy)
-                held = {}
-                for k in kept:
-                    where = self._saved_event(sid, k)
-                    held.setdefault((where["device"], where["storage"]), where)
-                first = next(iter(held.values()))  # its device and dtype; the bytes of all
-                event.update(bytes=sum(w["bytes"] for w in held.values()), storage=first["storage"],
-                             device=first["device"], dtype=first["dtype"])
-            elif inner is not None and not kept:  # the script's pack hook kept no tensor (a file)
-                event["bytes"] = 0
-            if self._recompute:
-                event["recompute"] = self._recompute[-1]
+            # bytes, storage, device, kind, shape, dtype
+            fields = self._saved_fields(sid, t, self._op_inputs)
+            if inner is not None:
+                fields = self._kept_fields(sid, t, fields, kept)
+            recompute = self._recompute[-1] if self._recompute else None
+            src = None
             gf = t.grad_fn
             token = None
             if gf is not None:
@@ -210,10 +203,10 @@ class SavedTensorHooks(TensorIdentity):
                 maker = base.grad_fn if base is not None and base.grad_fn is not None else gf
                 src = maker.metadata.get(VID_KEY)
                 # (none yet: the op's own result; an earlier recording's: unknown here)
-                if src is not None and maker.metadata[LIFE_KEY].rec is self._self_ref:
-                    event["src"] = src
+                if src is not None and maker.metadata[LIFE_KEY].rec is not self._self_ref:
+                    src = None
             version, output_nr, gf_name = t._version, t.output_nr, gf.name() if gf is not None else None
-            self._emit_fn(event)
+            self._emit_fn(("saved", sid, *fields, None, None, recompute, src))
         # what autograd gets back: detached as torch would, a subclass keeps its type
         # its finaliser reports the release (see NOTE [Deaths reported by finalisers] in state.py)
         if inner is not None:  # the script's hooks keep the tensor (or its copy): hold only what they made
@@ -222,9 +215,25 @@ class SavedTensorHooks(TensorIdentity):
             packed = _Packed(t.detach(), sid, version, token, output_nr, gf_name, weakref.ref(t), None, self._self_ref)
         return packed
 
+    def _kept_fields(self, sid: int, t: torch.Tensor, fields: tuple, kept: list) -> tuple:
+        """A ``saved`` event's ``fields`` (see :meth:`_saved_fields`) for ``t`` when the script's own
+        pack hook keeps ``kept``: the memory of those (a CPU copy: its bytes, storage, device and
+        dtype; all of their bytes), or none (a file it wrote)."""
+        nbytes, storage, device, kind, shape, dtype = fields
+        if [k for k in kept if k is not t]:  # kept elsewhere (a CPU copy)
+            held = {}
+            for k in kept:
+                where = self._saved_fields(sid, k, None)
+                held.setdefault((where[2], where[1]), where)
+            first = next(iter(held.values()))  # its device and dtype; the bytes of all
+            nbytes, storage, device, dtype = sum(w[0] for w in held.values()), first[1], first[2], first[5]
+        elif not kept:  # the script's pack hook kept no tensor (a file)
+            nbytes = 0
+        return nbytes, storage, device, kind, shape, dtype
+
     def _release(self, sid: int) -> None:
         if self._active:  # after the run, the script's leftovers die with its module: not events
-            self.emit({"ev": "release", "sid": sid})
+            self.emit(("release", sid))
 
     def _unpack(self, packed):
         if not isinstance(packed, _Packed):  # packed before the recorder started
