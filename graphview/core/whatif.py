@@ -9,6 +9,7 @@ ops a checkpoint recomputed inside backward (the extra compute, counted from the
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -200,12 +201,7 @@ class _Recompute:
 
     def done(self) -> None:
         if self.tops and self.read_keys:
-            around = self.tops[0]
-            for parts in self.tops[1:]:
-                common = 0
-                while common < min(len(around), len(parts)) and around[common] == parts[common]:
-                    common += 1
-                around = around[:common]
+            around = os.path.commonprefix(self.tops)  # (of lists: the path parts they all start with)
             for key in self.read_keys:
                 _credit(self.result, ".".join(around), key, self.kept[key][0].bytes)
         self.tops, self.read_keys = [], set()

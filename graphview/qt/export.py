@@ -344,16 +344,14 @@ def pdf_page_count(scene: GraphScene, caption: str = "", legend: bool = True) ->
 @contextmanager
 def canvas_colors(scene: GraphScene, colors: CanvasColors | None):
     """The canvas drawn in ``colors`` for the duration of an export (None: in those it has)."""
-    shown = style.colors()
-    if colors is None or colors is shown:
-        yield shown
+    if colors is None or colors is style.colors():
+        yield style.colors()
         return
-    style.use(colors)
-    scene.apply_theme()
     try:
-        yield colors
+        with style.painted_in(colors):
+            scene.apply_theme()
+            yield colors
     finally:
-        style.use(shown)
         scene.apply_theme()
 
 

@@ -11,17 +11,9 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionBut
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
 from tests.conftest import model
+from tests.qt.window_geometry import rect_in, settle
 
 TRANSFORMER = model("transformer_block")
-
-
-def settle(qtbot, rounds: int = 8) -> None:
-    for _ in range(rounds):
-        qtbot.wait(10)
-
-
-def rect_in(ancestor, widget) -> QRect:
-    return QRect(widget.mapTo(ancestor, widget.rect().topLeft()), widget.size())
 
 
 @pytest.fixture

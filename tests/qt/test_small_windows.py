@@ -4,22 +4,14 @@ summary, the legend never takes the canvas's room, every tab is in sight, lines 
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QLabel, QScrollBar
 
 from graphview.core.options import RunOptions
 from tests.conftest import model
+from tests.qt.window_geometry import rect_in, settle
 
 TRANSFORMER = model("transformer_block")
-
-
-def settle(qtbot, rounds: int = 8) -> None:
-    for _ in range(rounds):
-        qtbot.wait(10)
-
-
-def rect_in_window(window, widget) -> QRect:
-    return QRect(widget.mapTo(window, widget.rect().topLeft()), widget.size())
 
 
 def show_rerun(window, qtbot, record, size: tuple[int, int]):
@@ -47,10 +39,10 @@ def test_at_1366x768_the_chart_keeps_a_readable_plot_with_what_changed_below_it(
     plot = chart.plotItem.vb.sceneBoundingRect()
     assert plot.height() >= chart.READABLE_PLOT, plot
     # the chart is wholly in sight, and so is the start of the summary below it
-    port = rect_in_window(window, tab.viewport())
-    assert port.contains(rect_in_window(window, chart)), (port, rect_in_window(window, chart))
-    summary = rect_in_window(window, tab.summary_scroll)
-    assert summary.top() >= rect_in_window(window, chart).bottom()
+    port = rect_in(window, tab.viewport())
+    assert port.contains(rect_in(window, chart)), (port, rect_in(window, chart))
+    summary = rect_in(window, tab.summary_scroll)
+    assert summary.top() >= rect_in(window, chart).bottom()
     assert port.intersected(summary).height() >= 40
     # a long summary scrolls in its own room; the chart does not move
     assert tab.summary_scroll.verticalScrollBar().maximum() >= 0
@@ -73,7 +65,7 @@ def test_a_short_laptop_window_shows_the_whole_chart_with_its_event_axis(window,
     chart, tab = window.memory, window.memory_tab
     assert window.memory_tab.summary.isHidden() and not tab.wide
     assert tab.viewport().height() >= chart.readable_height()
-    assert rect_in_window(window, tab.viewport()).contains(rect_in_window(window, chart))
+    assert rect_in(window, tab.viewport()).contains(rect_in(window, chart))
     assert tab.verticalScrollBar().maximum() == 0
     # the user's choice after that stays: a shorter dock is not grown back
     window.resizeDocks([window.bottom_dock], [160], __import__("PySide6.QtCore").QtCore.Qt.Vertical)
@@ -85,8 +77,8 @@ def test_a_wide_memory_tab_puts_the_summary_beside_the_chart(window, record, qtb
     show_rerun(window, qtbot, record, (1800, 1100))
     tab, chart = window.memory_tab, window.memory
     assert tab.wide
-    beside = rect_in_window(window, tab.summary_scroll)
-    assert beside.left() >= rect_in_window(window, chart).right()
+    beside = rect_in(window, tab.summary_scroll)
+    assert beside.left() >= rect_in(window, chart).right()
     assert chart.plotItem.vb.sceneBoundingRect().height() >= chart.READABLE_PLOT
 
 
@@ -103,7 +95,7 @@ def test_the_legend_never_takes_the_canvas(window, record, qtbot, size):
     settle(qtbot)
     assert window.size() == QSize(*size), "the window cannot be made as small as asked"
     legend, port = window.legend, window.view.viewport()
-    legend_rect, port_rect = rect_in_window(window, legend), rect_in_window(window, port)
+    legend_rect, port_rect = rect_in(window, legend), rect_in(window, port)
     assert not legend_rect.intersects(port_rect)
     assert window.rect().contains(legend_rect)
     column = window.workspace.height()
@@ -114,14 +106,14 @@ def test_the_legend_never_takes_the_canvas(window, record, qtbot, size):
     # every entry shown is whole, inside the legend
     for cell in legend.cells:
         if cell.isVisible():
-            assert legend.rect().contains(QRect(cell.mapTo(legend, cell.rect().topLeft()), cell.size()))
+            assert legend.rect().contains(rect_in(legend, cell))
     legend.more.click()
     settle(qtbot)
     unfolded = legend.hidden_entries()
     assert unfolded < folded and "less" in legend.more.text()
     assert window.size() == QSize(*size)
     assert legend.height() <= column * legend.EXPANDED_SHARE + 8
-    assert not rect_in_window(window, legend).intersects(rect_in_window(window, port))
+    assert not rect_in(window, legend).intersects(rect_in(window, port))
     if unfolded:
         hidden = [cell for cell in legend.cells if cell.isHidden()]
         assert all(cell.findChild(QLabel).text() in legend.more.toolTip() for cell in hidden)

@@ -47,6 +47,7 @@ class GroupItem(QGraphicsObject):
         self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
         # the activations held for it when backward started, (earlier run, this run): weights apart
         self.compared: tuple[int, int] | None = None
+        self._compared_card: str | None = None  # compared_card_text, worked out once a comparison
         # repeated blocks, shut: each block's (title, autograd nodes, bytes of activations) at the cursor
         self.blocks: tuple[tuple[str, int, int], ...] = ()
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
@@ -83,6 +84,7 @@ class GroupItem(QGraphicsObject):
         if compared != self.compared:
             self.prepareGeometryChange()
             self.compared = compared
+            self._compared_card = None
             self._tooltip()
             self.update()
 
@@ -98,15 +100,19 @@ class GroupItem(QGraphicsObject):
         """:meth:`compared_text` as a shut card's line holds it whole: the unit once where both
         figures share it (``512.5 → 512.5 KiB activations``), else the figures alone (the tooltip
         says what they are). Elided from its start, "512.5 KiB → 512.5 KiB activations" read
-        "…5 KiB → 512.5 KiB activations" on a card: the first figure 5 KiB."""
+        "…5 KiB → 512.5 KiB activations" on a card: the first figure 5 KiB. Worked out once for a
+        comparison, not at each paint."""
+        if self._compared_card is not None:
+            return self._compared_card
         before, after = (human_bytes(n) for n in self.compared)
         (number, _, unit), (number_after, _, unit_after) = before.partition(" "), after.partition(" ")
         forms = [self.compared_text()]
         if unit == unit_after:
             forms.append(f"{number} → {number_after} {unit} activations")
         forms.append(f"{before} → {after}")
-        metrics = QFontMetricsF(QFont("DejaVu Sans", SMALLEST_TEXT_PT))
-        return next((text for text in forms if metrics.horizontalAdvance(text) <= CARD_TEXT_W), forms[-1])
+        metrics = QFontMetricsF(self.LABEL_FONT)
+        self._compared_card = next((text for text in forms if metrics.horizontalAdvance(text) <= CARD_TEXT_W), forms[-1])
+        return self._compared_card
 
     def label(self) -> str:
         """An open box's name; with a comparison, its activations in both runs."""
@@ -237,7 +243,7 @@ class GroupItem(QGraphicsObject):
     def card_lines(self, width: float) -> list[tuple[QFont, str]]:
         """A shut card's three lines as drawn ``width`` wide, each in its font, elided to that
         width: where it is, what it is, what it holds (:meth:`summary`)."""
-        small = QFont("DejaVu Sans", SMALLEST_TEXT_PT)
+        small = self.LABEL_FONT
         font = self.title_font()
         return [(font, elided(f"▸ {self.box.title}", font, width)),
                 (small, elided(self.box.shown_kind or "module", small, width)),

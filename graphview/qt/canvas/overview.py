@@ -12,7 +12,7 @@ from PySide6.QtGui import QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsView, QWidget
 from shiboken6 import isValid
 
-from graphview.qt.canvas.style import colors, overview_colors, use
+from graphview.qt.canvas.style import colors, overview_colors, painted_in
 
 
 class Overview(QWidget):
@@ -122,13 +122,11 @@ class Overview(QWidget):
         pixmap.fill(Qt.transparent)  # over the minimap's own backdrop (paintEvent)
         painter = QPainter(pixmap)
         s, ox, oy = self._scale()  # the same mapping the marked area and clicks use
-        shown = colors()
-        use(overview_colors(shown))  # (the items read the colours as they paint: the picture's own, for now)
-        try:
-            scene.render(painter, QRectF(ox, oy, self.source.width() * s, self.source.height() * s), self.source,
-                         Qt.IgnoreAspectRatio)
+        try:  # (the items read the colours as they paint: the picture's own, for now)
+            with painted_in(overview_colors(colors())):
+                scene.render(painter, QRectF(ox, oy, self.source.width() * s, self.source.height() * s), self.source,
+                             Qt.IgnoreAspectRatio)
         finally:
-            use(shown)
             painter.end()
         self.pixmap = pixmap
         self.sync()

@@ -9,6 +9,7 @@ are the two sets. The older names ``FILL``, ``BORDER``, ``FREED_FILL``, ``FREED_
 from __future__ import annotations
 
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from PySide6.QtGui import QColor
@@ -168,6 +169,18 @@ def use(palette: CanvasColors) -> None:
     RUNNING.setRgba(palette.q("running_border").rgba())
     FREED_FILL.setRgba(palette.q("freed_fill").rgba())
     FREED_TEXT.setRgba(palette.q("freed_text").rgba())
+
+
+@contextmanager
+def painted_in(palette: CanvasColors):
+    """The canvas's colours ``palette`` for the block (items read them as they paint), then the
+    ones it had again."""
+    shown = colors()
+    use(palette)
+    try:
+        yield
+    finally:
+        use(shown)
 
 
 def overview_colors(palette: CanvasColors) -> CanvasColors:
