@@ -164,8 +164,11 @@ def test_the_memory_chart_and_what_if_summary_escape_devices_and_module_paths(op
     device = next(iter(run.saved.values())).device  # the trace's own device string
     opened.memory.show_run(run, device)
     title = opened.memory.getPlotItem().titleLabel.text
-    shown, requested = rendered(title, Qt.RichText)
-    assert requested == [] and IMG in shown
+    assert rendered(title, Qt.RichText)[1] == []
+    # the whole title (a narrow chart shows a shorter form of it), and the tooltip that says all of it
+    whole, requested = rendered(opened.memory._title_text, Qt.RichText)
+    assert requested == [] and IMG in whole
+    assert_literal(opened.memory.toolTip())
     summary = opened.whatif
     summary.show_comparison(compare_runs(run, run), HOSTILE, HOSTILE)
     assert_literal(summary.text(), summary.textFormat())

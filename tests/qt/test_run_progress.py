@@ -47,7 +47,7 @@ def test_a_new_run_clears_what_the_last_one_ended_with(window, record, qtbot):
     chart = window.memory
     assert not chart.getAxis("bottom").isVisible() and not chart.getAxis("left").isVisible()
     assert all(len(curve.xData or ()) == 0 for curve in chart.curves.values())
-    assert "waiting for the run's first events" in chart.plotItem.titleLabel.text
+    assert "waiting for the run's first events" in chart.plotItem.titleLabel.item.toPlainText()
     window.append_events(other.events)
     qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
     assert chart.getAxis("bottom").isVisible() and len(chart.curves["activation"].xData) == len(other.events)

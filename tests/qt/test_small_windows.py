@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QSize
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QScrollBar
 
 from graphview.core.options import RunOptions
@@ -67,10 +68,17 @@ def test_a_short_laptop_window_shows_the_whole_chart_with_its_event_axis(window,
     assert tab.viewport().height() >= chart.readable_height()
     assert rect_in(window, tab.viewport()).contains(rect_in(window, chart))
     assert tab.verticalScrollBar().maximum() == 0
-    # the user's choice after that stays: a shorter dock is not grown back
+    # the user's choice after that stays: a shorter dock is not grown back, the memory tab shown again
+    before = window.bottom_dock.height()
     window.resizeDocks([window.bottom_dock], [160], __import__("PySide6.QtCore").QtCore.Qt.Vertical)
     settle(qtbot)
-    assert tab.viewport().height() < chart.readable_height()
+    shorter = window.bottom_dock.height()
+    assert shorter < before
+    window.bottom_tabs.setCurrentWidget(window.ledger)
+    settle(qtbot)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(qtbot)
+    assert window.bottom_dock.height() == shorter
 
 
 def test_a_wide_memory_tab_puts_the_summary_beside_the_chart(window, record, qtbot):
@@ -160,3 +168,61 @@ def test_ledger_and_diagnostics_lines_wrap_instead_of_scrolling_sideways(window,
         longest = max(items, key=lambda item: tree.fontMetrics().horizontalAdvance(item.text(0)))
         if tree.fontMetrics().horizontalAdvance(longest.text(0)) > header.sectionSize(0):
             assert tree.visualItemRect(longest).height() >= 2 * line - 2, longest.text(0)
+
+
+def title_lines(chart) -> int:
+    """How many lines the memory chart's title takes, as laid out for the chart's width."""
+    document = chart.plotItem.titleLabel.item.document()
+    lines, block = 0, document.begin()
+    while block.isValid():
+        lines += block.layout().lineCount()
+        block = block.next()
+    return lines
+
+
+def assert_title_reads(window) -> str:
+    """The chart's title takes one or two lines, whole inside the chart; its tooltip says what it
+    shortened. Returns the title as the chart shows it (plain text)."""
+    from graphview.qt.formatting import human_bytes
+
+    chart = window.memory
+    label = chart.plotItem.titleLabel
+    assert title_lines(chart) <= 2, (title_lines(chart), label.item.toPlainText())
+    shown = label.item.toPlainText()
+    assert "activations peak" in shown and "activations" in shown.split("peak", 1)[1]
+    box = chart.mapFromScene(label.item.mapRectToScene(label.item.boundingRect())).boundingRect()
+    assert chart.rect().contains(box), (box, chart.rect())
+    (x,), (y,) = chart.peak.getData()
+    tip = QTextDocument()
+    tip.setHtml(chart.toolTip())
+    assert f"all saved {human_bytes(int(y))} at event {int(x)}" in tip.toPlainText().replace("\xa0", " ")
+    return shown
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)])
+def test_the_memory_charts_title_reads_on_one_or_two_lines(window, record, qtbot, size):
+    """At 1366x768 the chart's title (the peak's headline and the legend) wrapped to six lines
+    above a 310 px chart: "activations peak 2.4 KiB / all saved 3.8 KiB at event 49, / weights and
+    inputs included / (cpu) activations / weights / inputs and constants". It takes the chart's
+    whole width and at most two lines, the headline then the legend, each shortened to its line;
+    the tooltip has the whole of it."""
+    window.resize(*size)
+    run = record(model("mlp_optimizer"))
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start"))
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(qtbot, 12)
+    shown = assert_title_reads(window)
+    if size[0] >= 1920:  # a wide chart: all of it on one line
+        assert title_lines(window.memory) == 1 and "weights and inputs included (cpu)" in shown, shown
+
+
+def test_the_memory_charts_title_keeps_two_lines_with_an_earlier_run(window, record, qtbot):
+    """A re-run adds the earlier run's dotted line to the legend: the title still takes two lines
+    at 1366x768, the earlier run's key among them, its options in the tooltip."""
+    show_rerun(window, qtbot, record, (1366, 768))
+    shown = assert_title_reads(window)
+    assert "┅ earlier" in shown  # (the earlier run's dotted line, named)
+    tip = QTextDocument()
+    tip.setHtml(window.memory.toolTip())
+    assert "earlier run: default options" in tip.toPlainText().replace("\xa0", " ")  # (the first run's)

@@ -20,7 +20,7 @@ from graphview.core.memory_arrays import MemoryArrays
 from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
-from graphview.qt.plain import esc
+from graphview.qt.panels import memory_title as title
 
 
 class BytesAxis(pg.AxisItem):
@@ -77,6 +77,8 @@ class MemoryChart(pg.PlotWidget):
     #: while a big trace is still being read, the chart is drawn often and roughly: each picture
     #: (curves set, fill paths built, painted) then costs a few ms, not 50 in the event loop
     ROUGH_POINTS = 300
+    TITLE_SPACE = 6  # below the title: the byte axis's top label does not touch the legend
+    TITLE_MARGIN = 4  # the chart's width less the title's line (the plot's margins, a pixel to spare)
     _taken_apart = False  # (see take_apart)
 
     def __init__(self, parent=None) -> None:
@@ -102,7 +104,13 @@ class MemoryChart(pg.PlotWidget):
         self.device = "cpu"
         self.setToolTip(SERIES_TIP)
         self._headline: tuple[str, ...] | None = None  # what _title last showed, redrawn in a new theme
-        self._title_text = ""
+        self._title_text = ""  # the whole title, on one line (HTML)
+        self._title_parts: title.TitleParts | None = None
+        self._title_fitted: tuple | None = None  # (parts, width) the title was last laid out for
+        # the title spans the byte axis's column too: at 1366x768 that is 72 px more of a 310 px chart
+        layout = self.plotItem.layout
+        layout.removeItem(self.plotItem.titleLabel)
+        layout.addItem(self.plotItem.titleLabel, 0, 0, 1, 3)
         self.apply_theme()
         themes.changes().changed.connect(self.apply_theme)
 
@@ -186,56 +194,57 @@ class MemoryChart(pg.PlotWidget):
 
     def _title(self, what: str, device: str, *figures: str) -> None:
         """The title: the peak (``what`` ``"peak"``, with its bytes and event), its absence (``"empty"``) or
-        a run still starting (``"waiting"``), and the legend."""
+        a run still starting (``"waiting"``), and the legend; laid out for the chart's width
+        (:mod:`graphview.qt.panels.memory_title`), all of it in the tooltip."""
         self._headline = (what, device, *figures)
         t = themes.current()
         if what == "peak":
-            # the activations first: what the forward made and backward alone keeps (weights are held
-            # anyway); the red dot marks the top of the stack, all saved: its words wear the dot
-            headline = (f"<b style='color:{t.chart_text}'>activations peak {esc(figures[2])}</b>"
-                        f"&nbsp; <span style='color:{t.chart_cursor}'>"
-                        f"{_unbroken('● all saved ' + figures[0])} at event {esc(figures[1])}</span><span style='color:{t.muted}'>"
-                        f"{esc(figures[3])} ({esc(device)})</span>")
-        elif what == "waiting":  # a new run whose first events have not come yet
-            headline = f"<span style='color:{t.muted}'>waiting for the run's first events</span>"
-        else:
-            headline = f"<span style='color:{t.muted}'>no saved tensors on {esc(device)}</span>"
+            headlines = title.peak_headlines(figures, device, t.chart_text, t.chart_cursor, t.muted)
+        else:  # "waiting": a new run whose first events have not come yet
+            words = "waiting for the run's first events" if what == "waiting" else f"no saved tensors on {device}"
+            headlines = ((title.Segment(words, f"color:{t.muted}"),),)
         lines = t.chart_lines
         # (the words of the keys are short: a narrow panel keeps its plot; what each holds is the tooltip)
-        keys = [(lines["activation"], "■", "activations"), (lines["param"], "■", "weights"),
-                (lines["input"], "■", "inputs and constants")]
+        keys = [title.Key(lines["activation"], "■", "activations", "activations"),
+                title.Key(lines["param"], "■", "weights", "weights"),
+                title.Key(lines["input"], "■", "inputs and constants", "inputs")]
         if self._arrays is not None and self._arrays.has_alloc:
-            keys.append((lines["allocated"], "┅", "CUDA allocated"))
-        keys += [(color, "┅", label) for label, color in self._overlay_labels]
-        # a key's mark and its words never part at a line's end: the mark would read as the last key's
-        legend = "&nbsp;&nbsp; ".join(f"<span style='color:{color}'>{mark}</span>"
-                                      f"<span style='color:{t.chart_text}'>&nbsp;{_unbroken(label)}</span>"
-                                      for color, mark, label in keys)
-        title = f"{headline}&nbsp;&nbsp;&nbsp; {legend}"
-        if title == self._title_text:
+            keys.append(title.Key(lines["allocated"], "┅", "CUDA allocated", "allocated"))
+        # an earlier run's short words: "earlier", numbered where there are several (its colour says which)
+        overlays = self._overlay_labels
+        keys += [title.Key(color, "┅", label, "earlier" if len(overlays) == 1 else f"earlier {i + 1}")
+                 for i, (label, color) in enumerate(overlays)]
+        parts = title.TitleParts(headlines, tuple(keys), t.chart_text, t.muted)
+        whole = parts.full()
+        if whole == self._title_text:
             return  # unchanged: laying the title out again costs a repaint of the whole chart
-        self._title_text = title
-        self.setTitle(title, size="9pt")
+        self._title_text = whole
+        self._title_parts = parts
+        self.setToolTip(title.tooltip(parts, SERIES_TIP))
         self._wrap_title()
 
     def _wrap_title(self) -> None:
-        """The title wraps at the chart's width: a narrow chart (a dock beside the canvas) keeps
-        its plot whole instead of being pushed wider than its panel."""
+        """The title in the form that fits the chart's width (one line, else two: the headline, the
+        legend); a narrow chart (a dock beside the canvas) keeps its plot whole instead of being
+        pushed wider than its panel. The title spans the chart, the byte axis's column too."""
         label = getattr(getattr(self, "plotItem", None), "titleLabel", None)
-        if label is None or not label.isVisible():
+        parts = getattr(self, "_title_parts", None)
+        if label is None or parts is None:
             return  # still being built, or no title yet
-        # the title sits above the plot area only, right of the byte axis (its fixed width once
-        # shown: the layout may not have given it that width yet, and a title wrapped for a plot
-        # without it held the chart wider than its panel, cut off at the right)
-        axis = self.getAxis("left")
-        axis_width = max(axis.width(), axis.minimumWidth()) if axis.isVisible() else 0
-        label.item.setTextWidth(max(120, self.width() - axis_width - 24))
+        width = max(120, self.width() - self.TITLE_MARGIN)
+        if (parts, width) != self._title_fitted:
+            self._title_fitted = (parts, width)
+            shown = title.fit(parts, width, label.item.font())
+            if shown != label.text:
+                self.setTitle(shown, size=title.SIZE)
+        label.item.setTextWidth(width)  # (a chart too narrow for the shortest form wraps it)
         label.updateMin()
         height = int(label.item.boundingRect().height()) + 2
         label.setMaximumHeight(height)
         self.plotItem.layout.setRowFixedHeight(0, height)
-        if height != getattr(self, "_title_height", None):
-            self._title_height = height
+        self.plotItem.layout.setRowSpacing(0, self.TITLE_SPACE)
+        if height + self.TITLE_SPACE != getattr(self, "_title_height", None):
+            self._title_height = height + self.TITLE_SPACE
             self.sigReadableHeight.emit()
         if self.centralWidget is not None:  # laid out again now that the title no longer holds it wide
             self.centralWidget.setGeometry(self.range)
@@ -383,13 +392,3 @@ def _held_anyway(weights: int, inputs: int) -> str:
     or nothing."""
     kinds = [kind for kind, held in (("weights", weights), ("inputs", inputs)) if held]
     return f", {' and '.join(kinds)} included" if kinds else ""
-
-
-def _unbroken(label: str) -> str:
-    """``label`` as HTML that wraps only between its parts: "weights (parameters)" may
-    break before its bracket, "earlier run 2: retain_graph, checkpoint encoder.layers.* options" after
-    its colon and commas, nowhere else."""
-    words = esc(label).replace(" ", "&nbsp;")
-    for breaking in ("&nbsp;(", ":&nbsp;", ",&nbsp;"):
-        words = words.replace(breaking, breaking.replace("&nbsp;", " "))
-    return words
