@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from graphview.qt.plain import plain_label
 from graphview.qt.widgets.buttons import words_only
-from graphview.qt.widgets.outlined import outline_controls
 
 FORMATS = {".png": "PNG", ".svg": "SVG", ".pdf": "PDF"}
 PATTERN = ";;".join(f"{name} (*{suffix})" for suffix, name in FORMATS.items())
@@ -65,7 +64,6 @@ class ImageExportDialog(QDialog):
         layout.addLayout(form)
         for widget in (self.legend, self.caption, self.caption_text, self.light):
             layout.addWidget(widget)
-        self._outlined = outline_controls(self.file, self.format, self.legend, self.caption, self.light)  # seen on dark
         layout.addWidget(buttons)
 
     def path(self) -> str:

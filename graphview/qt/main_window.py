@@ -41,6 +41,7 @@ from graphview.qt.start_page import StartPage
 from graphview.qt.timeline_bar import TimelineBar
 from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
+from graphview.qt.widgets.outlined import outline_everywhere
 from graphview.qt.window_docks import WindowDocks
 from graphview.qt.window_layout import DockArrangement, fit_to_screen
 from graphview.qt.window_menus import build_menus
@@ -56,6 +57,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, samples: list[str] | None = None) -> None:
         super().__init__()
+        outline_everywhere()  # every control's edge and the selected tabs, on either theme
         # Qt destroys a window's children in the order they became its children: this one goes
         # first, and takes the memory chart's plot apart while the chart is whole (see take_apart)
         self._first_to_go = QObject(self)

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QLineE
 from graphview.core.options import APP_STEPS, AUTOCAST_DTYPES, GRAD_MODES, RunOptions, args_text, parse_args_text
 from graphview.qt import theme as themes
 from graphview.qt.plain import plain_label
-from graphview.qt.widgets.outlined import outline_controls
 
 
 class TogglesPanel(QWidget):
@@ -44,9 +43,6 @@ class TogglesPanel(QWidget):
         layout.addWidget(self.form_scroll)
         layout.addLayout(self._run_row())  # right below the form, the rest of a tall dock below it
         layout.addStretch(1)
-        # their edges seen on the dark theme
-        self._outlined = outline_controls(self.retain, self.create, self.mode, self.accumulate, self.device, self.steps,
-                                          self.detach, self.checkpoint, self.autocast, self.save_on_cpu, self.arguments)
         themes.changes().changed.connect(self.apply_theme)  # a bound slot: it goes with the panel
         self.apply_theme()
 

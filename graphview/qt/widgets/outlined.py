@@ -1,18 +1,21 @@
 """Controls whose edges read on either theme: check boxes, text fields, spin and combo boxes.
 
-Fusion outlines them in the window's colour darkened by 40%: on the dark theme that is #191b20
-around a #181a1f box on the #202329 panel (1.1:1), so an unchecked option in the run options read
-as a bare word and an empty field as nothing at all; on the light theme #bcbcbc on #efefef (1.6:1).
-:class:`OutlinedControls` draws them as the application's style does, then outlines them in the
+Fusion outlines the controls in the window's colour darkened by 40%: on the dark theme that is
+#191b20 around a #181a1f box on the #202329 panel (1.1:1), so an unchecked option in the run options
+read as a bare word and an empty field as nothing at all; on the light theme #bcbcbc on #efefef
+(1.6:1). :class:`OutlinedControls` draws them as the desktop's style does, then outlines them in the
 theme's ``control_border`` (3:1 and more against the panel and the field, WCAG's contrast for a
 control's edge). A focused control keeps the style's own focus outline.
+
+:func:`outline_everywhere` makes it the application's style: every control of every window and
+dialog is drawn by it, none left out.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QProxyStyle, QStyle, QWidget
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle
 
 from graphview.qt import theme as themes
 
@@ -21,7 +24,7 @@ FRAMED = (QStyle.CC_SpinBox, QStyle.CC_ComboBox)
 
 
 class OutlinedControls(QProxyStyle):
-    """The application's style with a check box's box and a field's frame outlined in the theme's
+    """The desktop's style with a check box's box and a field's frame outlined in the theme's
     ``control_border`` (its ``disabled`` colour for a disabled control)."""
 
     def drawPrimitive(self, element, option, painter, widget=None) -> None:
@@ -53,9 +56,14 @@ def outline(option, painter: QPainter, radius: float) -> None:
     painter.restore()
 
 
-def outline_controls(*widgets: QWidget) -> OutlinedControls:
-    """Give ``widgets`` the outlined style, which the caller keeps (a widget does not own its style)."""
+_installed: list[OutlinedControls] = []  # (kept: the application does not own it for Python)
+
+
+def outline_everywhere() -> None:
+    """Make :class:`OutlinedControls` the application's style, once: every line edit, combo box,
+    spin box and check box of every window and dialog is drawn by it."""
+    if _installed:
+        return
     style = OutlinedControls()
-    for widget in widgets:
-        widget.setStyle(style)
-    return style
+    _installed.append(style)
+    QApplication.setStyle(style)
