@@ -47,6 +47,7 @@ class Theme:
     link: str
     tooltip: str
     control_border: str  # the edges of check boxes and fields (graphview.qt.widgets.outlined): 3:1 to the window
+    accent: str  # the line along the selected tab (graphview.qt.widgets.outlined): 3:1 to the tabs beside it
     # words in the panels
     muted: str
     warn: str
@@ -77,7 +78,7 @@ LIGHT = Theme(
     name="light", canvas=style.LIGHT,
     window="#efefef", base="#ffffff", alternate_base="#f5f6f7", text="#111827", button="#efefef",
     highlight="#2f65ca", highlighted_text="#ffffff", placeholder="#6b7280", disabled="#9ca3af", link="#1f5fa8",
-    tooltip="#fffbe6", control_border="#7b818b",
+    tooltip="#fffbe6", control_border="#7b818b", accent="#2f65ca",
     muted="#5f6673", warn="#a14a07", error="#c62828", ok="#2e7d32", running="#c2410c",
     chart_background="#ffffff", chart_axis="#6b7280", chart_text="#374151",
     chart_lines={"activation": "#4c8bf5", "param": "#34a853", "input": "#fbbc04", "allocated": "#6b7280"},
@@ -91,7 +92,7 @@ DARK = Theme(
     name="dark", canvas=style.DARK,
     window="#202329", base="#181a1f", alternate_base="#1e2126", text="#e6e8eb", button="#2a2e35",
     highlight="#3d6fd8", highlighted_text="#ffffff", placeholder="#9aa1ab", disabled="#6b7280", link="#8ab4f8",
-    tooltip="#2a2e35", control_border="#7d8590",
+    tooltip="#2a2e35", control_border="#7d8590", accent="#6ea0f5",
     muted="#a0a7b1", warn="#f0a54a", error="#f47b72", ok="#7bd083", running="#ff9b54",
     chart_background="#16181d", chart_axis="#8b929c", chart_text="#c9ced6",
     chart_lines={"activation": "#6ea0f5", "param": "#4cc26b", "input": "#f2c04a", "allocated": "#a0a7b1"},

@@ -10,16 +10,18 @@ canvas in a big window, right of it under the other panels in a small one.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QProxyStyle, QStyle, QTabBar, QTabWidget, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QStyle, QTabBar, QTabWidget, QWidget
 
 from graphview.qt.session import Session
+from graphview.qt.widgets.outlined import OutlinedControls
 
 
-class NarrowTabs(QProxyStyle):
-    """The application's style with less room left and right of a tab's title (14 px in all,
-    where Fusion leaves 24), and less still, down to 6 px, where the titles would not fit the
-    tab widget whole: "Diagnostics (1)" took the four titles 2 to 8 px past the 314 px column at
-    1366x768, and every title was elided ("Mem…", "Cons…", the count cut off)."""
+class NarrowTabs(OutlinedControls):
+    """The application's style (:class:`OutlinedControls`, the selected tab's line with it) with
+    less room left and right of a tab's title (14 px in all, where Fusion leaves 24), and less
+    still, down to 6 px, where the titles would not fit the tab widget whole: "Diagnostics (1)"
+    took the four titles 2 to 8 px past the 314 px column at 1366x768, and every title was elided
+    ("Mem…", "Cons…", the count cut off)."""
 
     TAB_PADDING = 14
     LEAST_PADDING = 6

@@ -1,18 +1,21 @@
-"""The window's chrome on either theme, as the pixels show it: every field, combo box, spin box
-and check box has an edge that reads (the application's style outlines them all, not a list of
-widgets)."""
+"""The window's chrome on either theme, as the pixels show it: the selected tab of every tab bar
+stands out from the others, and every field, combo box, spin box and check box has an edge that
+reads (the application's style outlines them all, not a list of widgets)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QLineEdit
+from PySide6.QtGui import QColor, QImage, QPalette
+from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QLineEdit, QTabBar
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
 from tests.conftest import model
 from tests.qt.test_dock_layout import edge_contrast
+from tests.qt.test_themes import contrast
 from tests.qt.window_geometry import rect_in, settle
 
 
@@ -38,6 +41,46 @@ def shown_at_1366(window, record, qtbot, theme: str):
     window.view.setFocus()  # (a focused field keeps the style's focus outline instead)
     settle(qtbot, 12)
     return window
+
+
+def commonest(image: QImage, x0: int, x1: int, y: int) -> QColor:
+    return QColor.fromRgb(Counter(image.pixel(x, y) for x in range(x0, x1)).most_common(1)[0][0])
+
+
+def selected_tab_stands_out(bar: QTabBar) -> tuple[float, int]:
+    """How far the selected tab of ``bar`` stands out from an unselected one: on each row of pixels
+    the tabs share, the contrast of the selected tab's commonest colour (its fill, a line across
+    it) with the unselected tab's; the highest held over two rows running (a line, not the one row
+    where the tabs' outlines differ), and the first of those rows (from the bar's top)."""
+    image = bar.grab().toImage()
+    selected = bar.tabRect(bar.currentIndex())
+    other = bar.tabRect(next(i for i in range(bar.count()) if i != bar.currentIndex()))
+    rows = range(max(selected.top(), other.top()), min(selected.bottom(), other.bottom()) + 1)
+    ratios = [contrast(commonest(image, selected.left() + 3, selected.right() - 2, y),
+                       commonest(image, other.left() + 3, other.right() - 2, y)) for y in rows]
+    return max((min(ratios[k], ratios[k + 1]), rows[k] - selected.top()) for k in range(len(ratios) - 1))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_selected_tab_stands_out_from_the_others(window, record, qtbot, restore_theme, theme):
+    """On the dark theme the selected tab was filled a shade off the others, the Code dock's tab
+    #21242a beside #1e2026 (1.05:1), the Memory tab #3b3f46 beside #35393f (1.1:1); 1.2:1 on the
+    light theme: the tab in front looked no more chosen than its neighbours. The selected tab of the
+    timeline views and of the docks tabbed at 1366x768 carries a line in the theme's accent: 3:1 and
+    more against the unselected tabs, on the pixels the bars show."""
+    shown_at_1366(window, record, qtbot, theme)
+    docks = [bar for bar in window.findChildren(QTabBar)
+             if bar.isVisible() and bar.count() > 1 and bar is not window.bottom_tabs.tabBar()]
+    assert docks, "at 1366x768 the code, inspector and run options docks are tabbed"
+    for bar in [window.bottom_tabs.tabBar(), *docks]:
+        ratio, row = selected_tab_stands_out(bar)
+        assert ratio >= 3, (bar.tabText(bar.currentIndex()), ratio, row)
+    # the line goes with the selection
+    bar = window.bottom_tabs.tabBar()
+    window.bottom_tabs.setCurrentWidget(window.ledger)
+    settle(qtbot)
+    assert bar.currentIndex() == window.bottom_tabs.indexOf(window.ledger)
+    assert selected_tab_stands_out(bar)[0] >= 3
 
 
 def test_the_toolbar_search_field_and_the_rank_combo_are_outlined_on_dark(window, record, qtbot, restore_theme):
