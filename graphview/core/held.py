@@ -89,15 +89,19 @@ def held_at(run: Run, index: int | None = None, device: str | None = None) -> He
     return Held(live["activation"], live["param"], live["input"])
 
 
-def held_by_nodes(run: Run, vids, index: int) -> Held:
+def held_by_nodes(run: Run, vids, index: int, also=()) -> Held:
     """What the saved tensors of the autograd nodes ``vids`` hold after event ``index`` (a storage
-    two of them save counted once)."""
+    two of them save counted once), with the saved tensors ``also`` (of no node: what a checkpoint
+    keeps for a module, :func:`graphview.core.checkpoint_kept.kept_inputs`)."""
     storages: dict[tuple, tuple[str, int]] = {}
     by_owner = run.saved_by_owner
     for vid in vids:
         for saved in by_owner.get(vid, ()):
             if saved.held_at(index):
                 storages[(saved.device, saved.storage)] = (saved.kind, saved.bytes)
+    for saved in also:
+        if saved.held_at(index):
+            storages[(saved.device, saved.storage)] = (saved.kind, saved.bytes)
     kinds = {"activation": 0, "param": 0, "input": 0}
     for kind, nbytes in storages.values():
         kinds[kind if kind in kinds else "activation"] += nbytes
@@ -108,7 +112,9 @@ def split_among(run: Run, groups: dict[str, set[int]], index: int) -> dict[str, 
     """What each group's autograd nodes made that autograd holds after event ``index``: every
     saved storage counted once, for the group whose node made it (a ReLU's output, saved by the
     ReLU and by the Linear after it, is the ReLU's; a convolution's output saved by the norm after
-    it is the convolution's), whoever saves it. Weights and inputs: for the group that saves them."""
+    it is the convolution's), whoever saves it, a checkpoint too (what it keeps for its recompute:
+    ``use_reentrant=True`` in its own node, ``False`` beside the graph). Weights and inputs: for
+    the group that saves them."""
     group_of: dict[int, str] = {vid: name for name, vids in groups.items() for vid in vids}
     counted: dict[tuple, tuple[str, str, int]] = {}
     for owner, saved_list in run.saved_by_owner.items():
@@ -119,6 +125,10 @@ def split_among(run: Run, groups: dict[str, set[int]], index: int) -> dict[str, 
             name = group_of.get(owner if saved.kind in ("param", "input") else maker)
             if name is not None:
                 counted.setdefault((saved.device, saved.storage), (name, saved.kind, saved.bytes))
+    for saved in run.unowned_saved:  # what a non-reentrant checkpoint keeps, beside the graph: its maker's
+        name = group_of.get(saved.src) if saved.owner is None and saved.kind == "activation" else None
+        if name is not None and saved.held_at(index):
+            counted.setdefault((saved.device, saved.storage), (name, saved.kind, saved.bytes))
     kinds = {name: {"activation": 0, "param": 0, "input": 0} for name in groups}
     for name, kind, nbytes in counted.values():
         kinds[name][kind if kind in ("param", "input") else "activation"] += nbytes

@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Generator
 
+from graphview.core.checkpoint_kept import kept_inputs
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, Drawing, unnamed_title
 from graphview.core.drawing.placement import setup_end
 from graphview.core.held import Held, held_by_nodes
@@ -343,7 +344,7 @@ def blocks_held(drawing: Drawing, box: ModuleBox, keyed: dict[str, ModuleBox], i
     count (what the canvas shows at the cursor); all of them when None."""
     if box.repeats is None:
         return []
-    nodes, run = drawing.nodes, drawing.run
+    nodes = drawing.nodes
     blocks = []
     for key in box.repeats.keys:
         block = keyed.get(key)
@@ -351,9 +352,30 @@ def blocks_held(drawing: Drawing, box: ModuleBox, keyed: dict[str, ModuleBox], i
             continue
         ops = [nodes[m] for m in block.members
                if nodes[m].kind in AUTOGRAD_KINDS and (shown is None or m in shown)]
-        held = held_by_nodes(run, {n.ref for n in ops}, index) if ops else Held()
+        held = box_held(drawing, block, index, [n.id for n in ops])
         blocks.append((block, sum(1 for n in ops if n.kind == "op"), held))
     return blocks
+
+
+def box_held(drawing: Drawing, box: ModuleBox, index: int, shown=None) -> Held:
+    """What ``box`` holds for backward after event ``index`` (its card's figure): the saved
+    tensors of its autograd nodes (``shown``: only these node ids count; all when None) and what a
+    checkpoint keeps for its call with no node of its own (:func:`kept_for_box`), each storage once."""
+    nodes = drawing.nodes
+    vids = {nodes[m].ref for m in (box.members if shown is None else shown) if nodes[m].kind in AUTOGRAD_KINDS}
+    return held_by_nodes(drawing.run, vids, index, kept_for_box(drawing, box))
+
+
+def kept_for_box(drawing: Drawing, box: ModuleBox) -> list:
+    """The saved tensors a ``use_reentrant=False`` checkpoint keeps for the module call of ``box``
+    or one inside it, which no autograd node holds (:func:`graphview.core.checkpoint_kept.kept_inputs`):
+    what its box holds with its nodes' saved tensors, as a reentrant checkpoint's own node, inside
+    the box, holds them."""
+    path = box.path
+    inside = path + "."
+    return [saved for kept in kept_inputs(drawing.run)
+            if kept.node is not None and (kept.path == path or kept.path.startswith(inside))
+            and f"op{kept.node}" in box.members for saved in kept.saved]
 
 
 def box_lifetimes(drawing: Drawing, boxes: list[ModuleBox]) -> dict[str, tuple[int, int | None]]:

@@ -132,6 +132,9 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         self.op_nodes: dict[int, OpNode] = {}
         self.saved: dict[int, SavedNode] = {}
         self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
+        # saved by no node graphview sees, not by a checkpoint's recompute (what a non-reentrant
+        # checkpoint keeps for its recompute, graphview.core.checkpoint_kept), in the order saved
+        self.unowned_saved: list[SavedNode] = []
         # the graph's edges (read as .edges; autograd's own made into Edges only when first read)
         self._edges = RunEdges()
         self._note_edge = self._edges.note
@@ -419,6 +422,8 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
             self._note_edge(("saved", node.owner, node.id, index, node.attr))
+        elif get("recompute") is None:
+            self.unowned_saved.append(node)
         if self._saved_bytes.save(node.device, node.storage, node.kind, node.bytes):
             self._memory_point(index, node.device)
 

@@ -9,16 +9,15 @@ ops a checkpoint recomputed inside backward (the extra compute, counted from the
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from graphview.core.checkpoint_kept import RECOMPUTE_MODULE, credited, kept_in_forward
 from graphview.core.held import (Held, Peak, activation_peaks, gather_activation_peaks, held_by_nodes, highest_peak,
                                  human)
 from graphview.core.run import Run
 
-RECOMPUTE_MODULE = "checkpoint recompute"  # the module box of the ops a checkpoint recomputes in backward
 TOP_MODULES = 3
 #: the module a ``torch.compile``'d model wraps (its parameters are ``_orig_mod.*``)
 COMPILED = "_orig_mod"
@@ -101,9 +100,7 @@ def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
     checkpoint of it keeps for its recompute (its input), each storage once. Not the weights and
     inputs they save, which the process holds checkpointed or not (torch frees none of them)."""
     at = backward_start_in(run, start, end)
-    storages = checkpoint_inputs(run, start, at)
-    for path, held in script_checkpoint_inputs(run, start, at, end).items():
-        storages.setdefault(path, {}).update(held)
+    storages = credited(kept_in_forward(run, start, at, end))
     for path, vids in nodes_by_module(run, start, at).items():
         held = storages.setdefault(path, {})
         for vid in vids:
@@ -111,156 +108,6 @@ def module_bytes(run: Run, start: int, end: int) -> dict[str, int]:
                 if saved.kind not in ("param", "input") and saved.held_at(at):
                     held[(saved.device, saved.storage)] = saved.bytes
     return {path: sum(held.values()) for path, held in storages.items()}
-
-
-def checkpoint_inputs(run: Run, start: int, at: int) -> dict[str, dict[tuple, int]]:
-    """Checkpointed module path (the run's ``--checkpoint``) and those around it -> the activations
-    its checkpoint keeps for the recompute that are held after event ``at``, by (device, storage):
-    saved in its call between events ``start`` and ``at`` by no node graphview sees (torch's
-    checkpoint saves its inputs in a node of its own, beside the graph)."""
-    from graphview.core.options import RunOptions, module_matches
-
-    patterns = RunOptions.from_dict((run.start or {}).get("options") or {}).checkpoint or []
-    if not patterns:
-        return {}
-    kept = [s for s in run.saved.values() if s.owner is None and s.kind not in ("param", "input")
-            and start <= s.born and s.held_at(at)]
-    kept.sort(key=lambda s: s.born)
-    result: dict[str, dict[tuple, int]] = {}
-    open_paths: list[str] = []
-    events = iter(run.events.where({"module_enter", "module_exit"}, start, at + 1))
-    index, ev = next(events, (at + 1, None))
-    for saved in kept:
-        while ev is not None and index < saved.born:
-            _follow_modules(open_paths, ev)
-            index, ev = next(events, (at + 1, None))
-        path = next((p for p in reversed(open_paths) if any(module_matches(x, p) for x in patterns)), None)
-        _credit(result, path, (saved.device, saved.storage), saved.bytes)
-    return result
-
-
-def script_checkpoint_inputs(run: Run, start: int, at: int, end: int) -> dict[str, dict[tuple, int]]:
-    """Module path (and those around it) -> the activations a checkpoint the script itself made
-    keeps for its recompute, held after event ``at``, by (device, storage): saved between events
-    ``start`` and ``at`` by no node graphview sees or by the checkpoint's own (:func:`_checkpoints`),
-    and still held in backward (before ``end``) when the checkpoint's recompute reads it: an op
-    of the recompute reads the tensor kept (``use_reentrant=False`` hands the recompute the very
-    tensor), the recompute runs inside the checkpoint's own node that saved it (``True``), or the
-    recompute saves the storage again. A script's ``checkpoint(module, x)`` saves ``x`` before the
-    module's call starts (or after it ends), so where it was saved does not say whose it is; the
-    recompute does: the module it recomputes (``checkpoint recompute.<path>``), or the one around
-    all it recomputes where that is several (a layer's forward: its norms, attention and MLP)."""
-    kept, made_by, kept_by = _kept_by_checkpoints(run, start, at)
-    if not kept:
-        return {}
-    result: dict[str, dict[tuple, int]] = {}
-    recompute = _Recompute(result, kept)
-    running: dict[int, set[tuple]] = {}  # the checkpoint nodes running in backward -> what they keep
-    for index, ev in run.events.where(_RECOMPUTE_READS, at, end + 1):
-        kind = ev["ev"]
-        if kind == "bw_node" or kind == "bw_node_done":
-            recompute.done()  # (a recompute runs whole inside one node's run, before any other)
-            if kind == "bw_node_done":
-                running.pop(ev["vid"], None)
-            elif ev["vid"] in kept_by:
-                running[ev["vid"]] = kept_by[ev["vid"]]
-        elif kind == "module_enter" or kind == "module_exit":
-            recompute.follow(ev)
-            if kind == "module_enter":
-                recompute.read(set().union(*running.values()), index)
-        elif ev.get("recompute") is None:
-            continue
-        elif kind == "saved":
-            recompute.read({(ev["device"], ev["storage"])}, index)
-        else:  # an op: the kept tensors it reads
-            recompute.read(set().union(*(made_by.get(m, ()) for m in _makers(run, ev.get("inputs") or ()))), index)
-    recompute.done()
-    return result
-
-
-class _Recompute:
-    """One recompute of a checkpoint in backward, followed: the modules it recomputes (outermost)
-    and the kept storages it reads; when done, those storages go to the module around them all."""
-
-    def __init__(self, result: dict[str, dict[tuple, int]], kept: dict[tuple, list]) -> None:
-        self.result, self.kept = result, kept
-        self.open_paths: list[str] = []
-        self.tops: list[list[str]] = []  # the outermost recomputed modules' paths, by their parts
-        self.read_keys: set[tuple] = set()
-
-    def follow(self, ev: dict) -> None:
-        _follow_modules(self.open_paths, ev)
-        path = ev["path"]
-        if ev["ev"] == "module_enter" and path.startswith(RECOMPUTE_MODULE + ".") \
-                and not any(p.startswith(RECOMPUTE_MODULE + ".") for p in self.open_paths[:-1]):
-            self.tops.append(path[len(RECOMPUTE_MODULE) + 1:].split("."))
-
-    def read(self, keys: set[tuple], index: int) -> None:
-        # the same storage still held then (not a freed one's address taken again)
-        self.read_keys.update(key for key in keys if any(s.held_at(index) for s in self.kept.get(key, ())))
-
-    def done(self) -> None:
-        if self.tops and self.read_keys:
-            around = os.path.commonprefix(self.tops)  # (of lists: the path parts they all start with)
-            for key in self.read_keys:
-                _credit(self.result, ".".join(around), key, self.kept[key][0].bytes)
-        self.tops, self.read_keys = [], set()
-
-
-def _kept_by_checkpoints(run: Run, start: int, at: int) -> tuple[dict, dict, dict]:
-    """The storages a checkpoint may keep (see :func:`script_checkpoint_inputs`): (device, storage)
-    -> its saved tensors; the node that made one (saved by no node: ``use_reentrant=False``) ->
-    those storages; the checkpoint's own node that saved one (``True``) -> those storages."""
-    kept: dict[tuple, list] = {}
-    made_by: dict[int, set[tuple]] = {}
-    kept_by: dict[int, set[tuple]] = {}
-    for s in run.saved.values():
-        if s.kind not in ("param", "input") and start <= s.born and s.held_at(at) and _checkpoints(run, s.owner):
-            key = (s.device, s.storage)
-            kept.setdefault(key, []).append(s)
-            if s.owner is not None:
-                kept_by.setdefault(s.owner, set()).add(key)
-            elif s.src is not None:
-                made_by.setdefault(s.src, set()).add(key)
-    return kept, made_by, kept_by
-
-
-#: the events by which a checkpoint's recompute in backward reads what the checkpoint kept
-_RECOMPUTE_READS = frozenset({"module_enter", "module_exit", "saved", "op", "bw_node", "bw_node_done"})
-
-
-def _makers(run: Run, inputs) -> Iterator[int]:
-    """The autograd nodes that made the tensors ``inputs`` (an op's ``[tid, version]``): each one's
-    own and, for a view, its base's (the node a saved tensor's ``src`` names)."""
-    for tid, _ in inputs:
-        info, seen = run.tensors.get(tid), set()
-        while info is not None and tid not in seen:
-            seen.add(tid)
-            if info.get("grad_fn") is not None:
-                yield info["grad_fn"]
-            tid = info.get("base")
-            info = run.tensors.get(tid) if tid is not None else None
-
-
-def _follow_modules(open_paths: list[str], ev: dict) -> None:
-    """The module calls open after ``ev`` (a ``module_enter`` or ``module_exit``), innermost last."""
-    if ev["ev"] == "module_enter":
-        open_paths.append(ev["path"])
-    elif ev["path"] in open_paths:
-        del open_paths[len(open_paths) - 1 - open_paths[::-1].index(ev["path"])]
-
-
-def _credit(result: dict[str, dict[tuple, int]], path: str | None, key: tuple, nbytes: int) -> None:
-    """Storage ``key``'s bytes to module ``path`` and each module around it (none: nothing)."""
-    while path:
-        result.setdefault(path, {})[key] = nbytes
-        path = path.rpartition(".")[0]
-
-
-def _checkpoints(run: Run, owner: int | None) -> bool:
-    """Whether a tensor saved by node ``owner`` may be one a checkpoint keeps: saved by no node
-    graphview sees (``use_reentrant=False``) or by the checkpoint's own node (``use_reentrant=True``)."""
-    return owner is None or getattr(run.op_nodes.get(owner), "name", None) == "CheckpointFunctionBackward"
 
 
 def nodes_by_module(run: Run, start: int, end: int) -> dict[str, set[int]]:

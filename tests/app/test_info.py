@@ -36,3 +36,27 @@ def test_info_leads_with_the_memory_answer_and_keeps_per_parameter_lines_behind_
     data = json.loads(graphview("info", trace, "--json").stdout)["held_for_backward"]
     assert (data["activations"], data["weights"], data["at"]) == (peak.held.activations, peak.held.weights, peak.at)
     assert data["modules"][0]["path"] == "transformer.h.*" and data["modules"][0]["count"] == 2
+
+
+def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_script):
+    """Hugging Face's gradient checkpointing: ``info``'s modules at the peak count the input each
+    layer's checkpoint keeps for its recompute, for the module that made it, with
+    ``use_reentrant=False`` as with ``True``. False left them out: torch keeps them beside the
+    graph, in no autograd node, and the model's line said 2.00 KiB where True said 6.00 KiB.
+    Torch: what autograd saves while each layer's forward runs (its input), alive when the
+    forward returned, parameters apart; a layer's is held until its recompute, after the peak."""
+    from tests.capture.test_memory_answers import checkpointed_layers, library_layers, loaded
+    from tests.capture.held_by_torch import saved_while_called
+
+    modules = {}
+    for reentrant in (False, True):
+        path = write_script(checkpointed_layers("gpt2", reentrant))
+        trace = tmp_path / f"gpt2_{reentrant}.gvtrace"
+        assert graphview("record", path, "--steps", "1", "-o", trace, "-q", timeout=300).returncode == 0
+        modules[reentrant] = json.loads(graphview("info", trace, "--json").stdout)["held_for_backward"]["modules"]
+        scope = loaded(path)
+        kept = sum(saved_while_called(scope["step"], layer) for _, layer in library_layers(scope["model"]))
+        assert kept == 2 * 2 * 8 * 32 * 4  # each layer's input, float32
+        [top] = [m for m in modules[reentrant] if m["path"] == "transformer"]
+        assert top["activations"] >= kept
+    assert modules[False] == modules[True]

@@ -160,7 +160,8 @@ def test_a_checkpointed_layer_in_the_what_if_holds_what_torch_holds_for_it(recor
     every storage its nodes saved, its 32.5 KiB of weights included, which the model holds
     checkpointed or not, and not the input the checkpoint keeps for its recompute. Torch: what
     autograd saves in the layer's call (parameters apart) alive when the forward returns, in each
-    run; and the change is what torch holds less then (the checkpoint frees 46.25 KiB, not 83.8)."""
+    run; and the change is what torch holds less then (the checkpoint frees 46.25 KiB, not 83.8).
+    The layer's box in the checkpointed run shows the same figure."""
     path = model("transformer_block")
     plain, checkpointed = record(path, steps=1), record(path, steps=1, checkpoint=["encoder.layers.*"])
     [step] = compare_runs(plain, checkpointed)
@@ -172,6 +173,13 @@ def test_a_checkpointed_layer_in_the_what_if_holds_what_torch_holds_for_it(recor
     assert (layer.before, layer.after) == tuple(in_layer)
     freed = measured_by_torch(path)["end_of_forward"] - measured_by_torch(path, "encoder.layers.*")["end_of_forward"]
     assert -layer.change == freed
+    # the layer's box in the checkpointed run holds the same: the input its checkpoint keeps, in
+    # no autograd node (it held 0 B)
+    from graphview.core.hierarchy import box_held
+
+    drawing, boxes, _, at = boxes_at_backward(checkpointed)
+    [box] = [box for box in boxes if box.path == "encoder.layers.0"]
+    assert box_held(drawing, box, at).activations == layer.after > 0
 
 
 SCRIPT_CHECKPOINT = '''
@@ -284,6 +292,27 @@ model = LlamaForCausalLM(LlamaConfig(vocab_size=100, hidden_size=32, intermediat
 }
 
 
+def checkpointed_layers(name: str, reentrant: bool) -> str:
+    """A step script of the Hugging Face model ``name`` of :data:`CHECKPOINTED_LAYERS`, its layers
+    checkpointed by the library with ``use_reentrant=reentrant``."""
+    return "import torch\ntorch.manual_seed(0)\n" + CHECKPOINTED_LAYERS[name] + f"""
+model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": {reentrant}}})
+model.train()
+ids = torch.randint(0, 100, (2, 8))
+def step():
+    return model(input_ids=ids, labels=ids).loss
+"""
+
+
+def library_layers(model) -> list[tuple[str, torch.nn.Module]]:
+    """The layers of a Hugging Face ``model`` that its gradient checkpointing checkpoints (two)."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    layers = [(path, m) for path, m in model.named_modules() if isinstance(m, GradientCheckpointingLayer)]
+    assert len(layers) == 2
+    return layers
+
+
 @pytest.mark.parametrize("reentrant", [False, True])
 @pytest.mark.parametrize("name", sorted(CHECKPOINTED_LAYERS))
 def test_layers_a_library_checkpoints_hold_what_torch_holds_for_them(record, write_script, name, reentrant):
@@ -293,21 +322,12 @@ def test_layers_a_library_checkpoints_hold_what_torch_holds_for_them(record, wri
     forward runs (the layer's checkpoint keeps its input then), alive when the forward returned,
     parameters apart. The layer's first module (``ln_1``, ``input_layernorm``) was given the
     layer's input, 2,048 B where torch says 0: its recompute saved it again first."""
-    path = write_script("import torch\ntorch.manual_seed(0)\n" + CHECKPOINTED_LAYERS[name] + f"""
-model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": {reentrant}}})
-model.train()
-ids = torch.randint(0, 100, (2, 8))
-def step():
-    return model(input_ids=ids, labels=ids).loss
-""")
+    path = write_script(checkpointed_layers(name, reentrant))
     run = record(path, steps=1)
     [(_, start, end)] = step_spans(run)[:1]
     figures = module_bytes(run, start, end)
     scope = loaded(path)
-    from transformers.modeling_layers import GradientCheckpointingLayer
-
-    layers = [(path, m) for path, m in scope["model"].named_modules() if isinstance(m, GradientCheckpointingLayer)]
-    assert len(layers) == 2
+    layers = library_layers(scope["model"])
     for layer_path, layer in layers:
         torch_held = saved_while_called(scope["step"], layer)
         assert torch_held == 2 * 8 * 32 * 4  # the layer's input, float32
@@ -345,3 +365,66 @@ def test_a_module_the_script_checkpoints_has_its_box_in_the_forward(record, writ
         at = backward_start_in(run, start, end)
         in_step = {vid for vid in nodes if run.op_nodes[vid].born >= start}
         assert held_by_nodes(run, in_step, at).activations == kept_by_the_scripts_checkpoint(path, monkeypatch)
+
+
+def boxes_at_backward(run):
+    """The run's drawing, its module boxes and the event its first step's backward starts at."""
+    from graphview.core.drawing import Drawing
+    from graphview.core.hierarchy import module_boxes
+
+    drawing = Drawing(run)
+    drawing.update(final=True)
+    [(_, start, end)] = step_spans(run)[:1]
+    return drawing, module_boxes(drawing), start, backward_start_in(run, start, end)
+
+
+@pytest.mark.parametrize("first", sorted(BLOCK_STARTS))
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_the_box_of_a_module_the_script_checkpoints_holds_what_torch_keeps(record, write_script, monkeypatch,
+                                                                          reentrant, first):
+    """What the box of ``model.2`` holds for backward (its card and tooltip, in the window and in a
+    picture: ``box_held``) when the step's backward starts is what torch keeps for its checkpoint,
+    in both modes. With ``use_reentrant=False`` it held 0 B: torch keeps the input beside the
+    graph, in no autograd node, so no node of the box held it (with ``True`` the checkpoint's own
+    node, inside the box, does). Torch: saved_tensors_hooks packing during the checkpoint(...)
+    call, the storages alive when the forward returned, parameters apart. A box of the script's
+    own call before the step holds none of it (its backward freed what its checkpoint kept)."""
+    from graphview.core.hierarchy import box_held
+
+    path = write_script(f"REENTRANT = {reentrant}\n" + SCRIPT_CHECKPOINT.replace("FIRST", BLOCK_STARTS[first]))
+    drawing, boxes, start, at = boxes_at_backward(record(path, steps=1))
+    torch_bytes = kept_by_the_scripts_checkpoint(path, monkeypatch)
+    blocks = [box for box in boxes if box.path == "model.2"]  # (one or more: the script's own call and the step's)
+    [in_step] = [box for box in blocks if any(drawing.nodes[m].born >= start for m in box.members)]
+    assert box_held(drawing, in_step, at).activations == torch_bytes == 8 * 32 * 4
+    assert sum(box_held(drawing, box, at).activations for box in blocks) == torch_bytes
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+@pytest.mark.parametrize("name", sorted(CHECKPOINTED_LAYERS))
+def test_the_boxes_of_layers_a_library_checkpoints_hold_what_torch_keeps(record, write_script, name, reentrant):
+    """Hugging Face's gradient checkpointing, both modes: each layer's box (and its bar in the
+    stack of layers, ``blocks_held``) holds what torch keeps for the layer when backward starts,
+    and each module's box inside it what torch keeps for that module (nothing). With
+    ``use_reentrant=False`` each layer's box held 0 B, where ``True`` held its input. Torch: what
+    autograd saves while the module's forward runs, alive when the forward returned, parameters apart."""
+    from graphview.core.hierarchy import blocks_held, box_held
+
+    path = write_script(checkpointed_layers(name, reentrant))
+    drawing, boxes, _, at = boxes_at_backward(record(path, steps=1))
+    scope = loaded(path)
+    layers = library_layers(scope["model"])
+    for layer_path, layer in layers:
+        torch_held = saved_while_called(scope["step"], layer)
+        assert torch_held == 2 * 8 * 32 * 4  # the layer's input, float32
+        [box] = [box for box in boxes if box.path == layer_path]
+        assert box_held(drawing, box, at).activations == torch_held, layer_path
+        inner = dict(layer.named_modules(prefix=layer_path))
+        for module_box in boxes:
+            if module_box.path.startswith(layer_path + ".") and module_box.path in inner:
+                expected = saved_while_called(scope["step"], inner[module_box.path])
+                assert box_held(drawing, module_box, at).activations == expected, module_box.path
+    [stack] = [box for box in boxes if box.repeats is not None and box.repeats.type == type(layers[0][1]).__name__]
+    keyed = {box.key: box for box in boxes}
+    bars = [(block.path, held.activations) for block, _, held in blocks_held(drawing, stack, keyed, at)]
+    assert bars == [(layer_path, 2 * 8 * 32 * 4) for layer_path, _ in layers]

@@ -291,3 +291,28 @@ def test_a_thin_stack_of_blocks_opens_one_block_at_a_time(canvas, record, write_
     inside = next(m for m in boxes.keyed["transformer.h.3"].members if scene.drawing.nodes[m].kind == "op")
     assert boxes.reveal([inside])
     assert boxes.layout.position(inside) is not None and "transformer.h.3" not in boxes.collapsed
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_shut_box_the_script_checkpoints_shows_what_torch_keeps_for_it(canvas, record, write_script, monkeypatch,
+                                                                        reentrant):
+    """``checkpoint(model[2], h)`` in the script: model.2's shut card (what the window, a picture
+    of it and the card's tooltip show) holds, when the step's backward starts, the input torch
+    keeps for the checkpoint, in both modes. With ``use_reentrant=False`` it showed 0 B: torch
+    keeps the input beside the graph, in no autograd node of the box."""
+    from tests.capture.test_memory_answers import BLOCK_STARTS, SCRIPT_CHECKPOINT, kept_by_the_scripts_checkpoint
+
+    path = write_script(f"REENTRANT = {reentrant}\n" + SCRIPT_CHECKPOINT.replace("FIRST", BLOCK_STARTS["linear"]))
+    run = record(path, steps=1)
+    start = run.steps[0]["start"]
+    at = min(call.start for call in run.backwards.values() if call.start > start)
+    scene, view = _open(canvas, run, at)
+    [box] = [b for b in scene.boxes.boxes if b.path == "model.2"
+             and any(scene.drawing.nodes[m].born >= start for m in b.members)]
+    scene.boxes.set_all({box.key})
+    scene.set_cursor(at)
+    group = scene.groups[box.key]
+    assert group.collapsed and group.isVisible()
+    kept = kept_by_the_scripts_checkpoint(path, monkeypatch)
+    assert group.held.activations == kept == 1024
+    assert "holds 1.00 KiB of activations for backward" in group.toolTip()

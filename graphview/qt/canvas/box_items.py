@@ -17,8 +17,8 @@ from typing import Callable
 from PySide6.QtCore import QPointF, QRectF
 
 from graphview.core.drawing import LAYER_HEIGHT
-from graphview.core.held import Held, held_by_nodes
-from graphview.core.hierarchy import ModuleBox, blocks_held
+from graphview.core.held import Held
+from graphview.core.hierarchy import ModuleBox, blocks_held, box_held
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.style import NODE_H, NODE_W
 
@@ -238,7 +238,7 @@ class BoxItems:
         ops = [drawing.nodes[m] for m in members if drawing.nodes[m].kind in ("op", "accumulate")]
         if not ops:  # none now: destroyed by backward, or never made (a call under no_grad)
             group.made_graph = any(drawing.nodes[m].kind in ("op", "accumulate") for m in box.members)
-        held = held_by_nodes(run, {n.ref for n in ops}, index) if run is not None else Held()
+        held = box_held(drawing, box, index, [n.id for n in ops]) if run is not None else Held()
         states = {n.id: (items[n.id].state if n.id in items else drawing.op_state(n.ref, index)) for n in ops}
         running = self._running is not None and self._running in states
         grad_fns = [n for n in ops if n.kind == "op"]
