@@ -560,7 +560,7 @@ def _held_data(run: Run) -> dict | None:
     return {"device": peak.device, "at": peak.at, "activations": peak.held.activations, "weights": peak.held.weights,
             "inputs": peak.held.inputs,
             "modules": [{"path": m.path, "type": m.types, "count": m.count, "activations": m.held.activations,
-                         "weights": m.held.weights} for m in modules_at(run, peak)]}
+                         "weights": m.held.weights, "recomputed": m.recomputed} for m in modules_at(run, peak)]}
 
 
 def _steps_text(run: Run) -> str:

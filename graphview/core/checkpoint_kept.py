@@ -277,3 +277,35 @@ def _checkpoints(run: Run, owner: int | None) -> bool:
     """Whether a tensor saved by node ``owner`` may be one a checkpoint keeps: saved by no node
     graphview sees (``use_reentrant=False``) or by the checkpoint's own node (``use_reentrant=True``)."""
     return owner is None or getattr(run.op_nodes.get(owner), "name", None) == "CheckpointFunctionBackward"
+
+
+def recompute_held(run: Run, index: int) -> tuple[str | None, dict[tuple, tuple[str, int]]]:
+    """What backward's recompute of a checkpoint holds after event ``index``: the storages saved
+    during a recompute (``recompute`` events: the tensors it keeps until the node that needs them
+    runs) that no save outside a recompute holds then (the input the checkpoint kept, saved again,
+    is the forward's), by (device, storage) -> (kind, bytes); and the module around all the
+    recomputed modules that saved them (their common path; None where none ran in a module)."""
+    held = [s for s in run.saved.values() if s.held_at(index)]
+    outside: set[tuple] = set()
+    recomputed: list[SavedNode] = []
+    for saved in held:
+        if run.events[saved.born].get("recompute") is None:
+            outside.add((saved.device, saved.storage))
+        else:
+            recomputed.append(saved)
+    storages = {(s.device, s.storage): (s.kind, s.bytes) for s in recomputed if (s.device, s.storage) not in outside}
+    if not storages:
+        return None, {}
+    recomputed.sort(key=lambda s: s.born)
+    born = {s.born for s in recomputed}
+    open_paths: list[str] = []
+    paths: list[list[str]] = []
+    prefix = RECOMPUTE_MODULE + "."
+    for at, ev in run.events.where({"module_enter", "module_exit", "saved"}, recomputed[0].born, index + 1):
+        if ev["ev"] != "saved":
+            follow_modules(open_paths, ev)
+        elif at in born:
+            inside = next((p for p in reversed(open_paths) if p.startswith(prefix)), None)
+            if inside is not None:
+                paths.append(inside[len(prefix):].split("."))
+    return (".".join(os.path.commonprefix(paths)) or None) if paths else None, storages

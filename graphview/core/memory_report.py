@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphview.core.checkpoint_kept import RECOMPUTE_MODULE, recompute_held
 from graphview.core.held import Held, Peak, human, split_among
 from graphview.core.run import Run
 from graphview.core.whatif import nodes_by_module
@@ -25,13 +26,15 @@ class ModuleShare:
     held: Held
     types: str | None = None  # its class name
     count: int = 1  # the modules of a family
+    recomputed: bool = False  # what backward's recompute of its checkpoint holds, not its forward
 
     def text(self) -> str:
         kind = f" ({self.count} × {self.types})" if self.count > 1 and self.types else (
             f" ({self.types})" if self.types else "")
         each = f", {human(self.held.activations // self.count)} each" if self.count > 1 else ""
         weights = f"; and {human(self.held.weights)} of weights" if self.held.weights else ""
-        return f"{self.path}{kind}: {human(self.held.activations)} of activations{each}{weights}"
+        again = ", recomputed in backward" if self.recomputed else ""
+        return f"{self.path}{kind}{again}: {human(self.held.activations)} of activations{each}{weights}"
 
 
 def modules_at(run: Run, peak: Peak, limit: int = TOP) -> list[ModuleShare]:
@@ -75,5 +78,23 @@ def modules_at(run: Run, peak: Peak, limit: int = TOP) -> list[ModuleShare]:
         if not parts:
             break
         shown = parts + shown[1:]
+    recomputed = _recomputed_share(run, peak)
+    if recomputed is not None:  # (after the opening: it is no module's forward to open)
+        shown.append(recomputed)
+        shown.sort(key=lambda e: -e.held.activations)
     return shown[:limit]
+
+
+def _recomputed_share(run: Run, peak: Peak) -> ModuleShare | None:
+    """What backward's recompute of a checkpoint holds at ``peak``, for the module it recomputes
+    (:func:`graphview.core.checkpoint_kept.recompute_held`); None where it holds no activations.
+    With checkpointing the peak is usually there: GPT-2's last layer, recomputed, holds most of it."""
+    path, storages = recompute_held(run, peak.at)
+    kinds = {"activation": 0, "param": 0, "input": 0}
+    for kind, nbytes in storages.values():
+        kinds[kind if kind in kinds else "activation"] += nbytes
+    if not kinds["activation"]:
+        return None
+    held = Held(kinds["activation"], kinds["param"], kinds["input"])
+    return ModuleShare(path or RECOMPUTE_MODULE, held, run.module_types.get(path) if path else None, recomputed=True)
 

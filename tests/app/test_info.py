@@ -44,7 +44,9 @@ def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_scri
     ``use_reentrant=False`` as with ``True``. False left them out: torch keeps them beside the
     graph, in no autograd node, and the model's line said 2.00 KiB where True said 6.00 KiB.
     Torch: what autograd saves while each layer's forward runs (its input), alive when the
-    forward returned, parameters apart; a layer's is held until its recompute, after the peak."""
+    forward returned, parameters apart; a layer's is held until its recompute, after the peak.
+    What the last layer's recompute holds at the peak is named, as that layer recomputed (see
+    tests/capture/test_memory_answers.py for torch's figure)."""
     from tests.capture.test_memory_answers import checkpointed_layers, library_layers, loaded
     from tests.capture.held_by_torch import saved_while_called
 
@@ -59,4 +61,9 @@ def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_scri
         assert kept == 2 * 2 * 8 * 32 * 4  # each layer's input, float32
         [top] = [m for m in modules[reentrant] if m["path"] == "transformer"]
         assert top["activations"] >= kept
+        # the peak comes while backward recomputes the last layer: what that holds is named
+        [again] = [m for m in modules[reentrant] if m["recomputed"]]
+        assert again["path"] == "transformer.h.1" and again["activations"] > top["activations"]
+        line = f"  transformer.h.1 (GPT2Block), recomputed in backward: {human(again['activations'])} of activations"
+        assert any(said.startswith(line) for said in graphview("info", trace).stdout.splitlines())
     assert modules[False] == modules[True]

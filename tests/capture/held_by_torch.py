@@ -155,3 +155,92 @@ def saved_while_called(step, module: torch.nn.Module) -> int:
         for hook in hooks:
             hook.remove()
     return held
+
+
+def saved_at_the_peak(step, model: torch.nn.Module, layers: dict[str, torch.nn.Module]) -> dict:
+    """Run ``step()`` (a forward), then its loss's backward, reading torch's own bookkeeping of
+    what autograd holds for backward: ``saved_tensors_hooks`` around both see every tensor
+    autograd saves (a reentrant checkpoint's recompute too, in backward), each held until autograd
+    drops it; a non-reentrant checkpoint's recompute keeps what it recomputes in its frame
+    (``_CheckpointFrame.recomputed``) until the node that needs it unpacks it. Sampled at every
+    pack, every pack of a non-reentrant recompute and after every aten op, parameters apart, each
+    storage once: ``peak``, the highest total; ``recomputed``, the bytes of it that the recompute
+    holds and the forward's saves do not; ``layer``, the one of ``layers`` recomputed then (its
+    modules' forwards ran last)."""
+    import weakref
+
+    import torch.utils.checkpoint as checkpointing
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    packed: dict[int, tuple[int, int, bool]] = {}  # id(handle) -> (storage, bytes, saved in backward)
+    frames = weakref.WeakSet()
+    state = {"peak": 0, "recomputed": 0, "layer": None, "backward": False, "running": None}
+
+    def sample() -> None:
+        forward, again = {}, {}
+        for key, nbytes, in_backward in list(packed.values()):
+            (again if in_backward else forward)[key] = nbytes
+        for frame in list(frames):
+            for held in frame.recomputed.values():
+                for t in list(held.values()):
+                    storage = t.untyped_storage()
+                    if storage.data_ptr() not in params:
+                        again[storage.data_ptr()] = storage.nbytes()
+        total = sum({**again, **forward}.values())
+        if total > state["peak"]:
+            state["peak"] = total
+            state["recomputed"] = sum(n for key, n in again.items() if key not in forward)
+            state["layer"] = state["running"] if state["backward"] else None
+
+    def pack(t: torch.Tensor):
+        kept = t.detach()
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            packed[id(kept)] = (storage.data_ptr(), storage.nbytes(), state["backward"])
+            weakref.finalize(kept, packed.pop, id(kept), None)
+        sample()
+        return kept
+
+    class AfterEachOp(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            sample()
+            return out
+
+    frame_init, hook_init = checkpointing._CheckpointFrame.__init__, checkpointing._recomputation_hook.__init__
+
+    def watched_frame(frame, *args, **kwargs):
+        frame_init(frame, *args, **kwargs)
+        frames.add(frame)
+
+    def sampled_recompute(hooks, *args, **kwargs):
+        hook_init(hooks, *args, **kwargs)
+        pack_hook = hooks.pack_hook
+
+        def pack_sampled(x):
+            try:
+                return pack_hook(x)
+            finally:  # (the last one raises to stop the recompute early, once it kept x)
+                sample()
+
+        hooks.pack_hook = pack_sampled
+
+    def running(name: str, *_) -> None:
+        state["running"] = name
+
+    hooks = [inner.register_forward_pre_hook(partial(running, name))
+             for name, layer in layers.items() for inner in layer.modules()]
+    checkpointing._CheckpointFrame.__init__ = watched_frame
+    checkpointing._recomputation_hook.__init__ = sampled_recompute
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda kept: kept), AfterEachOp():
+            loss = step()
+            state["backward"] = True
+            loss.backward()
+    finally:
+        checkpointing._CheckpointFrame.__init__ = frame_init
+        checkpointing._recomputation_hook.__init__ = hook_init
+        for hook in hooks:
+            hook.remove()
+    return {"peak": state["peak"], "recomputed": state["recomputed"], "layer": state["layer"]}

@@ -428,3 +428,33 @@ def test_the_boxes_of_layers_a_library_checkpoints_hold_what_torch_keeps(record,
     keyed = {box.key: box for box in boxes}
     bars = [(block.path, held.activations) for block, _, held in blocks_held(drawing, stack, keyed, at)]
     assert bars == [(layer_path, 2 * 8 * 32 * 4) for layer_path, _ in layers]
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+@pytest.mark.parametrize("name", sorted(CHECKPOINTED_LAYERS))
+def test_info_names_the_layer_whose_recompute_holds_the_peak(record, write_script, name, reentrant):
+    """With every layer checkpointed the peak of what backward holds comes while backward
+    recomputes the last layer, and most of it is what that recompute keeps for the layer's
+    backward. ``graphview info``'s modules at the peak (``modules_at``) named none of it (GPT-2,
+    hidden 256: "transformer: 1.25 MiB" of a 10 MiB peak); it names the layer, recomputed, with
+    what torch's own bookkeeping says its recompute holds then, beyond what the forward saved:
+    saved_tensors_hooks around the step and its backward, a non-reentrant checkpoint's frame's
+    recomputed tensors, parameters apart (inputs too: Llama's rotary tables, made without grad).
+    The peak is torch's too; graphview counts beside it the Python numbers a node keeps without
+    hooks (8 B each)."""
+    from graphview.core.memory_report import modules_at
+    from tests.capture.held_by_torch import saved_at_the_peak
+
+    path = write_script(checkpointed_layers(name, reentrant))
+    run = record(path, steps=1)
+    peak = activation_peak(run)
+    [recomputed] = [entry for entry in modules_at(run, peak) if entry.recomputed]
+    scope = loaded(path)
+    layers = dict(library_layers(scope["model"]))
+    torch_held = saved_at_the_peak(scope["step"], scope["model"], layers)
+    # (the Python numbers a node keeps without hooks: 8 B each, that torch's hooks do not see)
+    numbers = 8 * sum(1 for s in run.saved.values() if s.held_at(peak.at) and s.shape == [] and s.bytes == 8)
+    assert torch_held["layer"] == recomputed.path == list(layers)[-1]
+    assert 0 <= recomputed.held.activations + recomputed.held.inputs - torch_held["recomputed"] <= numbers
+    assert torch_held["recomputed"] > peak.held.activations / 2
+    assert 0 <= peak.held.activations + peak.held.inputs - torch_held["peak"] <= numbers
