@@ -175,7 +175,7 @@ class TensorIdentity(RecorderState):
         kind = self._kind(t, is_leaf)
         leafish = kind != "activation"  # parameters, inputs, buffers: also a histogram
         if summary is None or not leafish:
-            summary = summarize(t, norm=leafish, hist=leafish)
+            summary = summarize(t, norm=leafish, hist=leafish, send=True)  # (small: its values, see summarize)
         self._emit_fn(("tensor", tid, version, name, kind, list(t.shape), dtype_name(t.dtype), device_name(t.device),
                        requires_grad, is_leaf, gvid, base_tid, line, summary or None))
         if new and name is None and pending:

@@ -13,6 +13,11 @@ import numpy as np
 import torch
 
 from graphview.core.events import FULL_VALUES_MAX
+from graphview.core.value_stats import (  # noqa: F401 - the statistics themselves, shared with the channel's reader
+    _ADD, _AXES, _FLOAT_MAX, _MAX, _MIN, _VECDOT, BLAS_MAX, BLOCK, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, ROWS_MIN,
+    SENT, SQUARE_ROW, VALUES_SENT_MAX, _by_rows, _c_einsum, _clean, _einsum_square, _numpy_histogram, _numpy_stats, _square_norm, _square_rows,
+    _squares, _sum, _whole_reductions, blocked_reductions, how_to_send, summary_of_values,
+)
 
 
 def dtype_name(dtype: torch.dtype, _names: dict = {}) -> str:  # noqa: B006 - a cache
@@ -32,7 +37,8 @@ def device_name(device: torch.device, _names: dict = {}) -> str:  # noqa: B006 -
 
 
 def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bool = False,
-              norm: bool = True, hist: bool = False, exact: bool = False, known_norm: float | None = None) -> dict | None:
+              norm: bool = True, hist: bool = False, exact: bool = False, known_norm: float | None = None,
+              send: bool = False) -> dict | tuple | None:
     """``{"shape", "values"}`` for small tensors, ``{"shape", "stats"}`` otherwise.
 
     ``light`` (gradients flowing through backward) keeps only the norm of large tensors: one
@@ -44,8 +50,12 @@ def summarize(t: torch.Tensor | None, full_max: int = FULL_VALUES_MAX, light: bo
     sampled (see NOTE [Sampled statistics]). ``exact``: not sampled either (a gradient on its way
     into a leaf's ``.grad``, shown beside it). ``known_norm``: the norm of ``t``'s values, exact,
     as this module computed it a moment ago (:meth:`LightSummaries.known_norm`): not computed again.
+    ``send``: a plain CPU float32 / float64 tensor of at most VALUES_SENT_MAX values gives its values
+    instead, to be summarized by whoever reads the compact event it goes into (see NOTE [Values sent
+    to be summarized] in graphview/core/value_stats.py).
     """
-    summary = _dense_host_summary(t, full_max, light, norm, hist, sample=not (hist or exact), known_norm=known_norm)
+    summary = _dense_host_summary(t, full_max, light, norm, hist, sample=not (hist or exact), known_norm=known_norm,
+                                  send=send)
     if summary is not None:
         return summary
     summary = _summarize(t, full_max, light, norm, sample=not (hist or exact))
@@ -69,7 +79,7 @@ _STRIDED = torch.strided
 
 
 def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, sample: bool,
-                        known_norm: float | None = None) -> dict | None:
+                        known_norm: float | None = None, send: bool = False) -> dict | tuple | None:
     """``summarize`` of the tensors a step summarizes by the thousand, in fewer calls: a plain
     float32 / float64 CPU tensor (or parameter) of more than ``full_max`` values whose elements
     fill a block of its memory, each once (contiguous, or transposed). The statistics and the
@@ -92,6 +102,9 @@ def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, s
         values = (_sample_of(read) if sampled else read).numpy()
     except (RuntimeError, TypeError):  # a negative view
         return None
+    if send and numel <= VALUES_SENT_MAX:  # (never sampled: SAMPLE_ABOVE is larger)
+        return (SENT, how_to_send(light, norm, hist), list(t.shape), list(values.shape), values.dtype.char,
+                values.tobytes())
     stats = _numpy_stats(values, numel, light, norm, sampled, None if sampled else known_norm)
     if hist and "min" in stats:
         lo, hi = stats["min"], stats["max"]
@@ -124,17 +137,25 @@ class LightSummaries:
     def __init__(self) -> None:
         self._known: dict[tuple, tuple] = {}
 
-    def summary(self, t, exact: bool = False) -> dict | None:
-        """``exact``: never from a sample (a sampled one known for the same memory is summarized anew)."""
+    def summary(self, t, exact: bool = False, send: bool = False) -> dict | tuple | None:
+        """``exact``: never from a sample (a sampled one known for the same memory is summarized anew);
+        ``send``: as ``summarize``'s (the values of a small tensor, for a compact event)."""
         if not isinstance(t, torch.Tensor) or t.numel() < SHARED_MIN or t.layout != torch.strided:
-            return summarize(t, light=True, exact=exact)
+            return summarize(t, light=True, exact=exact, send=send)
         key = _memory_key(t)
         if key is not None:
             known = self._known.get(key)
-            if known is not None and known[0]() is not None and not (exact and "sampled" in known[1]):
-                return {"shape": list(t.shape), "stats": dict(known[1])}
-        summary = summarize(t, light=True, exact=exact)
-        if key is not None and summary is not None and "stats" in summary and "note" not in summary:
+            if known is not None and known[0]() is not None:
+                kept = known[1]
+                if type(kept) is tuple:  # the values, sent once already: the same again, as this tensor's
+                    sent = (SENT, kept[1], list(t.shape), *kept[3:])
+                    return sent if send else summary_of_values(sent)
+                if not (exact and "sampled" in kept):
+                    return {"shape": list(t.shape), "stats": dict(kept)}
+        summary = summarize(t, light=True, exact=exact, send=send)
+        if key is not None and type(summary) is tuple:
+            self._known[key] = (weakref.ref(t), summary)
+        elif key is not None and summary is not None and "stats" in summary and "note" not in summary:
             self._known[key] = (weakref.ref(t), summary["stats"])
         return summary
 
@@ -147,8 +168,8 @@ class LightSummaries:
             return None
         key = _memory_key(t)
         known = self._known.get(key) if key is not None else None
-        if known is None or known[0]() is None or "sampled" in known[1]:
-            return None
+        if known is None or known[0]() is None or type(known[1]) is tuple or "sampled" in known[1]:
+            return None  # (values sent: their norm is not known here)
         norm = known[1].get("norm")
         return norm if type(norm) is float else None  # (a NaN or Inf: "nan" / "inf", counted anew)
 
@@ -174,12 +195,6 @@ def _dense(t: torch.Tensor) -> bool:
             return False
         expected *= size
     return True
-
-
-#: bins of the value histograms the inspector draws
-HIST_BINS = 24
-#: larger tensors are binned from every k-th value, at most this many
-HIST_SAMPLE_MAX = 1 << 14
 
 
 def _histogram(t: torch.Tensor, stats: dict) -> tuple[list[int], int] | None:
@@ -217,19 +232,6 @@ def _histogram(t: torch.Tensor, stats: dict) -> tuple[list[int], int] | None:
         return [int(c) for c in counts], flat.numel()
     except (RuntimeError, TypeError, ValueError):
         return None
-
-
-def _numpy_histogram(flat: np.ndarray, lo: float, hi: float) -> list[int]:
-    """torch.histc(flat, HIST_BINS, lo, hi) for values all within [lo, hi], as CPU torch computes it."""
-    if hi == lo:
-        return [int(flat.size)] + [0] * (HIST_BINS - 1)
-    if (hi - lo) * HIST_BINS >= _FLOAT_MAX.get(flat.dtype, 0.0) / 2:  # a range float32 cannot hold
-        flat = flat.astype(np.float64)
-    real = flat.dtype.type
-    low = real(lo)
-    position = ((flat - low) * real(HIST_BINS) / (real(hi) - low)).astype(np.intp)
-    np.minimum(position, HIST_BINS - 1, out=position)  # the maximum itself: in the last bin
-    return np.bincount(position, minlength=HIST_BINS).tolist()
 
 
 def _host_values(t: torch.Tensor) -> np.ndarray | None:
@@ -373,198 +375,9 @@ def _sample_of(t: torch.Tensor) -> torch.Tensor | None:
     return t.as_strided((SAMPLE_RUNS, SAMPLE_RUN), (step, 1), t.storage_offset())
 
 
-# NOTE [Summaries without torch's thread pool]
-# CPU tensors are summarized with NumPy, whose reductions run on the calling thread: torch's
-# parallel reductions wait for every intra-op thread, and while another process keeps a core busy
-# a 2M-value min/max/sum took 6.6-16.6 ms instead of 1.8-2.9 ms (and torch.histc 3.7 ms instead of
-# 0.03 ms on 256 values). Norms of more than BLAS_MAX values use einsum, not np.dot: OpenBLAS
-# threads a dot product that long (and its threads spin on after it). Other devices use torch.
+# CPU tensors are summarized with NumPy (see NOTE [Summaries without torch's thread pool] in
+# graphview/core/value_stats.py).
 _NUMPY_FLOATS = (torch.float32, torch.float64)
-_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
-BLAS_MAX = 1 << 13
-
-
-def _numpy_stats(a: np.ndarray, numel: int, light: bool, with_norm: bool, sampled: bool = False,
-                 known_norm: float | None = None) -> dict:
-    """min, max, mean (and norm), or the norm alone (``light``), on the calling thread.
-
-    ``a`` may hold fewer values than the tensor's ``numel``: each of its values once, where the
-    tensor repeats them (an expanded dimension: exact, the norm and the NaN / Inf counts scaled
-    by the repeat), or a sample of them (``sampled``, see NOTE [Sampled statistics]: the
-    statistics are the sample's, the norm scaled to the whole).
-
-    No floating-point warning of graphview's own reaches the script: the norm alone is an einsum
-    (which never warns); a sum or a dot product is computed outside ``np.errstate`` only where
-    min and max prove that it cannot overflow (uninitialised ``torch.empty`` memory can)."""
-    count = a.size
-    scale = 1.0 if count == numel else numel / count
-    if light:
-        if _by_rows(a):  # (errstate only then: it costs more than a short einsum)
-            with np.errstate(all="ignore"):
-                square_sum = _square_rows(a)
-        else:
-            square_sum = float(_einsum_square(a))
-        norm = math.sqrt(square_sum * scale)  # as Python floats: NumPy's float32 would warn on overflow
-        stats = {"norm": _clean(norm), "numel": numel}
-        values = [norm]
-    else:
-        if count > BLOCKED_ABOVE and a.flags.c_contiguous:  # (see NOTE [Statistics a block at a time])
-            lo, hi, total, square_sum = blocked_reductions(a.reshape(-1), with_norm and known_norm is None)
-            norm = known_norm if known_norm is not None or not with_norm else math.sqrt(square_sum * scale)
-        else:
-            lo, hi, total, norm = _whole_reductions(a, with_norm, scale, known_norm)
-        stats = {"min": _clean(lo), "max": _clean(hi), "mean": _clean(total / count), "numel": numel, "nan": 0, "inf": 0}
-        values = [lo, hi, total]
-        if with_norm:
-            stats["norm"] = _clean(norm)
-            values.append(norm)
-    if not all(map(math.isfinite, values)):
-        repeat = 1 if sampled else numel // count
-        stats["nan"] = int(np.isnan(a).sum()) * repeat
-        stats["inf"] = int(np.isinf(a).sum()) * repeat
-    if sampled:
-        stats["sampled"] = count
-    return stats
-
-
-def _whole_reductions(a: np.ndarray, with_norm: bool, scale: float,
-                      known_norm: float | None) -> tuple[float, float, float, float | None]:
-    """min, max, sum and (``with_norm``) norm of ``a``: the ufuncs' own minimum and maximum (what
-    ndarray.min / max call) and einsum's sum, over any strides, each a pass over the whole array.
-    The sum is einsum's, not ``add.reduce``'s: over a 2-D or 3-D array NumPy's pairwise reduction
-    reduces a row at a time (65,536 float32 values as 1,024 rows of 64: 37.5 us, einsum 5.3 us;
-    2,048 values: 2.4 against 1.0 us), an error beside the exact sum about that of torch's own."""
-    lo, hi = float(_MIN(a, axis=None)), float(_MAX(a, axis=None))
-    count = a.size
-    bound = max(abs(lo), abs(hi)) * count  # NaN: False below
-    fmax = _FLOAT_MAX.get(a.dtype, 0.0)
-    if known_norm is not None and with_norm and bound < fmax:
-        total, norm = float(_sum(a)), known_norm
-    elif bound < fmax and (not with_norm or bound * max(abs(lo), abs(hi)) < fmax):
-        total = float(_sum(a))
-        norm = math.sqrt(float(_square_norm(a)) * scale) if with_norm else None
-    else:
-        with np.errstate(all="ignore"):
-            total = float(_sum(a))
-            norm = math.sqrt(float(_squares(a)) * scale) if with_norm else None
-    return lo, hi, total, norm
-
-
-# NOTE [Statistics a block at a time]
-# Min, max, sum and the sum of squares are four passes over a tensor's values. Over a tensor larger
-# than the cache each pass reads it from memory again: a 38.6M-value float32 embedding (GPT-2's
-# wte, 154 MB) took 54 ms for the four, where reading it once, a block of BLOCK values at a time,
-# and making the four passes over each block while it is in the cache takes 32 ms (one core, best
-# of five; a 2.4M-value weight 1.80 -> 1.65 ms). So a contiguous array of more than
-# BLOCKED_ABOVE values is reduced block by block: min and max are the same numbers; the sum and
-# the sum of squares add up the blocks' own (an einsum within a block, the blocks' sums added as
-# Python floats, in double precision), which differs from one sum over the whole array in the
-# last bits (its error grows with the block, not the tensor). A block's sum is einsum's, not
-# NumPy's pairwise ``add.reduce``: 5.0 us against 14.3 us for 64K float32 values in the cache, its
-# error beside the exact sum 1.5e-6 to 2.6e-6 of it against 0.6e-6 to 1.3e-6 (torch's own float32
-# sum 0.9e-6 to 2.2e-6; 20 random blocks each of four kinds); GPT-2 small's parameters summarized
-# together 98-105 ms -> 84-89 ms (thread CPU time, two alternated pairs). A block's own float32 sum can still overflow (an Inf in the mean, as over the whole)
-# where its values come near float32's limit; added across blocks in double, a sum beyond
-# float32's range that no block's overflows is a finite mean.
-#: arrays of more values are reduced a block at a time (1 MiB of float32)
-BLOCKED_ABOVE = 1 << 18
-#: values in a block (256 KiB of float32: within each core's cache)
-BLOCK = 1 << 16
-
-
-def blocked_reductions(flat: np.ndarray, squares: bool) -> tuple[float, float, float, float | None]:
-    """min, max, sum and (``squares``) the sum of squares of a contiguous 1-D array, a block at a
-    time (see the NOTE); NaN where a value is NaN, as NumPy's reductions say it. No warning."""
-    lows, highs = [], []
-    total, square_sum = 0.0, (0.0 if squares else None)
-    with np.errstate(all="ignore"):
-        for start in range(0, flat.size, BLOCK):
-            block = flat[start:start + BLOCK]
-            lows.append(_MIN(block))
-            highs.append(_MAX(block))
-            total += float(_sum(block))
-            if squares:
-                square_sum += float(_squares(block))
-        lo, hi = float(_MIN(np.array(lows), axis=None)), float(_MAX(np.array(highs), axis=None))
-    return lo, hi, total, square_sum
-
-
-_FLOAT_MAX = {np.dtype(np.float32): float(np.finfo(np.float32).max),
-              np.dtype(np.float64): float(np.finfo(np.float64).max)}
-
-
-try:  # what np.einsum calls (its default optimize=False), without its Python wrapper: a third of a small norm
-    from numpy._core.multiarray import c_einsum as _c_einsum
-except ImportError:  # (NumPy 1)
-    try:
-        from numpy.core.multiarray import c_einsum as _c_einsum
-    except ImportError:
-        _c_einsum = np.einsum
-_AXES = [list(range(n)) for n in range(33)]
-
-
-def _sum(a: np.ndarray):
-    """The sum of ``a``'s values over any strides (see ``_whole_reductions``)."""
-    axes = _AXES[a.ndim] if a.ndim < len(_AXES) else list(range(a.ndim))
-    return _c_einsum(a, axes, [])
-
-
-def _einsum_square(a: np.ndarray):
-    """The sum of squares over any strides (a sample's runs are not copied together first)."""
-    axes = _AXES[a.ndim] if a.ndim < len(_AXES) else list(range(a.ndim))
-    return _c_einsum(a, axes, a, axes, [])
-
-
-def _square_norm(a: np.ndarray):
-    """The sum of squares where it cannot overflow; np.dot (BLAS) up to BLAS_MAX values, above
-    as :func:`_squares` (see the NOTE)."""
-    if a.size <= BLAS_MAX:
-        flat = a.reshape(-1)
-        return np.dot(flat, flat)
-    return _squares(a)
-
-
-# NOTE [Sums of squares by rows]
-# einsum's sum of squares reads float32 at about a quarter of the speed of BLAS's dot product: 65,536
-# values 14.1 us against 6.8, 262,144 values 52.7 against 24.6, GPT-2 small's 38.6M-value embedding
-# gradient 62-66 ms against 42-43 (one core). But OpenBLAS threads a dot product of more than 10,000
-# values (see NOTE [Summaries without torch's thread pool]), and a dot product that overflows warns.
-# So an array of at least ROWS_MIN values that fills its memory in order is taken as rows of
-# SQUARE_ROW values, and np.vecdot makes one BLAS dot product a row in one call (each on the calling
-# thread), the rows' sums added in double precision (nearer the exact sum than one float32
-# einsum: 0.4e-9 to 1.4e-8 of it against 1.5e-8 to 2.8e-7, random values of 64K to 4M). A caller
-# runs it under ``np.errstate`` (5.9 us: not worth it below ROWS_MIN), or where min and max prove
-# that no sum can overflow. NumPy 1 has no vecdot: einsum there.
-#: arrays of at least this many values are summed as rows (see the NOTE)
-ROWS_MIN = 1 << 16
-#: values in a row: one BLAS dot product, below OpenBLAS's threading threshold
-SQUARE_ROW = 8192
-_VECDOT = getattr(np, "vecdot", None)
-_ADD = np.add.reduce
-
-
-def _squares(a: np.ndarray):
-    """The sum of squares, by rows where it can be (see the NOTE), else einsum's; the caller
-    keeps an overflow from warning."""
-    return _square_rows(a) if _by_rows(a) else _einsum_square(a)
-
-
-def _by_rows(a: np.ndarray) -> bool:
-    """Whether ``a``'s sum of squares is taken by rows (see the NOTE)."""
-    return a.size >= ROWS_MIN and a.flags.c_contiguous and _VECDOT is not None
-
-
-def _square_rows(a: np.ndarray) -> float:
-    """The sum of squares of C-contiguous ``a``: BLAS dot products of rows of SQUARE_ROW values,
-    added in double precision (see the NOTE)."""
-    flat = a.reshape(-1)
-    rows = flat.size // SQUARE_ROW
-    body = flat[:rows * SQUARE_ROW].reshape(rows, SQUARE_ROW)
-    total = float(_ADD(_VECDOT(body, body), dtype=np.float64))
-    tail = flat[rows * SQUARE_ROW:]
-    if tail.size:
-        total += float(np.dot(tail, tail))
-    return total
 
 
 def _complex_summary(t: torch.Tensor, shape: list, full_max: int) -> dict:
@@ -620,8 +433,3 @@ def _l2(t: torch.Tensor, numel: int) -> torch.Tensor:
     return torch.linalg.vector_norm(t)
 
 
-def _clean(v: object) -> object:
-    """JSON has no NaN/Inf: send them as strings the views understand."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v

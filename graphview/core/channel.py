@@ -89,18 +89,36 @@ class BatchEncoder:
             _PlainPickler(buffer, _PROTOCOL).dump(events)
             data = buffer.getvalue()
         except _NotPlain:
-            events = json.loads(json.dumps(events, separators=(",", ":"), default=str))
+            events = [_as_json_holds(event) if _not_plain(event) else event for event in events]
             data = pickle.dumps(events, _PROTOCOL)
         finally:
             buffer.seek(0)
             buffer.truncate()
         if len(data) <= PICKLE_CAP:
             return HEADER.pack(MAGIC, len(data)) + data
-        if len(events) > 1:
-            half = len(events) // 2
-            return self.encode(events[:half]) + self.encode(events[half:])
-        text = json.dumps(events, separators=(",", ":"), default=str).encode("ascii")
+        if len(events) > 1:  # as many batches as its length says (each pickled again, once: halving
+            # a backward's batch of sent values again and again pickled each event five times)
+            pieces = min(len(events), -(-len(data) * 4 // (PICKLE_CAP * 3)))
+            step = -(-len(events) // pieces)
+            return b"".join(self.encode(events[start:start + step]) for start in range(0, len(events), step))
+        text = json.dumps([_as_json_holds(event) for event in events], separators=(",", ":")).encode("ascii")
         return HEADER.pack(JSON_MAGIC, len(text)) + text
+
+
+def _not_plain(event) -> bool:
+    try:
+        _PlainPickler(io.BytesIO(), _PROTOCOL).dump(event)
+    except _NotPlain:
+        return True
+    return False
+
+
+def _as_json_holds(event):
+    """``event`` as JSON holds it (an object JSON does not know as its text); a compact event made
+    its dict first (the values it sends summarized: JSON holds no bytes)."""
+    if type(event) is tuple:
+        event = expand(event)
+    return json.loads(json.dumps(event, separators=(",", ":"), default=str))
 
 
 class _NotPlain(Exception):

@@ -16,17 +16,27 @@ A layout's field is a key of the event, or:
 * ``?key``: a key the event has only when its value is not None (``from_edge`` of a ``bw_node``
   that names the edge its gradient came by);
 * ``+``, last: a dict whose items the event carries after the others (a tensor's value summary:
-  ``shape`` and ``values`` or ``stats``), or None for none.
+  ``shape`` and ``values`` or ``stats``), or None for none;
+* ``*key``: a list of value summaries (a node's gradients), or None;
+* ``-key``: a value summary, or None, that the event has only when it is not False (an
+  ``accumulate`` event's ``increment`` and ``grad``: left out where the reader takes them from
+  another event).
+
+A value summary (``+``, ``-key`` or an item of ``*key``) may come as the values of a small tensor, still to
+be summarized (see NOTE [Values sent to be summarized] in graphview/core/value_stats.py): made
+here the summary they have.
 """
 
 from __future__ import annotations
+
+from graphview.core.value_stats import NotSentValues, summary_of_values
 
 #: the fields of each compact kind, in the order of the event's keys (after ``ev``)
 LAYOUTS: dict[str, tuple[str, ...]] = {
     "node": ("vid", "name", "next", "seq", "leaf", "custom", "line", "module"),
     "node_dead": ("vid",),
-    "bw_node": ("bid", "vid", "grads_in", "?from_edge"),
-    "bw_node_done": ("bid", "vid", "grads_out"),
+    "bw_node": ("bid", "vid", "*grads_in", "?from_edge"),
+    "bw_node_done": ("bid", "vid", "*grads_out"),
     "tensor": ("tid", "version", "name", "kind", "shape", "dtype", "device", "requires_grad", "is_leaf",
                "grad_fn", "base", "line", "+"),
     "tensor_dead": ("tid",),
@@ -37,6 +47,7 @@ LAYOUTS: dict[str, tuple[str, ...]] = {
     "module_enter": ("path", "type"),
     "module_exit": ("path",),
     "value": ("tid", "version", "reason", "+"),
+    "accumulate": ("bid", "tid", "vid", "first", "-increment", "-grad"),
 }
 
 
@@ -46,8 +57,10 @@ class NotCompact(ValueError):
 
 
 def _expander(kind: str, fields: tuple[str, ...]):
-    keys = ("ev",) + tuple(field.lstrip("?") for field in fields if field != "+")
+    keys = ("ev",) + tuple(field.lstrip("?*-") for field in fields if field != "+")
     optional = tuple(field[1:] for field in fields if field.startswith("?"))
+    present = tuple(field[1:] for field in fields if field.startswith("-"))
+    summaries = tuple(field[1:] for field in fields if field.startswith("*"))
     merged = fields[-1:] == ("+",)
     length = len(fields) + 1
 
@@ -60,15 +73,34 @@ def _expander(kind: str, fields: tuple[str, ...]):
             made = dict(zip(keys, event[:-1]))
             extra = event[-1]
             if extra is not None:
-                if type(extra) is not dict:
+                if type(extra) is tuple:
+                    extra = _summarized(extra, kind)
+                elif type(extra) is not dict:
                     raise NotCompact(f"a compact {kind} event whose last value is a {type(extra).__name__}, not a dict")
                 made.update(extra)
+        for key in summaries:
+            listed = made[key]
+            if type(listed) is list and tuple in map(type, listed):
+                made[key] = [_summarized(item, kind) if type(item) is tuple else item for item in listed]
         for key in optional:
             if made[key] is None:
                 del made[key]
+        for key in present:
+            value = made[key]
+            if value is False:
+                del made[key]
+            elif type(value) is tuple:
+                made[key] = _summarized(value, kind)
         return made
 
     return expand
+
+
+def _summarized(sent: tuple, kind: str) -> dict:
+    try:
+        return summary_of_values(sent)
+    except NotSentValues as exc:
+        raise NotCompact(f"a compact {kind} event holding {exc}") from None
 
 
 _EXPANDERS = {kind: _expander(kind, fields) for kind, fields in LAYOUTS.items()}

@@ -229,10 +229,11 @@ def test_a_grad_that_is_the_gradient_it_received_is_read_once_less_and_says_the_
     bw_node event read a moment ago is that .grad's, not computed again (the other statistics and
     the histogram are); every number is what summarizing the .grad afresh gives, and torch's."""
     from graphview.capture import summaries
+    from graphview.core import value_stats
 
     passes = []
-    real = summaries._einsum_square
-    monkeypatch.setattr(summaries, "_einsum_square", lambda a: passes.append(a.size) or real(a))
+    real = value_stats._einsum_square
+    monkeypatch.setattr(value_stats, "_einsum_square", lambda a: passes.append(a.size) or real(a))
     keep: dict = {}
     run = record(write_script(
         "import torch\n"

@@ -50,6 +50,9 @@ PAIRS = [
     (("module_exit", "layers.0"), {"ev": "module_exit", "path": "layers.0"}),
     (("value", 2, 3, "optimizer", SUMMARY),
      {"ev": "value", "tid": 2, "version": 3, "reason": "optimizer", "shape": [2, 3], "stats": SUMMARY["stats"]}),
+    (("accumulate", 1, 2, 9, True, False, False), {"ev": "accumulate", "bid": 1, "tid": 2, "vid": 9, "first": True}),
+    (("accumulate", 1, 2, 9, False, None, SUMMARY),
+     {"ev": "accumulate", "bid": 1, "tid": 2, "vid": 9, "first": False, "increment": None, "grad": SUMMARY}),
 ]
 
 

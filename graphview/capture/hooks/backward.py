@@ -26,6 +26,10 @@ from graphview.capture.summaries import LightSummaries, summarize
 from graphview.core.events import FULL_VALUES_MAX
 
 _REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"
+#: a node's event carries the values of at most this many of its gradients, to be summarized by the
+#: channel's reader (see NOTE [Values sent to be summarized] in graphview/core/value_stats.py): at most
+#: 768 KiB, within a batch of the channel (PICKLE_CAP); a node of more gradients has them summarized here
+SENT_PER_EVENT = 6
 _ACCUMULATE_GRAD_TYPE = torch._C._functions.AccumulateGrad  # a leaf's node (its name() is state.ACCUMULATE_GRAD)
 _NO_EDGES: frozenset = frozenset()
 
@@ -237,7 +241,8 @@ class BackwardHooks(TensorIdentity):
             # grads_in None, from_edge [consumer vid, index]: its grads_out[index]
             self._emit_fn(("bw_node", call.bid, vid, None, list(from_edge)))
         else:
-            self._emit_fn(("bw_node", call.bid, vid, [call.light.summary(g, exact) for g in grad_outputs], None))
+            send = len(grad_outputs) <= SENT_PER_EVENT
+            self._emit_fn(("bw_node", call.bid, vid, [call.light.summary(g, exact, send) for g in grad_outputs], None))
 
     def _bw_hook(self, call: "_BackwardCall", vid: int, into_leaf: set, grad_inputs, grad_outputs) -> None:
         with self.at_work():
@@ -247,8 +252,9 @@ class BackwardHooks(TensorIdentity):
                     sent[(vid, index)] = _identity(g)
             if call.releases:  # the engine releases the node's saved variables right after it runs
                 self._release_unhooked(vid)
-            light = call.light.summary
-            self._emit_held(("bw_node_done", call.bid, vid, [light(g, index in into_leaf) for index, g in enumerate(grad_inputs)]))
+            light, send = call.light.summary, len(grad_inputs) <= SENT_PER_EVENT
+            self._emit_held(("bw_node_done", call.bid, vid,
+                             [light(g, index in into_leaf, send) for index, g in enumerate(grad_inputs)]))
         return None
 
     def _bw_accumulate_prehook(self, call: "_BackwardCall", vid: int, from_edge: tuple | None, leaf_ref,
@@ -308,10 +314,10 @@ class BackwardHooks(TensorIdentity):
         """:meth:`_accumulated`, at work already."""
         leaf = leaf_ref()
         first = call.grad_was_none.get(vid, True)
-        event = {"ev": "accumulate", "bid": call.bid, "tid": tid, "vid": vid, "first": first}
+        increment = shown = False  # (False: left out of the event, see compact_events)
         same_as_arrived = incoming is not None and call.arrived.pop(vid, None) == incoming
         if not same_as_arrived:  # what goes into .grad: exact, as .grad is (see summaries.py)
-            event["increment"] = call.light.summary(grad_outputs[0], True) if grad_outputs else None
+            increment = call.light.summary(grad_outputs[0], True, True) if grad_outputs else None
         grad = leaf.grad if leaf is not None else None
         if grad is not None:
             self._note_grad(grad, tid)
@@ -319,8 +325,8 @@ class BackwardHooks(TensorIdentity):
                 and _identity(grad) == incoming):
             pass  # .grad is the increment itself: its full values are the increment's
         else:  # (its norm, when its bw_node read the same memory a moment ago: not read again)
-            event["grad"] = summarize(grad, hist=True, known_norm=call.light.known_norm(grad))
-        self._emit_fn(event)
+            shown = summarize(grad, hist=True, known_norm=call.light.known_norm(grad), send=True)
+        self._emit_fn(("accumulate", call.bid, tid, vid, first, increment, shown))
 
 
 #: nodes that pass a gradient on with the same values, rearranged (or cast): fed into a leaf, what

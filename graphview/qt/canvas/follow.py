@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.core.drawing.nodes import LAYER_HEIGHT, SLOT_WIDTH
-from graphview.qt.canvas.view_fit import WHOLE_SLACK, ViewFit, clear_move
+from graphview.qt.canvas.view_fit import WHOLE_SLACK, ViewFit
 
 
 def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
@@ -27,19 +27,15 @@ def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
 
 #: the nodes of one moment that following keeps in view together, at most (an op's outputs and its node)
 FOOTPRINT_NODES = 4
-#: the events before the cursor's that following looks through for the nodes a step made, at most
-STEP_LOOKBACK = 400
 
 
 class Follow:
     """Scrolls ``view`` after the cursor (``cursor`` says where it is) and after a box's relayout."""
 
-    def __init__(self, view: QGraphicsView, fit: ViewFit, cursor: Callable[[], int],
-                 origin: Callable[[], int] = lambda: -1) -> None:
+    def __init__(self, view: QGraphicsView, fit: ViewFit, cursor: Callable[[], int]) -> None:
         self._view = view
         self._fit = fit
         self._cursor = cursor
-        self._origin = origin  # where the cursor was before its last move (the step's start)
         self.on = True  # View > Follow the current node: stepping keeps it in view
         self._box_on_screen: QPointF | None = None  # where the box being opened or shut was on screen
 
@@ -54,50 +50,14 @@ class Follow:
         view = self._view
         scene = view.scene()
         places = scene.places_at_event(self._cursor(), FOOTPRINT_NODES)
-        if not places and self._at_run_end():
-            self._fit.fit(fallback=scene.newest_shown(), pressed=False)
-            return
-        places = self._step_places(places)
         if not places:
+            if self._at_run_end():
+                self._fit.fit(fallback=scene.newest_shown(), pressed=False)
             return
         if view.transform().m11() < self._fit.readable_scale() * WHOLE_SLACK:  # (a graph shown whole reads)
             self._fit.readable_around(places[0].center())
             return
-        footprint = self._footprint(places)
-        view.ensureVisible(*footprint)
-        self._clear_edges(*footprint)
-
-    def _step_places(self, places: list[QRectF]) -> list[QRectF]:
-        """``places`` (the cursor's moment's nodes), then those of the events the step that
-        brought the cursor here passed over, the latest first, FOOTPRINT_NODES at most: a step
-        that ends on a moment of no node of its own (Over module ends where the module is left)
-        made its nodes before it (followed by its own moment alone, model.2's AddmmBackward0 and
-        the logits it made were left below the view)."""
-        scene = self._view.scene()
-        cursor, origin = self._cursor(), self._origin()
-        places = list(places)
-        if not 0 <= origin < cursor:  # (a step back shows what it came back to, no more)
-            return places
-        for index in range(cursor - 1, max(origin, cursor - 1 - STEP_LOOKBACK), -1):
-            if len(places) >= FOOTPRINT_NODES:
-                break
-            places.extend(place for place in scene.places_at_event(index, FOOTPRINT_NODES) if place not in places)
-        return places[:FOOTPRINT_NODES]
-
-    def _clear_edges(self, around: QRectF, across: int, down: int) -> None:
-        """After scrolling to ``around`` (its margins ``across`` and ``down``, screen pixels):
-        move by up to half a row (half a column across) so that no node is cut at the view's
-        edges, as a fit does, ``around`` kept in view with its margins where that clears them,
-        else kept whole (scrolled just enough, the row above a backward node that runs was cut in
-        half at the top edge)."""
-        view = self._view
-        scale = view.transform().m11()
-        shown = view.mapToScene(view.viewport().rect()).boundingRect()
-        wide = around.adjusted(-across / scale, -down / scale, across / scale, down / scale)
-        for keep in (wide, around):
-            if not clear_move(view.scene(), shown, keep).isNull():
-                self._fit.clear_edges(keep)
-                return
+        view.ensureVisible(*self._footprint(places))
 
     def _at_run_end(self) -> bool:
         """Whether the cursor is on the end of a run (its last event, the run's end)."""

@@ -49,13 +49,12 @@ class GraphView(QGraphicsView):
         self.setMinimumSize(300, 200)
         self.message = ""
         self.cursor_index = -1  # the session's cursor: the overview keeps clear of its node
-        self.previous_cursor = -1  # where the cursor was before it last moved: the step following shows
         self.follows_cursor = True  # View > Follow the current node: stepping keeps it in view
         self.overview = Overview(self)
         self.region_follow = RegionFollow(self)
         self.region_follow.widen.timeout.connect(lambda: self.update_region(widen=True))
         self.fitting = ViewFit(self, self.region_follow, lambda: self.cursor_index)
-        self.follow = Follow(self, self.fitting, lambda: self.cursor_index, lambda: self.previous_cursor)
+        self.follow = Follow(self, self.fitting, lambda: self.cursor_index)
         self.halo = Halo(self, lambda: self.cursor_index)
         scene.boxes.sigRelaying.connect(lambda at: self.follow.box_relaying(at))
         scene.boxes.sigRelaid.connect(lambda *moved: self.follow.box_relaid(*moved))
@@ -71,14 +70,10 @@ class GraphView(QGraphicsView):
     # the SessionView protocol: the view itself only keeps its message and minimap current
     def set_run(self, run: Run) -> None:
         self.set_message("")
-        self.cursor_index = self.previous_cursor = -1  # (the last run's cursor says nothing of this one's steps)
         self.setSceneRect(QRectF())  # the new run's scene, not what a fit widened for the last one
 
     def set_cursor(self, index: int) -> None:
-        moved = index != self.cursor_index
-        if moved:
-            self.previous_cursor = self.cursor_index
-        self.cursor_index = index
+        moved, self.cursor_index = index != self.cursor_index, index
         if self.message:  # (it may say where the cursor is)
             self.viewport().update()
         self.halo.moved()

@@ -54,13 +54,10 @@ def test_a_readable_view_scrolls_only_to_bring_the_node_in_with_its_margin(backw
     where = _on_screen(view, node)
     assert view.transform().m11() == 1 and port.contains(where)
     # scrolled just far enough: the margin between it and the edge it came in from, a row and a
-    # little more (at 40 px, the leaf above a running AccumulateGrad showed as a sliver), and
-    # then by half a row at most so that no node is cut at the edge
+    # little more (at 40 px, the leaf above a running AccumulateGrad showed as a sliver)
     margin = follow_margins(view, node)[1]
     assert margin > LAYER_HEIGHT
-    beyond = min(where.top() - margin, port.bottom() - where.bottom() - margin, key=abs)
-    assert -2 <= beyond <= LAYER_HEIGHT / 2 + 4
-    assert _bodies_cut(view, scene) == {}
+    assert min(abs(where.top() - margin), abs(port.bottom() - where.bottom() - margin)) <= 2
     assert port.contains(where.adjusted(0, -LAYER_HEIGHT, 0, LAYER_HEIGHT))  # the rows next to it, whole
     # across too: brought in from the side, the column next to it shows whole
     view.center_view_on(QPointF(node.center().x() + 3 * port.width(), node.center().y()))  # (past the graph's edge)
@@ -177,64 +174,3 @@ def test_the_end_of_a_run_shows_its_last_nodes_whole_and_fit_stays_there(window,
     assert _on_screen(view, scene.shown_rect()).height() > view.viewport().height()  # (not the whole: the end)
     window.actions["fit"].trigger()  # F at the end: still the end, not the graph's top
     in_view()
-
-
-def _bodies_cut(view, scene) -> dict[str, float]:
-    """The shown nodes whose body the view's edges cut: node id -> how many pixels of it are out of view."""
-    from graphview.qt.canvas.style import NODE_H, NODE_W
-
-    port = QRectF(view.viewport().rect())
-    cut = {}
-    for node_id, item in scene.node_items.items():
-        if not item.isVisible():
-            continue
-        body = _on_screen(view, item.mapRectToScene(QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)))
-        if port.intersects(body) and not port.contains(body):
-            inside = port.intersected(body)
-            cut[node_id] = max(body.height() - inside.height(), body.width() - inside.width())
-    return cut
-
-
-def _mlp_at_1366x768(window, record):
-    from graphview.core.options import RunOptions
-
-    run = record(model("mlp_optimizer"), steps=1)
-    window.resize(1366, 768)
-    window.begin_run(run.start["script"], RunOptions(), run)
-    window.actions["to_start"].trigger()
-    return run, window.view, window.scene
-
-
-def test_over_module_keeps_the_nodes_the_module_made_in_view(window, record):
-    """Home, Step five times, Over module (leaving model.2) on a laptop's screen: the step ends on
-    the module's exit, a moment of no node, and following did nothing; model.2's AddmmBackward0 and
-    the logits it made were below the view. The nodes the step made are on screen, whole, with the
-    row next to them, and no node is cut at the view's edges."""
-    run, view, scene = _mlp_at_1366x768(window, record)
-    for _ in range(5):
-        window.actions["step"].trigger()
-    window.actions["over"].trigger()
-    exit_ = run.events[window.cursor]
-    assert exit_["ev"] == "module_exit" and exit_["path"] == "model.2"
-    linear = next(ev for ev in run.events[:window.cursor] if ev.get("op") == "linear" and ev["module"] == "model.2")
-    made = [f"op{linear['grad_fn']}"] + [n.id for n in run._tensor_nodes_of[linear["outputs"][0][0]]]
-    port = QRectF(view.viewport().rect())
-    for node_id in made:
-        where = _on_screen(view, scene.item_for(node_id).sceneBoundingRect())
-        assert port.contains(where), (node_id, where, port)
-    assert _bodies_cut(view, scene) == {}
-
-
-def test_stepping_through_backward_cuts_no_node_at_the_views_edges(window, record):
-    """To backward, then each backward node in turn, on a laptop's screen: scrolled just far enough
-    to bring the running node in with its margin, the row above it (model.2.bias, "AccumulateGrad
-    into model.2.weight.grad") was cut in half at the top edge. Each step shows its node whole and
-    cuts no node."""
-    run, view, scene = _mlp_at_1366x768(window, record)
-    window.actions["to_backward"].trigger()
-    port = QRectF(view.viewport().rect())
-    for _ in range(8):
-        window.actions["bw_node"].trigger()
-        running = scene.place_at_event(window.cursor)
-        assert running is not None and port.contains(_on_screen(view, running))
-        assert _bodies_cut(view, scene) == {}, window.cursor
