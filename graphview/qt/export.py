@@ -120,25 +120,46 @@ def _svg(page: ExportPage, scene: GraphScene, buffer: QBuffer, path: str, scale:
 #: SHRINK_STEPS steps, where that saves a page (its last rows alone on a page of their own)
 SHRINK_MAX = 0.1
 SHRINK_STEPS = 4
+#: the halvings that find how wide a one-page picture's page can be (the scale within 1/2**8 of the largest)
+WIDEN_STEPS = 8
+
+
+def one_page_scale() -> float:
+    """The smallest scale a whole picture is printed at on one page (rather than cut in parts at
+    MIN_SCALE or more): the one at which its smallest text prints at ``SMALLEST_TEXT_PT * MIN_SCALE``
+    points (4.8 pt; its 9 pt names at 5.4 pt), the sizes MIN_SCALE stands for. A scene unit is a
+    pixel at :func:`font_dpi`, not a point: at 96 dpi MIN_SCALE prints the smallest text at 6.4 pt,
+    and a 15-row graph (the MLP sample's, 1,513 units tall) was cut in two at a page break through
+    a module box, on no page it could take at 0.6, landscape or portrait."""
+    return min(MIN_SCALE, MIN_SCALE * 72.0 / font_dpi())
 
 
 class PaperPages:
     """A PDF's pages: the picture on :data:`~graphview.core.export.PAPER` (A4), portrait or
-    landscape, at one scale for every page. A picture that fits one page readably (at
-    :data:`~graphview.core.export.MIN_SCALE` or more) is one page; a taller one is cut between
-    rows of nodes into parts, a page each, every page with the legend, the first with the caption
-    and the part, the others with the script's name, the part and the open box they begin inside.
+    landscape, at one scale for every page. A picture that fits one page readably is one page,
+    as wide as the paper holds at its scale (its caption and legend across it); a taller one is
+    cut between rows of nodes into parts, a page each, at :data:`~graphview.core.export.MIN_SCALE`
+    or more, every page with the legend, the first with the caption and the part, the others with
+    the script's name, the part and the open box they begin inside.
     (The bundled transformer was one page 712 x 6,545 pt: 2.3 m.)"""
 
     def __init__(self, scene: GraphScene, source: QRectF, caption: str, legend: bool, colors: CanvasColors) -> None:
         self.scene = scene
         whole = ExportPage(source, caption, legend, colors)
-        self.landscape, self.scale = self._one_page(whole)
+        self.landscape, self.scale, one = self._one_page(whole)
         if self.scale >= MIN_SCALE:
-            self.pages = [whole]
-            self.count = 1
+            self.pages, self.count = [one], 1
             return
-        # too tall for one page: cut in parts, as wide as the paper, the way up that needs the fewest pages
+        cut = self._cut(whole, scene, source, caption, legend, colors)
+        if cut[0][2] > 1 and self.scale >= one_page_scale():  # whole on one page, its smallest text readable
+            self.pages, self.count = [one], 1
+            return
+        (self.landscape, self.scale, self.count), self._parts = cut
+
+    def _cut(self, whole: ExportPage, scene: GraphScene, source: QRectF, caption: str, legend: bool,
+             colors: CanvasColors) -> tuple[tuple[bool, float, int], tuple]:
+        """((landscape, scale, pages), parts) for the picture cut in parts, as wide as the paper,
+        the way up that needs the fewest pages."""
         # the first page has the whole caption; the others name the script and the part, and the
         # open module box they begin inside (its frame runs down the page, its name was left on the
         # page before): the same moment's three lines on every page took the room of a row
@@ -165,9 +186,8 @@ class PaperPages:
         for landscape in (False, True):
             scale, cuts = self._cuts(gaps, source, (first, later), landscape, self._fit_width(whole, landscape))
             choices.append((landscape, scale, cuts))
-        self.landscape, self.scale, cuts = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
-        self.count = len(cuts) - 1
-        self._parts = (page, cuts, boxes)
+        landscape, scale, cuts = min(choices, key=lambda c: (len(c[2]), -c[1], c[0]))
+        return (landscape, scale, len(cuts) - 1), (page, cuts, boxes)
 
     @cached_property
     def pages(self) -> list[ExportPage]:
@@ -199,12 +219,32 @@ class PaperPages:
         landscape = self.landscape if landscape is None else landscape
         return (PAPER[1], PAPER[0]) if landscape else PAPER
 
-    def _one_page(self, page: ExportPage) -> tuple[bool, float]:
-        """The orientation that prints the whole picture largest on one page, and that scale (at most 1)."""
-        def scale(landscape: bool) -> float:
-            width, height = self.paper(landscape)
-            return min(1.0, (width - 2 * PAPER_MARGIN) / page.width, (height - 2 * PAPER_MARGIN) / page.height)
-        return max(((False, scale(False)), (True, scale(True))), key=lambda choice: (round(choice[1], 3), not choice[0]))
+    def _one_page(self, whole: ExportPage) -> tuple[bool, float, ExportPage]:
+        """The orientation that prints the whole picture largest on one page, that scale (at most 1),
+        and the page: as wide as the paper holds at that scale, so that its caption and legend
+        run across the paper (as wide as the graph, the MLP sample's caption took three lines and
+        its legend three rows, and the page printed smaller)."""
+        choices = [(landscape, *self._widest(whole, landscape)) for landscape in (False, True)]
+        return max(choices, key=lambda choice: (round(choice[1], 3), not choice[0]))
+
+    def _widest(self, whole: ExportPage, landscape: bool) -> tuple[float, ExportPage]:
+        """(scale, page) for ``whole`` on one page turned ``landscape``: the largest scale at which
+        the page as wide as the paper holds at it fits the paper's height (found by halving)."""
+        width, height = (side - 2 * PAPER_MARGIN for side in self.paper(landscape))
+
+        def fit(page: ExportPage) -> float:
+            return min(1.0, width / page.width, height / page.height)
+
+        low, page = fit(whole), whole
+        high = min(1.0, width / whole.width)  # a page no narrower than the graph
+        for _ in range(WIDEN_STEPS):
+            middle = (low + high) / 2
+            wider = ExportPage(whole.source, whole.caption, bool(whole.cells), whole.colors, width / middle)
+            if fit(wider) >= middle * (1 - 1e-9):  # its width is the paper's at ``middle``
+                low, page = middle, wider
+            else:
+                high = middle
+        return fit(page), page
 
     def _fit_width(self, page: ExportPage, landscape: bool) -> float:
         width, _ = self.paper(landscape)

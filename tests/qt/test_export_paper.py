@@ -234,3 +234,39 @@ def test_a_graph_cut_into_one_part_says_no_part_in_its_caption(tmp_path):
     text = " ".join(reader.pages[0].extract_text().split())
     assert len(reader.pages) == 1 and "whisper_asr.py · step 1 of 1" in text
     assert "part 1 of" not in text
+
+
+def test_the_mlp_sample_prints_whole_on_one_page_readably(tmp_path, capsys):
+    """The bundled MLP (15 rows, 1,513 units tall) was two pages, cut through model.2's box, its
+    caption in three lines: too tall to print whole at MIN_SCALE of a 96-dpi unit. Whole on one page
+    its smallest text prints at SMALLEST_TEXT_PT * MIN_SCALE points or more (4.8 pt, its names at
+    NAME_PT * MIN_SCALE: 5.4 pt), the caption above every node and the legend below them."""
+    from graphview.app import cli
+    from graphview.qt.canvas.style import NAME_PT, SMALLEST_TEXT_PT
+    from graphview.qt.widgets.legend import legend_entries
+
+    pdf = tmp_path / "mlp.pdf"
+    assert cli.main(["export", model("mlp_optimizer"), "-o", str(pdf)]) == 0
+    assert "does not fit" not in capsys.readouterr().err
+    reader = pypdf.PdfReader(str(pdf))
+    assert len(reader.pages) == 1 and a4(reader.pages[0])
+    runs = []  # (text, size in points, baseline from the page's top)
+
+    def seen(text, cm, tm, font, size):
+        if text.strip():
+            height = float(reader.pages[0].mediabox.height)
+            runs.append((" ".join(text.split()), size * abs(cm[3] * tm[3]), height - (cm[5] + cm[3] * tm[5])))
+
+    reader.pages[0].extract_text(visitor_text=seen)
+    # the legend's "saved" is the word inside the badge's swatch (6 pt, a picture of the badge the
+    # entry's own text explains), not text of the graph, caption or legend
+    texts = [run for run in runs if run[0] != "saved"]
+    assert min(size for _, size, _ in texts) >= SMALLEST_TEXT_PT * MIN_SCALE - 0.01, sorted(r[1] for r in texts)[:3]
+    names = [size for text, size, _ in texts if text in ("model.0.weight", "AddmmBackward0", "loss")]
+    assert len(names) >= 3 and min(names) >= NAME_PT * MIN_SCALE - 0.01
+    legend = {entry.text for entry in legend_entries()} - {"AccumulateGrad"}  # that one names nodes too
+    caption = [y for text, _, y in texts if text.startswith("mlp_optimizer.py · step")]
+    graph = [y for text, size, y in texts if text in ("model.0.weight", "loss", "targets", "inputs")]
+    below = [y - size for text, size, y in texts if text in legend]
+    assert caption and len(graph) == 4 and len(below) == len(legend)
+    assert max(caption) < min(graph) and max(graph) < min(below)

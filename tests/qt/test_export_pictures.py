@@ -260,12 +260,13 @@ def test_a_graph_too_tall_even_shut_says_so(qapp, record, write_script, tmp_path
     assert f" pt tall, on {opened} pages); --depth all opens every box" in note
 
 
-@pytest.mark.parametrize("sample, level", [("mlp_optimizer", "as shown"), ("transformer_block", None),
+@pytest.mark.parametrize("sample, level", [("gradient_penalty", "as shown"), ("transformer_block", None),
                                            ("transformer_block", 1)])
 def test_pdf_pages_are_cut_where_no_node_box_card_or_box_name_is(window, record, sample, level):
     """A tall picture is cut into pages between rows: never through a node, a shut box's card, or
-    an open box's name on its top border (the MLP sample's PDF had half of "model.2 · Linear" at
-    the foot of its first page and half at the head of its second)."""
+    an open box's name on its top border (the MLP sample's PDF, two pages before it printed whole
+    on one, had half of "model.2 · Linear" at the foot of its first page and half at the head of its
+    second)."""
     from graphview.qt.export import PaperPages
 
     run = record(model(sample))
