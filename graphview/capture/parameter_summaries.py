@@ -24,10 +24,11 @@ import threading
 import numpy as np
 import torch
 
-from graphview.capture.summaries import (
-    _FLOAT_MAX, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, _sum, blocked_reductions, summarize,
-)
+from graphview.capture.summaries import summarize
 from graphview.core.events import FULL_VALUES_MAX
+from graphview.core.value_stats import (
+    _FLOAT_MAX, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, _clean, _numpy_histogram, _sum, blocked_reductions,
+)
 
 #: at most this many values are stacked into one array (256 KiB of float32: each pass over it stays in
 #: the cache; a larger parameter is read in place)

@@ -13,10 +13,9 @@ import numpy as np
 import torch
 
 from graphview.core.events import FULL_VALUES_MAX
-from graphview.core.value_stats import (  # noqa: F401 - the statistics themselves, shared with the channel's reader
-    _ADD, _AXES, _FLOAT_MAX, _MAX, _MIN, _VECDOT, BLAS_MAX, BLOCK, BLOCKED_ABOVE, HIST_BINS, HIST_SAMPLE_MAX, ROWS_MIN,
-    SENT, SQUARE_ROW, VALUES_SENT_MAX, _by_rows, _c_einsum, _clean, _einsum_square, _numpy_histogram, _numpy_stats, _square_norm, _square_rows,
-    _squares, _sum, _whole_reductions, blocked_reductions, how_to_send, summary_of_values,
+from graphview.core.value_stats import (
+    BLAS_MAX, HIST_BINS, HIST_SAMPLE_MAX, SENT, VALUES_SENT_MAX, _clean, _numpy_histogram, _numpy_stats, how_to_send,
+    summary_of_values,
 )
 
 

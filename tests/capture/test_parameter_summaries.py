@@ -185,14 +185,15 @@ def test_large_parameters_read_a_block_at_a_time_say_what_torch_says(monkeypatch
     summaries.py): still torch's numbers, with a NaN or an Inf in a middle block or in the last,
     shorter one, in float32 and float64; and the same numbers whether a parameter is summarized
     alone or with the others of its shape."""
-    from graphview.capture import parameter_summaries, summaries
-    from graphview.capture.summaries import BLOCK, BLOCKED_ABOVE
+    from graphview.capture import parameter_summaries
+    from graphview.core import value_stats
+    from graphview.core.value_stats import BLOCK, BLOCKED_ABOVE
 
     blocks_read = []
 
     def counted(flat, squares):
         blocks_read.append(-(-flat.size // BLOCK))
-        return summaries.blocked_reductions(flat, squares)
+        return value_stats.blocked_reductions(flat, squares)
 
     monkeypatch.setattr(parameter_summaries, "blocked_reductions", counted)
     torch.manual_seed(4)
