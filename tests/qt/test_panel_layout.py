@@ -130,6 +130,32 @@ def test_the_diagnostics_list_goes_above_its_details_when_narrow(qtbot):
     qtbot.waitUntil(lambda: panel.orientation() == Qt.Horizontal)
 
 
+def test_a_run_with_no_pitfall_says_so_once_and_its_list_takes_the_room(qtbot, record):
+    """The detail beside the list said "no autograd pitfalls found in this run" again, below the
+    list's own line saying so: with nothing to read in full, the list alone takes the panel; a run
+    with a pitfall gets the detail back, the finding in full."""
+    from graphview.core.diagnostics import diagnose
+    from graphview.qt.panels import DiagnosticsPanel
+    from graphview.qt.panels.diagnostics import NONE_FOUND
+    from tests.conftest import SAMPLES
+
+    panel = DiagnosticsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 240)
+    panel.show()
+    clean = diagnose(record(model("mlp_optimizer")))
+    assert clean == []
+    panel.show_findings(clean)
+    lines = [panel.list.topLevelItem(i).text(0) for i in range(panel.list.topLevelItemCount())]
+    assert lines == [NONE_FOUND]
+    assert not panel.detail.isVisibleTo(panel)
+    qtbot.waitUntil(lambda: panel.list.width() > 850)
+    findings = diagnose(record(SAMPLES / "pitfalls" / "backward_twice.py"))
+    assert findings
+    panel.show_findings(findings)
+    assert panel.detail.isVisibleTo(panel) and findings[0].explanation in panel.detail.toPlainText()
+
+
 def test_the_memory_charts_red_dot_and_the_words_it_wears_say_the_same_bytes(qtbot, record):
     """The red dot sits on the top of the stack (all saved, weights included): the red ● in the
     title is on those words and bytes, not on the activations' own peak (a smaller figure: the dot

@@ -46,6 +46,7 @@ class DiagnosticsPanel(QSplitter):
         side_layout.addWidget(self.try_button)
         self.addWidget(self.list)
         self.addWidget(side)
+        self._side = side  # (hidden while the list holds only its line saying there is nothing to read)
         self.suggestions: list = []  # graphview.core.whatif.Suggestion, biggest first
         self.said_when_none = NONE_FOUND  # what the panel says when the run has no finding
         self.measured: list[str] = []  # what tried suggestions did, measured by their re-runs
@@ -170,6 +171,9 @@ class DiagnosticsPanel(QSplitter):
         # measured or a suggestion with its "Try it" (the list's own line says there is no pitfall:
         # the detail repeating it left the suggestion cut off in a short list, its button hidden)
         first = 0 if findings else 1
+        # the list's line alone (no pitfall, nothing tried or suggested): the detail beside it only
+        # said the same again; the list takes the room
+        self._side.setVisible(first < self.list.topLevelItemCount())
         if first < self.list.topLevelItemCount():
             self.list.setCurrentItem(self.list.topLevelItem(first))
         else:
