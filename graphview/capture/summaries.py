@@ -14,8 +14,8 @@ import torch
 
 from graphview.core.events import FULL_VALUES_MAX
 from graphview.core.value_stats import (
-    BLAS_MAX, HIST_BINS, HIST_SAMPLE_MAX, SENT, VALUES_SENT_MAX, _clean, _numpy_histogram, _numpy_stats, how_to_send,
-    summary_of_values,
+    BLAS_MAX, HIST_BINS, HIST_SAMPLE_MAX, SENT, VALUES_SENT_MAX, _clean, _numpy_histogram, _numpy_stats, array_stats,
+    how_to_send, summary_of_values,
 )
 
 
@@ -104,14 +104,7 @@ def _dense_host_summary(t, full_max: int, light: bool, norm: bool, hist: bool, s
     if send and numel <= VALUES_SENT_MAX:  # (never sampled: SAMPLE_ABOVE is larger)
         return (SENT, how_to_send(light, norm, hist), list(t.shape), list(values.shape), values.dtype.char,
                 values.tobytes())
-    stats = _numpy_stats(values, numel, light, norm, sampled, None if sampled else known_norm)
-    if hist and "min" in stats:
-        lo, hi = stats["min"], stats["max"]
-        if isinstance(lo, float) and isinstance(hi, float):  # (NaN or Inf somewhere: no finite range to bin)
-            flat = values.reshape(-1)[::max(1, -(-numel // HIST_SAMPLE_MAX))]
-            stats["hist"] = _numpy_histogram(flat, lo, hi)
-            if flat.size != numel:
-                stats["hist_of"] = flat.size
+    stats = array_stats(values, numel, light, norm, hist, sampled, None if sampled else known_norm)
     return {"shape": list(t.shape), "stats": stats}
 
 

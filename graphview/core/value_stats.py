@@ -288,15 +288,23 @@ def summary_of_values(sent: tuple) -> dict:
         raise NotSentValues("sent values whose shape does not hold them")
     values = np.frombuffer(data, item).reshape(read_shape)
     light, norm, hist = flags
-    stats = _numpy_stats(values, count, light, norm)
+    return {"shape": list(shape), "stats": array_stats(values, count, light, norm, hist)}
+
+
+def array_stats(values: np.ndarray, numel: int, light: bool, norm: bool, hist: bool, sampled: bool = False,
+                known_norm: float | None = None) -> dict:
+    """:func:`_numpy_stats` of ``values``, and with ``hist`` their histogram over [min, max] (from
+    every k-th value past HIST_SAMPLE_MAX): the statistics of a summary, as the recorder and the
+    channel's reader both make them."""
+    stats = _numpy_stats(values, numel, light, norm, sampled, known_norm)
     if hist and "min" in stats:
         lo, hi = stats["min"], stats["max"]
         if isinstance(lo, float) and isinstance(hi, float):  # (NaN or Inf somewhere: no finite range to bin)
-            flat = values.reshape(-1)[::max(1, -(-count // HIST_SAMPLE_MAX))]
+            flat = values.reshape(-1)[::max(1, -(-numel // HIST_SAMPLE_MAX))]
             stats["hist"] = _numpy_histogram(flat, lo, hi)
-            if flat.size != count:
+            if flat.size != numel:
                 stats["hist_of"] = flat.size
-    return {"shape": list(shape), "stats": stats}
+    return stats
 
 
 def _count(shape) -> int:

@@ -4,7 +4,7 @@ user made kept."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QSettings, Qt
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPalette
 from PySide6.QtWidgets import QApplication, QScrollArea, QStyle, QStyleOptionButton, QStyleOptionTab
 
@@ -14,17 +14,6 @@ from tests.conftest import model
 from tests.qt.window_geometry import rect_in, settle
 
 TRANSFORMER = model("transformer_block")
-
-
-@pytest.fixture
-def restore_theme():
-    """Whatever theme a test picks, the next test starts on the desktop's palette again."""
-    app = QApplication.instance()
-    original = QPalette(app.palette())
-    yield
-    QSettings("graphview", "graphview").remove("theme")
-    app.setPalette(original)
-    themes.apply("system")
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from PySide6.QtCore import QSettings
-from PySide6.QtGui import QColor, QImage, QPalette
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QLineEdit, QTabBar
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QLineEdit, QTabBar
 
 from graphview.core.options import RunOptions
 from graphview.qt import theme as themes
@@ -17,17 +16,6 @@ from tests.conftest import model
 from tests.qt.test_dock_layout import edge_contrast
 from tests.qt.test_themes import contrast
 from tests.qt.window_geometry import rect_in, settle
-
-
-@pytest.fixture
-def restore_theme():
-    """Whatever theme a test picks, the next test starts on the desktop's palette again."""
-    app = QApplication.instance()
-    original = QPalette(app.palette())
-    yield
-    QSettings("graphview", "graphview").remove("theme")
-    app.setPalette(original)
-    themes.apply("system")
 
 
 def shown_at_1366(window, record, qtbot, theme: str):
