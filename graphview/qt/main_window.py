@@ -183,6 +183,9 @@ class MainWindow(QMainWindow):
         views: tuple[SessionView, ...] = (self.timeline_bar, self.scene, self.view, self.code, self.inspector)
         for view in views:
             self.session.attach(view)
+        # with nothing selected, the Inspector shows the node the cursor is on (the scene, attached
+        # before it, knows which at the new cursor)
+        self.inspector.follow_with(self.scene.at_cursor.node_at_event)
 
     def _connect(self) -> None:
         self.session.run_changed.connect(lambda run: update_enabled(self, self.actions))

@@ -329,6 +329,11 @@ class CursorState:
             candidates.extend(n.id for n in run._tensor_nodes_of.get(ev["tid"], ()))
         return candidates
 
+    def node_at_event(self, index: int) -> str | None:
+        """The node event ``index`` is about (:meth:`nodes_of_event`, the likeliest first) that
+        exists at the cursor, drawn or inside a shut box; None when the event is about none."""
+        return next((node_id for node_id in self.nodes_of_event(index) if node_id in self.visible), None)
+
     def place_at_event(self, index: int) -> QRectF | None:
         """Where the shown node event ``index`` is about is drawn (its box, or the shut module box
         holding it), in scene units, found without making an item (a view zoomed out beyond

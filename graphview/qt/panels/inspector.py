@@ -1,6 +1,9 @@
-"""The inspector: everything recorded about the selected node at the cursor, with histograms."""
+"""The inspector: everything recorded about the selected node at the cursor, with histograms; with
+nothing selected, about the node the cursor is on."""
 
 from __future__ import annotations
+
+from typing import Callable
 
 from PySide6.QtCore import QRectF, Qt, QUrl, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
@@ -21,6 +24,8 @@ from graphview.qt.plain import esc
 #: half a second to show at each click
 LIST_SHOWN = 100
 BACKWARDS_SHOWN = 20
+#: under the title of the node the Inspector shows because the cursor is on it
+FOLLOWED_NOTE = "at the cursor (click a node to keep it here)"
 
 
 class Inspector(QTextBrowser):
@@ -37,6 +42,7 @@ class Inspector(QTextBrowser):
         self._run: Run | None = None
         self._cursor = -1
         self._selection = ""
+        self._node_at: Callable[[int], str | None] | None = None  # the node the cursor's event is about
         self._shown: tuple = (self.show_empty, ())  # what is on show, drawn again in a new theme
         self._drawn_for: int | None = None  # the viewport width its histograms were sized for
         self.document().setDefaultStyleSheet(themes.css())
@@ -100,6 +106,13 @@ class Inspector(QTextBrowser):
             return self._images[url.path()]
         return super().loadResource(kind, url)
 
+    def follow_with(self, node_at: Callable[[int], str | None]) -> None:
+        """With nothing selected, show the node ``node_at(index)`` says the cursor's event is about
+        (the node a backward step runs, the tensor an op made), as a debugger's variables follow
+        execution: the user's own selection (a click, a search, a finding) is kept instead, at
+        any cursor, until a click on empty canvas gives the Inspector back to the cursor."""
+        self._node_at = node_at
+
     # the SessionView protocol: the inspector follows the cursor and the selection
     def set_run(self, run: Run) -> None:
         self._run, self._cursor, self._selection = run, -1, ""
@@ -109,17 +122,29 @@ class Inspector(QTextBrowser):
         self._cursor = index
         if self._selection:
             self.show_node(self._run, self._selection, index)
+        else:
+            self._show_followed(index)
 
     def set_selection(self, node_id: str) -> None:
         self._selection = node_id
         if not node_id:
-            self.show_empty()
+            self._show_followed(self._cursor)
         elif self._run is not None:
             self.show_node(self._run, node_id, self._cursor)
 
-    def show_node(self, run: Run, node_id: str, index: int) -> None:
+    def _show_followed(self, index: int) -> None:
+        """Nothing selected: the cursor's node, or the hint when its event is about none."""
+        node_id = self._node_at(index) if self._node_at is not None and self._run is not None and index >= 0 else None
+        if node_id is None:
+            self.show_empty()
+        else:
+            self.show_node(self._run, node_id, index, followed=True)
+
+    def show_node(self, run: Run, node_id: str, index: int, followed: bool = False) -> None:
+        """Node ``node_id`` at event ``index``; ``followed``: shown because the cursor is on it,
+        not because the user selected it (a line under the title says so)."""
         self._images = {}
-        self._shown = (self.show_node, (run, node_id, index))
+        self._shown = (self.show_node, (run, node_id, index, followed))
         if node_id.startswith("op"):
             op = run.op_nodes.get(int(node_id[2:]))
             if op is None:
@@ -142,7 +167,8 @@ class Inspector(QTextBrowser):
         # a value shown as "a sample of N" (core.events.summary_text): say once what that means
         footnote = (f"<p class='muted' style='font-size:small'>{esc(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
                     if ", a sample of " in body else "")
-        self.setHtml(f"<h3 style='margin:2px 0'>{esc(title)}</h3><table>{body}</table>{footnote}")
+        note = (f"<p class='muted' style='margin:0 0 4px 0'>{FOLLOWED_NOTE}</p>" if followed else "")
+        self.setHtml(f"<h3 style='margin:2px 0'>{esc(title)}</h3>{note}<table>{body}</table>{footnote}")
 
     @staticmethod
     def _not_now(run: Run, node_id: str, index: int) -> str:
