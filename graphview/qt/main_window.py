@@ -192,6 +192,7 @@ class MainWindow(QMainWindow):
         self.session.selection_changed.connect(self._on_selection_changed)
         self.start_page.sigOpen.connect(self.sigOpenRequested)
         self.search.returnPressed.connect(self.find)
+        self.search.textChanged.connect(lambda _text: self.node_search.forget())  # its count was of another search
         self.timeline_bar.scrubbed.connect(self._on_scrubbed)
         self.scene.sigNodeSelected.connect(self.session.select)
         self.scene.boxes.sigShutToFit.connect(self.runs.placement.on_shut_to_fit)

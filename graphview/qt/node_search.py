@@ -27,7 +27,8 @@ def matching_nodes(text: str, ids: Iterable[str], nodes: Mapping[str, DrawNode],
 
 class NodeSearch:
     """Search and line clicks on ``scene`` as ``view`` shows it, for the run of ``session``;
-    ``status_bar()`` says the number of hits."""
+    ``status_bar()`` says the number of hits, until the cursor moves or the search changes
+    (:meth:`forget`)."""
 
     def __init__(self, session: Session, scene: GraphScene, view: GraphView,
                  status_bar: Callable[[], QStatusBar]) -> None:
@@ -35,6 +36,8 @@ class NodeSearch:
         self._scene = scene
         self._view = view
         self._status_bar = status_bar
+        self._said: tuple[str, int] | None = None  # the count in the status bar, and the cursor it counted at
+        session.cursor_changed.connect(self._on_cursor)
 
     def find(self, text: str) -> None:
         """Select the nodes shown at the cursor that match ``text`` and centre on the first."""
@@ -49,9 +52,25 @@ class NodeSearch:
         if matches:
             self._view.center_on_node(matches[0].node.id)
             count = "1 node matches" if len(matches) == 1 else f"{len(matches)} nodes match"
-            self._status_bar().showMessage(f"{count} '{text}'", 5000)
+            self._say(f"{count} '{text}'")
         else:
-            self._status_bar().showMessage(f"no node matches '{text}'", 5000)
+            self._say(f"no node matches '{text}'")
+
+    def _say(self, message: str) -> None:
+        self._status_bar().showMessage(message, 5000)
+        self._said = (message, self._session.cursor)
+
+    def forget(self) -> None:
+        """The count of the last search leaves the status bar (if it is still there): it counted
+        the nodes shown at a cursor the view has left, or a search the field no longer holds (it
+        stayed its 5 s while the user stepped on)."""
+        said, self._said = self._said, None
+        if said is not None and self._status_bar().currentMessage() == said[0]:
+            self._status_bar().clearMessage()
+
+    def _on_cursor(self, index: int) -> None:
+        if self._said is not None and index != self._said[1]:  # (a live run grows under a cursor that stays)
+            self.forget()
 
     def select_line(self, line: int) -> None:
         """A line of the code pane was clicked: select the nodes it made, shown at the cursor."""

@@ -46,3 +46,28 @@ def test_search_selects_the_hits_and_counts_them_in_the_status_bar(window, recor
     made = {window.scene.drawing.nodes[n].title for n in window.scene.placed_ids()
             if window.scene.drawing.nodes[n].line == line and window.scene.shown_at_cursor(n)}
     assert made and {i.node.title for i in window.scene.selectedItems()} == made
+
+
+def test_the_count_of_hits_goes_when_the_cursor_moves_or_the_search_changes(window, record, qtbot):
+    """"2 nodes match" stayed its 5 s in the status bar while the user stepped on to a graph it did
+    not count; it stays while the cursor stays (a live run growing under it)."""
+    run = record(model("mlp_optimizer"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(steps=1), run)
+    qtbot.waitUntil(lambda: window.runs.settled, timeout=30000)
+    start = timeline.next_backward(run, 0)
+    window.set_cursor(start)
+    window.search.setText("addmm")
+    window.find()
+    assert window.statusBar().currentMessage() == "2 nodes match 'addmm'"
+    window.set_cursor(start)  # the same moment again: still what it counted
+    assert window.statusBar().currentMessage() == "2 nodes match 'addmm'"
+    window.move(timeline.next_backward_node)
+    assert window.cursor != start and window.statusBar().currentMessage() == ""
+    window.find()
+    assert window.statusBar().currentMessage() == "2 nodes match 'addmm'"
+    window.search.setText("addmm ")  # typing in the field: the count was of the search before
+    assert window.statusBar().currentMessage() == ""
+    window.find()
+    window.statusBar().showMessage("something else", 5000)  # (a message after the count)
+    window.move(timeline.next_backward_node)  # is not the search's to clear
+    assert window.statusBar().currentMessage() == "something else"
