@@ -116,14 +116,38 @@ def _end_of_step(run: Run, cursor: int) -> int | None:
 
 
 def _next_step(run: Run, cursor: int) -> int | None:
+    """The first moment of the next step: of the step the cursor is in when the cursor is before
+    that moment (at the run's start, step 1's; at a step's start event, that step's), else of
+    the step after it."""
     if _is_step_script(run):
+        begun = _find(run, cursor + 1, {"step_start"}, -1)  # the start of the step the cursor is in
+        first = _find(run, begun, STOP_EVENTS) if begun is not None else None
+        if begun is not None and (first is None or first > cursor):
+            return first  # (None: a live run has not recorded it yet)
         found = _find(run, cursor, {"step_start"})
     else:  # a plain script: the next iteration begins after this one's end (the cursor's own event, if it ends one)
+        first = _first_iteration(run)
+        if first is not None and cursor < first:
+            return first
         found = _find(run, cursor - 1, _step_ends(run) - {"run_end"})
     if found is None:
         return None
     after = _find(run, found, STOP_EVENTS)
     return after if after is not None else found
+
+
+def _first_iteration(run: Run) -> int | None:
+    """Where a plain script's first iteration of its training loop begins: its first moment on the
+    line (and of the kind) the second iteration begins with, as a loop runs the same lines again;
+    None until a second iteration is recorded, or when no moment before the first end matches."""
+    first_end = _find(run, -1, _step_ends(run) - {"run_end"})
+    second = _find(run, first_end, STOP_EVENTS) if first_end is not None else None
+    if second is None or run.events.kind(second) == "run_end":
+        return None
+    kind, line = run.events.kind(second), run.events[second].get("line")
+    if line is None:
+        return None
+    return next((i for i, ev in run.events.where({kind}, 0, first_end) if ev.get("line") == line), None)
 
 
 def _past_module(run: Run, cursor: int) -> int | None:
