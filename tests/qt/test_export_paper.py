@@ -137,6 +137,25 @@ def label_overlaps(scene: GraphScene) -> list[tuple[str, str]]:
     return [(a, b) for (a, ra), (b, rb) in itertools.combinations(rects, 2) if ra.intersects(rb)]
 
 
+def test_a_nested_box_name_prints_on_a_line_of_its_own(qapp, record, tmp_path):
+    """The MLP sample's PDF printed ``model.0 · Linear`` 6 pt right of ``model · Sequential``
+    and 2.4 pt lower, as if one line: it prints under it, a line apart."""
+    pdf = tmp_path / "mlp.pdf"
+    render_run(record(model("mlp_optimizer"), steps=1), str(pdf))
+    found: dict[str, tuple[float, float, float]] = {}
+
+    def note(text, cm, tm, font, size):  # where each box name's text starts, in points, and its size
+        words = " ".join(text.split())
+        if words.startswith(("model · ", "model.0 · ")):
+            x, y = tm[4] * cm[0] + tm[5] * cm[2] + cm[4], tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+            found[words.split(" ")[0]] = (x, y, size * abs(cm[3] * tm[3]))
+
+    pypdf.PdfReader(str(pdf)).pages[0].extract_text(visitor_text=note)
+    (outer_x, outer_y, size), (inner_x, inner_y, _) = found["model"], found["model.0"]
+    assert outer_y - inner_y >= 1.2 * size  # a line below (PDF y grows upwards)
+    assert abs(inner_x - outer_x) < 2 * size  # under it, not beside it
+
+
 def test_nested_module_names_never_overlap(qapp, record, write_script):
     """Whisper's ``model · WhisperModel``, ``model.encoder · WhisperEncoder`` and
     ``model.encoder.conv1 · Conv1d`` start on one row: each name goes right of the others, at every

@@ -190,13 +190,20 @@ def test_a_shut_box_shows_once_its_module_has_run(canvas, record):
 
 def test_nested_boxes_starting_on_one_row_keep_both_names_readable(canvas, record):
     """``model · Sequential`` and ``model.0 · Linear`` begin on the same row: the inner name sits
-    right of the outer one, and the inner box's outline breaks where it would cross the outer name."""
+    under the outer one, inside its own box, on no node (right of it, 6 units apart and 5 lower,
+    the two read as one line: "model · Sequential model.0 · Linear"), and the inner box's outline
+    breaks where it would cross the outer name."""
     run = record(model("mlp_optimizer"), steps=1)
     scene, view = _open(canvas, run, _before_backward(run))
     open_groups = {g.path: g for g in scene.groups.values() if g.isVisible() and not g.collapsed}
     outer, inner = open_groups["model"], open_groups["model.0"]
     assert abs(inner.rect.top() - outer.rect.top()) < inner.LABEL_H, "the two boxes start on one row"
-    assert not outer.label_rect().intersects(inner.label_rect())
+    name, under = outer.label_rect(), inner.label_rect()
+    assert under.top() >= name.bottom() + 1 and under.left() == inner.rect.left() + 10  # a line of its own
+    assert under.width() == inner.label_width() + 10  # whole
+    assert inner.rect.top() < under.top() and under.bottom() < inner.rect.bottom()  # inside its box
+    assert not any(item.sceneBoundingRect().intersects(under) for item in scene.node_items.values()
+                   if item.isVisible())  # on no node nor its badges
     assert outer.label_rect().intersects(inner.rect.adjusted(-1, -1, 1, 1)), "the outer name lies on the inner outline"
     assert inner.spared == (outer.label_rect(),), "...which breaks for it"
     assert outer.spared == ()

@@ -20,6 +20,7 @@ from graphview.core.drawing import LAYER_HEIGHT
 from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox, blocks_held, box_held
 from graphview.qt.canvas.groups import GroupItem
+from graphview.qt.canvas.nodes import ITEM_BOUNDS
 from graphview.qt.canvas.style import NODE_H, NODE_W
 
 #: boxes of more nodes than this (a big finished run, nothing shut) are measured from the scene's
@@ -287,59 +288,46 @@ class BoxItems:
 
     # ------------------------------------------------------------------ labels
     def place_labels(self, groups: list[GroupItem]) -> None:
-        """A nested box often starts on the same row as its parent: move its name right of the
+        """A nested box often starts on the same row as its parent: its name goes under the
+        parent's, inside its own box, where no node is (a name beside the other on one line read as
+        one: "model · Sequential model.0 · Linear"); where a node is in the way, right of the
         parent's. A name moved past its own box's edge, or made longer by a comparison, must not
-        run into another box's name either: each name goes right of every name already placed
-        that it would cross (Whisper's ``model``, ``model.encoder`` and ``model.encoder.conv1``
-        start on one row)."""
+        run into another box's name either: each name goes under (else right of) every name
+        already placed that it would cross (Whisper's ``model``, ``model.encoder`` and
+        ``model.encoder.conv1`` start on one row)."""
         placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # key -> its label
-        bands: dict[int, list[QRectF]] = {}  # every open box's label placed so far, by height
+        places = LabelPlaces(lambda rect: self._solid_in(rect, groups))
         named: list[tuple[float, GroupItem]] = []  # every open box, by the middle of its name's height
-        band_h = 2 * GroupItem.LABEL_H
-
-        def near(rect: QRectF) -> list[QRectF]:
-            first, last = int(rect.top() // band_h), int(rect.bottom() // band_h)
-            return [r for b in range(first, last + 1) for r in bands.get(b, ())]
-
-        def free_shift(group: GroupItem, below: bool, others: list[QRectF]) -> float:
-            shift = 0.0
-            for _ in range(64):
-                label = group.label_rect(shift, below)
-                blocking = [r for r in others + near(label) if r.intersects(label)]
-                if not blocking:
-                    break
-                shift = max(r.right() for r in blocking) + 6 - (group.rect.left() + 10)
-            return shift
-
         for group in sorted(groups, key=lambda g: (g.box.level, g.rect.left())):
             others = self._outer_labels(group, placed)
-            shift, below = 0.0, False
-            if not group.collapsed:
-                shift = free_shift(group, False, others)
-                if shift > 0 and group.label_rect(shift, False).width() < group.label_width() + 10:
-                    # moved right past an enclosing box's name, it would be cut short: the bottom
-                    # border, where it has more room (a checkpoint's recompute box and the module
-                    # inside it start and end together)
-                    low = free_shift(group, True, others)
-                    if group.label_rect(low, True).width() > group.label_rect(shift, False).width():
-                        shift, below = low, True
+            shift, below, drop = (0.0, False, 0.0) if group.collapsed else places.find(group, others)
             spared = tuple(r for r in others if r.intersects(group.rect.adjusted(-1, -1, 1, 1)))
-            if shift != group.label_shift or below != group.label_below or spared != group.spared:
+            if (shift, below, drop, spared) != (group.label_shift, group.label_below, group.label_drop, group.spared):
                 group.prepareGeometryChange()
-                group.label_shift, group.label_below = shift, below
+                group.label_shift, group.label_below, group.label_drop = shift, below, drop
                 group.spared = spared
                 group.update()
             label = group.label_rect()
             placed.setdefault(group.key, []).append((group, label))
             if not group.collapsed:
                 named.append((label.center().y(), group))
-                for b in range(int(label.top() // band_h), int(label.bottom() // band_h) + 1):
-                    bands.setdefault(b, []).append(label)
+                places.add(label)
         named.sort(key=lambda pair: pair[0])
         self.named = [group for _, group in named]
         # (no repaint of the labels item's whole area: a name that moved or came was in its box's
         # own update, which the view repaints with whatever item is drawn there, the names' too)
         self.named_tops = [middle for middle, _ in named]
+
+    def _solid_in(self, rect: QRectF, groups: list[GroupItem]) -> bool:
+        """Whether a node shown (with its badges) or a shut box's card is in ``rect``."""
+        scene, layout = self.scene, self.state.layout
+        inside = layout.hidden_by if layout is not None else {}
+        reach = max(ITEM_BOUNDS.width(), ITEM_BOUNDS.height())
+        for node_id in scene.ids_in(rect.adjusted(-reach, -reach, reach, reach)):
+            place = scene.place_of(node_id) if node_id in self._shown and node_id not in inside else None
+            if place is not None and ITEM_BOUNDS.translated(*place).intersects(rect):
+                return True
+        return any(g.collapsed and g.rect.intersects(rect) for g in groups)
 
     def named_between(self, top: float, bottom: float) -> list[GroupItem]:
         """The open boxes shown whose name's middle (on the top border, or the bottom one) is between
@@ -356,3 +344,72 @@ class BoxItems:
             parent = keyed[parent].parent if parent in keyed else None
         return others
 
+
+
+class LabelPlaces:
+    """Where each open box's name goes, clear of the names placed before it (:meth:`add`) and of
+    what ``solid(rect)`` says is drawn there (nodes, shut cards)."""
+
+    #: between a name and the name above it, stacked (scene units)
+    STACK_GAP = 2.0
+    #: between a name and the name left of it on one line
+    SIDE_GAP = 6.0
+
+    def __init__(self, solid: Callable[[QRectF], bool]) -> None:
+        self.solid = solid
+        self.bands: dict[int, list[QRectF]] = {}  # every label placed so far, by height
+        self.band_h = 2 * GroupItem.LABEL_H
+
+    def add(self, label: QRectF) -> None:
+        for b in range(int(label.top() // self.band_h), int(label.bottom() // self.band_h) + 1):
+            self.bands.setdefault(b, []).append(label)
+
+    def near(self, rect: QRectF) -> list[QRectF]:
+        first, last = int(rect.top() // self.band_h), int(rect.bottom() // self.band_h)
+        return [r for b in range(first, last + 1) for r in self.bands.get(b, ())]
+
+    def find(self, group: GroupItem, others: list[QRectF]) -> tuple[float, bool, float]:
+        """(shift, below, drop) of ``group``'s name: on its top border where that is free; else
+        under the names in the way, inside its box, where nothing is drawn; else right of them
+        (or on the bottom border, where the right leaves it too little room)."""
+        shift = self.free_shift(group, False, others)
+        if shift == 0:
+            return 0.0, False, 0.0
+        drop = self.free_drop(group, others)
+        if drop is not None:
+            return 0.0, False, drop
+        if group.label_rect(shift, False, 0.0).width() < group.label_width() + 10:
+            # moved right past an enclosing box's name, it would be cut short: the bottom border,
+            # where it has more room (a checkpoint's recompute box and the module inside it start
+            # and end together)
+            low = self.free_shift(group, True, others)
+            if group.label_rect(low, True, 0.0).width() > group.label_rect(shift, False, 0.0).width():
+                return low, True, 0.0
+        return shift, False, 0.0
+
+    def _blocking(self, label: QRectF, others: list[QRectF]) -> list[QRectF]:
+        return [r for r in others + self.near(label) if r.intersects(label)]
+
+    def free_shift(self, group: GroupItem, below: bool, others: list[QRectF]) -> float:
+        shift = 0.0
+        for _ in range(64):
+            blocking = self._blocking(group.label_rect(shift, below, 0.0), others)
+            if not blocking:
+                break
+            shift = max(r.right() for r in blocking) + self.SIDE_GAP - (group.rect.left() + 10)
+        return shift
+
+    def free_drop(self, group: GroupItem, others: list[QRectF]) -> float | None:
+        """How far down its name goes to sit under the names in its way, whole and inside its box
+        above its bottom border, on nothing drawn; None where there is no such place."""
+        top = group.label_rect(0.0, False, 0.0).top()
+        drop = 0.0
+        for _ in range(8):
+            label = group.label_rect(0.0, False, drop)
+            if label.width() < min(group.label_width() + 10, 60) or label.bottom() > group.rect.bottom() - 10:
+                return None
+            blocking = self._blocking(label, others)
+            if not blocking:
+                return None if self.solid(label) else drop
+            drop = max(r.bottom() for r in blocking) + self.STACK_GAP - top
+        return None

@@ -52,6 +52,7 @@ class GroupItem(QGraphicsObject):
         self.blocks: tuple[tuple[str, int, int], ...] = ()
         self.label_shift = 0.0  # moved right when an enclosing box's label sits at the same height
         self.label_below = False  # on the bottom border: right of the enclosing box's, the top had no room
+        self.label_drop = 0.0  # moved down inside its box, under an enclosing box's name at the same height
         self.spared: tuple[QRectF, ...] = ()  # enclosing boxes' labels its outline must not cross
         self._bounds: QRectF | None = None  # boundingRect, until the geometry changes
         self._label_width: tuple[str, float] = ("", 0.0)  # the label and its width
@@ -158,13 +159,15 @@ class GroupItem(QGraphicsObject):
     def anchor_out(self) -> QPointF:
         return QPointF(self.rect.center().x(), self.rect.bottom())
 
-    def label_rect(self, shift: float | None = None, below: bool | None = None) -> QRectF:
+    def label_rect(self, shift: float | None = None, below: bool | None = None, drop: float | None = None) -> QRectF:
         """Where an open box's name sits: on the top border (or the bottom one), breaking the dashed
-        line, inside the box's corners (a longer name is elided to its width)."""
+        line, inside the box's corners (a longer name is elided to its width); ``drop`` below
+        that, inside the box, under an enclosing box's name."""
         shift = self.label_shift if shift is None else shift
+        drop = self.label_drop if drop is None else drop
         border = self.rect.bottom() if (self.label_below if below is None else below) else self.rect.top()
         width = min(self.label_width() + 10, self.rect.width() - 20 - shift)
-        return QRectF(self.rect.left() + 10 + shift, border - self.LABEL_H / 2, max(0.0, width), self.LABEL_H)
+        return QRectF(self.rect.left() + 10 + shift, border - self.LABEL_H / 2 + drop, max(0.0, width), self.LABEL_H)
 
     def label_width(self) -> float:
         """The width of an open box's whole name in :attr:`LABEL_FONT`."""
