@@ -363,3 +363,36 @@ def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphvi
         {key: n for key, n in plain.items() if key not in _GRAPHVIEWS_READS}
     run = Run(read_trace(tmp_path / "run.gvtrace").events)
     assert len(run.optimizer_steps) == 2 and len(run.backwards) == 2
+
+
+def test_the_window_keeps_the_collector_off_older_objects_and_gives_them_back(tmp_path):
+    """NOTE [The collector during a recording]: the objects there when the window opens are frozen
+    for its length (full collections do not scan torch's again and again) and given back when it
+    ends; a reference cycle made inside the window (holding a tensor) is collected as without
+    graphview; a program that froze objects itself keeps them frozen after the block."""
+    import gc
+    import weakref
+
+    assert gc.get_freeze_count() == 0
+    frozen_inside, freed_inside = [], []
+    with graphview.record(tmp_path / "run.gvtrace"):
+        frozen_inside.append(gc.get_freeze_count())
+        cycle = {"t": torch.randn(64, 64)}
+        cycle["self"] = cycle
+        tensor = weakref.ref(cycle["t"])
+        del cycle
+        gc.collect()
+        freed_inside.append(tensor() is None)
+        _loop(2)
+    assert frozen_inside[0] > 1000  # (torch's objects, this test's, pytest's)
+    assert freed_inside == [True]
+    assert gc.get_freeze_count() == 0
+
+    gc.freeze()  # the program's own
+    try:
+        own = gc.get_freeze_count()
+        with graphview.record(tmp_path / "own.gvtrace"):
+            _loop(1)
+        assert gc.get_freeze_count() > own * 0.9  # (less those freed since: frozen, not given back)
+    finally:
+        gc.unfreeze()
