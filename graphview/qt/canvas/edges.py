@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
 from graphview.core.text import label_text
-from graphview.qt.canvas.nodes import NodeItem
+from graphview.qt.canvas.nodes import NodeItem, arrowhead
 from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors, stacking
 
 
@@ -89,16 +88,9 @@ class EdgeItem(QGraphicsPathItem):
 
     def paint(self, painter, option, widget=None) -> None:
         super().paint(painter, option, widget)
-        path = self.path()
-        end = path.pointAtPercent(1.0)
-        before = path.pointAtPercent(0.93)
-        angle = math.atan2(end.y() - before.y(), end.x() - before.x())
-        size = 8.0
-        p1 = end - QPointF(math.cos(angle - 0.45) * size, math.sin(angle - 0.45) * size)
-        p2 = end - QPointF(math.cos(angle + 0.45) * size, math.sin(angle + 0.45) * size)
         painter.setBrush(self.pen().color())
         painter.setPen(Qt.NoPen)
-        painter.drawPolygon(QPolygonF([end, p1, p2]))
+        painter.drawPolygon(arrowhead(self.path()))
 
 
 #: a label's height, and its room on either side of its text

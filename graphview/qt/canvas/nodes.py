@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
@@ -15,8 +16,17 @@ from graphview.qt.plain import esc
 
 
 #: where the saved-bytes badge starts, right of the top centre where edges end in arrowheads (left
-#: of it, mirrored, where arrows come in from the right alone)
+#: of it, mirrored, where arrows come in from the right alone), at the least
 SAVED_BADGE_LEFT = 8.0
+#: an arrowhead's length, and the half of its angle (radians)
+ARROWHEAD, ARROWHEAD_HALF_ANGLE = 8.0, 0.45
+#: room kept between the saved badge and an arrowhead on its side of the top centre, an arrowhead's
+#: length (4.5 units beside a straight arrow's head, 5.3 beside AddmmBackward0's three, read as
+#: sitting on them at the zoom a graph opens at)
+ARROWHEAD_CLEARANCE = ARROWHEAD
+#: room kept between the saved badge and the glow of a running (failed) node or a selected node's
+#: ring, which break for it: drawn under it, the glow's colour ran into the badge's
+GLOW_BREAK = 2.5
 #: how far right of the box a left-aligned badge may reach (a node beside it starts 28 further),
 #: and left of it a right-aligned one
 BADGE_REACH = 24.0
@@ -51,6 +61,15 @@ def _last_stretch(path: QPainterPath) -> list[tuple[float, float]]:
         return points
     start, end = path.elementAt(n - 2), path.elementAt(n - 1)
     return [(start.x + (end.x - start.x) * t, start.y + (end.y - start.y) * t) for t in _LAST_STRETCH]
+
+
+def arrowhead(path: QPainterPath) -> QPolygonF:
+    """The arrowhead at the end of an edge's ``path``: its point, and its two barbs."""
+    end = path.pointAtPercent(1.0)
+    before = path.pointAtPercent(0.93)
+    angle = math.atan2(end.y() - before.y(), end.x() - before.x())
+    return QPolygonF([end] + [end - QPointF(math.cos(angle + turn) * ARROWHEAD, math.sin(angle + turn) * ARROWHEAD)
+                              for turn in (-ARROWHEAD_HALF_ANGLE, ARROWHEAD_HALF_ANGLE)])
 
 
 def badge_font() -> QFont:
@@ -171,18 +190,20 @@ class NodeItem(QGraphicsItem):
         if self.state == "unreachable":  # alive, but backward will never run it: dimmed
             painter.setOpacity(0.38)
         rect = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
-        self._paint_box(painter, rect)
-        if lod < 0.35:
-            return
-        self._paint_text(painter)
-        c = colors()
-        if self.saved > 0:
+        badge = lod >= 0.35 and self.saved > 0
+        if badge:
             # beside the top centre, where arrows end: the badge never covers an arrowhead, nor
             # (where it has the room) the arrows coming in (one from the right ran under it)
             spot = self.badge_place()
             if spot != self.badge_spot:  # an arrow came or went: all of the item again, not the part painted now
                 self.badge_spot = spot
                 self.update()
+        self._paint_box(painter, rect, self.saved_badge()[1] if badge else None)
+        if lod < 0.35:
+            return
+        self._paint_text(painter)
+        c = colors()
+        if badge:
             anchor, align = self._saved_anchor()
             self._badge(painter, f"saved {short_bytes(self.saved)}", anchor, c.q("saved_fill"), c.q("saved_border"),
                         c.q("saved_text"), align=align)
@@ -207,27 +228,35 @@ class NodeItem(QGraphicsItem):
         """Where the saved badge goes (as :attr:`badge_spot`): right of the top centre, or left of
         it where the arrows shown come in from the right alone; with arrows on both sides, on the
         side where they pass nearer the centre, moved past them where its text keeps its room."""
-        left, right = self.arrivals()
+        (left, right), heads = self.arrivals()
         if not right or not left:
-            return bool(right), SAVED_BADGE_LEFT
+            side = bool(right)
+            return side, max(SAVED_BADGE_LEFT, heads[0 if side else 1] + ARROWHEAD_CLEARANCE)
+        side = left < right
+        least = max(SAVED_BADGE_LEFT, heads[0 if side else 1] + ARROWHEAD_CLEARANCE)
         near = min(left, right) + BADGE_CLEARANCE
         text = f"saved {short_bytes(self.saved)}"
-        if near > SAVED_BADGE_LEFT and QFontMetricsF(badge_font()).horizontalAdvance(text) <= badge_room(near):
-            return left < right, near
-        return left < right, SAVED_BADGE_LEFT
+        if near > least and QFontMetricsF(badge_font()).horizontalAdvance(text) <= badge_room(near):
+            return side, near
+        return side, least
 
-    def arrivals(self) -> tuple[float, float]:
+    def arrivals(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """How far left, and right, of the top centre the arrows shown coming into the node's top
-        pass through the saved badge's band (:data:`BADGE_BAND`) at most (0: none on that side)."""
+        pass through the saved badge's band (:data:`BADGE_BAND`) at most (0: none on that side);
+        and how far left, and right, of it their arrowheads reach (0: none)."""
         scene = self.scene()
         into = getattr(scene, "edges_into", None)
         left = right = 0.0
+        heads = [0.0, 0.0]
         if into is None:
-            return left, right
+            return (left, right), (0.0, 0.0)
         for edge in into(self.node.id):
             if not edge.isVisible() or edge.target is not self:
                 continue
             centre = edge.mapFromScene(self.pos())
+            for point in arrowhead(edge.path()):
+                off = point.x() - centre.x()
+                heads[0], heads[1] = max(heads[0], -off), max(heads[1], off)
             top, bottom = centre.y() + BADGE_BAND[0], centre.y() + BADGE_BAND[1]
             for x, y in _last_stretch(edge.path()):  # (worked out here: a paint asks, and a path's
                 if top <= y <= bottom:               # pointAtPercent measures all of it each time)
@@ -236,16 +265,25 @@ class NodeItem(QGraphicsItem):
                         right = max(right, off)
                     elif off < -ARRIVAL_SIDE:
                         left = max(left, -off)
-        return left, right
+        return (left, right), (heads[0], heads[1])
 
-    def _paint_box(self, painter: QPainter, rect: QRectF) -> None:
-        """The box (or pill) in its kind's colours, with a glow when running or failed and a ring when selected."""
+    def _paint_box(self, painter: QPainter, rect: QRectF, badge: QRectF | None = None) -> None:
+        """The box (or pill) in its kind's colours, with a glow when running or failed and a ring
+        when selected; those break around the saved badge's pill ``badge`` (GLOW_BREAK)."""
         c = colors()
         pen = QPen(c.border_of(self.kind), 1.4)
         if self.kind in ("detached",):
             pen.setStyle(Qt.DashLine)
         if self.state == "freed":
             pen = QPen(c.q("freed_border"), 1.2, Qt.DashLine)
+        painter.save()
+        if badge is not None and (self.state in ("running", "error") or self.isSelected()):
+            keep = QPainterPath()
+            keep.addRect(ITEM_BOUNDS)
+            cut = QPainterPath()
+            cut.addRoundedRect(badge.adjusted(-GLOW_BREAK, -GLOW_BREAK, GLOW_BREAK, GLOW_BREAK),
+                               badge.height() / 2 + GLOW_BREAK, badge.height() / 2 + GLOW_BREAK)
+            painter.setClipPath(keep.subtracted(cut), Qt.IntersectClip)  # (within a clip already set: a PDF's page)
         if self.state == "running":
             painter.setPen(Qt.NoPen)
             painter.setBrush(c.q("running_glow"))
@@ -263,6 +301,7 @@ class NodeItem(QGraphicsItem):
             painter.drawRoundedRect(rect.adjusted(-9, -9, 9, 9), 15, 15)
             if self.state not in ("running", "error"):
                 pen = QPen(c.q("selection"), 3)
+        painter.restore()  # (the box itself is whole: the badge is drawn over its border)
         painter.setPen(pen)
         painter.setBrush(self.fill_color())
         radius = NODE_H / 2 if self.kind in TENSOR_KINDS else 8

@@ -101,3 +101,56 @@ def test_a_saved_badge_is_drawn_where_no_arrow_into_its_node_runs(canvas, record
         assert {"AddmmBackward0", "NllLossBackward0"} <= {item.node.title for item in shown if item.badge_left}
     if name in ("lstm_variable_steps", "teacher_student_detach"):
         assert any(item.badge_spot[1] > SAVED_BADGE_LEFT for item in shown)  # moved past arrows on both sides
+
+
+def _alone(item: NodeItem, scale: float = 2.0) -> tuple[QImage, NodeItem]:
+    """The node painted alone as it is drawn now (its state, badge and place), on white, at ``scale``."""
+    node = NodeItem(item.node)
+    node.set_state(item.state, item.kind, item.saved, item.grad)
+    node.badge_spot = item.badge_spot
+    scene = QGraphicsScene()
+    scene.addItem(node)
+    scene.setBackgroundBrush(Qt.white)
+    bounds = node.boundingRect()
+    image = QImage(int(bounds.width() * scale), int(bounds.height() * scale), QImage.Format_RGB32)
+    image.fill(Qt.white)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.Antialiasing)
+    scene.render(painter, QRectF(image.rect()), node.mapRectToScene(bounds), Qt.IgnoreAspectRatio)
+    painter.end()
+    return image, node
+
+
+def test_a_saved_badge_keeps_clear_of_the_arrowheads_and_of_the_running_nodes_glow(canvas, record):
+    """Stepping through the MLP's backward at 1366x768, AddmmBackward0's "saved" badge sat 5.3
+    units beside the arrowheads at its top centre (4.5 beside a straight arrow's), and the running
+    LogSoftmaxBackward0's on its glow. At each node backward runs, every badge shown keeps ARROWHEAD_CLEARANCE from every
+    arrowhead into its node, and the running node's glow breaks around its badge: the pixels
+    just beside the badge's ends are the background, not the glow."""
+    from graphview.core import timeline
+    from graphview.qt.canvas.nodes import ARROWHEAD_CLEARANCE, arrowhead
+
+    run = record(model("mlp_optimizer"), steps=1)
+    scene, _ = canvas
+    index, checked, glowing = timeline.next_backward(run, 0), 0, 0
+    while run.events[index := timeline.next_backward_node(run, index)]["ev"] == "bw_node":
+        show_at(canvas, run, index)
+        _painted(scene)
+        for item in [i for i in scene.node_items.values() if i.isVisible() and i.saved > 0]:
+            pill = item.mapRectToScene(item.saved_badge()[1])
+            clear = pill.adjusted(-ARROWHEAD_CLEARANCE + 0.01, 0, ARROWHEAD_CLEARANCE - 0.01, 0)
+            for edge in scene.edges_into(item.node.id):
+                if edge.isVisible():
+                    head = edge.mapToScene(arrowhead(edge.path()))
+                    assert not head.boundingRect().intersects(clear), (item.node.title, head.boundingRect(), pill)
+                    checked += 1
+            if item.state == "running":
+                image, alone = _alone(item)
+                glow = QColor(alone.fill_color())  # (the glow is the theme's running_glow; anything not white)
+                local = alone.saved_badge()[1].translated(-alone.boundingRect().left(), -alone.boundingRect().top())
+                y = int((local.center().y() - 2) * 2)  # 4 units above the box: in the glow, clear of the border
+                for x in (local.left() - 1.2, local.right() + 1.2):
+                    pixel = QColor(image.pixel(int(x * 2), y))
+                    assert pixel.lightness() >= 250, (item.node.title, x, pixel.name(), glow.name())
+                glowing += 1
+    assert checked >= 10 and glowing >= 3
