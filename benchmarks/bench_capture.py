@@ -46,7 +46,7 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from graphview.capture.recorder import Recorder  # noqa: E402
 from graphview.app.runner_client import _FULL_READ, READ_PACE_S  # noqa: E402
-from graphview.capture.runner import EventPipe, import_the_compiler_if_used  # noqa: E402
+from graphview.capture.runner import EventPipe, freeze_the_setup, import_the_compiler_if_used  # noqa: E402
 
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -347,6 +347,7 @@ def measure(name: str, make_step, reps: int, profiler: bool = False, unwritten: 
                 silent_step()
 
         variants["unwritten"] = unwritten_step
+    freeze_the_setup()  # the models made, as the runner does before a step script's first step
     times = _interleaved(variants, reps, before_timing=timing_starts)
     ratio = {key: _median_ratio(times[key], times["plain"]) for key in variants}
     if profiler:

@@ -247,7 +247,7 @@ class _NoInput(io.TextIOBase):
 def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | None = None,
                keep_globals: dict | None = None, record: bool = True,
                on_step_result: Callable[[int, object], None] | None = None,
-               argv: list[str] | None = None) -> dict:
+               argv: list[str] | None = None, before_steps: Callable[[], None] | None = None) -> dict:
     """Run ``path`` under recording, sending every event to ``emit``. Returns the ``run_end`` event.
 
     Never raises for problems of the script itself: they become ``error`` events. If
@@ -256,7 +256,8 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
     fidelity check compares with); ``on_step_result(step, result)`` sees what each ``step()``
     returned. The script sees what ``python ARGV...`` gives it (``argv[0]`` the path as typed,
     default ``path``, then ``options.args``): that ``sys.argv``, ``__file__``, and its own folder (symlinks resolved)
-    first on ``sys.path``.
+    first on ``sys.path``. ``before_steps()`` is called once a step script's top level has run, before its
+    first step (the runner's process keeps the collector off what it made: see there).
     """
     options = options or RunOptions()
     if argv is None and options.args:
@@ -284,6 +285,8 @@ def run_script(path: str, emit: Callable[[dict], None], options: RunOptions | No
                     sys.modules[module.__name__] = module
                     if step_mode:
                         exec(code, module.__dict__)
+                        if before_steps is not None:
+                            before_steps()
                         _run_steps(module, options, recorder, emit, _returned_name(tree), on_step_result, whatif)
                     else:  # a plain script is all forward and all step
                         with whatif.around_step(), whatif.around_forward():

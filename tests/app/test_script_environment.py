@@ -101,3 +101,28 @@ def test_the_window_names_an_exit_code_and_forgets_an_old_failure(window, record
     ok = record(write_script("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).sum().backward()\n"))
     window.begin_run(None, RunOptions(), ok)
     assert "exited" not in window.statusBar().message()
+
+
+def test_a_step_scripts_setup_is_kept_out_of_the_collectors_scans_from_its_first_step(tmp_path):
+    """The runner freezes what the script's top level made (a model, the libraries it imported) once,
+    before the first step (see freeze_the_setup in graphview/capture/runner.py): full collections
+    while recording do not scan it again and again. What a step makes is collected as before."""
+    script = tmp_path / "steps.py"
+    script.write_text(
+        "import gc, weakref\n"
+        "import torch\n"
+        "setup = [torch.nn.Linear(3, 3)]  # made by the top level\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "def tracked(obj):\n"
+        "    return any(o is obj for o in gc.get_objects())\n"
+        "def step():\n"
+        "    cycle = [torch.zeros(2)]\n"
+        "    cycle.append(cycle)\n"
+        "    made = weakref.ref(cycle[0])\n"
+        "    del cycle\n"
+        "    gc.collect()\n"
+        "    print('setup scanned:', tracked(setup), '| a cycle of the step freed:', made() is None)\n"
+        "    return (w * 2).sum()\n")
+    result = cli("record", script, "-o", tmp_path / "t.gvtrace", "--steps", "2")
+    assert result.returncode == 0, result.stderr
+    assert stdout_of(tmp_path / "t.gvtrace").splitlines() == ["setup scanned: False | a cycle of the step freed: True"] * 2
