@@ -173,14 +173,19 @@ const nodes = D.nodes.map((n, k) => {
           grad: n.grads ? badge(g, "grad", H / 2 + 13) : null, k: k};
 });
 
+// the least distance of a saved badge's nearer end from the top centre, where the arrows end in
+// heads 4.6 units wide each side (the marker: 7 stroke widths of 1.3): an arrowhead's length (8)
+// clear of them, as in the window
+const BADGE_NEAR = 13;
+
 // spot: null centred (below the node), else [side, near]: right (1) or left (-1) of the top centre
-// where arrows end, its nearer end near from it (8, or past arrows where it has the room)
+// where arrows end, its nearer end near from it (BADGE_NEAR, or past arrows where it has the room)
 function setBadge(b, text, spot) {
   if (!text) { b.g.style.display = "none"; return; }
   b.text.textContent = text;
   b.g.style.display = "";
   const w = Math.max(40, b.text.getComputedTextLength() + 14);
-  const near = spot && spot[1] + w <= W / 2 + 24 ? spot[1] : 8;
+  const near = spot && spot[1] + w <= W / 2 + 24 ? spot[1] : BADGE_NEAR;
   const x = !spot ? -w / 2 : spot[0] > 0 ? near : -near - w;
   b.rect.setAttribute("x", x); b.rect.setAttribute("width", w);
   b.text.setAttribute("x", x + w / 2);
@@ -200,8 +205,8 @@ function savedSpot(k, visible, i) {
       else if (x - n.x < -4) left = Math.max(left, n.x - x);
     }
   }
-  if (!left || !right) return [right ? -1 : 1, 8];
-  return [left < right ? -1 : 1, Math.max(8, Math.min(left, right) + 3)];
+  if (!left || !right) return [right ? -1 : 1, BADGE_NEAR];
+  return [left < right ? -1 : 1, Math.max(BADGE_NEAR, Math.min(left, right) + 3)];
 }
 
 function gradAt(n, i) {

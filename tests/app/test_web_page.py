@@ -330,7 +330,7 @@ def test_a_saved_badge_sits_beside_the_arrows_into_the_node_not_over_them(record
     it; it goes beside the top centre, as in the window: right of it, left where the arrows shown
     come in from the right alone (the MLP's last AddmmBackward0 and NllLossBackward0 before
     backward), past the nearer arrows where they come from both sides (the distillation's
-    MseLossBackward0, the LSTM's gate products)."""
+    MseLossBackward0, the LSTM's gate products); an arrowhead's length clear of the arrowheads."""
     run = record(model(name), steps=1)
     path = tmp_path / "mlp.html"
     write_web_page(run, str(path))
@@ -373,6 +373,8 @@ def test_a_saved_badge_sits_beside_the_arrows_into_the_node_not_over_them(record
         ending = [points for points in lines if abs(points[-1][0] - badge["x"]) < 1 and abs(points[-1][1] - badge["y"] + 26) < 3]
         assert ending, badge["title"]  # (the arrows into this node end at its top centre)
         assert not x < badge["x"] < x + w, badge["title"]  # not over the arrowheads
+        # and an arrowhead's length (8) clear of their heads, 4.6 wide each side (it was 3.5 units)
+        assert min(abs(x - badge["x"]), abs(x + w - badge["x"])) - 4.55 >= 8 - 0.05, (badge["title"], badge["pill"])
         assert not any(meets(badge["pill"], points) for points in ending), badge["title"]
         if x + w < badge["x"]:
             left.add(badge["title"])
