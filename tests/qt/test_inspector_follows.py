@@ -56,3 +56,21 @@ def test_a_node_the_user_selected_stays_until_a_click_on_empty_canvas(window, re
     window.scene.clearSelection()  # a click on empty canvas: the Inspector is the cursor's again
     running = run.op_nodes[run.events[window.cursor]["vid"]].name
     assert _shown(window) == (node_title(running), True)
+
+
+def test_behind_another_tab_it_shows_the_cursors_node_when_brought_forward(window, record, qtbot):
+    """Following is not paid for while the Inspector is hidden (behind the code's tab at
+    1366x768): the node is drawn when the Inspector shows, the one the cursor is on then."""
+    run = record(model("mlp_optimizer"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(0)
+    window.inspector_dock.hide()
+    qtbot.waitUntil(lambda: not window.inspector.isVisible())
+    window.move(timeline.next_backward)
+    window.move(timeline.next_backward_node)
+    window.move(timeline.next_backward_node)
+    assert window.inspector.toPlainText().startswith("Click a node")  # not drawn while hidden
+    window.inspector_dock.show()
+    qtbot.waitUntil(window.inspector.isVisible)
+    running = run.op_nodes[run.events[window.cursor]["vid"]].name
+    assert _shown(window) == (node_title(running), True)
