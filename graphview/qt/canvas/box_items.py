@@ -352,8 +352,9 @@ class LabelPlaces:
 
     #: between a name and the name above it, stacked (scene units)
     STACK_GAP = 2.0
-    #: between a name and the name left of it on one line
-    SIDE_GAP = 6.0
+    #: between a name and the name left of it on one line (the inner box's dashed top border shows
+    #: between them; at 6 units the two read as one line)
+    SIDE_GAP = 16.0
 
     def __init__(self, solid: Callable[[QRectF], bool]) -> None:
         self.solid = solid

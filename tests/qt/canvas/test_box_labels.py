@@ -81,3 +81,18 @@ def test_a_box_name_stays_inside_its_frame_and_keeps_its_type_and_last_part(canv
     scene.boxes.show_down_to(scene.boxes.keyed["encoder.layers.0"].level + 1)  # its modules shut
     assert any(g.box.path == "encoder.layers.0" and "…" in text for g, _, text in _open_names(scene))
     _assert_inside_and_telling(scene)
+
+
+def test_a_name_beside_another_on_its_line_keeps_a_clear_gap(canvas, record):
+    """Where a nested box's name cannot go under its parent's (a node in the way: the transformer's
+    self_attn box, whose first row starts at its left), it goes right of it, 16 units clear (6
+    read as one line: "encoder.layers.0 · TransformerEncoderLayer encoder.layers.0.self_attn · …")."""
+    run = record(model("transformer_block"), steps=1)
+    scene, view = canvas
+    show_at(canvas, run, timeline.next_backward(run, 0))
+    scene.boxes.set_all(set())  # every box open
+    names = [(group.path, rect) for group, rect, _ in _open_names(scene)]
+    beside = [(a, b, rb.left() - ra.right()) for a, ra in names for b, rb in names
+              if a != b and ra.top() < rb.bottom() and rb.top() < ra.bottom() and ra.left() <= rb.left()]
+    assert ("encoder.layers.0", "encoder.layers.0.self_attn") in {(a, b) for a, b, _ in beside}
+    assert all(gap >= 16 - 0.01 for _, _, gap in beside), beside
