@@ -155,13 +155,19 @@ def widened(scene_rect: QRectF, target: QRectF, move: QPointF, pixel: float) -> 
 
 
 def solid_rects(scene) -> list[QRectF]:
-    """Where the nodes and shut boxes of ``scene`` are drawn, in scene units: a node's body (not the
-    room its item keeps for badges: rows 96 apart leave 10 units between those, too few for both
-    edges of a view to fall into), a shut box's card."""
+    """Where the nodes and shut boxes of ``scene`` are drawn, in scene units: a node's body with its
+    saved badge, which stands 9 units above it (an edge that fell there cut the badge in half, its
+    node out of view), not the room its item keeps for badges it may not have (rows 96 apart leave
+    10 units between those, too few for both edges of a view to fall into); a shut box's card."""
     rects = []
     for item in chain(scene.node_items.values(), scene.groups.values()):
         if solid(item):
-            body = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H) if hasattr(item, "node") else item.rect
+            if hasattr(item, "node"):
+                body = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
+                if item.saved > 0:
+                    body = body.united(item.saved_badge()[1])
+            else:
+                body = item.rect
             rects.append(item.mapRectToScene(body))
     return rects
 

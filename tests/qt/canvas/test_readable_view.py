@@ -154,3 +154,34 @@ def test_a_halo_of_fixed_size_marks_the_running_node_at_a_tiny_zoom(transformer,
     view.resetTransform()
     view.scale(view.readable_scale(), view.readable_scale())
     assert view.halo_rect() is None  # readable: the node's own glow marks it
+
+
+def _straddles(view, rect: QRectF) -> bool:
+    """Whether ``rect`` (scene units) is cut by the view's top or bottom edge."""
+    where = QRectF(view.mapFromScene(rect).boundingRect())
+    height = view.viewport().height()
+    return any(where.top() < edge < where.bottom() for edge in (0, height))
+
+
+def test_a_view_moved_clear_of_the_nodes_cuts_no_saved_badge_at_its_edges(transformer):
+    """A node's saved badge stands 9 units above its box: an edge that fell in those units cut the
+    badge in half (T5 six nodes into its first backward at 1366x768: 'saved 8 B' halved at the
+    bottom edge, its node out of view below)."""
+    window = transformer
+    view, scene = window.view, window.scene
+    scene.boxes.set_all(collapsed_at_level(scene.boxes.boxes, 1))  # one level open: taller than the canvas
+    window.actions["fit"].trigger()
+    bar, scale = view.verticalScrollBar(), view.transform().m11()
+    badged = [item for item in scene.node_items.values() if item.isVisible() and item.saved > 0]
+    cut = 0
+    for item in badged:
+        badge = item.mapRectToScene(item.saved_badge()[1])
+        shown = view.mapToScene(view.viewport().rect()).boundingRect()
+        bar.setValue(bar.value() + round((badge.center().y() - shown.bottom()) * scale))  # the bottom edge on it
+        if not _straddles(view, badge):
+            continue  # (the scroll bar's end)
+        cut += 1
+        view.fitting.clear_edges(None)
+        assert not [other.node.title for other in badged
+                    if _straddles(view, other.mapRectToScene(other.saved_badge()[1]))], item.node.title
+    assert cut >= 3
