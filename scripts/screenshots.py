@@ -94,8 +94,10 @@ def main() -> None:
     window.view.fit()
     shot(app, os.path.join(args.out, "retain_graph_overlay.png"))
     big_model(app, args.out)
-    what_if(app, args.out)
+    # before what_if, which drags the timeline views below the canvas: at 1366x768 they stay
+    # tabbed beside it for T5 (below it, the canvas is 330 px tall and the overview hides the decoder)
     real_model(app, args.out)
+    what_if(app, args.out)
     window.close()
 
 
@@ -170,6 +172,8 @@ def big_model(app: App, out: str) -> None:
     window.set_cursor(start)
     window.view.fit()
     shot(app, os.path.join(out, "transformer_fit_1366x768.png"))
+    # the alt text gives the zoom: say it here, so a caption can be checked against the picture
+    print(f"  at {window.view.transform().m11() / window.view.readable_scale():.0%} of the readable zoom")
     window.view.change_level(1)  # View > Open module boxes one level deeper (])
     bw = [i for i, e in enumerate(run.events) if e["ev"] == "bw_node"]
     attention = window.scene.boxes.keyed["encoder.layers.0.self_attn"].members
