@@ -73,3 +73,48 @@ def test_the_readme_app_command_opens_its_window_under_xvfb(tmp_path):
     assert window["width"] >= 640 and window["height"] >= 400
     assert result["alive"]  # it was still running when its window was seen
     assert result["ended"]  # and SIGTERM ended it
+
+
+# Under X: the window maximized on a 1366x768 screen steps through the MLP sample with the
+# Inspector in front, following the cursor; prints the most tables its page held at one step.
+INSPECTOR_PROBE = r"""
+import json, sys
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from graphview.capture.script import run_script
+from graphview.core import timeline
+from graphview.core.options import RunOptions
+from graphview.core.run import Run
+from graphview.qt.main_window import MainWindow
+events = []
+run_script(sys.argv[1], events.append, RunOptions(steps=1))
+run = Run(events)
+window = MainWindow(samples=[])
+window.showMaximized()
+window.begin_run(run.start["script"], RunOptions(), run)
+window.inspector_dock.raise_()
+app.processEvents()
+tables, index = [], 0
+while index < len(run.events) - 1:
+    index = timeline.step_forward(run, index)
+    window.set_cursor(index)
+    tables.append(window.inspector.toHtml().count("<table"))
+print(json.dumps({"steps": len(tables), "most": max(tables), "visible": window.inspector.isVisible()}))
+"""
+
+
+def test_the_inspector_holds_one_page_while_it_follows_the_cursor_under_x(tmp_path):
+    """Maximized at 1366x768 under X, the dock's layout resized the Inspector while its page was
+    being set (the page's scroll bar came), and the page was set again inside that: it held the
+    node's table twice, at 12 of the MLP sample's 22 stops (one step; offscreen, the resize never comes)."""
+    if shutil.which("xvfb-run") is None:
+        pytest.skip("xvfb-run is not installed (Debian: apt-get install xvfb xauth)")
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(["xvfb-run", "-a", "--server-args=-screen 0 1366x768x24", sys.executable, "-c",
+                           INSPECTOR_PROBE, model("mlp_optimizer")],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["visible"] and result["steps"] > 15
+    assert result["most"] == 1, result

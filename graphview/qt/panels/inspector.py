@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QRectF, Qt, QUrl, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QTextBrowser
 
@@ -45,6 +45,7 @@ class Inspector(QTextBrowser):
         self._node_at: Callable[[int], str | None] | None = None  # the node the cursor's event is about
         self._shown: tuple = (self.show_empty, ())  # what is on show, drawn again in a new theme
         self._pending = False  # the cursor's node is to be shown once the inspector is (see _show_followed)
+        self._setting = False  # inside setHtml (see _redraw_if_resized)
         self._drawn_for: int | None = None  # the viewport width its histograms were sized for
         self.document().setDefaultStyleSheet(themes.css())
         self.show_empty()
@@ -69,7 +70,13 @@ class Inspector(QTextBrowser):
 
     def _redraw_if_resized(self) -> None:
         """A histogram was sized for another width (the panel was hidden behind another tab, or
-        resized since): drawn again, or the table would be too wide and wrap its keys letter by letter."""
+        resized since): drawn again, or the table would be too wide and wrap its keys letter by letter.
+        Resized while its page is being set (the dock's layout gives it another width as the page's
+        scroll bar comes), it is drawn again once that is done: set again inside setHtml, the page
+        held the node's table twice (maximized at 1366x768 under X)."""
+        if self._setting:
+            QTimer.singleShot(0, self._redraw_if_resized)
+            return
         drawn_for = self._drawn_for
         if drawn_for is not None and drawn_for != self.viewport().width() and self.isVisible():
             show, args = self._shown
@@ -83,7 +90,14 @@ class Inspector(QTextBrowser):
 
     def show_empty(self) -> None:
         self._shown, self._pending = (self.show_empty, ()), False
-        self.setHtml("<p class='muted'>Click a node in the graph to see everything recorded about it.</p>")
+        self._set_page("<p class='muted'>Click a node in the graph to see everything recorded about it.</p>")
+
+    def _set_page(self, html: str) -> None:
+        self._setting = True
+        try:
+            self.setHtml(html)
+        finally:
+            self._setting = False
 
     def _on_link(self, url: QUrl) -> None:
         text = url.toString()
@@ -179,7 +193,7 @@ class Inspector(QTextBrowser):
         footnote = (f"<p class='muted' style='font-size:small'>{esc(SAMPLE_NOTE[:1].upper() + SAMPLE_NOTE[1:])}.</p>"
                     if ", a sample of " in body else "")
         note = (f"<p class='muted' style='margin:0 0 4px 0'>{FOLLOWED_NOTE}</p>" if followed else "")
-        self.setHtml(f"<h3 style='margin:2px 0'>{esc(title)}</h3>{note}<table>{body}</table>{footnote}")
+        self._set_page(f"<h3 style='margin:2px 0'>{esc(title)}</h3>{note}<table>{body}</table>{footnote}")
 
     @staticmethod
     def _not_now(run: Run, node_id: str, index: int) -> str:
@@ -206,7 +220,7 @@ class Inspector(QTextBrowser):
         rows = "".join(f"<tr><td>{i}</td><td>{a:.8g}</td><td>{n:.8g}</td></tr>"
                        for i, (a, n) in enumerate(zip(result["autograd"], result["numeric"])))
         verdict_class = "ok" if worst <= 1e-4 else "error"
-        self.setHtml(
+        self._set_page(
             f"<h3>Gradient check: {esc(result['tensor'])}</h3><p>d(first backward's loss)/d{esc(result['tensor'])} in float64,"
             f" central differences with eps={result['eps']:g}.</p><table><tr><th>element</th><th>autograd</th>"
             f"<th>finite differences</th></tr>{rows}</table>"
