@@ -1,4 +1,7 @@
-"""The command line, end to end: real runner processes, real trace files, bad input."""
+"""The command line, end to end: real runner processes, real trace files, bad input. A command that
+runs no script (``info``, ``check`` or ``export`` of a trace, a refusal of bad input) is run by the
+CLI's ``main`` in this process where nothing outside Python's own output is asserted (no process of
+its own to start: under a second each); the others run ``python -m graphview.app.cli``."""
 
 from __future__ import annotations
 
@@ -23,6 +26,19 @@ def graphview(*args, timeout=120, unset=()):
         env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "graphview.app.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def graphview_here(capsys, *args):
+    """``graphview ARGS`` by the CLI's ``main`` in this process: its exit status and what it wrote
+    (an exception escaping it fails the test, as a traceback would)."""
+    from graphview.app import cli
+
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's refusals and --help
+        code = exc.code
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
 
 def assert_one_line_reason(result):
@@ -82,7 +98,7 @@ def test_export_of_a_step_script_shows_the_run_the_app_runs(app, tmp_path):
     assert f"mlp_optimizer.py · step 3 of 3 · event {at} of {len(watched.events) - 1}: " in exported_caption(out)
 
 
-def test_record_and_diff_run_a_step_script_for_the_steps_the_app_runs(tmp_path):
+def test_record_and_diff_run_a_step_script_for_the_steps_the_app_runs(mlp_recording):
     """The app, export and check run a step script 3 times; record and diff ran it once: a trace
     recorded of the run one watched held a third of it, and ``diff SCRIPT --step-a 1 --step-b 3``
     was refused ("the run has no step 3 (it has 1)"). Every command now runs the app's steps."""
@@ -93,8 +109,8 @@ def test_record_and_diff_run_a_step_script_for_the_steps_the_app_runs(tmp_path):
     for command in (["record", script, "-o", "x.gvtrace"], ["export", script, "-o", "x.png"], ["check", script],
                     ["diff", script]):
         assert build_parser().parse_args(command).steps == APP_STEPS == 3, command[0]
-    trace = tmp_path / "mlp.gvtrace"
-    assert graphview("record", script, "-o", trace, "-q").returncode == 0
+    trace, recorded = mlp_recording  # graphview record SCRIPT -o TRACE -q
+    assert recorded.returncode == 0, recorded.stderr
     info = json.loads(graphview("info", trace, "--json").stdout)
     assert info["steps"] == APP_STEPS and info["options"]["steps"] == APP_STEPS and info["backward_calls"] == 3
     result = graphview("diff", script, "--step-a", "1", "--step-b", str(APP_STEPS))
@@ -114,11 +130,13 @@ def test_export_steps_n_records_n_steps(record, tmp_path):
     assert f"mlp_optimizer.py · step 2 of 2 · event {at} of {len(run.events) - 1}: " in exported_caption(out)
 
 
-def test_step_script_loss_matches_a_plain_run(tmp_path):
-    """Recorded losses of 3 steps equal what the script prints when run by python itself."""
-    trace = tmp_path / "mlp.gvtrace"
-    assert graphview("record", model("mlp_optimizer"), "-o", trace, "--steps", "3").returncode == 0
+def test_step_script_loss_matches_a_plain_run(mlp_recording):
+    """Recorded losses of 3 steps (the app's steps, which record runs) equal what the script prints
+    when run by python itself."""
+    trace, recorded = mlp_recording
+    assert recorded.returncode == 0, recorded.stderr
     run = Run(read_trace(trace).events)
+    assert len(run.steps) == 3
     losses = []
     for index, op in run.ops:
         if op["op"] == "cross_entropy":
@@ -198,7 +216,7 @@ def test_megabytes_of_output_are_capped(write_script, tmp_path):
     assert Run(events).status == "ok"
 
 
-def test_bad_input_one_line_and_exit_2(tmp_path):
+def test_bad_input_one_line_and_exit_2(tmp_path, capsys):
     bad_utf8 = tmp_path / "latin1.py"
     bad_utf8.write_bytes(b"# caf\xe9\nimport torch\n")
     corrupt = tmp_path / "corrupt.gvtrace"
@@ -213,19 +231,18 @@ def test_bad_input_one_line_and_exit_2(tmp_path):
         (("export", lesson("chain_rule"), "-o", tmp_path / "missing" / "graph.png"), "does not exist"),
         (("record", lesson("chain_rule"), "-o", tmp_path / "x.gvtrace", "--steps", "0"), "at least 1"),
     ]
-    for args, reason in cases:
-        result = graphview(*args)
+    for args, reason in cases:  # each refused before a runner would start
+        result = graphview_here(capsys, *args)
         assert result.returncode == 2, (args, result.stderr)
         assert_one_line_reason(result)
         assert reason in result.stderr, (args, result.stderr)
 
 
-def test_truncated_trace_opens_with_a_warning(tmp_path):
+def test_truncated_trace_opens_with_a_warning(tmp_path, traces, capsys):
     trace = tmp_path / "t.gvtrace"
-    assert graphview("record", lesson("chain_rule"), "-o", trace, "-q").returncode == 0
-    data = trace.read_bytes()
+    data = traces["ok"].read_bytes()  # chain_rule, recorded by graphview record
     trace.write_bytes(data[: len(data) * 3 // 4])  # (a third of it is the run's start with its notes)
-    result = graphview("info", trace)
+    result = graphview_here(capsys, "info", trace)
     assert result.returncode == 0
     assert "warning" in result.stderr and "status:          incomplete" in result.stdout
 
@@ -305,15 +322,15 @@ def test_export_of_a_failed_run_writes_what_was_recorded_and_exits_1(write_scrip
     assert not out.exists()
 
 
-def test_check_and_diff_of_a_failed_run_exit_1(traces):
+def test_check_and_diff_of_a_failed_run_exit_1(traces, capsys):
     for args in (("check", traces["failed"]), ("diff", traces["failed"], traces["failed"])):
-        result = graphview(*args)
+        result = graphview_here(capsys, *args)
         assert result.returncode == 1, (args, result.stderr)
         assert "the script failed (ValueError at line 4: boom)" in result.stderr
 
 
-def test_unknown_export_format_lists_every_format(tmp_path, traces):
-    result = graphview("export", traces["ok"], "-o", tmp_path / "out.bmp")
+def test_unknown_export_format_lists_every_format(tmp_path, traces, capsys):
+    result = graphview_here(capsys, "export", traces["ok"], "-o", tmp_path / "out.bmp")
     assert result.returncode == 2
     assert_one_line_reason(result)
     for suffix in (".png", ".svg", ".pdf", ".json", ".dot", ".gv", ".graphml"):
@@ -339,10 +356,10 @@ def test_unwritable_output_one_line_with_the_reason(tmp_path, traces):
             assert result.stderr.strip() != f"graphview: cannot write {out}:", result.stderr
 
 
-def test_scale_must_be_positive_and_a_lowered_scale_is_reported(tmp_path, traces):
+def test_scale_must_be_positive_and_a_lowered_scale_is_reported(tmp_path, traces, capsys):
     out = tmp_path / "g.png"
     for bad in ("0", "-1", "nan"):
-        result = graphview("export", traces["ok"], "-o", out, "--scale", bad)
+        result = graphview_here(capsys, "export", traces["ok"], "-o", out, "--scale", bad)
         assert result.returncode == 2, (bad, result.stderr)
         assert "--scale" in result.stderr and "greater than 0" in result.stderr
         assert not out.exists()
@@ -385,7 +402,7 @@ def test_exported_pictures_carry_a_caption_and_the_legend_unless_left_out(tmp_pa
     assert result.returncode == 0 and "apply to pictures only" in result.stderr
 
 
-def test_info_on_a_damaged_trace(tmp_path, traces):
+def test_info_on_a_damaged_trace(tmp_path, traces, capsys):
     lines = traces["ok"].read_bytes().splitlines(keepends=True)
     header_only, damaged_after_header, damaged_later, no_start = (tmp_path / f"{n}.gvtrace" for n in range(4))
     header_only.write_bytes(lines[0])
@@ -393,28 +410,28 @@ def test_info_on_a_damaged_trace(tmp_path, traces):
     damaged_later.write_bytes(b"".join(lines[:3]) + b"garbage{\n" + b"".join(lines[3:]))
     no_start.write_bytes(lines[0] + b'{"ev": "stdout", "text": "hi"}\n' + b"garbage{\n")
     for trace, reason in ((header_only, "holds no events"), (damaged_after_header, "damaged")):
-        result = graphview("info", trace)
+        result = graphview_here(capsys, "info", trace)
         assert result.returncode == 2, result.stderr
         assert_one_line_reason(result)
         assert reason in result.stderr and result.stdout == ""
     for trace in (damaged_later, no_start):
-        result = graphview("info", trace)
+        result = graphview_here(capsys, "info", trace)
         assert result.returncode == 0, result.stderr
         assert "graphview: warning:" in result.stderr and "damaged" in result.stderr
         assert "None" not in result.stdout and "damaged" in result.stdout, result.stdout
-    result = graphview("info", no_start)
+    result = graphview_here(capsys, "info", no_start)
     assert "torch:           unknown" in result.stdout
     assert "chain_rule.py" in result.stdout  # the script, from the trace's header
 
 
-def test_help_names_every_export_format_and_how_to_open_the_app():
-    top = graphview("--help")
+def test_help_names_every_export_format_and_how_to_open_the_app(capsys):
+    top = graphview_here(capsys, "--help")
     assert top.returncode == 0
     text = " ".join(top.stdout.split())
     assert "graphview SCRIPT" in text and "desktop app" in text
     for fmt in ("PNG", "SVG", "PDF", "JSON", "DOT", "GraphML"):
         assert fmt in text, fmt
-    export = " ".join(graphview("export", "--help").stdout.split())
+    export = " ".join(graphview_here(capsys, "export", "--help").stdout.split())
     for fmt in ("PNG", "SVG", "PDF", "JSON", "DOT", "GraphML"):
         assert fmt in export, fmt
 

@@ -1,5 +1,8 @@
 """``graphview info`` answers first: how the run ended, its steps, what backward held at the peak
-(activations apart from the weights held anyway) and the modules holding the most."""
+(activations apart from the weights held anyway) and the modules holding the most. The runs are
+recorded in this process and written as ``graphview record`` writes them, and ``info`` is the CLI's
+``main`` here: what is tested is what info says of a trace (tests/app/test_cli.py runs both commands
+as processes)."""
 
 from __future__ import annotations
 
@@ -10,15 +13,26 @@ import pytest
 pytest.importorskip("transformers")
 
 from graphview.core.held import activation_peak, human
+from graphview.core.options import RunOptions
 from graphview.core.run import Run
-from graphview.core.trace import read_trace
-from tests.app.test_cli import graphview
-from tests.conftest import zoo
+from graphview.core.trace import make_header, read_trace, write_trace
+from tests.app.test_cli import graphview_here
+from tests.conftest import record_each, zoo
 
 
-def test_info_leads_with_the_memory_answer_and_keeps_per_parameter_lines_behind_a_flag(tmp_path):
+def recorded(script: str, steps: int, trace) -> None:
+    """``graphview record SCRIPT --steps STEPS -o TRACE``, its run recorded in this process."""
+    options = RunOptions(steps=steps)
+    events = record_each([script], steps=steps)[script]
+    write_trace(trace, events, make_header(script=script, options=options.to_dict(), argv=[script]))
+
+
+def test_info_leads_with_the_memory_answer_and_keeps_per_parameter_lines_behind_a_flag(tmp_path, capsys):
+    def graphview(*args):
+        return graphview_here(capsys, *args)
+
     trace = tmp_path / "gpt2.gvtrace"
-    assert graphview("record", zoo("gpt2_lm"), "--steps", "2", "-o", trace, "-q", timeout=300).returncode == 0
+    recorded(zoo("gpt2_lm"), 2, trace)
     run = Run(read_trace(trace).events)
     peak = activation_peak(run)
     lines = graphview("info", trace).stdout.splitlines()
@@ -38,7 +52,7 @@ def test_info_leads_with_the_memory_answer_and_keeps_per_parameter_lines_behind_
     assert data["modules"][0]["path"] == "transformer.h.*" and data["modules"][0]["count"] == 2
 
 
-def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_script):
+def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_script, capsys):
     """Hugging Face's gradient checkpointing: ``info``'s modules at the peak count the input each
     layer's checkpoint keeps for its recompute, for the module that made it, with
     ``use_reentrant=False`` as with ``True``. False left them out: torch keeps them beside the
@@ -54,8 +68,8 @@ def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_scri
     for reentrant in (False, True):
         path = write_script(checkpointed_layers("gpt2", reentrant))
         trace = tmp_path / f"gpt2_{reentrant}.gvtrace"
-        assert graphview("record", path, "--steps", "1", "-o", trace, "-q", timeout=300).returncode == 0
-        modules[reentrant] = json.loads(graphview("info", trace, "--json").stdout)["held_for_backward"]["modules"]
+        recorded(path, 1, trace)
+        modules[reentrant] = json.loads(graphview_here(capsys, "info", trace, "--json").stdout)["held_for_backward"]["modules"]
         scope = loaded(path)
         kept = sum(saved_while_called(scope["step"], layer) for _, layer in library_layers(scope["model"]))
         assert kept == 2 * 2 * 8 * 32 * 4  # each layer's input, float32
@@ -65,5 +79,5 @@ def test_info_counts_what_a_checkpoint_keeps_in_either_mode(tmp_path, write_scri
         [again] = [m for m in modules[reentrant] if m["recomputed"]]
         assert again["path"] == "transformer.h.1" and again["activations"] > top["activations"]
         line = f"  transformer.h.1 (GPT2Block), recomputed in backward: {human(again['activations'])} of activations"
-        assert any(said.startswith(line) for said in graphview("info", trace).stdout.splitlines())
+        assert any(said.startswith(line) for said in graphview_here(capsys, "info", trace).stdout.splitlines())
     assert modules[False] == modules[True]

@@ -38,8 +38,16 @@ def test_record_passes_arguments_to_an_argparse_script_and_keeps_them_in_the_tra
 
 
 def test_arguments_after_a_trace_are_refused_in_one_line(tmp_path):
-    trace = tmp_path / "run.gvtrace"
-    assert _cli("record", TRAIN, "-o", trace, "-q", "--", "--epochs", "1").returncode == 0
+    from graphview.capture.script import run_script
+    from graphview.core.options import RunOptions
+    from graphview.core.trace import make_header, write_trace
+
+    trace = tmp_path / "run.gvtrace"  # as graphview record TRAIN -o TRACE -- --epochs 1 writes it
+    options = RunOptions(args=["--epochs", "1"])
+    events: list[dict] = []
+    run_script(TRAIN, events.append, options)
+    assert events[-1]["status"] == "ok"
+    write_trace(trace, events, make_header(script=TRAIN, options=options.to_dict(), argv=[TRAIN, "--epochs", "1"]))
     done = _cli(trace, "--", "--epochs", "3")
     assert done.returncode == 2
     assert done.stderr.strip() == "graphview: arguments after -- go to a script: give a script (.py), not a trace"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from graphview.core.options import APP_STEPS
 from graphview.core.run import Run
 from graphview.core.trace import read_trace
 from graphview.core.held import activation_peak
@@ -15,9 +16,16 @@ pytestmark = pytest.mark.e2e
 TRANSFORMER = model("transformer_block")
 
 
-def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
-    plain, checkpointed = tmp_path / "plain.gvtrace", tmp_path / "checkpointed.gvtrace"
-    assert graphview("record", TRANSFORMER, "-o", plain, "-q").returncode == 0
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """``graphview record`` of the transformer sample without a what-if option, made once."""
+    trace = tmp_path_factory.mktemp("plain") / "plain.gvtrace"
+    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    return trace
+
+
+def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path, plain):
+    checkpointed = tmp_path / "checkpointed.gvtrace"
     result = graphview("record", TRANSFORMER, "-o", checkpointed, "-q", "--checkpoint", "encoder.layers.*")
     assert result.returncode == 0, result.stderr
     before, after = Run(read_trace(plain).events), Run(read_trace(checkpointed).events)
@@ -39,32 +47,29 @@ def test_record_with_checkpoint_then_diff_reports_both_peaks(tmp_path):
             f"({layer.change:+,} B)") in diff.stdout
 
 
-def test_check_measures_its_suggestion(tmp_path):
+def test_check_measures_its_suggestion(tmp_path, record):
+    """check --measure in a real CLI process; the runs it measures, recorded here in this process
+    (the same recorder), give the figures it must print."""
     two_layers = tmp_path / "two_layers.py"
     with open(TRANSFORMER, encoding="utf-8") as f:
         two_layers.write_text(f.read().replace("num_layers=1", "num_layers=2"), encoding="utf-8")
-    trace = tmp_path / "plain.gvtrace"
-    assert graphview("record", two_layers, "-o", trace, "-q").returncode == 0
-    run = Run(read_trace(trace).events)
+    run = record(two_layers, steps=APP_STEPS)
     first = checkpoint_suggestions(run)[0]
     assert first.pattern == "encoder.layers.*"
     result = graphview("check", two_layers, "--measure", timeout=300)
     assert result.returncode == 0, result.stderr
     assert first.text() in result.stdout
-    measured = tmp_path / "measured.gvtrace"
-    assert graphview("record", two_layers, "-o", measured, "-q", "--checkpoint", "encoder.layers.*").returncode == 0
-    after = Run(read_trace(measured).events)
+    after = record(two_layers, steps=APP_STEPS, checkpoint=["encoder.layers.*"])
     before_peak, after_peak = activation_peak(run).held.activations, activation_peak(after).held.activations
     assert (f"checkpoint encoder.layers.*, measured: peak of activations held for backward cpu {human(before_peak)} -> "
             f"{human(after_peak)}") in result.stdout
     assert f"peak saved cpu {human(run.peak_saved_bytes()['cpu'])} -> {human(after.peak_saved_bytes()['cpu'])}" in result.stdout
 
 
-def test_check_json_gives_the_findings_and_the_suggestions(tmp_path):
+def test_check_json_gives_the_findings_and_the_suggestions(plain):
     import json
 
-    trace = tmp_path / "plain.gvtrace"
-    assert graphview("record", TRANSFORMER, "-o", trace, "-q").returncode == 0
+    trace = plain
     run = Run(read_trace(trace).events)
     result = graphview("check", trace, "--json")
     assert result.returncode == 0, result.stderr
