@@ -8,8 +8,9 @@ from PySide6.QtCore import QSize
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QScrollBar
 
+from graphview.core import timeline
 from graphview.core.options import RunOptions
-from tests.conftest import model
+from tests.conftest import model, zoo
 from tests.qt.window_geometry import rect_in, settle
 
 TRANSFORMER = model("transformer_block")
@@ -226,3 +227,43 @@ def test_the_memory_charts_title_keeps_two_lines_with_an_earlier_run(window, rec
     tip = QTextDocument()
     tip.setHtml(window.memory.toolTip())
     assert "earlier run: default options" in tip.toPlainText().replace("\xa0", " ")  # (the first run's)
+
+
+def plain(html: str) -> str:
+    document = QTextDocument()
+    document.setHtml(html)
+    return document.toPlainText().replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("script,steps", [(zoo("t5_seq2seq"), 1), (TRANSFORMER, 2)])
+def test_the_memory_charts_title_says_what_its_red_figure_is_at_any_width(window, record, qtbot, script, steps):
+    """T5 (tests/zoo) six nodes into its first backward at 1366x768, as the README's picture: the
+    title fell to its shortest headline, a bare red "● 294.9 KiB" under no words (its peak one digit
+    longer than the transformer's). It takes two lines, every key of the legend in them; every form
+    the title takes, at this width and at any width from 130 to 700 px, says "activations peak" and
+    "all saved" beside their figures."""
+    from graphview.qt.formatting import human_bytes
+    from graphview.qt.panels import memory_title
+
+    if "t5" in script:
+        pytest.importorskip("transformers")
+    window.resize(1366, 768)
+    run = record(script, steps=steps)
+    window.begin_run(run.start["script"], RunOptions(steps=steps), run)
+    start = next(i for i, e in enumerate(run.events) if e["ev"] == "backward_start")
+    window.set_cursor(start)
+    for _ in range(6):
+        window.move(timeline.next_backward_node)
+    window.bottom_tabs.setCurrentWidget(window.memory_tab)
+    settle(qtbot, 12)
+    chart = window.memory
+    (_,), (y,) = chart.peak.getData()
+    saved = f"● all saved {human_bytes(int(y))}"
+    activations = f"activations peak {human_bytes(int(chart.series.array('activation').max()))}"
+    shown = chart.plotItem.titleLabel.item.toPlainText().replace("\xa0", " ")
+    assert saved in shown and activations in shown, shown
+    assert title_lines(chart) <= 2 and all(f"■ {key}" in shown for key in ("activations", "weights", "inputs")), shown
+    font = chart.plotItem.titleLabel.item.font()
+    for width in range(130, 701, 10):
+        text = plain(memory_title.fit(chart._title_parts, width, font))
+        assert saved in text and activations in text, (width, text)

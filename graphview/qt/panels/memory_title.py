@@ -5,9 +5,10 @@ chart ("activations peak 2.4 KiB / all saved 3.8 KiB at event 49, / weights and 
 (cpu) activations / weights / inputs and constants"), more with an earlier run's key. Now a title
 that fits the chart's width takes one line; one that does not takes two, the headline above the
 legend, each the longest of its forms that fits (:func:`fit`): the headline leaves out what the
-stack holds besides activations, then the event and the device, then its bold, then words; the
-legend's keys take their short words, then those that do not fit are counted. The chart's tooltip says all of it
-(:func:`tooltip`).
+stack holds besides activations, then the event and the device, then its bold, then goes on to a
+second line before the red figure, the legend's other keys beside it (never its words: what each
+figure is stays said); the legend's keys take their short words, then those that do not fit are
+counted. The chart's tooltip says all of it (:func:`tooltip`).
 """
 
 from __future__ import annotations
@@ -35,10 +36,16 @@ class Segment:
     tail: str = ""
 
     def html(self) -> str:
+        if self is BREAK:
+            return "<br>"
         return f"<span style='{self.css}'>{unbroken(self.text) if self.whole else esc(self.text)}{esc(self.tail)}</span>"
 
     def plain(self) -> str:
         return self.text + self.tail
+
+
+#: where the shortest headline goes on to a second line (its red figure there, its words kept)
+BREAK = Segment("\n", "")
 
 
 @dataclass(frozen=True)
@@ -69,17 +76,19 @@ class TitleParts:
         """The whole title on one line (as HTML)."""
         return f"{headline_html(self.headlines[0])}{GAP}{self.legend(len(self.keys), short=False)}"
 
-    def legend(self, shown: int, short: bool) -> str:
-        """The first ``shown`` keys (in their short words if ``short``), the rest counted."""
-        keys = [key.html(key.short if short else key.words, self.text_colour) for key in self.keys[:shown]]
-        if shown < len(self.keys):
-            keys.append(f"<span style='color:{self.muted}'>+{len(self.keys) - shown}&nbsp;more</span>")
-        return (NARROW_KEY_GAP if short else KEY_GAP).join(keys)
+    def legend(self, shown: int, short: bool, first: int = 0) -> str:
+        """The keys from ``first`` on: ``shown`` of them (in their short words if ``short``), the rest counted."""
+        keys = self.keys[first:]
+        words = [key.html(key.short if short else key.words, self.text_colour) for key in keys[:shown]]
+        if shown < len(keys):
+            words.append(f"<span style='color:{self.muted}'>+{len(keys) - shown}&nbsp;more</span>")
+        return (NARROW_KEY_GAP if short else KEY_GAP).join(words)
 
-    def legends(self) -> list[str]:
-        """The legend's forms, longest first."""
-        forms = [self.legend(len(self.keys), short=False)]
-        forms += [self.legend(shown, short=True) for shown in range(len(self.keys), 0, -1)]
+    def legends(self, first: int = 0) -> list[str]:
+        """The legend's forms (the keys from ``first`` on), longest first."""
+        keys = len(self.keys) - first
+        forms = [self.legend(keys, short=False, first=first)]
+        forms += [self.legend(shown, short=True, first=first) for shown in range(keys, 0, -1)]
         return forms
 
 
@@ -92,7 +101,9 @@ def peak_headlines(figures: tuple[str, ...], device: str, text: str, cursor: str
     """The forms of a headline of a peak, longest first. ``figures``: all saved at the peak, its
     event, the activations' own peak and what the stack holds besides (``", weights included"``).
     The activations first: what the forward made and backward alone keeps (weights are held anyway);
-    the red dot marks the top of the stack, all saved: its words wear the dot."""
+    the red dot marks the top of the stack, all saved: its words wear the dot. Every form says what
+    each figure is; the shortest breaks the line before the red figure (T5's at 1366x768 dropped
+    "all saved", and its bare red "● 294.9 KiB" said nothing)."""
     saved, event, activations, besides = figures
     bold = f"color:{text}; font-weight:bold"
     peak = Segment(f"activations peak {activations}", bold)
@@ -106,18 +117,27 @@ def peak_headlines(figures: tuple[str, ...], device: str, text: str, cursor: str
             (peak, gap, all_saved, on),
             (peak, gap, all_saved),
             (light, gap, all_saved),
-            (peak, gap, Segment(f"● {saved}", f"color:{cursor}", whole=True)),
-            (Segment(f"peak {activations}", bold), gap, Segment(f"● {saved}", f"color:{cursor}", whole=True)))
+            (peak, BREAK, all_saved))
 
 
 def fit(parts: TitleParts, width: float, font: QFont) -> str:
     """The title as HTML for a line ``width`` pixels wide, in ``font`` at :data:`SIZE`: all of it on
     one line where it fits, else the headline above the legend, each the longest form that fits
-    (the shortest where none does: the label then wraps it)."""
+    (the shortest where none does: the label then wraps it). A headline on two lines (its shortest
+    form) has the legend's other keys beside its red figure where they fit there, the activations' key
+    before its first line (the legend's first key is the headline's first figure's: activations)."""
     whole = parts.full()
     if html_width(whole, font) <= width:
         return whole
     headline = longest_fitting([headline_html(h) for h in parts.headlines], width, font)
+    if "<br>" in headline and parts.keys:
+        # two lines still: the first (the activations' peak) wears the activations' key, the other
+        # keys go beside the red figure (counted if need be); else a third line takes the legend
+        key = parts.keys[0]
+        marked = f"<span style='color:{key.colour}'>{key.mark}</span>&nbsp;{headline}"
+        beside = [f"{marked}{GAP}{legend}" if legend else marked for legend in parts.legends(first=1)]
+        if html_width(beside[-1], font) <= width:
+            return longest_fitting(beside, width, font)
     legend = longest_fitting(parts.legends(), width, font)
     return f"{headline}<br>{legend}"
 
