@@ -64,11 +64,16 @@ def elide_name(text: str, fits) -> str:
     out and an ellipsis in their place: from the left of a dotted path, from the middle of
     anything else. A ``path · Type`` label shortens its path first, by whole parts between
     its dots, and keeps the type while it can; a note after the path (``encoder.layers.0.self_attn (recomputed) · MultiheadAttention``)
-    goes before the path's last part or the type do (``…self_attn · MultiheadAttention``). When no
-    form fits, the last word alone."""
+    goes before the path's last part or the type do (``…self_attn · MultiheadAttention``). What
+    follows the type (a comparison's bytes: ``model.1 · ReLU · 2.0 KiB → 2.0 KiB activations``) goes
+    first, an ellipsis in its place (it went whole with the type: ``model.1``). When no form fits,
+    the last word alone."""
     if fits(text):
         return text
     head, sep, tail = text.partition(" · ")
+    if sep and " · " in tail:
+        kept = text.rsplit(" · ", 1)[0]
+        return kept + sep + ELLIPSIS if fits(kept + sep + ELLIPSIS) else elide_name(kept, fits)
     if sep:
         path, note = _path_and_note(head)
         parts = path.split(".")

@@ -30,6 +30,15 @@ def test_a_box_label_shortens_its_path_and_keeps_its_type():
     assert elide_name("encoder.layers.0.self_attn · MultiheadAttention", chars(20)) == "…layers.0.self_attn"
 
 
+def test_a_box_label_with_both_runs_bytes_loses_the_bytes_before_its_type():
+    # (the type went with the bytes: 'model.1 · ReLU · 2.0 KiB → 2.0 KiB activations' drawn as 'model.1')
+    label = "model.1 · ReLU · 2.0 KiB → 2.0 KiB activations"
+    assert elide_name(label, chars(40)) == "model.1 · ReLU · …"
+    assert elide_name(label, chars(16)) == "model.1 · ReLU"
+    assert elide_name("encoder.layers.0 · TransformerEncoderLayer · 1 KiB → 2 KiB activations", chars(30)) == \
+        "…0 · TransformerEncoderLayer"
+
+
 def test_no_word_is_ever_cut():
     for name in ["encoder.layers.0.norm1.bias", "NativeBatchNormBackward0", "model.blocks.11.attn.c_proj.weight"]:
         words = {name[a:b].strip(".") for a, b in zip(word_boundaries(name), word_boundaries(name)[1:])}

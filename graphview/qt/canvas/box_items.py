@@ -296,7 +296,7 @@ class BoxItems:
         already placed that it would cross (Whisper's ``model``, ``model.encoder`` and
         ``model.encoder.conv1`` start on one row)."""
         placed: dict[str, list[tuple[GroupItem, QRectF]]] = {}  # key -> its label
-        places = LabelPlaces(lambda rect: self._solid_in(rect, groups))
+        places = LabelPlaces(lambda rect: self._solid_in(rect, groups), [g for g in groups if not g.collapsed])
         named: list[tuple[float, GroupItem]] = []  # every open box, by the middle of its name's height
         for group in sorted(groups, key=lambda g: (g.box.level, g.rect.left())):
             others = self._outer_labels(group, placed)
@@ -348,7 +348,8 @@ class BoxItems:
 
 class LabelPlaces:
     """Where each open box's name goes, clear of the names placed before it (:meth:`add`) and of
-    what ``solid(rect)`` says is drawn there (nodes, shut cards)."""
+    what ``solid(rect)`` says is drawn there (nodes, shut cards); a name on a bottom border, a line
+    clear of the names on ``open_boxes``' top borders too."""
 
     #: between a name and the name above it, stacked (scene units)
     STACK_GAP = 2.0
@@ -356,8 +357,11 @@ class LabelPlaces:
     #: between them; at 6 units the two read as one line)
     SIDE_GAP = 16.0
 
-    def __init__(self, solid: Callable[[QRectF], bool]) -> None:
+    def __init__(self, solid: Callable[[QRectF], bool], open_boxes: list[GroupItem]) -> None:
         self.solid = solid
+        # where each open box's name may go on its top border: from its left to its right corner
+        self.tops = [(g, QRectF(g.rect.left() + 10, g.rect.top() - GroupItem.LABEL_H / 2, g.rect.width() - 20,
+                                GroupItem.LABEL_H)) for g in open_boxes]
         self.bands: dict[int, list[QRectF]] = {}  # every label placed so far, by height
         self.band_h = 2 * GroupItem.LABEL_H
 
@@ -384,9 +388,19 @@ class LabelPlaces:
             # where it has more room (a checkpoint's recompute box and the module inside it start
             # and end together)
             low = self.free_shift(group, True, others)
-            if group.label_rect(low, True, 0.0).width() > group.label_rect(shift, False, 0.0).width():
+            bottom = group.label_rect(low, True, 0.0)
+            if bottom.width() > group.label_rect(shift, False, 0.0).width() and not self.crowds(group, bottom, others):
                 return low, True, 0.0
         return shift, False, 0.0
+
+    def crowds(self, group: GroupItem, label: QRectF, others: list[QRectF]) -> bool:
+        """Whether ``label``, on ``group``'s bottom border, comes within a line of another name above or
+        below it (placed, or on another box's top border): a box just below, its name 2 units under
+        this one, read as one two-line label ('model.0 · Linear · 0 B → 0 B activations' over
+        'model.1 · ReLU', the MLP run again with retain_graph)."""
+        near = label.adjusted(0, -GroupItem.LABEL_H, 0, GroupItem.LABEL_H)
+        return bool(self._blocking(near, others)) or any(
+            other is not group and place.intersects(near) for other, place in self.tops)
 
     def _blocking(self, label: QRectF, others: list[QRectF]) -> list[QRectF]:
         return [r for r in others + self.near(label) if r.intersects(label)]

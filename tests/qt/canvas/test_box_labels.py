@@ -96,3 +96,30 @@ def test_a_name_beside_another_on_its_line_keeps_a_clear_gap(canvas, record):
               if a != b and ra.top() < rb.bottom() and rb.top() < ra.bottom() and ra.left() <= rb.left()]
     assert ("encoder.layers.0", "encoder.layers.0.self_attn") in {(a, b) for a, b, _ in beside}
     assert all(gap >= 16 - 0.01 for _, _, gap in beside), beside
+
+
+def test_a_name_on_a_bottom_border_keeps_a_line_from_the_next_boxs_name(canvas, record):
+    """The README's retain_graph picture (the MLP sample run again with retain_graph, each name with
+    both runs' bytes, just after the first backward): 'model.0 · Linear · 0 B → 0 B activations', too
+    long to go under its parent's name, went onto its bottom border, 2 units above 'model.1 · ReLU ·
+    …' on the next box's top border: the two read as one two-line label, the arrow into
+    ReluBackward0 broken by both. A name on a bottom border keeps a line (its height) above and below
+    it clear of every other name it would share a column with; a name cut short keeps its type
+    ('model.1', its type dropped with the bytes after it, is 'model.1 · ReLU · …' now)."""
+    from graphview.core.whatif import compare_runs, module_bytes_in_both
+
+    earlier, run = record(model("mlp_optimizer")), record(model("mlp_optimizer"), retain_graph=True)
+    scene, view = canvas
+    show_at(canvas, run, next(i for i, e in enumerate(run.events) if e["ev"] == "backward_end"))
+    scene.boxes.set_compared(module_bytes_in_both(earlier, run, compare_runs(earlier, run)[0].step))
+    names = _open_names(scene)
+    assert {g.box.path for g, _, _ in names} >= {"model", "model.0", "model.1", "model.2"}
+    line = GroupItem.LABEL_H
+    for group, label, _ in names:
+        for other, place, _ in names:
+            if other is group or not (group.label_below or other.label_below):
+                continue
+            if label.left() < place.right() and place.left() < label.right():  # one column
+                gap = max(place.top() - label.bottom(), label.top() - place.bottom())
+                assert gap >= line - 0.01, (group.path, other.path, gap)
+    _assert_inside_and_telling(scene)
