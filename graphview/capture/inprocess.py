@@ -126,10 +126,11 @@ class _Tee:
 # finaliser per node and per saved tensor, the dicts torch makes for the nodes' hooks): enough of them
 # outlive the collector's young generations that every few steps Python runs a full collection, and a
 # full collection scans every object the program holds, torch's ~300,000 among them. A 256-layer MLP
-# (width 64) recorded with graphview.record() spent 42 ms a step in full collections (one of about
-# 250 ms every few steps); with the objects that were there when the window opened frozen (gc.freeze),
-# 1.6 ms. The runner process freezes torch's objects in the same way once it has imported torch
-# (graphview/capture/runner.py). Refcounting, and so when a tensor is freed, is unchanged; objects made
+# (width 64) recorded with graphview.record() spent 42-69 ms a step in full collections (one of about
+# 250 ms every few steps; the collector's callbacks' timing, 21 steps, three runs); with the objects
+# that were there when the window opened frozen (gc.freeze), 0.7-1.6 ms. The runner process freezes
+# torch's objects in the same way once it has imported torch, and a step script's setup before its
+# first step (freeze_the_setup in graphview/capture/runner.py). Refcounting, and so when a tensor is freed, is unchanged; objects made
 # during the window are collected as before. What waits: garbage in a reference cycle among objects
 # older than the window (an old model deleted inside it, if it holds a cycle) until the window ends,
 # when gc.unfreeze() gives them back to the collector. A program that froze objects itself, or turned
@@ -193,7 +194,7 @@ class Recording:
         self._streams: tuple | None = None
         self._svg: str | None = None
         self._page: str | None = None  # the web page player, made once asked for (player())
-        self._froze = False  # the program's older objects kept out of the collector's scans (see _begin_window)
+        self._froze = False  # the program's older objects kept out of the collector's scans (see the NOTE above)
         self.write_error: str | None = None
 
     # ------------------------------------------------------------------ the block
