@@ -1,7 +1,8 @@
 """The code pane: the script's source with line numbers, the cursor's line and the error line marked.
 
 Long lines wrap at the pane's width, after a dot, a bracket or a comma where a line has no space
-(an invisible zero-width space marks each such place; copying and ``toPlainText`` leave them out)."""
+(an invisible zero-width space marks each such place; copying and ``toPlainText`` leave them out).
+The cursor's line and the error's line are marked on every row they wrap to, numbered on the first."""
 
 from __future__ import annotations
 
@@ -115,12 +116,7 @@ class CodeView(QPlainTextEdit):
         for number, color in ((error_line, t.code_error), (line, t.code_current)):
             if number is None or number < 1 or number > self.blockCount():
                 continue
-            sel = QTextEdit.ExtraSelection()
-            sel.format.setBackground(QColor(color))
-            sel.format.setForeground(QColor(t.text))  # the code stays readable on the mark, in either theme
-            sel.format.setProperty(QTextFormat.FullWidthSelection, True)
-            sel.cursor = QTextCursor(self.document().findBlockByNumber(number - 1))
-            selections.append(sel)
+            selections += self._marks(number, QColor(color), QColor(t.text))
         self.setExtraSelections(selections)
         if scroll and line is not None and 1 <= line <= self.blockCount():
             block = self.document().findBlockByNumber(line - 1)
@@ -131,6 +127,24 @@ class CodeView(QPlainTextEdit):
             self.setTextCursor(QTextCursor(block))  # ...and its start
             self.ensureCursorVisible()
         self._numbers.update()
+
+    def _marks(self, number: int, background: QColor, ink: QColor) -> list[QTextEdit.ExtraSelection]:
+        """The pane's width marked behind each row of line ``number``: a line the pane wraps is marked
+        on all its rows, not only its first. A full-width mark with no text selected marks only the
+        row of its cursor; one over the line's text marks each row it ends after in full, its last
+        row only as far as the text goes: the line's text, then its last row (its end) in full."""
+        block = self.document().findBlockByNumber(number - 1)
+        marks = []
+        for keep in (QTextCursor.KeepAnchor, QTextCursor.MoveAnchor):
+            mark = QTextEdit.ExtraSelection()
+            mark.format.setBackground(background)
+            mark.format.setForeground(ink)  # the code stays readable on the mark, in either theme
+            mark.format.setProperty(QTextFormat.FullWidthSelection, True)
+            cursor = QTextCursor(block)
+            cursor.movePosition(QTextCursor.EndOfBlock, keep)
+            mark.cursor = cursor
+            marks.append(mark)
+        return marks
 
     def toPlainText(self) -> str:
         """The script's source as it is (without the pane's invisible break points)."""
