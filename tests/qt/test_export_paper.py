@@ -259,7 +259,8 @@ def test_the_mlp_sample_prints_whole_on_one_page_readably(tmp_path, capsys):
     """The bundled MLP (15 rows, 1,513 units tall) was two pages, cut through model.2's box, its
     caption in three lines: too tall to print whole at MIN_SCALE of a 96-dpi unit. Whole on one page
     its smallest text prints at SMALLEST_TEXT_PT * MIN_SCALE points or more (4.8 pt, its names at
-    NAME_PT * MIN_SCALE: 5.4 pt), the caption above every node and the legend below them."""
+    NAME_PT * MIN_SCALE: 5.4 pt; the word in the legend's badge too), the caption above every node
+    and the legend below them."""
     from graphview.app import cli
     from graphview.qt.canvas.style import NAME_PT, SMALLEST_TEXT_PT
     from graphview.qt.widgets.legend import legend_entries
@@ -277,10 +278,11 @@ def test_the_mlp_sample_prints_whole_on_one_page_readably(tmp_path, capsys):
             runs.append((" ".join(text.split()), size * abs(cm[3] * tm[3]), height - (cm[5] + cm[3] * tm[5])))
 
     reader.pages[0].extract_text(visitor_text=seen)
-    # the legend's "saved" is the word inside the badge's swatch (6 pt, a picture of the badge the
-    # entry's own text explains), not text of the graph, caption or legend
-    texts = [run for run in runs if run[0] != "saved"]
+    texts = runs
     assert min(size for _, size, _ in texts) >= SMALLEST_TEXT_PT * MIN_SCALE - 0.01, sorted(r[1] for r in texts)[:3]
+    # the word in the legend's badge swatch ("saved") too: it printed at 3.8 pt, the graph's smallest text at 5.2
+    badge = [size for text, size, _ in texts if text == "saved"]
+    assert len(badge) == 1 and badge[0] >= min(size for text, size, _ in texts if text != "saved") - 0.01, badge
     names = [size for text, size, _ in texts if text in ("model.0.weight", "AddmmBackward0", "loss")]
     assert len(names) >= 3 and min(names) >= NAME_PT * MIN_SCALE - 0.01
     legend = {entry.text for entry in legend_entries()} - {"AccumulateGrad"}  # that one names nodes too

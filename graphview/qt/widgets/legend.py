@@ -7,14 +7,16 @@ and exported pictures (:mod:`graphview.qt.export_page`) draw the same entries wi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
 from graphview.core.drawing import NODE_KINDS
 from graphview.qt import theme as themes
+from graphview.qt.canvas.nodes import badge_font
 from graphview.qt.canvas.style import LIGHT, TENSOR_KINDS, CanvasColors, colors
 from graphview.qt.widgets.flow_layout import FlowLayout
 
@@ -37,13 +39,15 @@ class LegendEntry:
     dashed: bool = False
     width: float = 1.5
     word: str = ""
+    ink: QColor | None = None  # the word's colour (the canvas badge's text colour)
     tooltip: str = ""
 
     def swatch_size(self) -> QSize:
         if self.shape == "arrow":
             return QSize(int(SWATCH * 2), int(SWATCH))
-        if self.shape == "badge":
-            return QSize(int(SWATCH * 2.6), int(SWATCH))
+        if self.shape == "badge":  # its word in the canvas's badge font, with the canvas badge's padding
+            return QSize(max(int(SWATCH * 2.6), math.ceil(QFontMetricsF(badge_font()).horizontalAdvance(self.word) + 10)),
+                         int(SWATCH))
         return QSize(int(SWATCH), int(SWATCH))
 
 
@@ -61,7 +65,8 @@ def legend_entries(c: CanvasColors | None = None) -> tuple[LegendEntry, ...]:
         LegendEntry("freed by backward", c.q("freed_fill"), c.q("freed_swatch_border"), dashed=True),
         LegendEntry("kept alive, not on the loss's path", c.q("unreachable_fill"), c.q("unreachable_border"),
                     tooltip="alive, but on no path from the loss: backward will not run it"),
-        LegendEntry("bytes held for backward", c.q("saved_fill"), c.q("saved_border"), "badge", width=1, word="saved"),
+        LegendEntry("bytes held for backward", c.q("saved_fill"), c.q("saved_border"), "badge", width=1, word="saved",
+                    ink=c.q("saved_text")),
         # the arrows' pens are EdgeItem's (graphview.qt.canvas.edges)
         LegendEntry("forward data flow", c.q("edge"), c.q("edge"), "arrow", width=1.4,
                     tooltip="arrows follow the forward data flow: backward runs against them; an arrow marked ×2 "
@@ -96,11 +101,9 @@ def paint_swatch(painter: QPainter, rect: QRectF, entry: LegendEntry) -> None:
         painter.setPen(pen)
         painter.setBrush(entry.fill)
         painter.drawRoundedRect(inner, radius, radius)
-        if entry.word:
-            font = QFont("DejaVu Sans", 6)
-            font.setBold(True)
-            painter.setFont(font)
-            painter.setPen(entry.border.darker(130))
+        if entry.word:  # as large as the canvas's badges' words (its smallest text), on screen and on paper
+            painter.setFont(badge_font())
+            painter.setPen(entry.ink or entry.border.darker(130))
             painter.drawText(inner, Qt.AlignCenter, entry.word)
     painter.restore()
 
