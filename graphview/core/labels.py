@@ -59,6 +59,10 @@ def _elide_words(text: str, fits) -> str | None:
     return None if best is None else best[1]
 
 
+#: how many of a label's forms with fewer parts after its type :func:`elide_name` measures
+_PARTS_TRIED = 4
+
+
 def elide_name(text: str, fits) -> str:
     """``text`` itself if ``fits(text)``, else the longest form that fits with whole words taken
     out and an ellipsis in their place: from the left of a dotted path, from the middle of
@@ -71,9 +75,14 @@ def elide_name(text: str, fits) -> str:
     if fits(text):
         return text
     head, sep, tail = text.partition(" · ")
-    if sep and " · " in tail:
-        kept = text.rsplit(" · ", 1)[0]
-        return kept + sep + ELLIPSIS if fits(kept + sep + ELLIPSIS) else elide_name(kept, fits)
+    if sep and " · " in tail:  # the parts after the type go first, the last first (a few tried, no
+        # more: a trace's name of a thousand parts is no reason for a thousand measures)
+        parts = text.split(" · ")
+        for count in range(len(parts) - 1, max(1, len(parts) - 1 - _PARTS_TRIED), -1):
+            shorter = " · ".join(parts[:count]) + sep + ELLIPSIS
+            if fits(shorter):
+                return shorter
+        return elide_name(head + sep + parts[1], fits)  # the path and its type (one " · ": no deeper)
     if sep:
         path, note = _path_and_note(head)
         parts = path.split(".")

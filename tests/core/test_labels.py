@@ -39,6 +39,22 @@ def test_a_box_label_with_both_runs_bytes_loses_the_bytes_before_its_type():
         "…0 · TransformerEncoderLayer"
 
 
+
+def test_a_hostile_name_of_thousands_of_parts_shortens_with_a_few_measures():
+    """A trace's module path may be 4,096 characters of ' ·' (its strings are hostile): shortening it
+    measured a form for each part, one call inside another (a RecursionError, then a crash in
+    ``graphview export``); a few forms are measured, then the first two parts'."""
+    hostile = "m" + " · x" * 2000
+    measured = []
+
+    def fits(text):
+        measured.append(text)
+        return len(text) <= 12
+
+    short = elide_name(hostile, fits)
+    assert len(short) <= 12 and len(measured) < 40
+    assert elide_name(hostile, chars(30)) == "m · x"  # (its path and its type)
+
 def test_no_word_is_ever_cut():
     for name in ["encoder.layers.0.norm1.bias", "NativeBatchNormBackward0", "model.blocks.11.attn.c_proj.weight"]:
         words = {name[a:b].strip(".") for a, b in zip(word_boundaries(name), word_boundaries(name)[1:])}
