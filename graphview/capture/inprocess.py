@@ -19,7 +19,6 @@ group) every process writes its own trace, ``run.rank<N>.gvtrace``, with its ran
 
 from __future__ import annotations
 
-import gc
 import linecache
 import os
 import platform
@@ -33,6 +32,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from torch.overrides import _get_current_function_mode_stack
 
+from graphview.capture.collector import OlderObjectsFrozen
 from graphview.capture.hooks.ops import _OpMode
 from graphview.capture.recorder import Recorder
 from graphview.capture.runner import EventPipe
@@ -121,31 +121,6 @@ class _Tee:
         return getattr(self._stream, name)
 
 
-# NOTE [The collector during a recording]
-# The recorder keeps thousands of small objects a step alive for a while (an entry per tensor, a
-# finaliser per node and per saved tensor, the dicts torch makes for the nodes' hooks): enough of them
-# outlive the collector's young generations that every few steps Python runs a full collection, and a
-# full collection scans every object the program holds, torch's ~300,000 among them. A 256-layer MLP
-# (width 64) recorded with graphview.record() spent 42-69 ms a step in full collections (one of about
-# 250 ms every few steps; the collector's callbacks' timing, 21 steps, three runs); with the objects
-# that were there when the window opened frozen (gc.freeze), 0.7-1.6 ms. The runner process freezes
-# torch's objects in the same way once it has imported torch, and a step script's setup before its
-# first step (freeze_the_setup in graphview/capture/runner.py). Refcounting, and so when a tensor is freed, is unchanged; objects made
-# during the window are collected as before. What waits: garbage in a reference cycle among objects
-# older than the window (an old model deleted inside it, if it holds a cycle) until the window ends,
-# when gc.unfreeze() gives them back to the collector. A program that froze objects itself, or turned
-# the collector off, is left as it is.
-
-
-def freeze_older_objects() -> bool:
-    """``gc.freeze()`` for a recording window, where the program froze nothing itself and its
-    collector runs (see NOTE [The collector during a recording]); whether it froze."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        return False
-    gc.freeze()
-    return True
-
-
 #: how long leaving the block waits for the process writing the trace when no run_end could reach it
 LOST_PIPE_WAIT_S = 10.0
 
@@ -194,7 +169,8 @@ class Recording:
         self._streams: tuple | None = None
         self._svg: str | None = None
         self._page: str | None = None  # the web page player, made once asked for (player())
-        self._froze = False  # the program's older objects kept out of the collector's scans (see the NOTE above)
+        # the program's older objects out of the collector's full collections while the window is open
+        self._older = OlderObjectsFrozen()  # (NOTE [The collector during a recording] in capture/collector.py)
         self.write_error: str | None = None
 
     # ------------------------------------------------------------------ the block
@@ -283,8 +259,8 @@ class Recording:
         self._recorder.own_optimizer_hooks = False  # this recording's one hook calls it (_optimizer_stepped)
         self._recorder.script = self.script  # as Python names it (a notebook cell has no real path)
         self._recorder.extra_scopes.append(self._scope)
-        self._froze = freeze_older_objects()
         self._resume_hooks()
+        self._older.freeze()
 
     def _resume_hooks(self) -> None:
         self._recorder.__enter__()
@@ -308,14 +284,12 @@ class Recording:
         if self.status == "waiting" and status == "ok":
             message = (f"nothing recorded: the block ended in step {self.step_number}, before start_step "
                        f"{self.start_step}")
+        self._older.give_back()
         if self.status in ("recording", "paused"):
             self._close_step()
             if self.status == "recording":
                 self._pause_hooks()
             self._recorder._active = False
-        if self._froze:
-            self._froze = False
-            gc.unfreeze()
         if not self._in_hook:
             self._remove_hook()
         self.status = "done"

@@ -35,6 +35,7 @@ from functools import partial
 from typing import Callable
 
 from graphview.core.options import RunOptions
+from graphview.capture.collector import OlderObjectsFrozen
 from graphview.core.channel import BatchEncoder, descriptor_identity, encode_batch
 
 
@@ -484,15 +485,16 @@ def _report_os_exit(pipe: EventPipe, script: str) -> None:
 
 
 def freeze_the_setup() -> None:
-    """What a step script's top level made (``import transformers``: ~180,000 objects; the model,
-    its modules and parameters) kept out of the collector's full collections from its first step on,
-    as torch's objects are once it is imported (see :func:`main`). Recording, the collector promotes
-    thousands of the recorder's short-lived objects a step, so every few steps a full collection
-    scanned all of it again: GPT-2 tiny (Hugging Face, 2 layers of 64), one of ~210 ms in 20 steps
-    (10.7 ms a step, a step ~70-90 ms); frozen, none. Cyclic garbage left by the top level is collected
-    first; refcounting is unchanged, and what the steps make is collected as before."""
+    """What a step script's top level made (``import transformers``; the model, its modules and
+    parameters) kept out of the collector's full collections from its first step on, as torch's
+    objects are once it is imported (see :func:`main`): cyclic garbage the top level left is collected
+    first (NOTE [The collector during a recording] in graphview/capture/collector.py). Given back at
+    the script's own ``gc.collect()``."""
     gc.collect()
-    gc.freeze()
+    _SETUP.freeze(over_ours=True)  # (torch's objects, frozen once it was imported)
+
+
+_SETUP = OlderObjectsFrozen()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -366,10 +366,10 @@ def test_torch_profiler_runs_alongside_and_counts_what_it_counts_without_graphvi
 
 
 def test_the_window_keeps_the_collector_off_older_objects_and_gives_them_back(tmp_path):
-    """NOTE [The collector during a recording]: the objects there when the window opens are frozen
-    for its length (full collections do not scan torch's again and again) and given back when it
-    ends; a reference cycle made inside the window (holding a tensor) is collected as without
-    graphview; a program that froze objects itself keeps them frozen after the block."""
+    """NOTE [The collector during a recording] (capture/collector.py): the objects there when the
+    window opens are frozen (Python's full collections do not scan torch's again and again) and given
+    back at the program's own gc.collect(), which then frees a reference cycle made before the window
+    as one made inside it, as without graphview; a program that froze objects itself keeps them frozen."""
     import gc
     import weakref
 
@@ -377,19 +377,23 @@ def test_the_window_keeps_the_collector_off_older_objects_and_gives_them_back(tm
     # window, a big run's load) is given back first, or the window would leave it frozen, as it must
     gc.unfreeze()
     assert gc.get_freeze_count() == 0
+    older = {"t": torch.randn(64, 64)}
+    older["self"] = older  # a reference cycle made before the window
+    older_tensor = weakref.ref(older["t"])
     frozen_inside, freed_inside = [], []
     with graphview.record(tmp_path / "run.gvtrace"):
         frozen_inside.append(gc.get_freeze_count())
         cycle = {"t": torch.randn(64, 64)}
         cycle["self"] = cycle
         tensor = weakref.ref(cycle["t"])
-        del cycle
-        gc.collect()
-        freed_inside.append(tensor() is None)
+        del cycle, older
+        gc.collect()  # the program's own: everything given back first, and collected
+        freed_inside.append((tensor() is None, older_tensor() is None))
+        frozen_inside.append(gc.get_freeze_count())
         _loop(2)
-    assert frozen_inside[0] > 1000  # (torch's objects, this test's, pytest's)
-    assert freed_inside == [True]
-    assert gc.get_freeze_count() == 0
+    assert frozen_inside[0] > 1000 and frozen_inside[1] == 0  # (torch's objects, this test's, pytest's)
+    assert freed_inside == [(True, True)]
+    assert gc.get_freeze_count() == 0 and gc.collect.__module__ == "gc"
 
     gc.freeze()  # the program's own
     try:
