@@ -132,6 +132,8 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         self.op_nodes: dict[int, OpNode] = {}
         self.saved: dict[int, SavedNode] = {}
         self.saved_by_owner: dict[int, list[SavedNode]] = {}  # vid -> saved tensors it holds
+        # (device, storage) -> the saved tensors of it that a node holds (the memory queries' owners_of)
+        self.owned_by_storage: dict[tuple, list[SavedNode]] = {}
         # saved by no node graphview sees, not by a checkpoint's recompute (what a non-reentrant
         # checkpoint keeps for its recompute, graphview.core.checkpoint_kept), in the order saved
         self.unowned_saved: list[SavedNode] = []
@@ -421,6 +423,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
         self.saved[sid] = node
         if node.owner is not None:
             self.saved_by_owner.setdefault(node.owner, []).append(node)
+            self.owned_by_storage.setdefault((node.device, node.storage), []).append(node)
             self._note_edge(("saved", node.owner, node.id, index, node.attr))
         elif get("recompute") is None:
             self.unowned_saved.append(node)
@@ -433,6 +436,7 @@ class Run(BackwardIntake, Outcome, NameQueries, ValueQueries, GradientLedger, Re
             node.owner = ev["owner"]
             node.attr = ev.get("attr")
             self.saved_by_owner.setdefault(node.owner, []).append(node)
+            self.owned_by_storage.setdefault((node.device, node.storage), []).append(node)
             self._note_edge(("saved", node.owner, node.id, node.born, node.attr))
 
     def _on_release(self, index: int, ev: dict) -> None:

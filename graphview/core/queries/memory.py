@@ -38,6 +38,11 @@ class MemoryQueries:
                     owners.setdefault((saved.device, saved.storage), set()).add(vid)
         return owners
 
+    def owners_of(self, device: str, storage: str, index: int) -> set[int]:
+        """The nodes holding a saved tensor of ``storage`` on ``device`` live after event ``index``:
+        :meth:`saved_owners`'s entry for it, without a walk over every saved tensor of the run."""
+        return {saved.owner for saved in self.owned_by_storage.get((device, storage), ()) if saved.held_at(index)}
+
     def live_saved_bytes(self, index: int | None = None, device: str | None = None) -> dict:
         """Live saved bytes by kind (deduplicated by storage) after event ``index``."""
         result = {"activation": 0, "param": 0, "input": 0}

@@ -256,14 +256,13 @@ class Inspector(QTextBrowser):
         saved = sorted((s for s in run.saved_by_owner.get(op.vid, ()) if s.born <= index), key=lambda s: s.sid)
         # the other nodes that save the same memory (a max-pool saves the ReLU's result the ReLU
         # saves: one storage, counted once in the memory chart, though each node's card shows it)
-        owners = run.saved_owners(index) if saved else {}
         lines = []
         for s in saved:
             released = not s.held_at(index)
             shape = "×".join(map(str, s.shape)) or "scalar"
             kind = {"param": "a weight: held anyway", "input": "an input or constant: held anyway",
                     "activation": "an activation: held for backward alone"}.get(s.kind, s.kind)
-            others = () if released else owners.get((s.device, s.storage), set()) - {op.vid}
+            others = () if released else run.owners_of(s.device, s.storage, index) - {op.vid}
             names = sorted(run.op_nodes[v].name if v in run.op_nodes else f"node {v}" for v in others)
             also = f"; the same memory {', '.join(names)} saves" if names else ""
             lines.append(f"{esc(s.attr)}: {esc(shape)} {esc(s.dtype)}, {esc(human_bytes(s.bytes))} "
