@@ -40,6 +40,9 @@ OBSERVER_NOTES = [
     "Ops run in threads other than the script's main thread are not recorded (backward calls are).",
     "torch.compile'd code runs differently under recording (Dynamo sees the recording mode); "
     "results may differ in the last bits.",
+    "Objects that exist when recording starts (a step script's setup; in graphview.record(), the "
+    "program's) are left out of Python's automatic full garbage collections while recording: a "
+    "reference cycle among them is freed at the script's own gc.collect(), or when recording ends.",
 ]
 
 
