@@ -74,3 +74,22 @@ def test_behind_another_tab_it_shows_the_cursors_node_when_brought_forward(windo
     qtbot.waitUntil(window.inspector.isVisible)
     running = run.op_nodes[run.events[window.cursor]["vid"]].name
     assert _shown(window) == (node_title(running), True)
+
+
+def test_a_gradient_checks_table_stays_while_the_cursor_moves(window, record):
+    """A gradient check the user asked for is not replaced by the node the cursor comes to (with
+    nothing selected the Inspector follows the cursor); a node selected takes its place."""
+    run = record(model("mlp_optimizer"), steps=1)
+    window.begin_run(run.start["script"], RunOptions(), run)
+    window.set_cursor(0)
+    window.show_gradcheck({"tensor": "inputs", "shape": [1], "autograd": [0.25], "numeric": [0.25000001],
+                           "eps": 1e-6, "max_abs_error": 1e-8, "max_rel_error": 4e-8}, {"status": "ok"})
+    for _ in range(5):
+        window.move(timeline.next_backward_node)
+        assert _shown(window) == ("Gradient check: inputs", False)
+    weight = next(i for i, item in window.scene.node_items.items() if item.node.title == "model.2.weight")
+    window.scene.select_node(weight)  # a node chosen: the table goes
+    assert _shown(window) == ("model.2.weight", False)
+    window.scene.clearSelection()  # then empty canvas: the Inspector follows the cursor again
+    running = run.op_nodes[run.events[window.cursor]["vid"]].name
+    assert _shown(window) == (node_title(running), True)

@@ -45,6 +45,7 @@ class Inspector(QTextBrowser):
         self._node_at: Callable[[int], str | None] | None = None  # the node the cursor's event is about
         self._shown: tuple = (self.show_empty, ())  # what is on show, drawn again in a new theme
         self._pending = False  # the cursor's node is to be shown once the inspector is (see _show_followed)
+        self._pinned = False  # a gradient check's table, asked for: kept at every cursor until a selection
         self._setting = False  # inside setHtml (see _redraw_if_resized)
         self._drawn_for: int | None = None  # the viewport width its histograms were sized for
         self.document().setDefaultStyleSheet(themes.css())
@@ -135,18 +136,20 @@ class Inspector(QTextBrowser):
 
     # the SessionView protocol: the inspector follows the cursor and the selection
     def set_run(self, run: Run) -> None:
-        self._run, self._cursor, self._selection = run, -1, ""
+        self._run, self._cursor, self._selection, self._pinned = run, -1, "", False
         self.show_empty()
 
     def set_cursor(self, index: int) -> None:
         self._cursor = index
+        if self._pinned:
+            return
         if self._selection:
             self.show_node(self._run, self._selection, index)
         else:
             self._show_followed(index)
 
     def set_selection(self, node_id: str) -> None:
-        self._selection = node_id
+        self._selection, self._pinned = node_id, False
         if not node_id:
             self._show_followed(self._cursor)
         elif self._run is not None:
@@ -213,8 +216,10 @@ class Inspector(QTextBrowser):
         return ""
 
     def show_gradcheck(self, result: dict) -> None:
-        """A gradient check's table: autograd against finite differences, element by element."""
-        self._shown = (self.show_gradcheck, (result,))
+        """A gradient check's table: autograd against finite differences, element by element. The user
+        asked for it: it stays at every cursor (the following of the cursor does not take its place)
+        until a node is selected, or the canvas clicked."""
+        self._shown, self._pending, self._pinned = (self.show_gradcheck, (result,)), False, True
         worst = result["max_rel_error"]
         verdict = "agree" if worst <= 1e-4 else "disagree"
         rows = "".join(f"<tr><td>{i}</td><td>{a:.8g}</td><td>{n:.8g}</td></tr>"
