@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH, DrawEdge
@@ -17,6 +17,7 @@ from graphview.qt.canvas.style import NODE_H, SMALLEST_TEXT_PT, colors, stacking
 class EdgeItem(QGraphicsPathItem):
     def __init__(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
         super().__init__()
+        self._head: tuple[QPainterPath, QPolygonF] | None = None  # (the path it was worked out for, the arrowhead)
         self.bind(edge, source, target, clear)
 
     def bind(self, edge: DrawEdge, source: NodeItem, target: NodeItem, clear: bool = False) -> None:
@@ -90,7 +91,16 @@ class EdgeItem(QGraphicsPathItem):
         super().paint(painter, option, widget)
         painter.setBrush(self.pen().color())
         painter.setPen(Qt.NoPen)
-        painter.drawPolygon(arrowhead(self.path()))
+        painter.drawPolygon(self.head())
+
+    def head(self) -> QPolygonF:
+        """The arrowhead at the end of its path, worked out once a path: every paint of the edge, and
+        of its target's saved badge (NodeItem.arrivals), asks for it, and a path's pointAtPercent
+        measures all of the path each time (7-26 us an edge)."""
+        path = self.path()
+        if self._head is None or self._head[0] != path:
+            self._head = (path, arrowhead(path))
+        return self._head[1]
 
 
 #: a label's height, and its room on either side of its text

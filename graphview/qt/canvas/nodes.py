@@ -254,7 +254,7 @@ class NodeItem(QGraphicsItem):
             if not edge.isVisible() or edge.target is not self:
                 continue
             centre = edge.mapFromScene(self.pos())
-            for point in arrowhead(edge.path()):
+            for point in edge.head():
                 off = point.x() - centre.x()
                 heads[0], heads[1] = max(heads[0], -off), max(heads[1], off)
             top, bottom = centre.y() + BADGE_BAND[0], centre.y() + BADGE_BAND[1]
