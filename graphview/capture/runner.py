@@ -71,10 +71,10 @@ class EventPipe:
         _widen_pipe(fd)
         self._identity = descriptor_identity(fd)
         self._events: list[dict] = []
-        self._encode = BatchEncoder().encode
+        self._encode = BatchEncoder().encode_parts
         self._writing = 0  # the thread writing a batch (its ident), 0 when none is
         self._after_write: Callable[[], None] | None = None  # a stop that came while the script's thread wrote
-        self._unsent = b""
+        self._unsent: list = []  # the pieces of encoded batches not written yet (see BatchEncoder)
         self._counts = [0, 0]  # events and batches handed to the channel
         self._since = time.perf_counter()
         self.broken = False
@@ -94,7 +94,7 @@ class EventPipe:
 
     def _forked(self) -> None:
         self._off = True
-        self._events, self._unsent = [], b""
+        self._events, self._unsent = [], []
         self._lock = threading.RLock()  # a fork may have copied it held
 
     #: the recorder may hand it compact events (tuples: graphview/core/compact_events.py): the
@@ -104,13 +104,14 @@ class EventPipe:
     def __call__(self, event: dict | tuple) -> None:
         if self._off:
             return
-        kind = event[0] if type(event) is tuple else event.get("ev")
-        if kind == "run_end":
+        # (a compact event, a tuple, is none of the kinds written at once: no look at its kind)
+        at_once = type(event) is not tuple and event.get("ev") in _WRITE_AT_ONCE
+        if at_once and event["ev"] == "run_end":
             flush_native_output()
         # no lock to append (one each event was most of what the pipe cost a step): the list is
         # never replaced, and a writer takes from its front what it encoded (see _take_and_send)
         self._events.append(event)
-        if kind in _WRITE_AT_ONCE or time.perf_counter() - self._since >= WRITE_EVERY_S:
+        if at_once or time.perf_counter() - self._since >= WRITE_EVERY_S:
             with self._lock:
                 self._write()
 
@@ -169,8 +170,7 @@ class EventPipe:
 
     def _send(self) -> None:
         try:
-            while self._unsent:
-                self._unsent = self._unsent[os.write(self._fd, self._unsent):]
+            _write_parts(self._fd, self._unsent)
         except (BrokenPipeError, OSError, ValueError) as exc:  # the parent went away: finish quietly
             self.broken = self._off = True
             if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # closed since it was checked
@@ -182,12 +182,9 @@ class EventPipe:
         event at once)."""
         waiting = self._events
         try:
-            while self._unsent:
-                self._unsent = self._unsent[os.write(self._fd, self._unsent):]
+            _write_parts(self._fd, self._unsent)
             for _ in range(count):
-                data = memoryview(self._encode([waiting[0]]))
-                while data:
-                    data = data[os.write(self._fd, data):]
+                _write_parts(self._fd, self._encode([waiting[0]]))
                 del waiting[0]
                 self._counts[0] += 1
                 self._counts[1] += 1
@@ -197,7 +194,7 @@ class EventPipe:
     def _lose(self) -> None:
         """The script closed the channel (or replaced it): write nothing more, and say so once."""
         self.broken = self._off = self.lost = True
-        self._events, self._unsent = [], b""
+        self._events, self._unsent = [], []
         if self._on_lost is not None:
             on_lost, self._on_lost = self._on_lost, None
             on_lost()
@@ -264,6 +261,34 @@ def import_the_compiler_if_used(script: str) -> bool:
     return True
 
 
+#: the most pieces one ``writev`` takes (Linux's IOV_MAX)
+_PIECES_A_WRITE = 1024
+
+
+def _write_parts(fd: int, parts: list) -> None:
+    """Write ``parts`` (bytes) to ``fd`` in order, each taken off the list once written (a write
+    cut short by a signal leaves the rest: the list is what is still unsent). One ``writev``
+    for a batch's pieces: the system copies them where ``os.write`` needed them joined first."""
+    while parts:
+        if _WRITEV is None:  # (Windows)
+            parts[:] = [b"".join(parts)]
+            written = os.write(fd, parts[0])
+        else:
+            written = _WRITEV(fd, parts[:_PIECES_A_WRITE])
+        done = 0
+        for part in parts:
+            if written < len(part):
+                break
+            written -= len(part)
+            done += 1
+        del parts[:done]
+        if written:
+            parts[0] = memoryview(parts[0])[written:]
+
+
+_WRITEV = getattr(os, "writev", None)
+
+
 def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
     """Give a pipe room for a step's events (Linux: 64 KiB by default), so the script does not
     wait while the parent, busy on the other core, has not read them yet."""
@@ -280,8 +305,9 @@ WRITE_EVERY_S = 0.002
 #: the longest an event waits when nothing follows it (no handover, no other event)
 LATE_WRITE_S = 0.02
 #: kinds written at once: the script's output (printed just before a crash) and the boundaries
-_WRITE_AT_ONCE = frozenset({"run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped",
-                            "error", "phase", "backward_end", "optimizer_step", "paused", "resumed"})
+_WRITE_AT_ONCE = frozenset({  # (none a compact kind: see EventPipe.__call__)
+    "run_start", "run_end", "step_start", "step_end", "stdout", "stderr", "output_capped", "error", "phase",
+    "backward_end", "optimizer_step", "paused", "resumed"})
 
 
 def flush_native_output() -> None:

@@ -206,3 +206,33 @@ def test_an_event_comes_in_while_another_thread_writes_a_batch(pipe, monkeypatch
     pipe.handover()
     assert appended_while_writing
     assert [event["vid"] for event in _events(_readable(read_fd))] == [1, 2, 3]
+
+
+def test_no_compact_kind_is_written_at_once():
+    """The pipe looks at the kind of a dict only (a tuple's is never one written at once)."""
+    from graphview.core.compact_events import LAYOUTS
+
+    assert not runner._WRITE_AT_ONCE & set(LAYOUTS)
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_a_batch_in_pieces_is_written_whole_and_in_order_through_short_writes(monkeypatch, gather):
+    """A batch's pieces (the pickler's frames: BatchEncoder.encode_parts) go in one ``writev``; one
+    cut short (a signal, a full pipe) leaves exactly the bytes not written, and the next write
+    goes on from there. ``gather`` False: a system without ``writev`` (the pieces joined)."""
+    writes = []
+
+    def short_writev(fd, parts):  # at most 7 bytes a call, as a pipe under pressure may take
+        data = b"".join(bytes(part) for part in parts)[:7]
+        writes.append(data)
+        return len(data)
+
+    def short_write(fd, data):
+        return short_writev(fd, [data])
+
+    monkeypatch.setattr(runner, "_WRITEV", short_writev if gather else None)
+    monkeypatch.setattr(runner.os, "write", short_write)
+    parts = [b"header", b"", b"a frame of the pickle", b"x" * 40, b"end"]
+    expected = b"".join(parts)
+    runner._write_parts(3, parts)
+    assert parts == [] and b"".join(writes) == expected and len(writes) == -(-len(expected) // 7)
