@@ -449,10 +449,14 @@ class Layout:
 
     In an open stack of repeated blocks, the shut blocks but the one in ``focus`` (stack key ->
     the block's place in the stack; the first when not given) take one cell together, a run at a
-    time: :attr:`runs` (see :func:`thin_stacks`), and :attr:`covered` are the boxes inside them."""
+    time: :attr:`runs` (see :func:`thin_stacks`), and :attr:`covered` are the boxes inside them.
+
+    With ``keep`` (node ids), only those nodes (and the shut boxes holding any of them) have a
+    cell, and the rows and columns the others leave empty are dropped as well: the leaves left at
+    a run's end, without the room of the graph that was freed between them."""
 
     def __init__(self, drawing: Drawing, boxes: list[ModuleBox], collapsed: set[str],
-                 focus: dict[str, int] | None = None) -> None:
+                 focus: dict[str, int] | None = None, keep: frozenset[str] | None = None) -> None:
         self.drawing = drawing
         keyed = {box.key: box for box in boxes}
         self.runs = {run.key: run for run in thin_stacks(boxes, keyed, collapsed, focus or {})}
@@ -466,13 +470,15 @@ class Layout:
             for member in box.members:
                 self.hidden_by[member] = box.key
         raw: dict[str, tuple[int, int]] = {}
+        self.keep = keep
         for node in drawing.nodes.values():
-            if node.placed and node.id not in self.hidden_by:
+            if node.placed and node.id not in self.hidden_by and (keep is None or node.id in keep):
                 raw[node.id] = (node.layer, node.slot)
         for box in outermost:
-            first = self.entry(drawing, box)
-            raw[box.key] = (first.layer, first.slot)
-        if not self.collapsed:
+            if keep is None or not keep.isdisjoint(box.members):
+                first = self.entry(drawing, box)
+                raw[box.key] = (first.layer, first.slot)
+        if not self.collapsed and keep is None:
             self.cells = raw
         else:
             rows = sorted({r for r, _ in raw.values()})

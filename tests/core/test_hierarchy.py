@@ -97,6 +97,28 @@ def test_the_level_that_fits_is_the_deepest_that_fits(record):
     assert "encoder.layers.0" not in chosen and "encoder.layers.0.self_attn" in chosen
 
 
+def test_a_layout_of_kept_nodes_drops_the_rows_and_columns_of_the_rest_and_keeps_their_order(record):
+    """The leaves a run leaves at its end (parameters, inputs), and a shut box holding some of them."""
+    drawing = _drawing(record, "mlp_optimizer", steps=1)
+    boxes = module_boxes(drawing)
+    keep = frozenset(n.id for n in drawing.nodes.values() if n.placed and n.kind in ("param", "input"))
+    assert len(keep) >= 5
+    layout = Layout(drawing, boxes, set(), keep=keep)
+    assert set(layout.cells) == keep
+    nodes = [drawing.nodes[n] for n in keep]
+    rows = sorted({r for r, _ in layout.cells.values()})
+    assert rows == list(range(rows[0], rows[0] + len({n.layer for n in nodes})))  # no row left empty
+    assert rows[-1] - rows[0] < max(n.layer for n in nodes) - min(n.layer for n in nodes)
+    for a, b in combinations(nodes, 2):  # above stays above, left stays left
+        assert (a.layer < b.layer) == (layout.cells[a.id][0] < layout.cells[b.id][0])
+        if a.layer == b.layer:
+            assert (a.slot < b.slot) == (layout.cells[a.id][1] < layout.cells[b.id][1])
+    shut = next(box for box in boxes if not keep.isdisjoint(box.members) and not keep >= box.members)
+    with_shut = Layout(drawing, boxes, {shut.key}, keep=keep)
+    assert shut.key in with_shut.cells and not (set(with_shut.cells) & shut.members)
+    assert Layout(drawing, boxes, set(), keep=frozenset()).cells == {}
+
+
 def test_nodes_by_square_are_where_the_layout_puts_them(record):
     drawing = _drawing(record, "transformer_block", steps=1)
     boxes = module_boxes(drawing)

@@ -56,6 +56,7 @@ class BoxState:
         self.collapsed: set[str] = set()
         self.focus: dict[str, int] = {}  # a stack of repeated blocks -> the block shown apart (see Layout)
         self.layout: Layout | None = None
+        self.keep: frozenset[str] | None = None  # only these nodes laid out (see Layout): a run's end
         self.opened_to_fit = False
         self.finding = False  # boxes being found in turns of the event loop, or on a thread
         self.took = 0.0  # how long finding them in turns took, last time (seconds of the GUI thread)
@@ -69,6 +70,7 @@ class BoxState:
         self.collapsed = set()
         self.focus = {}
         self.layout = None
+        self.keep = None
         self.opened_to_fit = False
         self._placed = -1
 
@@ -149,7 +151,7 @@ class BoxState:
         """Put every node where the current layout (``layout``, if made already) has it; returns
         the old positions of those that moved."""
         scene, drawing = self.scene, self.scene.drawing
-        self.layout = layout or (Layout(drawing, self.boxes, self.collapsed, self.focus) if self.collapsed else None)
+        self.layout = layout or self.layout_for(self.collapsed)
         moved: dict[str, QPointF] = {}
         for node_id, item in scene.node_items.items():
             where = self.layout.position(node_id) if self.layout else (item.node.x, item.node.y)
@@ -170,6 +172,13 @@ class BoxState:
         scene.layout_changed()
         scene.fit_scene_rect()
         return moved
+
+    def layout_for(self, collapsed: set[str]) -> Layout | None:
+        """The layout with the boxes in ``collapsed`` shut (and only :attr:`keep` laid out, if
+        given); None: the drawing's own places."""
+        if not collapsed and self.keep is None:
+            return None
+        return Layout(self.scene.drawing, self.boxes, collapsed, self.focus, self.keep)
 
     def bounds(self) -> tuple[float, float, float, float] | None:
         """Left, top, right, bottom of the laid-out units' centres (None: the drawing's own)."""
@@ -254,7 +263,7 @@ class BoxState:
             for key in keys & layout.runs.keys():  # a thin stack: the block holding the node comes apart
                 self.focus_on(layout.runs[key], next(n for n in wanted if layout.hidden_by.get(n) == key))
             self.collapsed -= keys
-            layout = Layout(self.scene.drawing, self.boxes, self.collapsed, self.focus) if self.collapsed else None
+            layout = self.layout_for(self.collapsed)
         if opened:
             self.settle()
             self.relaid(None, None, animate=False)
@@ -333,7 +342,7 @@ class BoxState:
             if collapsed:
                 self.settle()
                 self.collapsed = set(collapsed)
-                self.relaid(None, None, animate=False, layout=layout)
+                self.relaid(None, None, animate=False, layout=layout if self.keep is None else None)
                 self.shut_to_fit_done()
             else:
                 self.scene.set_cursor(self.scene.cursor)

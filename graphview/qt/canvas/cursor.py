@@ -64,6 +64,7 @@ class CursorState:
             ids = scene._placed
         self.fresh.clear()
         items = self._revisit(ids, index)
+        scene.boxes.compact_at_run_end()  # (past a finished run's last graph: only what is left, compact)
         now = time.monotonic()
         if scene.live and now - self.groups_at < 0.5 and not scene.boxes.collapsed:
             hidden_by = {}  # streaming: module boxes catch up twice a second

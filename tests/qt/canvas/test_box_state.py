@@ -37,7 +37,8 @@ def test_each_level_shuts_the_boxes_of_that_level_and_reveal_opens_down_to_a_nod
     assert boxes.layout is None or node not in boxes.layout.hidden_by
     assert scene.node_items[node].isVisible() == (node in scene.at_cursor.visible)
     boxes.change_level(None)
-    assert not boxes.collapsed and boxes.layout is None
+    # (every box open; at the run's end, past its last graph, only the nodes left are laid out)
+    assert not boxes.collapsed and (boxes.layout is None or not boxes.layout.collapsed)
 
 
 def test_boxes_found_on_a_thread_after_the_scene_is_gone_are_dropped(qtbot, record, monkeypatch):
