@@ -125,10 +125,7 @@ class RunController(QObject):
         w.script_path = script_path
         w.options = options
         w.toggles.set_options(options)
-        # a trace is a recording: running it again with other options needs its script
-        w.toggles.setEnabled(bool(script_path))
-        w.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
-                             "with other options")
+        self._say_if_rerun(script_path, run)
         self._finished = False
         self._events_over = False
         self.reading = False
@@ -154,6 +151,18 @@ class RunController(QObject):
             self.placement.place(final=True)
         elif script_path:
             w.progress.start(script_path)
+
+    def _say_if_rerun(self, script_path: str | None, run: Run) -> None:
+        """A trace is a recording: running it again (other options, a suggestion's "Try it") needs
+        its script, which the user opens; a path the trace names is never run for them."""
+        w = self.window
+        w.toggles.setEnabled(bool(script_path))
+        w.toggles.setToolTip("" if script_path else "a trace is a recording: open its script to run it again "
+                             "with other options")
+        named = str((run.start or {}).get("script") or "")
+        script = f"its script ({os.path.basename(named)})" if named else "its script"
+        w.diagnostics.set_rerun(None if script_path else f"This is a trace, a recording: open {script} with "
+                                "File > Open to re-run it with this checkpoint.")
 
     def append_events(self, events: list[dict]) -> None:
         """Live: the runner sent more events."""

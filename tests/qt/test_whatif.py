@@ -174,3 +174,28 @@ def test_a_shut_boxs_activations_in_both_runs_read_whole_at_long_figures(window,
         figures = [human_bytes(n) for n in card.compared]
         # each figure whole: with its unit, or its number before the unit both share
         assert all(f in line or f.split(" ")[0] in line for f in figures), (line, figures)
+
+
+def test_try_it_on_an_open_trace_is_disabled_and_says_to_open_the_script(window, record, qtbot, write_script):
+    """A trace is a recording with no script to run: "Try it" was enabled and, clicked, ran nothing
+    and said nothing. It is disabled and says to open the script (named, never run for the user)."""
+    with open(TRANSFORMER, encoding="utf-8") as f:
+        run = record(write_script(f.read().replace("num_layers=1", "num_layers=2"), name="layers2.py"))
+    window.begin_run(None, RunOptions(), run)  # as App.open_trace shows a whole trace
+    panel = window.diagnostics
+    items = [panel.topLevelItem(i) for i in range(panel.topLevelItemCount())]
+    suggestion = next(i for i in items if i.data(0, panel.SUGGESTION) is not None)
+    panel.list.setCurrentItem(suggestion)
+    assert panel.try_button.isVisibleTo(panel) and not panel.try_button.isEnabled()
+    assert "open its script (layers2.py)" in panel.try_button.toolTip()
+    assert "open its script (layers2.py) with File > Open" in panel.detail.toPlainText()
+    asked: list[RunOptions] = []
+    window.sigRunRequested.connect(asked.append)
+    panel._try()  # (a disabled button takes no click; its slot asks for nothing either)
+    assert asked == []
+    window.begin_run(run.start["script"], RunOptions(), run)  # the script opened: it re-runs
+    panel.list.setCurrentItem(next(panel.topLevelItem(i) for i in range(panel.topLevelItemCount())
+                                   if panel.topLevelItem(i).data(0, panel.SUGGESTION) is not None))
+    assert panel.try_button.isEnabled() and "open its script" not in panel.detail.toPlainText()
+    qtbot.mouseClick(panel.try_button, Qt.LeftButton)
+    assert asked[-1].checkpoint == ["encoder.layers.*"]

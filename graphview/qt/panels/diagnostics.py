@@ -50,6 +50,7 @@ class DiagnosticsPanel(QSplitter):
         self.suggestions: list = []  # graphview.core.whatif.Suggestion, biggest first
         self.said_when_none = NONE_FOUND  # what the panel says when the run has no finding
         self.measured: list[str] = []  # what tried suggestions did, measured by their re-runs
+        self.no_rerun: str | None = None  # why "Try it" cannot re-run this run (a trace has no script to run)
         self.setStretchFactor(0, 2)
         self.setStretchFactor(1, 3)
         self.findings: list = []
@@ -96,8 +97,10 @@ class DiagnosticsPanel(QSplitter):
         if suggestion is not None:
             # (the module is named in the detail above: a path in the button's words made it as wide)
             self.try_button.setText("Try it: re-run with this checkpoint")
-            self.try_button.setToolTip(text_tip(f"re-run the script with checkpoint {suggestion.pattern}"))
-            self.detail.setHtml(f"<p><b>Suggestion:</b> {esc(suggestion.text())}.</p>"
+            self.try_button.setEnabled(self.no_rerun is None)
+            self.try_button.setToolTip(text_tip(self.no_rerun or f"re-run the script with checkpoint {suggestion.pattern}"))
+            why = f"<p class='warn'>{esc(self.no_rerun)}</p>" if self.no_rerun else ""
+            self.detail.setHtml(f"<p><b>Suggestion:</b> {esc(suggestion.text())}.</p>{why}"
                                 "<p>Checkpointing runs that module's forward under torch.utils.checkpoint.checkpoint("
                                 "..., use_reentrant=False): the activations its nodes save are dropped and recomputed "
                                 "during backward, where they are held again until the nodes that need them have run. "
@@ -123,6 +126,14 @@ class DiagnosticsPanel(QSplitter):
             self.list.clear()
             self.detail.setHtml("<p class='muted'>pitfalls are listed when the run ends</p>")
 
+    def set_rerun(self, why_not: str | None) -> None:
+        """Whether "Try it" can re-run the run shown; ``why_not``: what to do instead (a trace is a
+        recording: clicked, the button ran nothing and said nothing)."""
+        self.no_rerun = why_not
+        item = self.list.currentItem()
+        if item is not None and item.data(0, self.SUGGESTION) is not None:
+            self._show_detail(item)
+
     def set_cursor(self, index: int) -> None:
         """Findings are about the whole run: nothing here moves with the cursor."""
 
@@ -134,7 +145,7 @@ class DiagnosticsPanel(QSplitter):
     def _try(self) -> None:
         item = self.list.currentItem()
         suggestion = item.data(0, self.SUGGESTION) if item is not None else None
-        if suggestion is not None:
+        if suggestion is not None and self.no_rerun is None:
             self.sigTryCheckpoint.emit(suggestion.pattern)
 
     def show_findings(self, findings: list, unchecked: str | None = None) -> None:
