@@ -155,6 +155,8 @@ class Drawing:
         side = self.run.side_edges
         taken = self._processed_edges
         next_edge = side[taken].born if self._streamed and taken < len(side) else None
+        if deadline is None and next_edge is None and patient:  # (a run drawn whole: 10^5 elements)
+            return self._take_all(fresh)
         for done, element in enumerate(fresh):
             if deadline is not None and done & 63 == 63 and time.perf_counter() > deadline:
                 self._backlog = fresh[done:]
@@ -163,6 +165,19 @@ class Drawing:
                 self._extra_edges(element.born)
                 next_edge = side[self._processed_edges].born if self._processed_edges < len(side) else None
             settle_due(element.born)
+            node = take_op(element) if type(element) is OpNode else take_tensor(element)
+            created.append(node.id)
+            arrive(node)
+            if not node.placed and node.kind in SHOWN_UNUSED_KINDS:  # (it waits for a user)
+                due.append(node)
+        return created
+
+    def _take_all(self, fresh: list) -> list[str]:
+        """:meth:`_take` of every element of ``fresh`` with nothing to wait for: no deadline, no side
+        edge among them, no leaf's wait to settle (a trace opened whole: a big one draws 10^5 here)."""
+        created: list[str] = []
+        take_op, take_tensor, arrive, due = self._take_op, self._take_tensor, self.placement.arrive, self._due
+        for element in fresh:
             node = take_op(element) if type(element) is OpNode else take_tensor(element)
             created.append(node.id)
             arrive(node)

@@ -100,6 +100,9 @@ def _ran_by(entered: dict[str, int], path: str, late: int) -> str | None:
     that was (see :meth:`Placement._module_that_ran`); the recompute of ``path`` where only that
     ran by then: a weight of a module a reentrant checkpoint runs is first used by its recompute
     in backward (the forward's call made no node: torch ran it under no_grad)."""
+    first = entered.get(path)
+    if first is not None and first <= late:  # (most leaves: their module ran; 10^4-10^5 in a big drawing)
+        return path or None
     if entered.get(path, late + 1) > late and entered.get(f"{RECOMPUTE_MODULE}.{path}", late + 1) <= late:
         return f"{RECOMPUTE_MODULE}.{path}"
     while path and entered.get(path, late + 1) > late:
