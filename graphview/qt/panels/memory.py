@@ -21,6 +21,7 @@ from graphview.core.run import Run
 from graphview.qt import theme as themes
 from graphview.qt.formatting import human_bytes
 from graphview.qt.panels import memory_title as title
+from graphview.qt.panels.memory_span import STACKED_TIP, ActivationSpan
 
 
 class BytesAxis(pg.AxisItem):
@@ -99,6 +100,7 @@ class MemoryChart(pg.PlotWidget):
         self._arrays: MemoryArrays | None = None  # the shown run's series (grown as it grows)
         self.peak = pg.ScatterPlotItem(size=9)
         self.addItem(self.peak)  # the peak's figure goes in the title: a TextItem repaints forever
+        self.span = ActivationSpan(self.plotItem)  # the activations' peak, at its height on the stack
         self.scene().sigMouseClicked.connect(self._clicked)
         self.series: Mapping[str, np.ndarray] = {}
         self.device = "cpu"
@@ -126,6 +128,7 @@ class MemoryChart(pg.PlotWidget):
         self.cursor_line.setPen(pg.mkPen(t.chart_cursor, width=1.5))
         self.peak.setBrush(pg.mkBrush(t.chart_cursor))
         self.peak.setPen(pg.mkPen(t.chart_background))
+        self.span.apply_theme(t)
         for kind, curve in self.curves.items():
             curve.setPen(self._pen(kind, t))
             if kind in t.chart_fills:
@@ -183,12 +186,14 @@ class MemoryChart(pg.PlotWidget):
                 self.curves[kind].setZValue(-10 + z)
         if peak_value > 0:  # the first event with the highest total (a bin keeps its first)
             self.peak.setData([peak_x], [peak_value])
+            self.span.show(arrays)
             activations = arrays.array("activation")
             self._title("peak", device, human_bytes(peak_value), str(peak_x),
                         human_bytes(int(activations.max())) if len(activations) else "0 B",
                         _held_anyway(int(arrays.array("param")[peak_x]), int(arrays.array("input")[peak_x])))
         else:
             self.peak.setData([], [])
+            self.span.hide()
             self._title("empty", device)
         self._headroom(peak_value)
 
@@ -220,7 +225,7 @@ class MemoryChart(pg.PlotWidget):
             return  # unchanged: laying the title out again costs a repaint of the whole chart
         self._title_text = whole
         self._title_parts = parts
-        self.setToolTip(title.tooltip(parts, SERIES_TIP))
+        self.setToolTip(title.tooltip(parts, (STACKED_TIP if what == "peak" else "") + SERIES_TIP))
         self._wrap_title()
 
     def _wrap_title(self) -> None:
@@ -332,6 +337,7 @@ class MemoryChart(pg.PlotWidget):
         for curve in self.curves.values():
             curve.setData([], [])
         self.peak.setData([], [])
+        self.span.hide()
         self.series = {}
         self._arrays = None
         self._shown_with = None
