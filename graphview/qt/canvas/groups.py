@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QGraphicsObject
 
 from graphview.core.held import Held
 from graphview.core.hierarchy import ModuleBox
+from graphview.qt.canvas.card_now import running_line
 from graphview.qt.canvas.nodes import NodeItem
 from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, colors
 from graphview.qt.formatting import elided, human_bytes
@@ -148,7 +149,7 @@ class GroupItem(QGraphicsObject):
         if self.compared is not None:  # a comparison: its activations in each run say more than the op count
             return self.compared_card_text()
         if self.now is not None:  # stepping forward through it: what ran, as an open box would show
-            return f"{text} · now {self.now}"
+            return running_line(text, self.now, self.LABEL_FONT, CARD_TEXT_W)
         if self.held.activations:  # what checkpointing it could free; the weights are held anyway
             return f"{text} · {human_bytes(self.held.activations)} activations"
         return f"{text} · {human_bytes(self.held.weights)} weights" if self.held.weights else text

@@ -4,9 +4,12 @@ holds no graph, and a shut box whose nodes were destroyed says so instead of "0 
 from __future__ import annotations
 
 import pytest
+from PySide6.QtGui import QFontMetricsF
 
 from graphview.core.run import ACCUMULATE_GRAD
 from graphview.core.hierarchy import collapsed_at_level
+from graphview.qt.canvas.groups import CARD_TEXT_W, GroupItem
+from graphview.qt.canvas.card_now import running_line
 from graphview.qt.canvas.canvas_notes import NOTHING_AT_END, NOTHING_YET, START_HINT, shown_message
 from tests.conftest import SAMPLES, model
 from tests.qt.canvas.conftest import show_at, shown_canvas
@@ -141,10 +144,27 @@ def test_a_shut_box_shows_the_op_that_ran_inside_it_in_forward(canvas, record):
                      if e["ev"] == "op" and (e.get("module") or "").startswith("encoder.layers.0") and e.get("grad_fn"))
     scene.set_cursor(index)
     shut = {g.path: g for g in scene.groups.values() if g.isVisible() and g.collapsed}
-    assert shut["encoder.layers.0"].now == op["op"] and shut["encoder.layers.0"].summary().endswith(f"now {op['op']}")
+    card = shut["encoder.layers.0"]
+    # "19 ops · now transpose" read as half a sentence: the line says the op is running, within the card
+    assert card.now == op["op"] and card.summary() == f"{card.ops} op{'s' * (card.ops != 1)} · running: {op['op']}"
+    assert QFontMetricsF(card.LABEL_FONT).horizontalAdvance(card.summary()) <= CARD_TEXT_W
+    assert card.card_lines(CARD_TEXT_W)[2][1] == card.summary()  # (drawn whole, not elided)
     assert all(g.now is None for path, g in shut.items() if path != "encoder.layers.0")
     scene.set_cursor(index + 1 if run.events[index + 1]["ev"] != "op" else index - 1)
     assert all(g.now is None for g in scene.groups.values())
+
+
+def test_a_shut_cards_running_op_keeps_its_name_whole_before_the_count(record):
+    """Each op of the transformer sample on a card of 122 ops: the line reads "122 ops · running: op"
+    where that fits the card, else "running: op" (the op's name is what the line is for)."""
+    run = record(model("transformer_block"), steps=1)
+    metrics = QFontMetricsF(GroupItem.LABEL_FONT)
+    ops = {e["op"] for e in run.events if e["ev"] == "op"}
+    lines = {op: running_line("122 ops", op, GroupItem.LABEL_FONT, CARD_TEXT_W) for op in ops}
+    for op, line in lines.items():
+        whole = f"122 ops · running: {op}"
+        assert line == (whole if metrics.horizontalAdvance(whole) <= CARD_TEXT_W else f"running: {op}"), line
+    assert any(line.startswith("running:") for line in lines.values())  # (a long name: scaled_dot_product_attention)
 
 
 @pytest.mark.parametrize("saved", [149 * 1024, 160.4 * 1024, 16.4 * 1024, 999.9 * 1024 ** 2, 7, 123 * 1024 ** 3])

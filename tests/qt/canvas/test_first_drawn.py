@@ -186,4 +186,4 @@ def test_a_shut_box_drawn_at_the_first_stop_is_not_called_nothing(window, record
     assert not window.view.message_drawn()
     group = shut[0]
     assert group.members == 1 and group.now == run.events[window.cursor]["op"]
-    assert group.summary() == f"1 tensor · now {group.now}"  # (no room for "no graph" beside the op)
+    assert group.summary() == f"1 tensor · running: {group.now}"  # (no room for "no graph" beside the op)
