@@ -112,6 +112,9 @@ class Overview(QWidget):
         scene = self.view.scene()
         if scene is None:  # a view that outlived its scene: its timer may still fire
             return
+        if scene.boxes.gliding:  # (a picture of nodes mid-way stayed once they came to their places)
+            self._timer.start()
+            return
         rect = scene.shown_rect()
         self.source = rect.adjusted(-40, -40, 40, 40)
         if rect.isNull():

@@ -109,3 +109,18 @@ def test_the_boxes_go_round_the_nodes_where_they_glided_to(canvas, mlp_events):
         assert shown
         for item in shown:
             assert group.sceneBoundingRect().contains(item.mapRectToScene(BODY)), (key, item.node.title)
+
+
+def test_the_overview_pictures_the_nodes_where_they_glided_to(canvas, mlp_events, qtbot):
+    """The run's end on a canvas whose overview had no picture yet (its first is taken at once):
+    it pictured the six leaves where the whole graph had them, 12 rows apart, and kept it."""
+    run = Run(list(mlp_events))
+    scene, view = canvas
+    show_at(canvas, run, _last_graph_dead(run) - 1)
+    view.overview.pixmap = None
+    scene.set_cursor(timeline.last(run))
+    assert scene.boxes.gliding
+    view.set_cursor(timeline.last(run))
+    qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
+    qtbot.waitUntil(lambda: view.overview.pixmap is not None, timeout=3000)
+    assert view.overview.source == scene.shown_rect().adjusted(-40, -40, 40, 40)
