@@ -1,8 +1,9 @@
 """Overview: the minimap in a corner of the canvas, the visible area marked; click to move there.
 
-It sits in the bottom-right corner, or in the first other corner where it covers none of the
-nodes being shown (the node of the cursor's event, the selection), and is hidden when every
-corner would cover one.
+It sits in the bottom-right corner at first, and stays in its corner while that covers none of the
+nodes being shown (the node of the cursor's event, the selection); else it moves to the free corner
+that covers the least of the nodes drawn, and stays there (:mod:`overview_place`). It is hidden
+when every corner would cover a node being shown.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from PySide6.QtGui import QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsView, QWidget
 from shiboken6 import isValid
 
+from graphview.qt.canvas.overview_place import drawn_area, pick_corner
 from graphview.qt.canvas.style import colors, overview_colors, painted_in
 
 
@@ -30,6 +32,7 @@ class Overview(QWidget):
         self.enabled = True  # View > Overview in the corner
         self.pixmap: QPixmap | None = None
         self.source = QRectF()
+        self.corner: int | None = None  # the index of the corner it sits in (of corners()), kept while stepping
         self.setCursor(Qt.PointingHandCursor)
         self.setToolTip("overview: click to move the view")
         self._timer = QTimer(self)
@@ -66,13 +69,15 @@ class Overview(QWidget):
                 QPoint(self.MARGIN, self.MARGIN)]
 
     def free_corner(self) -> QPoint | None:
-        """The first corner where the minimap covers none of the nodes being shown, else None."""
-        shown = self.shown_rects()
-        for corner in self.corners():
-            box = QRect(corner, self.size()).adjusted(-4, -4, 4, 4)
-            if not any(box.intersects(rect) for rect in shown):
-                return corner
-        return None
+        """The corner to sit in: the one it sits in while that covers none of the nodes being
+        shown, else the free one covering least of the nodes drawn; None where none is free."""
+        corners = self.corners()
+        boxes = [QRect(corner, self.size()).adjusted(-4, -4, 4, 4) for corner in corners]
+        picked = pick_corner(boxes, self.shown_rects(), self.corner, lambda box: drawn_area(self.view, box))
+        if picked is None:
+            return None
+        self.corner = picked
+        return corners[picked]
 
     def shown_rects(self) -> list[QRect]:
         """The viewport rects of the nodes being shown: the cursor's node and the selected ones."""
