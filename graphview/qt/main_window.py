@@ -199,7 +199,8 @@ class MainWindow(QMainWindow):
         self.code.sigLineClicked.connect(self._on_line_clicked)
         self.inspector.sigLineLink.connect(self._show_line)
         self.console.sigLineLink.connect(self._show_line)
-        self.memory.sigJump.connect(self.set_cursor)
+        # a click on the chart moves the cursor as a step does: the view follows it there
+        self.memory.sigJump.connect(lambda index: self.move(lambda run, cursor: index))
         self.diagnostics.sigFinding.connect(self._on_finding)
         self.toggles.sigRunRequested.connect(self.sigRunRequested)
         self.view.sigDetachRequested.connect(self.toggles.request_detach)

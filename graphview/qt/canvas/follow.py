@@ -27,6 +27,8 @@ def follow_margins(view: QGraphicsView, where: QRectF) -> tuple[int, int]:
 
 #: the nodes of one moment that following keeps in view together, at most (an op's outputs and its node)
 FOOTPRINT_NODES = 4
+#: how far back following looks, at a moment of no node, for the last node made before it
+LOOK_BACK = 256
 
 
 class Follow:
@@ -53,11 +55,27 @@ class Follow:
         if not places:
             if self._at_run_end():
                 self._fit.fit(fallback=scene.newest_shown(), pressed=False)
+                return
+            # a moment of no node (a module entered, a tensor saved): the last node made before it,
+            # where stepping there would have left the view (a jump from afar left it blank)
+            earlier = self._places_before(self._cursor())
+            if earlier:
+                view.ensureVisible(*self._footprint(earlier))
             return
         if view.transform().m11() < self._fit.readable_scale() * WHOLE_SLACK:  # (a graph shown whole reads)
             self._fit.readable_around(places[0].center())
             return
         view.ensureVisible(*self._footprint(places))
+
+    def _places_before(self, cursor: int) -> list[QRectF]:
+        """Where the nodes of the last event before ``cursor`` that is about a shown node are drawn
+        (looked for :data:`LOOK_BACK` events back at most); empty when none is."""
+        scene = self._view.scene()
+        for index in range(cursor - 1, max(-1, cursor - 1 - LOOK_BACK), -1):
+            places = scene.places_at_event(index, FOOTPRINT_NODES)
+            if places:
+                return places
+        return []
 
     def _at_run_end(self) -> bool:
         """Whether the cursor is on the end of a run (its last event, the run's end)."""
