@@ -150,6 +150,34 @@ def test_the_overview_moves_off_the_node_being_shown(window, record, qtbot):
             assert any(corner.intersects(r) for r in overview.shown_rects()), (index, before, overview.pos())
 
 
+def test_the_user_puts_the_overview_in_a_corner_and_it_stays_there_while_stepping(window, record, qtbot):
+    """Its context menu moves the overview to another corner; stepping on, it stays there but where
+    it would cover the cursor's node."""
+    from graphview.qt.canvas.overview_place import corner_menu
+
+    small_window(window, qtbot, record(model("transformer_block")))
+    view, overview = window.view, window.view.overview
+    view.change_level(None)
+    view.resetTransform()
+    view.scale(2.5, 2.5)
+    ops = [i for i, e in enumerate(window.run.events) if e["ev"] == "op"]
+    window.set_cursor(ops[10])
+    overview.redraw()
+    settle(qtbot, window)
+    menu = corner_menu(overview, overview.put_in_corner)
+    top_left = next(a for a in menu.actions() if a.text() == "Move to the top left corner")
+    top_left.trigger()
+    settle(qtbot, window)
+    assert overview.pos() == overview.corners()[3] and overview.isVisible()
+    assert corner_menu(overview, overview.put_in_corner).actions()[3].isChecked()
+    for index in ops[11:50]:
+        window.set_cursor(index)
+        settle(qtbot, window)
+        box = QRect(overview.corners()[3], overview.size()).adjusted(-4, -4, 4, 4)
+        forced = any(box.intersects(r) for r in overview.shown_rects())
+        assert forced or overview.pos() == overview.corners()[3], (index, overview.pos())
+
+
 def test_a_long_status_message_ends_before_the_run_summary(window, record, qtbot):
     """An error's message is longer than the room the run's summary leaves on the right: it ends
     in "…" there (it ran under the summary, "...already been fr|run error: 35 events"), whole in the tooltip."""

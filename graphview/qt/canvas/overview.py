@@ -13,7 +13,7 @@ from PySide6.QtGui import QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QGraphicsView, QWidget
 from shiboken6 import isValid
 
-from graphview.qt.canvas.overview_place import drawn_area, pick_corner
+from graphview.qt.canvas.overview_place import corner_menu, drawn_area, pick_corner
 from graphview.qt.canvas.style import colors, overview_colors, painted_in
 
 
@@ -34,7 +34,7 @@ class Overview(QWidget):
         self.source = QRectF()
         self.corner: int | None = None  # the index of the corner it sits in (of corners()), kept while stepping
         self.setCursor(Qt.PointingHandCursor)
-        self.setToolTip("overview: click to move the view")
+        self.setToolTip("overview: click to move the view; right-click to put it in another corner")
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(300)
@@ -170,8 +170,18 @@ class Overview(QWidget):
         if s > 0:
             self.view.centerOn(QPointF(self.source.left() + (pos.x() - ox) / s, self.source.top() + (pos.y() - oy) / s))
 
+    def put_in_corner(self, index: int) -> None:
+        """The user's corner (of :meth:`corners`): kept while it covers no node being shown."""
+        self.corner = index
+        self.sync()
+
+    def contextMenuEvent(self, event) -> None:
+        corner_menu(self, self.put_in_corner).exec(event.globalPos())
+
     def mousePressEvent(self, event) -> None:
-        self._jump(event.position())
+        if event.button() == Qt.LeftButton:
+            self._jump(event.position())
 
     def mouseMoveEvent(self, event) -> None:
-        self._jump(event.position())
+        if event.buttons() & Qt.LeftButton:
+            self._jump(event.position())

@@ -6,6 +6,7 @@ the loss, and the next step (the cursor on the node above) brought it back over 
 clipping it, and so on each step. Now it stays in its corner while that corner covers none of the
 nodes being shown (the cursor's node, the selection); when it must move, it takes the free corner
 that covers the least of the nodes drawn there, bottom right first among equals, and stays there.
+The user puts it in another corner from its context menu (:func:`corner_menu`); it stays there too.
 """
 
 from __future__ import annotations
@@ -13,9 +14,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QRect
+from PySide6.QtWidgets import QMenu, QWidget
 
 from graphview.qt.canvas.groups import GroupItem
 from graphview.qt.canvas.nodes import NodeItem
+
+
+#: the corners, in the order of the overview's corners()
+CORNER_NAMES = ("bottom right", "bottom left", "top right", "top left")
+
+
+def corner_menu(overview: QWidget, put: Callable[[int], None]) -> QMenu:
+    """The overview's context menu: a corner to move it to (``put(index)``), the one it is in checked."""
+    menu = QMenu(overview)
+    for index, name in enumerate(CORNER_NAMES):
+        action = menu.addAction(f"Move to the {name} corner")
+        action.setCheckable(True)
+        action.setChecked(getattr(overview, "corner", None) == index)
+        action.triggered.connect(lambda _checked=False, index=index: put(index))
+    return menu
 
 
 def pick_corner(boxes: list[QRect], keep_clear: list[QRect], current: int | None,
