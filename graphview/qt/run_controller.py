@@ -126,8 +126,9 @@ class RunController(QObject):
         w.options = options
         w.toggles.set_options(options)
         self._say_if_rerun(script_path, run)
-        self._finished = False
-        self._events_over = False
+        # a trace shown whole: nothing of it is waiting, so nothing to stop (said before the views
+        # hear of the run: the actions are greyed as they hear it, even for a trace cut off without an end)
+        self._finished = self._events_over = bool(run.events)
         self.reading = False
         self._chart_turn = 0
         w.whatif.clear()  # the comparison comes when this run has ended
@@ -146,7 +147,6 @@ class RunController(QObject):
         self.refresh_source()
         if run.events:  # a trace: all of it at once
             w.progress.finish()
-            self._finished = self._events_over = True  # nothing of it is waiting
             self.grow()
             self.placement.place(final=True)
         elif script_path:

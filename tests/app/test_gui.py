@@ -109,3 +109,26 @@ def test_a_trace_damaged_after_its_header_is_reported(app, tmp_path, record):
     message = app.window.statusBar().message()
     assert "Only part of" in message and "damaged at line 31" in message
     assert len(app.window.run.events) == 29 and app.window.scene.node_items  # what was readable is shown
+
+
+def test_stop_is_greyed_unless_something_runs(app, tmp_path, record, write_script, qtbot):
+    """Stop stops a runner or a trace being read: on the start page, and for a trace shown whole
+    (one cut by damage too, which has no end event), it is greyed."""
+    from graphview.core.trace import make_header
+
+    stop = app.window.actions["stop"]
+    assert app.window.stack.currentIndex() == 0 and not stop.isEnabled()  # the start page
+    lines = [json.dumps(make_header())] + [json.dumps(event) for event in record(lesson("chain_rule")).events]
+    whole = tmp_path / "whole.gvtrace"
+    whole.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert app.open(str(whole)) and app.wait_idle(30)
+    assert not stop.isEnabled()
+    partial = tmp_path / "partial.gvtrace"
+    partial.write_text("\n".join(lines[:30] + ["{not json"] + lines[30:]) + "\n", encoding="utf-8")
+    assert app.open(str(partial)) and app.window.run.end is None
+    assert not stop.isEnabled()  # nothing more will come: nothing to stop
+    assert app.wait_idle(30) and not stop.isEnabled()
+    app.open(write_script("import time\nimport torch\nw = torch.ones(3, requires_grad=True)\ntime.sleep(60)\n"))
+    assert stop.isEnabled()  # a runner is starting: Stop stops it
+    stop.trigger()
+    assert app.wait_idle(60) and not stop.isEnabled()
