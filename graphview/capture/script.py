@@ -182,11 +182,15 @@ def error_event(exc: BaseException, script: str) -> dict:
     limit = recording_limit(message)
     if limit is not None:
         message = f"{limit}. torch says: {message}"
-    return {
+    event = {
         "ev": "error", "type": type(exc).__name__, "message": message, "traceback": frames, "line": line,
         "vid": getattr(exc, "_graphview_vid", None), "bid": getattr(exc, "_graphview_bid", None),
         "limit": limit is not None,
     }
+    failed = getattr(exc, "_graphview_op", None)  # an op the script called raised (OpHooks._note_failed_op)
+    if isinstance(failed, dict) and event["vid"] is None and event["bid"] is None:
+        event.update(failed)
+    return event
 
 
 def _grad_mode_context(mode: str):

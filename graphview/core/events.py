@@ -75,7 +75,9 @@ grad_reset     tids, how ("set_to_none" | "zero" | "assign_none" | "assign" | "i
 optimizer_step optimizer, tids, line
 alloc          device, bytes              (CUDA allocator's ``memory_allocated``, on change)
 error          type, message, traceback [{file, line, func, text}...], line, vid, bid,
-               limit (bool: torch refused something graphview needs to record; message says what)
+               limit (bool: torch refused something graphview needs to record; message says what),
+               op, inputs [tid...], module (where an op the script called raised in forward: its
+               name, the recorded tensors it took, the module it ran in; absent elsewhere)
 gradcheck      tensor, shape, autograd [...], numeric [...], max_abs_error, max_rel_error, eps
                (a gradient check run: central differences in float64)
 paused         line                       (in-process: ``rec.pause()``; nothing is recorded until
@@ -420,7 +422,7 @@ SCHEMA: dict[str, dict] = {
     "optimizer_step": {"optimizer": _STR, "tids": _IDS, "line": _OCOUNT},
     "alloc": {"device": _STR, "bytes": _COUNT},
     "error": {"type": _STR, "message": _STR, "traceback": _list_of(_FRAME), "line": _OCOUNT, "vid": _OID,
-              "bid": _OID, "limit?": _BOOL},
+              "bid": _OID, "limit?": _BOOL, "op?": _STR, "inputs?": _IDS, "module?": _OSTR},
     "paused": {"line": _OCOUNT},
     "resumed": {"line": _OCOUNT},
     "phase": {"phase": _STR},
@@ -459,7 +461,7 @@ REFERENCES: dict[str, dict] = {
     "backward_end": {"bid": ("bid", "one")},
     "grad_reset": {"tids": ("tid", "list")},
     "optimizer_step": {"tids": ("tid", "list")},
-    "error": {"vid": ("vid", "one"), "bid": ("bid", "one")},
+    "error": {"vid": ("vid", "one"), "bid": ("bid", "one"), "inputs": ("tid", "list")},
 }
 
 

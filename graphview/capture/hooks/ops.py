@@ -137,9 +137,25 @@ class OpHooks(TensorIdentity):
         self._op_inputs = _tensor_ids(args, kwargs)
         try:
             out = func(*args, **kwargs)
+        except Exception as exc:
+            self._note_failed_op(exc, name, args, kwargs)
+            raise
         finally:
             self._op_inputs = None
         return self._recorded(name, args, kwargs, out, frame)
+
+    def _note_failed_op(self, exc: Exception, name: str, args, kwargs) -> None:
+        """An op the script called raised: the exception carries what the error event says of it
+        (graphview.capture.script.error_event): the op, the recorded tensors it took (drawn as
+        where the error happened) and the module it ran in. The innermost op's, where ops nest."""
+        if getattr(exc, "_graphview_op", None) is not None:
+            return
+        tids = [tid for tid in map(self.tid_of, _flatten_tensors([*args, *kwargs.values()])) if tid is not None]
+        module = self._module_stack[-1] if self._module_stack else None
+        try:
+            exc._graphview_op = {"op": name, "inputs": list(dict.fromkeys(tids)), "module": module}
+        except (AttributeError, TypeError):  # an exception type that takes no attributes
+            pass
 
     def _recorded(self, name, args, kwargs, out, frame):
         """Record the op that returned ``out``; what the script gets (detached, at ``--detach-at``)."""

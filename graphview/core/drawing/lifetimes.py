@@ -203,13 +203,18 @@ class Lifetimes:
         return "live"
 
     def failed_roots(self, index: int) -> set[int]:
-        """Tensors whose backward call failed by event ``index`` before reaching any node (e.g.
-        backward on a tensor that has no grad_fn): where that error happened."""
+        """Where the errors by event ``index`` that no autograd node ran into happened: the tensors
+        a backward call that failed before reaching any node was called on (e.g. backward on a
+        tensor that has no grad_fn), and those an op that raised in forward took (its ``inputs``)."""
         tids: set[int] = set()
         for i, err in self.run.errors:
+            if i > index or err.get("vid") is not None:
+                continue
             call = self.run.backwards.get(err.get("bid"))
-            if i <= index and err.get("vid") is None and call is not None:
+            if call is not None:
                 tids.update(call.roots_tensors)
+            elif err.get("bid") is None:
+                tids.update(err.get("inputs") or ())
         return tids
 
     def saved_bytes(self, vid: int, index: int) -> int:

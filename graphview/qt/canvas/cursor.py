@@ -188,6 +188,9 @@ class CursorState:
             if kind == "error" and ev.get("bid") in run.backwards:
                 for tid in run.backwards[ev["bid"]].roots_tensors:
                     tensor(tid)
+            elif kind == "error":  # an op that raised in forward: the tensors it took
+                for tid in ev.get("inputs") or ():
+                    tensor(tid)
             elif kind == "accumulate":
                 op(ev.get("vid"))
                 tensor(ev.get("tid"))
@@ -303,7 +306,8 @@ class CursorState:
         """The node ids event ``index`` is about, the likeliest first: the grad_fn node a backward
         step runs, or the nodes an op made (its first output tensor, its grad_fn, its other
         outputs); where a backward call starts, the tensor it was called on (the loss), else that
-        tensor's grad_fn; where it ends, the last node it ran."""
+        tensor's grad_fn; where it ends, the last node it ran; where an op raised in forward, the
+        tensors it took."""
         run = self.scene.run
         if run is None or not 0 <= index < len(run.events):
             return []
@@ -318,6 +322,8 @@ class CursorState:
         if kind == "backward_end":
             call = run.backwards.get(ev.get("bid"))
             return [f"op{call.order[-1]}"] if call is not None and call.order else []
+        if kind == "error" and ev.get("vid") is None:  # an op that raised in forward: the tensors it took
+            return [n.id for tid in ev.get("inputs") or () for n in run._tensor_nodes_of.get(tid, ())]
         if ev.get("vid") is not None:
             candidates.append(f"op{ev['vid']}")
         outputs = [n.id for tid, _ in ev.get("outputs") or () for n in run._tensor_nodes_of.get(tid, ())]

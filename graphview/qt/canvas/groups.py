@@ -44,6 +44,7 @@ class GroupItem(QGraphicsObject):
         self.saved = 0  # bytes its autograd nodes hold for backward at the cursor
         self.held = Held()  # the same, split: activations, and the weights and inputs held anyway
         self.running = False  # a node inside is executing at the cursor
+        self.error = False  # shut, where an error happened inside (a node, or a tensor a failing op took)
         self.freed = False  # backward freed every autograd node inside
         self.now: str | None = None  # shut, in forward: the op at the cursor ran inside (its name)
         # the activations held for it when backward started, (earlier run, this run): weights apart
@@ -61,14 +62,14 @@ class GroupItem(QGraphicsObject):
         self.setAcceptHoverEvents(True)
 
     def set_box(self, rect: QRectF, members: int, ops: int = 0, held: Held | None = None, running: bool = False,
-                freed: bool = False, now: str | None = None) -> None:
+                freed: bool = False, now: str | None = None, error: bool = False) -> None:
         height = SHUT_H + (BARS_H if self.box.repeats is not None else 0.0)
         box = QRectF(rect.center().x() - SHUT_W / 2, rect.center().y() - height / 2, SHUT_W, height) \
             if self.collapsed else rect
-        state = (box, members, ops, held or Held(), running, freed, now)
-        if state != (self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now):
+        state = (box, members, ops, held or Held(), running, freed, now, error)
+        if state != (self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now, self.error):
             self.prepareGeometryChange()
-            self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now = state
+            self.rect, self.members, self.ops, self.held, self.running, self.freed, self.now, self.error = state
             self.saved = self.held.total
             self.setZValue(3 if self.collapsed else -10 + self.box.level)
             self._tooltip()
@@ -211,13 +212,16 @@ class GroupItem(QGraphicsObject):
 
     def _paint_shut(self, painter, option) -> None:
         c = colors()
-        if self.running:  # a node inside is executing: the box lights up as that node would
+        if self.running or self.error:  # a node inside is executing, or failed: the box lights up as it would
             painter.setPen(Qt.NoPen)
-            painter.setBrush(c.q("running_glow"))
+            painter.setBrush(c.q("running_glow" if self.running else "error_glow"))
             painter.drawRoundedRect(self.rect.adjusted(-7, -7, 7, 7), 14, 14)
         if self.running:
             painter.setPen(QPen(c.q("running_border"), 3))
             painter.setBrush(c.q("running_fill"))
+        elif self.error:  # the legend's "where the error happened"
+            painter.setPen(QPen(c.q("error_border"), 3))
+            painter.setBrush(c.q("collapsed_fill"))
         elif self.now is not None:  # forward: the op at the cursor ran inside
             painter.setPen(QPen(c.q("selection"), 2.6))
             painter.setBrush(c.q("collapsed_fill"))
