@@ -234,6 +234,13 @@ class Suggestion:
     recomputed: int = 0  # the forward's ops inside the module(s), run again in backward
     forward_ops: int = 0  # all the forward's ops, to say what the recompute costs
 
+    def title(self) -> str:
+        """What to checkpoint and what it saves, in a line (a list's row; :meth:`text` in full)."""
+        what = f" ({self.types})" if self.types else ""
+        activations = self.peak.activations
+        share = f" ({self.saving / activations:.0%})" if activations else ""
+        return f"checkpoint {self.pattern}{what}: peak of activations −{human(self.saving)}{share}"
+
     def text(self) -> str:
         what = f" ({self.types})" if self.types else ""
         again = "one layer at a time" if self.pattern.endswith(".*") else (

@@ -224,3 +224,40 @@ def _chart_showing(qtbot, run):
     chart.show()
     chart.show_run(run, "cpu")
     return chart
+
+
+def test_a_suggestion_reads_whole_in_the_diagnostics_tab_at_1366x768(qtbot, record, tmp_path):
+    """At 1366x768 the Diagnostics tab is about 310x235 px: the list's row held the suggestion's
+    whole text, wrapped taller than the list, so it showed cut mid-sentence, and the detail below
+    had a third of the room. The row says what to checkpoint and what it saves, whole; the detail
+    below, with most of the room, says the rest."""
+    from PySide6.QtCore import Qt
+
+    from graphview.core.diagnostics import diagnose
+    from graphview.core.whatif import checkpoint_suggestions, human
+    from graphview.qt.panels import DiagnosticsPanel
+
+    two_layers = tmp_path / "two_layers.py"
+    with open(model("transformer_block"), encoding="utf-8") as f:
+        two_layers.write_text(f.read().replace("num_layers=1", "num_layers=2"), encoding="utf-8")
+    run = record(two_layers, steps=2)
+    suggestions = checkpoint_suggestions(run)
+    assert suggestions and suggestions[0].pattern == "encoder.layers.*"
+    panel = DiagnosticsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(310, 235)
+    panel.show()
+    panel.set_suggestions(suggestions, [])
+    panel.show_findings(diagnose(run))
+    qtbot.waitUntil(lambda: panel.orientation() == Qt.Vertical)
+    top = suggestions[0]
+    [row] = [panel.list.topLevelItem(i) for i in range(panel.list.topLevelItemCount())
+             if panel.list.topLevelItem(i).data(0, DiagnosticsPanel.SUGGESTION) is top]
+    # what to checkpoint and what it saves: the rest is the detail's
+    assert row.text(0).startswith(f"suggestion: checkpoint encoder.layers.* ({top.types}): peak of activations "
+                                  f"−{human(top.saving)}") and len(row.text(0)) < 110
+    panel.list.setCurrentItem(row)
+    rect = panel.list.visualItemRect(row)
+    assert rect.top() >= 0 and rect.bottom() <= panel.list.viewport().height()  # the row whole in sight
+    assert top.text() in " ".join(panel.detail.toPlainText().split())  # the detail says it in full
+    assert panel.detail.height() > panel.list.height()  # and has the larger share of the room
