@@ -135,6 +135,9 @@ def _step(forward: bool) -> Callable[[Commands], None]:
 FIT_NOT_WHOLE = "Fit shows the graph's width, where its text reads: F again shows all of it ([ shuts boxes)"
 #: and when Fit pressed again shows all of it
 FIT_WHOLE_SMALL = "Fit shows all of the graph, smaller than its text reads: F again shows its width"
+#: and when all of it would be too thin a column to see: the part round the current node, as small as it is seen
+FIT_OVERVIEW_PART = ("Fit shows the graph as small as its nodes are seen, round the current node: the corner's "
+                     "overview shows all of it ([ shuts boxes, F again shows its width)")
 
 
 def _fit(window: Commands) -> None:
@@ -144,8 +147,9 @@ def _fit(window: Commands) -> None:
     changes (:func:`forget_fit_note`)."""
     view = window.view
     if view.showing_fit_width():
-        view.fit(whole=True)
-        if view.transform().m11() < view.readable_scale():
+        if not view.fit(whole=True):
+            window.statusBar().showMessage(FIT_OVERVIEW_PART, 10000)
+        elif view.transform().m11() < view.readable_scale():
             window.statusBar().showMessage(FIT_WHOLE_SMALL, 10000)
     elif not view.fit():
         window.statusBar().showMessage(FIT_NOT_WHOLE, 10000)
@@ -155,7 +159,7 @@ def forget_fit_note(window: Commands) -> None:
     """What the canvas shows changed (a step, a zoom, a box opened or shut): a Fit's note in the
     status bar no longer describes it and goes at once (it stayed its ten seconds over a view at
     another zoom)."""
-    if window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL):
+    if window.statusBar().currentMessage() in (FIT_NOT_WHOLE, FIT_WHOLE_SMALL, FIT_OVERVIEW_PART):
         window.statusBar().clearMessage()
 
 

@@ -16,6 +16,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
+from graphview.qt.canvas.fit_rect import across_band, fit_rect
 from graphview.qt.canvas.groups import solid
 from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT
 from graphview.qt.canvas.view_region import RegionFollow
@@ -37,6 +38,10 @@ FIT_LARGEST = 1.4
 WIDTH_FIT_SLACK_PX = 24
 #: the smallest height of a text on screen, in pixels, that fit and opening a level keep
 READABLE_TEXT_PX = 9.0
+#: the smallest zoom Fit pressed again (the whole graph) takes: rows 12 px apart, each node a
+#: shape with its edges (a four-layer Llama with every box open at its backward, 41,000 scene units
+#: tall, fit whole at 0.014: a one-pixel column); a graph taller shows its part round the cursor
+OVERVIEW_SMALLEST = 12.0 / LAYER_HEIGHT
 
 
 def readable_scale(dpi: float) -> float:
@@ -198,7 +203,7 @@ class ViewFit:
         window makes by itself (after opening a level of boxes)."""
         with self._region.held():
             shown = self._fit(fallback, whole)
-        self._note_width_shown(shown or not pressed)
+        self._note_width_shown(shown or not pressed or whole)
         return shown
 
     def showing_fit_width(self) -> bool:
@@ -242,13 +247,25 @@ class ViewFit:
         shown = view.mapToScene(view.viewport().rect()).boundingRect()
         move = clear_move(view.scene(), shown, focus)
         if not move.isNull():  # (by the scroll bars: centring on the moved centre drifted 8 units across)
-            target = shown.translated(move)
-            view.setSceneRect(widened(view.sceneRect(), target, move, 1 / view.transform().m11()))
+            self._scroll_to(shown.translated(move), move)
+
+    def _scroll_to(self, target: QRectF, move: QPointF) -> None:
+        """Show ``target`` (the viewport's rect in scene units, moved by ``move`` from where it is),
+        by the scroll bars, the scene's rect widened as that takes."""
+        view = self._view
+        scale = view.transform().m11()
+        view.setSceneRect(widened(view.sceneRect(), target, move, 1 / scale))
+        for _ in range(2):  # (again where Qt's scroll range stopped a scroll bar's width short of the scene's end)
             now = view.mapToScene(view.viewport().rect()).boundingRect()
-            scale = view.transform().m11()
-            for bar, move in ((view.horizontalScrollBar(), target.left() - now.left()),
-                              (view.verticalScrollBar(), target.top() - now.top())):
-                bar.setValue(bar.value() + round(move * scale))
+            short = QPointF(target.left() - now.left(), target.top() - now.top())
+            if abs(short.x()) * scale < 1 and abs(short.y()) * scale < 1:
+                break
+            if _:
+                rect = view.sceneRect()
+                view.setSceneRect(rect.adjusted(min(0.0, short.x()), min(0.0, short.y()),
+                                                max(0.0, short.x()), max(0.0, short.y())))
+            for bar, along in ((view.horizontalScrollBar(), short.x()), (view.verticalScrollBar(), short.y())):
+                bar.setValue(bar.value() + round(along * scale))
 
     def focus_rect(self, fallback: str | None = None) -> QRectF | None:
         """What a view that cannot show the whole graph is centred on, in scene units: the
@@ -298,7 +315,7 @@ class ViewFit:
         scene = view.scene()
         scene.boxes.settle()
         view.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
-        rect = scene.drawn_rect()  # (not the room items keep for badges they may not have)
+        rect = fit_rect(scene)  # (the graph made so far; not the room items keep for badges they may not have)
         if rect.isNull():
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
@@ -309,7 +326,10 @@ class ViewFit:
             if port.isEmpty():  # (no room to show anything: nothing to fit)
                 return False
             zoom = whole_zoom(port.width(), port.height(), rect, readable)
-            if zoom >= readable * WHOLE_SLACK or whole:
+            if whole and zoom < OVERVIEW_SMALLEST:  # a column too thin to see: its part round the cursor
+                self._overview_around(framed, focus if focus is not None else self.focus_rect(fallback))
+                zoom = 0.0
+            elif zoom >= readable * WHOLE_SLACK or whole:
                 view.resetTransform()
                 view.scale(zoom, zoom)
                 self.center_on(rect.center())
@@ -319,8 +339,32 @@ class ViewFit:
                 view.resetTransform()
                 view.scale(readable, readable)
                 half_width, half_height = view.viewport().width() / readable / 2, view.viewport().height() / readable / 2
-                self.center_on(readable_centre(framed, focus, half_width, half_height))
+                self.center_on(self._band_centre(framed, focus, half_width, half_height))
                 self.clear_edges(focus)
             if view.viewport().rect() == port:
                 break
-        return zoom >= readable * WHOLE_SLACK or whole
+        return zoom >= readable * WHOLE_SLACK or (whole and zoom > 0)
+
+    def _band_centre(self, framed: QRectF, focus: QRectF | None, half_width: float, half_height: float) -> QPointF:
+        """:func:`readable_centre`, centred across on what is drawn in the rows it shows
+        (:func:`across_band`): a Llama's rows round its 30th op, every box open, took a third of
+        the graph's width, and the view centred on the width showed them at its left, beside
+        nothing."""
+        centre = readable_centre(framed, focus, half_width, half_height)
+        band = across_band(self._view.scene(), centre.y() - half_height, centre.y() + half_height)
+        if band is None:
+            return centre
+        rows = QRectF(band[0] - FIT_MARGIN, framed.top(), band[1] - band[0] + 2 * FIT_MARGIN, framed.height())
+        return QPointF(readable_centre(rows, focus, half_width, half_height).x(), centre.y())
+
+    def _overview_around(self, framed: QRectF, focus: QRectF | None) -> None:
+        """The graph at :data:`OVERVIEW_SMALLEST`, round ``focus`` (see :func:`readable_centre`)."""
+        view = self._view
+        view.resetTransform()
+        view.scale(OVERVIEW_SMALLEST, OVERVIEW_SMALLEST)
+        port = view.viewport()
+        centre = readable_centre(framed, focus, port.width() / OVERVIEW_SMALLEST / 2, port.height() / OVERVIEW_SMALLEST / 2)
+        self.center_on(centre)
+        shown = view.mapToScene(port.rect()).boundingRect()
+        if shown.center() != centre:  # (Qt's scroll range may stop a scroll bar's width short of the scene's end)
+            self._scroll_to(shown.translated(centre - shown.center()), centre - shown.center())
