@@ -15,6 +15,7 @@ from torch.nn.parameter import is_lazy
 
 from graphview.capture.state import (ACCUMULATE_GRAD, LIFE_KEY, RECOMPUTE_MODULE, VID_KEY, RecorderState,
                                      _keyed_ref, _Packed, _version)
+from graphview.capture.script_names import ContainersSeen, bound, script_scopes
 from graphview.capture.summaries import device_name, dtype_name, summarize
 
 
@@ -53,54 +54,53 @@ class TensorIdentity(RecorderState):
             del self._pending_names[:64]
 
     def flush_names(self, frame=None) -> None:
-        """Give pending tensors the names the script bound them to, looking at script frames."""
-        if not self._pending_names:
+        """Give pending tensors the names the script bound them to, looking at script frames
+        (see graphview/capture/script_names.py)."""
+        pending = self._pending_names
+        if not pending:
             return
-        with self.quiet():
+        # quiet (see RecorderState.quiet), without its object and calls: a look before every op
+        tls = self._tls
+        depth = getattr(tls, "depth", 0)
+        tls.depth = depth + 1
+        try:
             if frame is None:
                 frame, _ = self.user_frame(2)
             wanted = {}
-            for entry in self._pending_names:
+            for entry in pending:
                 t = entry[0]()
                 if t is not None:
                     wanted[id(t)] = entry
             found: set[int] = set()
-            scopes = []
-            f, depth = frame, 0
-            while f is not None and depth < 16:
-                if f.f_code.co_filename == self.script:
-                    try:
-                        scopes.append(f.f_locals)
-                    except Exception:  # noqa: BLE001 - exotic frames
-                        pass
-                f = f.f_back
-                depth += 1
-            # outermost first: the caller's variable (`inp`) wins over a callee's parameter (`t`)
-            scopes.reverse()
-            scopes = list(self.extra_scopes) + scopes
-            for named in (_bound, _in_containers):  # a variable's name first, then ``feats[0]``
-                if named is _in_containers:
-                    # only data (no grad: a batch, a micro-batch): a result the script did not bind
-                    # waits a few ops for a name, and looking into every list for each is costly
-                    wanted = {key: entry for key, entry in wanted.items()
-                              if (t := entry[0]()) is not None and not t.requires_grad}
+            if wanted:
+                scopes = script_scopes(self.script, frame, self.extra_scopes)
+                for scope in scopes:  # a variable's name first
+                    # (none of its variables holds a tensor looked for: told without a loop in Python)
+                    if wanted and not wanted.keys().isdisjoint(map(id, scope.values())):
+                        self._emit_names(bound(scope), wanted, found)
+                # then ``feats[0]``, only for data (no grad: a batch, a micro-batch): a result the script
+                # did not bind waits a few ops for a name, and looking into every list for each is costly
+                wanted = {key: entry for key, entry in wanted.items() if (t := entry[0]()) is not None and not t.requires_grad}
                 for scope in scopes:
                     if not wanted:
                         break
-                    if named is _bound and wanted.keys().isdisjoint(map(id, list(scope.values()))):
-                        continue  # (none of its variables holds a tensor looked for: told without a loop in Python)
-                    for name, value in named(scope):
-                        entry = wanted.get(id(value))
-                        if entry is not None and entry[0]() is value and entry[1] not in found:
-                            found.add(entry[1])
-                            self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
-                            del wanted[id(value)]
+                    self._emit_names(self._containers.items(scope), wanted, found)
             keep = []
-            for entry in self._pending_names:
+            for entry in pending:
                 entry[2] += 1
                 if entry[1] not in found and entry[2] < 12 and entry[0]() is not None:
                     keep.append(entry)
             self._pending_names = keep
+        finally:
+            tls.depth = depth
+
+    def _emit_names(self, named, wanted: dict, found: set) -> None:
+        for name, value in named:
+            entry = wanted.get(id(value))
+            if entry is not None and entry[0]() is value and entry[1] not in found:
+                found.add(entry[1])
+                self._emit_fn({"ev": "name", "tid": entry[1], "name": name})
+                del wanted[id(value)]
 
     def _kind(self, t: torch.Tensor, is_leaf: bool) -> str:
         if id(t) in self._buffers:
@@ -294,31 +294,3 @@ class TensorIdentity(RecorderState):
             self._grad_of[key] = (_keyed_ref(grad, self._on_grad_gone, key), leaf_tid)
         elif known[1] != leaf_tid:
             self._grad_of[key] = (known[0], leaf_tid)
-
-
-#: a list, tuple or dict of the script's holding more items than this is not looked into for names
-CONTAINER_NAMES_MAX = 32
-
-
-def _bound(scope: dict):
-    """(name, tensor) for the tensors a scope's variables hold."""
-    for name, value in list(scope.items()):
-        if isinstance(value, torch.Tensor) and not name.startswith("__"):
-            yield name, value
-
-
-def _in_containers(scope: dict):
-    """(``feats[1]``, tensor) for the tensors in a scope's short lists and tuples, and
-    (``batch['ids']``, tensor) in its short dicts with string keys: a micro-batch taken from a
-    list (``model(feats[micro])``) has no variable of its own."""
-    for name, value in list(scope.items()):
-        kind = type(value)
-        if (kind is not list and kind is not tuple and kind is not dict) or not value \
-                or len(value) > CONTAINER_NAMES_MAX or name.startswith("__"):
-            continue
-        if not isinstance(next(iter(value.values())) if kind is dict else value[0], torch.Tensor):
-            continue  # (numbers, names: a container of tensors starts with one)
-        items = value.items() if kind is dict else enumerate(value)
-        for key, item in items:
-            if isinstance(item, torch.Tensor) and isinstance(key, (int, str)):
-                yield f"{name}[{key!r}]", item

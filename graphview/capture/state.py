@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 
+from graphview.capture.script_names import ContainersSeen
 from graphview.capture.summaries import device_name, dtype_name
 from graphview.core.compact_events import expanding
 from graphview.core.options import RunOptions, parse_detach_spec
@@ -129,6 +130,7 @@ class RecorderState:
         # id(t) -> [ref, tid, version, grad_fn vid, requires_grad, version when grad_fn was last read]
         self._tensors: dict[int, list] = {}
         self._pending_names: list[list] = []  # [ref, tid, tries]
+        self._containers = ContainersSeen()  # the script's lists and dicts looked into for names
         self._names: dict[int, str] = {}  # module/param id -> qualified name (+ refs below)
         self._name_refs: dict[int, weakref.ref] = {}
         self._buffers: set[int] = set()

@@ -229,6 +229,21 @@ def test_a_tensor_taken_from_a_list_or_dict_is_named_by_it(record, write_script)
     assert "pair[0]" not in names and not any(n and n.startswith("many[") for n in names)
 
 
+def test_a_list_filled_after_it_was_looked_at_still_names_its_tensors(record, write_script):
+    """The containers of a scope are found once for as long as its variables hold the same objects
+    (graphview/capture/script_names.py): a list empty when first looked at, then filled with no
+    variable bound anew, is still looked into."""
+    run = record(write_script(
+        "import torch\n"
+        "lin = torch.nn.Linear(4, 1)\n"
+        "feats = []\n"
+        "torch.randn(3) * 2\n"  # (an unnamed data tensor: the module's containers are looked at, feats empty)
+        "feats.append(torch.randn(2, 4))\n"
+        "lin(feats[0]).sum()\n"
+    ))
+    assert "feats[0]" in {info.get("name") for info in run.tensors.values()}
+
+
 def test_detach_at_an_op_returning_a_structseq(record, write_script):
     run = record(write_script(
         "import torch\n"
