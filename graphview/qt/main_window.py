@@ -39,6 +39,7 @@ from graphview.qt.run_progress import RunProgress
 from graphview.qt.session import Session, SessionView
 from graphview.qt.start_page import StartPage
 from graphview.qt.timeline_bar import TimelineBar
+from graphview.qt.timeline_scrub import TimelineScrub
 from graphview.qt.widgets import ElidingStatusBar, Legend
 from graphview.qt.widgets.form_keys import FormKeys
 from graphview.qt.widgets.outlined import outline_everywhere
@@ -193,7 +194,7 @@ class MainWindow(QMainWindow):
         self.start_page.sigOpen.connect(self.sigOpenRequested)
         self.search.returnPressed.connect(self.find)
         self.search.textChanged.connect(lambda _text: self.node_search.forget())  # its count was of another search
-        self.timeline_bar.scrubbed.connect(self._on_scrubbed)
+        self.timeline_scrub = TimelineScrub(self)  # the slider moves the cursor; the view follows
         self.scene.sigNodeSelected.connect(self.session.select)
         self.scene.boxes.sigShutToFit.connect(self.runs.placement.on_shut_to_fit)
         self.code.sigLineClicked.connect(self._on_line_clicked)
@@ -365,10 +366,6 @@ class MainWindow(QMainWindow):
 
     def _show_line(self, line: int) -> None:
         self.code.highlight(line, self._error_line())
-
-    def _on_scrubbed(self, index: int) -> None:
-        self.session.follow_live = False
-        self.set_cursor(index)
 
     def _on_finding(self, finding) -> None:
         if finding is None:

@@ -86,3 +86,29 @@ def test_a_click_on_the_chart_brings_the_events_nodes_into_view(window, qtbot, l
         if place is not None:  # the node the event made, whole on screen
             assert port.contains(QRectF(window.view.mapFromScene(place).boundingRect())), (index, place)
         assert _nodes_on_screen(window), (index, run.events.kind(window.cursor))
+
+
+def test_the_timeline_slider_brings_the_events_nodes_into_view(window, qtbot, llama_events):
+    """Scrubbing set the cursor only: a jump back from the backward's peak to an early op of the
+    forward left the canvas blank. A click on the slider's bar (or a key) follows at once; a drag
+    follows when the slider is let go."""
+    run = Run(list(llama_events))
+    window.resize(1366, 768)
+    window.begin_run(None, RunOptions(steps=1), run)
+    peak = timeline.next_backward_node(run, timeline.next_backward(run, 0))
+    window.actions["open_all"].trigger()
+    start = next(i for i in range(len(run.events)) if run.events.kind(i) == "step_start")
+    early = [i for i in range(start + 1, timeline.next_backward(run, 0)) if run.events.kind(i) == "op"][5]
+    slider = window.timeline_bar.slider
+    for dragged in (False, True):
+        window.move(lambda run, cursor: peak)
+        window.scene.boxes.settle()
+        slider.setSliderDown(dragged)
+        slider.setValue(early)  # what a click, a key or a drag does to it
+        assert window.cursor == early
+        if dragged:
+            slider.setSliderDown(False)  # let go: sliderReleased
+        window.scene.boxes.settle()
+        place = window.scene.place_at_event(early)
+        port = QRectF(window.view.viewport().rect())
+        assert place is not None and port.contains(QRectF(window.view.mapFromScene(place).boundingRect())), dragged
