@@ -164,7 +164,8 @@ class DockArrangement(QObject):
     def grow_timeline(self, pixels: int) -> None:
         """The memory tab is ``pixels`` short of showing its chart (and the what-if summary below it):
         the timeline views take that much from the panels beside them (the code pane, at 1366x768),
-        leaving those at least a third of the column. Only in graphview's own arrangement: sizes the
+        up to half the column (two thirds left the code pane 10 rows at 1366x768 after a re-run;
+        the summary scrolls in its room). Only in graphview's own arrangement: sizes the
         user gave the docks (a separator dragged, a dock moved) stay, and the tab scrolls in them (a
         re-run's summary took the timeline views from the 162 px a user left them back to 441 px)."""
         window, dock = self.window, self.timeline
@@ -176,6 +177,6 @@ class DockArrangement(QObject):
             return
         above = max(neighbours, key=lambda d: d.height())
         column = dock.height() + above.height()
-        height = min(dock.height() + pixels, column * 2 // 3)
+        height = min(dock.height() + pixels, column // 2)
         if height > dock.height():
             window.resizeDocks([above, dock], [column - height, height], Qt.Vertical)

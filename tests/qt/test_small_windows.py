@@ -267,3 +267,17 @@ def test_the_memory_charts_title_says_what_its_red_figure_is_at_any_width(window
     for width in range(130, 701, 10):
         text = plain(memory_title.fit(chart._title_parts, width, font))
         assert saved in text and activations in text, (width, text)
+
+
+def test_at_1366x768_what_changed_leaves_the_code_pane_half_the_column(window, record, qtbot):
+    """A re-run's summary asked the column for the chart and 120 px of it: the timeline views took
+    385 of the 637 px, leaving the code pane 10 rows. They take at most half now: the chart whole,
+    the summary's first lines below it (it scrolls in its room), the code pane the other half."""
+    show_rerun(window, qtbot, record, (1366, 768))
+    code, bottom, tab = window.code_dock, window.bottom_dock, window.memory_tab
+    column = code.height() + bottom.height()
+    # (the tabs of the docks tabbed with the code pane are counted in its half: 306 of 637 px)
+    assert code.height() >= 0.45 * column, (code.height(), bottom.height())
+    port = rect_in(window, tab.viewport())
+    assert port.contains(rect_in(window, window.memory))
+    assert port.intersected(rect_in(window, tab.summary_scroll)).height() >= 40
