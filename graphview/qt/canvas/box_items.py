@@ -294,8 +294,8 @@ class BoxItems:
     def place_labels(self, groups: list[GroupItem]) -> None:
         """A nested box often starts on the same row as its parent: its name goes under the
         parent's, inside its own box, where no node is (a name beside the other on one line read as
-        one: "model · Sequential model.0 · Linear"); where a node is in the way, right of the
-        parent's. A name moved past its own box's edge, or made longer by a comparison, must not
+        one: "model · Sequential model.0 · Linear"); where a node is in the way, on its bottom
+        border (right of the parent's only where that is taken). A name moved past its own box's edge, or made longer by a comparison, must not
         run into another box's name either: each name goes under (else right of) every name
         already placed that it would cross (Whisper's ``model``, ``model.encoder`` and
         ``model.encoder.conv1`` start on one row)."""

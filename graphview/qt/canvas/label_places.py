@@ -1,6 +1,6 @@
 """Where each open module box's name goes (``BoxItems.place_labels`` asks): on its top border where
-that is free, else under the names in its way inside its box, else right of them, or on its bottom
-border where the right leaves too little room."""
+that is free, else under the names in its way inside its box, else on its bottom border where that
+is free and a line clear of other names, else right of the names in its way."""
 
 from __future__ import annotations
 
@@ -40,21 +40,23 @@ class LabelPlaces:
 
     def find(self, group: GroupItem, others: list[QRectF]) -> tuple[float, bool, float]:
         """(shift, below, drop) of ``group``'s name: on its top border where that is free; else
-        under the names in the way, inside its box, where nothing is drawn; else right of them
-        (or on the bottom border, where the right leaves it too little room)."""
+        under the names in the way, inside its box, where nothing is drawn; else on its bottom
+        border (see below); else right of them."""
         shift = self.free_shift(group, False, others)
         if shift == 0:
             return 0.0, False, 0.0
         drop = self.free_drop(group, others)
         if drop is not None:
             return 0.0, False, drop
-        if group.label_rect(shift, False, 0.0).width() < group.label_width() + 10:
-            # moved right past an enclosing box's name, it would be cut short: the bottom border,
-            # where it has more room (a checkpoint's recompute box and the module inside it start
-            # and end together)
-            low = self.free_shift(group, True, others)
-            bottom = group.label_rect(low, True, 0.0)
-            if bottom.width() > group.label_rect(shift, False, 0.0).width() and not self.crowds(group, bottom, others):
+        # right of the names in the way, on their line, it reads as one with them (GPT-2's
+        # "transformer.h.0.attn · GPT2Attention transformer.h.0.attn.c_attn · Conv1D", 16 units
+        # apart): the bottom border, where that is free and clear of other names by a line; and
+        # where moved right it would be cut short, where it has more room (a checkpoint's
+        # recompute box and the module inside it start and end together)
+        low = self.free_shift(group, True, others)
+        bottom = group.label_rect(low, True, 0.0)
+        if low == 0 or bottom.width() > group.label_rect(shift, False, 0.0).width():
+            if bottom.width() >= min(group.label_width() + 10, 60) and not self.crowds(group, bottom, others):
                 return low, True, 0.0
         return shift, False, 0.0
 

@@ -83,19 +83,22 @@ def test_a_box_name_stays_inside_its_frame_and_keeps_its_type_and_last_part(canv
     _assert_inside_and_telling(scene)
 
 
-def test_a_name_beside_another_on_its_line_keeps_a_clear_gap(canvas, record):
+def test_a_nested_name_that_cannot_go_under_its_parents_gets_a_line_of_its_own(canvas, record):
     """Where a nested box's name cannot go under its parent's (a node in the way: the transformer's
-    self_attn box, whose first row starts at its left), it goes right of it, 16 units clear (6
-    read as one line: "encoder.layers.0 · TransformerEncoderLayer encoder.layers.0.self_attn · …")."""
+    self_attn box, whose first row starts at its left), it goes on its bottom border, not right of
+    the parent's on its line: 16 units apart, GPT-2's read as one title ("transformer.h.0.attn ·
+    GPT2Attention transformer.h.0.attn.c_attn · Conv1D"), as 6 had before."""
     run = record(model("transformer_block"), steps=1)
     scene, view = canvas
     show_at(canvas, run, timeline.next_backward(run, 0))
     scene.boxes.set_all(set())  # every box open
-    names = [(group.path, rect) for group, rect, _ in _open_names(scene)]
-    beside = [(a, b, rb.left() - ra.right()) for a, ra in names for b, rb in names
-              if a != b and ra.top() < rb.bottom() and rb.top() < ra.bottom() and ra.left() <= rb.left()]
-    assert ("encoder.layers.0", "encoder.layers.0.self_attn") in {(a, b) for a, b, _ in beside}
-    assert all(gap >= 16 - 0.01 for _, _, gap in beside), beside
+    names = [(group, rect) for group, rect, _ in _open_names(scene)]
+    beside = [(a.path, b.path) for a, ra in names for b, rb in names
+              if a is not b and ra.top() < rb.bottom() and rb.top() < ra.bottom() and ra.left() <= rb.left()]
+    assert beside == []
+    attn = next(group for group, _ in names if group.path == "encoder.layers.0.self_attn")
+    assert attn.label_below
+    _assert_inside_and_telling(scene)
 
 
 def test_a_name_on_a_bottom_border_keeps_a_line_from_the_next_boxs_name(canvas, record):
@@ -123,3 +126,4 @@ def test_a_name_on_a_bottom_border_keeps_a_line_from_the_next_boxs_name(canvas, 
                 gap = max(place.top() - label.bottom(), label.top() - place.bottom())
                 assert gap >= line - 0.01, (group.path, other.path, gap)
     _assert_inside_and_telling(scene)
+
