@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, 
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from graphview.core.drawing import NODE_KINDS, DrawNode
+from graphview.qt.canvas.ring_clear import clip_marks
 from graphview.qt.canvas.style import NAME_PT, NODE_H, NODE_W, SMALLEST_TEXT_PT, TENSOR_KINDS, colors, stacking
 from graphview.qt.formatting import elided, short_bytes, short_value
 from graphview.qt.plain import esc
@@ -277,13 +278,12 @@ class NodeItem(QGraphicsItem):
         if self.state == "freed":
             pen = QPen(c.q("freed_border"), 1.2, Qt.DashLine)
         painter.save()
-        if badge is not None and (self.state in ("running", "error") or self.isSelected()):
-            keep = QPainterPath()
-            keep.addRect(ITEM_BOUNDS)
+        if self.state in ("running", "error") or self.isSelected():  # (the marks break round the badge, boxes' names)
             cut = QPainterPath()
-            cut.addRoundedRect(badge.adjusted(-GLOW_BREAK, -GLOW_BREAK, GLOW_BREAK, GLOW_BREAK),
-                               badge.height() / 2 + GLOW_BREAK, badge.height() / 2 + GLOW_BREAK)
-            painter.setClipPath(keep.subtracted(cut), Qt.IntersectClip)  # (within a clip already set: a PDF's page)
+            if badge is not None:
+                cut.addRoundedRect(badge.adjusted(-GLOW_BREAK, -GLOW_BREAK, GLOW_BREAK, GLOW_BREAK),
+                                   badge.height() / 2 + GLOW_BREAK, badge.height() / 2 + GLOW_BREAK)
+            clip_marks(painter, self, ITEM_BOUNDS, rect.adjusted(-11, -11, 11, 11), cut)
         if self.state == "running":
             painter.setPen(Qt.NoPen)
             painter.setBrush(c.q("running_glow"))

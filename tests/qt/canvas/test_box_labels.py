@@ -127,3 +127,25 @@ def test_a_name_on_a_bottom_border_keeps_a_line_from_the_next_boxs_name(canvas, 
                 assert gap >= line - 0.01, (group.path, other.path, gap)
     _assert_inside_and_telling(scene)
 
+
+def test_a_selected_nodes_ring_breaks_round_a_box_name(canvas, record):
+    """A search hit in a box's first row (GPT-2's c_attn weight, Ctrl+F "c_attn") drew its ring
+    9 units above its box, across the name on the border above: the name is drawn as it is with
+    the node not selected, and the ring is still drawn round the node."""
+    from graphview.qt.canvas.style import NODE_H, NODE_W
+
+    run = record(model("transformer_block"), steps=1)
+    scene, view = canvas
+    show_at(canvas, run, timeline.next_backward(run, 0))
+    scene.boxes.set_all(set())  # every box open
+    body = QRectF(-NODE_W / 2, -NODE_H / 2, NODE_W, NODE_H)
+    near = [(item, rect) for item in scene.node_items.values() if item.isVisible()
+            for _, rect, _ in _open_names(scene) if item.mapRectToScene(body.adjusted(-11, -11, 11, 11)).intersects(rect)]
+    assert near, "a node's ring would cross a box's name here"
+    for item, name in near[:4]:
+        plain = _picture(scene, name)
+        ring = _picture(scene, item.mapRectToScene(body.adjusted(-11, -11, 11, 11)))
+        item.setSelected(True)
+        assert _picture(scene, name) == plain, item.node.title
+        assert _picture(scene, item.mapRectToScene(body.adjusted(-11, -11, 11, 11))) != ring  # (the ring is drawn)
+        item.setSelected(False)
