@@ -27,6 +27,13 @@ DIAGNOSE_IN_SLICES_ABOVE = 100_000
 DIAGNOSE_SLICE_S = 0.008
 
 
+def per_step(before: list[int], now: list[int]) -> str:
+    """``67 → 110`` where every step of both runs made as many (said once); else each step's."""
+    if len(before) > 1 and len(before) == len(now) and len(set(before)) == 1 and len(set(now)) == 1:
+        return f"{before[0]} → {now[0]}"
+    return f"{', '.join(map(str, before))} → {', '.join(map(str, now))}"
+
+
 def nodes_per_step(run: Run) -> list[int]:
     """How many autograd nodes each step made (the whole run, for a plain script)."""
     if not run.steps:
@@ -201,16 +208,19 @@ class RunSummary:
         peak_now = max(w.run.peak_saved_bytes().values(), default=0)
         if peak_before != peak_now:
             parts[0] += f": peak saved {human_bytes(peak_before)} → {human_bytes(peak_now)}"
-        parts.append(f"last graph: {sum(result.removed.values())} nodes gone")
-        if removed:
-            parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
-        parts.append(f"{sum(result.added.values())} new")
-        if added:
-            parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
+        if removed or added:
+            parts.append(f"last graph: {sum(result.removed.values())} nodes gone")
+            if removed:
+                parts.append(", ".join(describe(sig) for sig, _ in removed[:4]) + (" …" if len(removed) > 4 else ""))
+            parts.append(f"{sum(result.added.values())} new")
+            if added:
+                parts.append(", ".join(describe(sig) for sig, _ in added[:4]) + (" …" if len(added) > 4 else ""))
+        else:  # (said as "0 nodes gone; 0 new", it left the rest cut at 1366 px)
+            parts.append("last graph: the same nodes")
         # the whole run too: a toggle may change one step only (detach at a node of step 1)
         before, now = nodes_per_step(earlier), nodes_per_step(w.run)
         if before != now:
-            parts.append(f"autograd nodes per step {', '.join(map(str, before))} → {', '.join(map(str, now))}")
+            parts.append(f"autograd nodes per step {per_step(before, now)}")
         self.comparison = "; ".join(parts)
         w.statusBar().showMessage(self.comparison, 30000)
 

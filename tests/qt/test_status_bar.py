@@ -73,3 +73,25 @@ def test_a_rerun_s_comparison_shows_its_memory_figures_where_the_bar_is_narrow(w
     shown = window.statusBar().currentMessage()
     assert f"peak saved {human_bytes(before)} → {human_bytes(now)}" in shown, shown
     assert QFontMetricsF(window.statusBar().font()).horizontalAdvance(shown) <= _message_room(window.statusBar())
+
+
+def test_a_rerun_s_comparison_reads_whole_at_1366(window, record):
+    """At 1366x768 a checkpointed re-run's comparison ended in "autograd nodes per step 288 …"
+    beside the run's status: the same last graph said as '0 nodes gone; 0 new', and every step's
+    equal count said again ("67, 67, 67 → 110, 110, 110"). Said once, the whole comparison fits, with its nodes per step."""
+    from graphview.core.options import RunOptions
+    from graphview.qt.run_summary import nodes_per_step
+    from tests.conftest import model
+
+    window.resize(1366, 768)
+    first = record(model("transformer_block"), steps=3)
+    window.begin_run(first.start["script"], RunOptions(steps=3), first)
+    again = record(model("transformer_block"), steps=3, checkpoint=["encoder.layers.*"])
+    window.begin_run(first.start["script"], RunOptions(steps=3, checkpoint=["encoder.layers.*"]), again)
+    window.status_label.setText("run ok: 3807 events, 444 ops, 520 autograd nodes, 2 backward calls")
+    QApplication.processEvents()
+    before, now = nodes_per_step(first), nodes_per_step(again)
+    assert len(before) == 3 and len(set(before)) == 1 and len(set(now)) == 1 and before != now
+    shown = window.statusBar().currentMessage()
+    assert not shown.endswith("…"), shown
+    assert f"; last graph: the same nodes; autograd nodes per step {before[0]} → {now[0]}" in shown, shown
