@@ -291,3 +291,57 @@ def test_the_mlp_sample_prints_whole_on_one_page_readably(tmp_path, capsys):
     below = [y - size for text, size, y in texts if text in legend]
     assert caption and len(graph) == 4 and len(below) == len(legend)
     assert max(caption) < min(graph) and max(graph) < min(below)
+
+
+GPT2 = '''
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+torch.manual_seed(0)
+config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=32)
+model = GPT2LMHeadModel(config)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+ids = torch.randint(0, 128, (2, 16))
+
+for step in range(2):
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+'''
+
+
+def node_titles(page) -> list[str]:
+    """The node titles a PDF page holds (the grad_fn nodes' and the tensors' 'output of ...')."""
+    texts: list[str] = []
+    page.extract_text(visitor_text=lambda t, *_: texts.append(" ".join(t.split())))
+    return [t for t in texts if t.endswith("Backward0") or t.startswith("output of ")]
+
+
+def test_a_small_gpt2s_pdf_pages_are_filled_evenly(qapp, record, write_script, tmp_path, monkeypatch):
+    """A newcomer's two-layer GPT-2: at --depth 1 its second page held its last 4 nodes below
+    2,041 units of graph on the first (each page filled in turn), and at the default depth its one
+    page was portrait, at the paper's width, its lower half empty, where landscape prints it
+    larger. The parts are now as even as the rows allow, and the one page is landscape."""
+    from graphview.qt import export
+
+    made: list = []
+    real_init = export.PaperPages.__init__
+
+    def keep(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(export.PaperPages, "__init__", keep)
+    run = record(write_script(GPT2))
+    deep = tmp_path / "d1.pdf"
+    assert render_run(run, str(deep), depth=1) == 2
+    parts = [page.source.height() for page in made[-1].pages]
+    assert min(parts) >= 0.8 * max(parts), parts  # (before: 2,041 and 409 units)
+    titles = [node_titles(page) for page in pypdf.PdfReader(str(deep)).pages]
+    assert "output of cross_entropy" in titles[1] and "NllLossBackward0" in titles[1]
+    shallow = tmp_path / "d0.pdf"
+    assert render_run(run, str(shallow)) == 1
+    [page] = pypdf.PdfReader(str(shallow)).pages
+    assert float(page.mediabox.width) > float(page.mediabox.height)  # landscape
+    assert "NllLossBackward0" in node_titles(page)
