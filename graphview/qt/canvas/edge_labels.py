@@ -36,6 +36,12 @@ if TYPE_CHECKING:
 
 #: where along its edge a label may go, the first free one taken (0.5: the middle)
 ALONG = (0.5, 0.38, 0.62, 0.26, 0.74, 0.16, 0.84)
+#: a longer edge's label goes first this far along its path before its arrowhead (scene units):
+#: it names the op that made the tensor the edge goes into, and at the middle of a long edge it
+#: stood rows from both ends (a Llama's rotary "sin", 12 rows long, floated beside nothing)
+NEAR_HEAD = (0.5 * LAYER_HEIGHT, LAYER_HEIGHT, 1.5 * LAYER_HEIGHT)
+#: an edge longer than this (scene units) has its label near its head first
+LONG_EDGE = 3 * LAYER_HEIGHT
 #: room kept between a label and its edge, and between two labels
 GAP = 6.0
 #: how often a placement asked for while nodes glide looks whether they stopped (ms)
@@ -90,7 +96,7 @@ class EdgeLabels:
         area = edge.mapRectToScene(edge.path().boundingRect()).adjusted(
             -edge.label_width - 8, -LABEL_H - 4, edge.label_width + 8, LABEL_H + 4)
         near_solids, near_lines = solids.near(area), lines.near(area, edge)
-        for along in ALONG:
+        for along in _spots(edge.path().length()):
             point = edge.path().pointAtPercent(along)
             for below in (False, True):
                 for right in (True, False):
@@ -245,6 +251,14 @@ def _one_label_a_route(edges: list["LabeledEdgeItem"]) -> list["LabeledEdgeItem"
             edge.show_label("")
         kept.append(same[0])
     return kept
+
+
+def _spots(length: float) -> tuple[float, ...]:
+    """Where along an edge of ``length`` its label may go, in the order tried: :data:`ALONG`; on an
+    edge longer than :data:`LONG_EDGE`, first :data:`NEAR_HEAD` before its arrowhead."""
+    if length <= LONG_EDGE:
+        return ALONG
+    return tuple(1 - back / length for back in NEAR_HEAD) + ALONG
 
 
 def _area(rect: QRectF) -> float:

@@ -223,3 +223,38 @@ def test_a_label_is_put_where_no_line_crosses_it_where_such_a_spot_is_free(qtbot
                 crossed_somewhere += 1
                 assert _clear_spot(scene, edge, labeled) is None, (script, edge.label, crossing)
     assert crossed_somewhere  # (where every spot is crossed, one still is)
+
+
+LONG_EDGE_SCRIPT = """
+import torch
+
+w = torch.ones(4, requires_grad=True)
+t = torch.arange(4.0)
+c = t.cos()
+for _ in range(6):
+    c = c * 2
+s = t.sin()
+loss = (w * (c + s)).sum()
+loss.backward()
+"""
+
+
+def test_a_long_edges_label_stands_by_its_arrowhead(qtbot, record, tmp_path):
+    """A Llama's rotary positions, every box open: "sin", the label of an edge 12 rows long, stood
+    at its middle, rows from the op's input and its output, beside nothing. Here t.sin() waits
+    seven rows for t.cos()'s chain: its label goes by the tensor sin made, within a row and a half."""
+    from graphview.core.drawing import LAYER_HEIGHT
+
+    path = tmp_path / "long_edge.py"
+    path.write_text(LONG_EDGE_SCRIPT)
+    run = record(path)
+    scene, _view = shown_canvas(qtbot, 1000, 700)
+    scene.set_run(run)
+    scene.set_cursor(len(run.events) - 1)
+    scene.edge_labels.settle()
+    edge = next(e for e in scene.labeled_edges() if e.isVisible() and e.path().length() > 4 * LAYER_HEIGHT)
+    head = edge.mapToScene(edge.path().pointAtPercent(1.0))
+    tail = edge.mapToScene(edge.path().pointAtPercent(0.0))
+    label = edge.mapRectToScene(edge.label_rect)
+    assert head.y() - tail.y() > 5 * LAYER_HEIGHT  # (a long edge, down)
+    assert head.y() - 1.5 * LAYER_HEIGHT - 16 <= label.center().y() <= head.y(), (label, head)
