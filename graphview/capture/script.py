@@ -189,7 +189,11 @@ def error_event(exc: BaseException, script: str) -> dict:
     }
     failed = getattr(exc, "_graphview_op", None)  # an op the script called raised (OpHooks._note_failed_op)
     if isinstance(failed, dict) and event["vid"] is None and event["bid"] is None:
-        event.update(failed)
+        # its three fields only, each of its type (the script could have set the attribute itself)
+        op, inputs, module = failed.get("op"), failed.get("inputs"), failed.get("module")
+        if type(op) is str and type(inputs) is list and all(type(t) is int for t in inputs) \
+                and (module is None or type(module) is str):
+            event.update(op=op, inputs=inputs, module=module)
     return event
 
 

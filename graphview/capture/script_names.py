@@ -65,18 +65,20 @@ class ContainersSeen:
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[int, tuple] = {}  # id(scope) -> (its keys, their values' ids, container names)
+        self._seen: dict[int, tuple] = {}  # id(scope) -> (its keys, their values' ids and types, container names)
 
     def names_in(self, scope: dict) -> list[str]:
-        keys, ids = tuple(scope), tuple(map(id, scope.values()))
+        # (the types too: a scope made anew at a freed one's address, holding a list where the
+        # other held an object now freed, at the same address, is not taken for the other)
+        keys, ids, types = tuple(scope), tuple(map(id, scope.values())), tuple(map(type, scope.values()))
         seen = self._seen.get(id(scope))
-        if seen is not None and seen[0] == keys and seen[1] == ids:
-            return seen[2]
+        if seen is not None and seen[0] == keys and seen[1] == ids and seen[2] == types:
+            return seen[3]
         # (an empty one too: the script may fill it while its variables stay the same)
         names = [name for name, value in scope.items() if type(value) in _CONTAINERS and not name.startswith("__")]
         if len(self._seen) >= _SCOPES_REMEMBERED:
             self._seen.clear()
-        self._seen[id(scope)] = (keys, ids, names)
+        self._seen[id(scope)] = (keys, ids, types, names)
         return names
 
     def items(self, scope: dict):

@@ -119,10 +119,14 @@ class BatchEncoder:
 
 class _Parts(list):
     """The pickler's file: each piece it writes is kept as it came (a frame's bytes, or a long
-    string's or bytes' own payload), not copied into a buffer."""
+    string's or bytes' own payload), not copied into a buffer; a piece that is not ``bytes`` (a
+    ``bytearray``'s own memory, which no event of graphview's holds) is copied, so that no piece
+    changes before it is written."""
 
     __slots__ = ()
-    write = list.append
+
+    def write(self, piece) -> None:
+        self.append(piece if type(piece) is bytes else bytes(piece))
 
 
 def _not_plain(event) -> bool:

@@ -36,3 +36,21 @@ def test_capped_output_passes_the_schema(write_script):
     checker = EventChecker()
     for event in events:
         checker.check(event)
+
+
+def test_an_error_event_takes_only_the_failed_ops_three_fields_each_of_its_type():
+    """The recorder notes an op that raised on the exception (``_graphview_op``): the error event
+    takes its op, inputs and module only, and none whose type is wrong (the script may set the
+    attribute itself)."""
+    from graphview.capture.script import error_event
+
+    good = RuntimeError("shapes")
+    good._graphview_op = {"op": "linear", "inputs": [3, 4], "module": "model.2", "ev": "run_end", "type": "X"}
+    event = error_event(good, "/nowhere/script.py")
+    assert (event["ev"], event["type"], event["op"], event["inputs"], event["module"]) == \
+        ("error", "RuntimeError", "linear", [3, 4], "model.2")
+    for hostile in ({"op": 5, "inputs": [1]}, {"op": "mm", "inputs": ["1"]}, {"op": "mm", "inputs": [1], "module": 7},
+                    {"op": "mm", "inputs": (1,)}):
+        bad = RuntimeError("x")
+        bad._graphview_op = hostile
+        assert not {"op", "inputs", "module"} & set(error_event(bad, "/nowhere/script.py")), hostile

@@ -247,8 +247,8 @@ class BoxItems:
         freed = bool(grad_fns) and all(states[n.id] == "freed" for n in grad_fns)
         now = self._now[1] if self._now is not None and self._now[0] in members else None
         failed = drawing.failed_roots(index) if run is not None and run.errors else ()
-        error = "error" in states.values() or any(drawing.nodes[m].ref in failed for m in members
-                                                  if drawing.nodes[m].kind not in ("op", "accumulate"))
+        error = "error" in states.values() or bool(failed) and any(
+            drawing.nodes[m].ref in failed for m in members if drawing.nodes[m].kind not in ("op", "accumulate"))
         group.set_box(QRectF(x - NODE_W / 2, y - NODE_H / 2, NODE_W, NODE_H), len(members),
                       len(grad_fns), held, running, freed, now, error)
         if box.repeats is not None:
