@@ -47,7 +47,8 @@ class ModuleBoxes(QObject):
                               boxes_changed=self._boxes_changed, shut_to_fit_done=self._shut_to_fit_done)
         self.items = BoxItems(scene, self.state, on_toggle=self.toggle)
         self.glide = Glide(scene, self, hidden_by=lambda: self.items.hidden_by, on_finished=self.settle)
-        self._last_born = (-1, -1)  # (nodes in the drawing, the latest birth among them)
+        self._last_born = (None, -1, -1)  # (the drawing, its nodes, the latest birth among them)
+        self._end_keep: tuple = (None, None)  # ((drawing, its nodes, graph gone at), the nodes kept)
 
     # ------------------------------------------------------------------ what the parts hold
     @property
@@ -200,15 +201,28 @@ class ModuleBoxes(QObject):
         self._relaid(None, None, animate=True)
 
     def _kept_at_run_end(self) -> frozenset[str] | None:
+        """The nodes laid out at a finished run's end: every node shown anywhere from the last
+        graph's death (or the last birth, if later) to the run's end, worked out once for the run.
+        What the script frees after (an input, a .grad reset) is hidden in its place: asked at the
+        cursor, each such event gave a new layout and the nodes glided again."""
         scene = self.scene
         run, drawing, index = scene.run, scene.drawing, scene.cursor
         if run is None or drawing is None or run.end is None or scene.live or scene.virtual or index < 0:
             return None
-        if self._last_born[0] != len(drawing.nodes):
-            self._last_born = (len(drawing.nodes), max((n.born for n in drawing.nodes.values()), default=-1))
-        if index < self._last_born[1] or scene.graph_gone_at() is None:
+        if self._last_born[:2] != (drawing, len(drawing.nodes)):
+            latest = max((n.born for n in drawing.nodes.values()), default=-1)
+            self._last_born = (drawing, len(drawing.nodes), latest)
+        born = self._last_born[2]
+        gone = scene.graph_gone_at() if index >= born else None  # (the same at every such cursor)
+        if gone is None:
             return None
-        return frozenset(scene.at_cursor.visible)
+        key = (drawing, len(drawing.nodes), gone)
+        if self._end_keep[0] != key:
+            # nothing is born after ``start`` and a node is shown from its birth to its end: those
+            # shown anywhere in [start, the run's end] are those shown at ``start``
+            start = max(born, gone)
+            self._end_keep = (key, frozenset(n.id for n in drawing.nodes.values() if drawing.visible(n, start)))
+        return self._end_keep[1]
 
     # ------------------------------------------------------------------ called by the parts
     def _relaid(self, key: str | None, before: QPointF | None, animate: bool, layout: Layout | None = None) -> None:

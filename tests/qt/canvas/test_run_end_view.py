@@ -124,3 +124,65 @@ def test_the_overview_pictures_the_nodes_where_they_glided_to(canvas, mlp_events
     qtbot.waitUntil(lambda: not scene.boxes.gliding, timeout=3000)
     qtbot.waitUntil(lambda: view.overview.pixmap is not None, timeout=3000)
     assert view.overview.source == scene.shown_rect().adjusted(-40, -40, 40, 40)
+
+
+#: a plain script (no step function) that trains two steps, then frees its loss, resets .grad
+#: and frees its inputs: each of these comes after the last graph died, one event apart
+FREED_AFTER = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(3, 4)
+y = torch.randn(3, 2)
+extra = torch.randn(3, 2)
+for _ in range(2):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean() + (extra * 0).sum()
+    loss.backward()
+    opt.step()
+del loss
+opt.zero_grad(set_to_none=True)
+del x
+del extra
+"""
+
+
+@pytest.fixture(scope="module")
+def freed_after_events(tmp_path_factory):
+    """FREED_AFTER's events, recorded once for the module."""
+    from graphview.capture.script import run_script
+
+    path = tmp_path_factory.mktemp("freed") / "freed_after.py"
+    path.write_text(FREED_AFTER)
+    events: list[dict] = []
+    run_script(str(path), events.append, RunOptions())
+    assert events[-1]["ev"] == "run_end" and events[-1]["status"] == "ok"
+    return events
+
+
+def test_past_the_last_graph_nodes_glide_once_whatever_the_script_frees_after(canvas, freed_after_events):
+    """Past the last graph's death, an input freed or a .grad reset changes what is shown: the
+    nodes left took new places at each (x, y, extra and model.2's leaves moved again at the
+    tensor_dead of x); they glide once, at the graph's death, and stay till the end."""
+    run = Run(list(freed_after_events))
+    scene, view = canvas
+    end, dead = timeline.last(run), _last_graph_dead(run)
+    show_at(canvas, run, dead)
+    scene.boxes.settle()
+    assert scene.boxes.layout is not None  # (compact from the graph's death)
+    places = {node_id: (item.pos().x(), item.pos().y()) for node_id, item in scene.node_items.items()}
+    shown_at_dead = {node_id for node_id, item in scene.node_items.items() if item.isVisible()}
+    kinds = {run.events[i]["ev"] for i in range(dead + 1, end + 1)}
+    assert {"tensor_dead", "grad_reset"} <= kinds  # (what the script frees after: it changes what is shown)
+    for index in range(dead + 1, end + 1):
+        scene.set_cursor(index)
+        view.set_cursor(index)
+        scene.boxes.settle()
+        moved = [item.node.title for node_id, item in scene.node_items.items()
+                 if node_id in places and (item.pos().x(), item.pos().y()) != places[node_id]]
+        assert moved == [], (index, run.events[index]["ev"])
+    shown_at_end = {node_id for node_id, item in scene.node_items.items() if item.isVisible()}
+    assert shown_at_end < shown_at_dead  # (the inputs freed are hidden in their places)
