@@ -162,11 +162,14 @@ def test_a_new_run_is_shown_in_its_own_scene_not_in_what_a_fit_widened_for_the_l
 
 
 def test_fit_shows_everything_even_when_scroll_bars_come(window, record):
-    """Whatever the cursor shows through a step's backward, Fit shows all of it, or, where all of
-    it would not read, all of its width at the smallest readable zoom. (Where the run's whole graph
-    lies partly aside, scroll bars come at the zoom that fits and shrink the viewport: Fit then
-    fits again, or the loss at the bottom was cut off under the horizontal bar.)"""
+    """Whatever the cursor shows of the graph through a step's backward (what a fit frames: the
+    graph in play, fit_rect), Fit shows all of it, down to WHOLE_SLACK of the readable zoom, or,
+    where all of it would not read, all of its width at the smallest readable zoom. (Where the run's
+    whole graph lies partly aside, scroll bars come at the zoom that fits and shrink the viewport:
+    Fit then fits again, or the loss at the bottom was cut off under the horizontal bar.)"""
     from graphview.core.hierarchy import collapsed_at_level
+    from graphview.qt.canvas.fit_rect import fit_rect
+    from graphview.qt.canvas.view_fit import WHOLE_SLACK
 
     run = record(model("transformer_block"), steps=3)
     window.begin_run(run.start["script"], RunOptions(steps=3), run)
@@ -178,11 +181,11 @@ def test_fit_shows_everything_even_when_scroll_bars_come(window, record):
         window.set_cursor(cursor)
         view.fit()
         seen = view.mapToScene(view.viewport().rect()).boundingRect()
-        shown = scene.shown_rect()
-        if view.transform().m11() > view.readable_scale() * 1.001:
-            assert seen.contains(shown), cursor
+        shown = fit_rect(scene)
+        zoom, readable = view.transform().m11(), view.readable_scale()
+        if abs(zoom - readable) > readable * 0.001:  # all of it: larger, or down to WHOLE_SLACK of readable
+            assert zoom >= readable * WHOLE_SLACK * 0.999 and seen.contains(shown), cursor
         else:  # too tall to read whole: all of its width, readable
-            assert view.transform().m11() >= view.readable_scale() * 0.999, cursor
             assert seen.left() <= shown.left() and shown.right() <= seen.right(), cursor
 
 
