@@ -375,6 +375,8 @@ class MainWindow(QMainWindow):
         if finding.node and self.scene.item_for(finding.node) is not None:
             self.scene.select_node(finding.node)
             self.view.center_on_node(finding.node)
+        else:  # no node of its own drawn: the view follows the cursor there, as a step does
+            self.keep_in_view()
         if finding.line:
             self._show_line(finding.line)
 

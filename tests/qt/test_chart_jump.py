@@ -112,3 +112,25 @@ def test_the_timeline_slider_brings_the_events_nodes_into_view(window, qtbot, ll
         place = window.scene.place_at_event(early)
         port = QRectF(window.view.viewport().rect())
         assert place is not None and port.contains(QRectF(window.view.mapFromScene(place).boundingRect())), dragged
+
+
+def test_a_finding_with_no_node_of_its_own_brings_its_moment_into_view(window, qtbot, llama_events):
+    """A Diagnostics finding moves the cursor to where it shows; one with a node centres on it, and
+    one with none (or none drawn) left the view where it was: the canvas blank, as the chart's jump."""
+    from graphview.core.diagnostics import Finding
+
+    run = Run(list(llama_events))
+    window.resize(1366, 768)
+    window.begin_run(None, RunOptions(steps=1), run)
+    peak = timeline.next_backward_node(run, timeline.next_backward(run, 0))
+    window.actions["open_all"].trigger()
+    window.move(lambda run, cursor: peak)
+    window.scene.boxes.settle()
+    start = next(i for i in range(len(run.events)) if run.events.kind(i) == "step_start")
+    early = [i for i in range(start + 1, timeline.next_backward(run, 0)) if run.events.kind(i) == "op"][5]
+    window.diagnostics.sigFinding.emit(Finding("a-moment", "a moment of the forward", None, "", "", early))
+    window.scene.boxes.settle()
+    assert window.cursor == early
+    place = window.scene.place_at_event(early)
+    port = QRectF(window.view.viewport().rect())
+    assert place is not None and port.contains(QRectF(window.view.mapFromScene(place).boundingRect()))
