@@ -22,6 +22,7 @@ from typing import Callable
 import torch
 
 from graphview.capture.recorder import Recorder
+from graphview.capture.script_names import bound
 from graphview.capture.steps import StepLog, run_steps
 from graphview.capture.summaries import summarize
 from graphview.capture.whatif import WhatIf
@@ -488,11 +489,10 @@ def _final_names(recorder: Recorder, scope: dict, emit) -> None:
             t = entry[0]()
             if t is not None:
                 wanted[id(t)] = entry
-        for name, value in list(scope.items()):
-            if isinstance(value, torch.Tensor) and not name.startswith("__"):
-                entry = wanted.pop(id(value), None)
-                if entry is not None and entry[0]() is value:
-                    emit({"ev": "name", "tid": entry[1], "name": name})
+        for name, value in bound(scope):
+            entry = wanted.pop(id(value), None)
+            if entry is not None and entry[0]() is value:
+                emit({"ev": "name", "tid": entry[1], "name": name})
         recorder._pending_names = []
 
 

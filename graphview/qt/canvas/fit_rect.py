@@ -59,24 +59,22 @@ def fit_rects(scene) -> list[QRectF]:
     return rects
 
 
-def fit_rect(scene) -> QRectF:
-    """The rect a fit frames (:func:`fit_rects` united), in scene units; null: nothing shown. A big
-    scene, whose nodes have no item each: :meth:`drawn_rect`."""
+def fit_rect(scene, parts: list[QRectF] | None = None) -> QRectF:
+    """The rect a fit frames (:func:`fit_rects` united, or ``parts``, those worked out already), in
+    scene units; null: nothing shown. A big scene, whose nodes have no item each: :meth:`drawn_rect`."""
     if scene.virtual:
         return scene.drawn_rect()
     rect = QRectF()
-    for part in fit_rects(scene):
+    for part in fit_rects(scene) if parts is None else parts:
         rect = rect.united(part)
     return rect
 
 
-def across_band(scene, top: float, bottom: float) -> tuple[float, float] | None:
-    """The left and right of what a fit frames (:func:`fit_rects`) between ``top`` and ``bottom``
-    (scene y): a view that shows those rows reads best centred on them, not on the graph's width,
-    which rows far above or below may widen (None: nothing there, or a big scene)."""
-    if scene.virtual:
-        return None
-    band = [r for r in fit_rects(scene) if r.bottom() >= top and r.top() <= bottom]
+def across_band(parts: list[QRectF] | None, top: float, bottom: float) -> tuple[float, float] | None:
+    """The left and right of what a fit frames (``parts``: :func:`fit_rects`) between ``top`` and
+    ``bottom`` (scene y): a view that shows those rows reads best centred on them, not on the graph's
+    width, which rows far above or below may widen (None: nothing there, or a big scene: no parts)."""
+    band = [r for r in parts or () if r.bottom() >= top and r.top() <= bottom]
     if not band:
         return None
     return min(r.left() for r in band), max(r.right() for r in band)

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsView
 
 from graphview.core.drawing import LAYER_HEIGHT, SLOT_WIDTH
-from graphview.qt.canvas.fit_rect import across_band, fit_rect
+from graphview.qt.canvas.fit_rect import across_band, fit_rect, fit_rects
 from graphview.qt.canvas.groups import solid
 from graphview.qt.canvas.style import NODE_H, NODE_W, SMALLEST_TEXT_PT
 from graphview.qt.canvas.view_region import RegionFollow
@@ -315,7 +315,8 @@ class ViewFit:
         scene = view.scene()
         scene.boxes.settle()
         view.setSceneRect(QRectF())  # the scene's own rect again (a box kept in place may have widened it)
-        rect = fit_rect(scene)  # (the graph made so far; not the room items keep for badges they may not have)
+        parts = None if scene.virtual else fit_rects(scene)  # (once a fit: the band below reads them too)
+        rect = fit_rect(scene, parts)  # (the graph made so far; not the room items keep for badges they may not have)
         if rect.isNull():
             rect = scene.sceneRect()
         framed = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
@@ -339,19 +340,20 @@ class ViewFit:
                 view.resetTransform()
                 view.scale(readable, readable)
                 half_width, half_height = view.viewport().width() / readable / 2, view.viewport().height() / readable / 2
-                self.center_on(self._band_centre(framed, focus, half_width, half_height))
+                self.center_on(self._band_centre(framed, focus, half_width, half_height, parts))
                 self.clear_edges(focus)
             if view.viewport().rect() == port:
                 break
         return zoom >= readable * WHOLE_SLACK or (whole and zoom > 0)
 
-    def _band_centre(self, framed: QRectF, focus: QRectF | None, half_width: float, half_height: float) -> QPointF:
+    def _band_centre(self, framed: QRectF, focus: QRectF | None, half_width: float, half_height: float,
+                     parts: list[QRectF] | None) -> QPointF:
         """:func:`readable_centre`, centred across on what is drawn in the rows it shows
         (:func:`across_band`): a Llama's rows round its 30th op, every box open, took a third of
         the graph's width, and the view centred on the width showed them at its left, beside
         nothing."""
         centre = readable_centre(framed, focus, half_width, half_height)
-        band = across_band(self._view.scene(), centre.y() - half_height, centre.y() + half_height)
+        band = across_band(parts, centre.y() - half_height, centre.y() + half_height)
         if band is None:
             return centre
         rows = QRectF(band[0] - FIT_MARGIN, framed.top(), band[1] - band[0] + 2 * FIT_MARGIN, framed.height())
